@@ -1,0 +1,170 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { minioBinary } from "./_paths.ts";
+import { freePort, onExit, removeTree, waitUntil } from "./_process.ts";
+
+export interface MinioOptions {
+  /** Buckets created at start. */
+  buckets?: string[];
+  /** Buckets created at start with S3 Object Lock enabled (which also turns on versioning). */
+  lockedBuckets?: string[];
+}
+
+export interface MinioServer {
+  /** `http://127.0.0.1:<port>`. */
+  readonly endpoint: string;
+  readonly port: number;
+  readonly region: string;
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly dataDir: string;
+  /** A path-style S3 client with this server's credentials. */
+  client(): S3Client;
+  /** Creates a bucket, optionally with Object Lock. */
+  createBucket(name: string, options?: { objectLock?: boolean }): Promise<void>;
+  /** SIGSTOP: connections hang, as with a stalled network or an overloaded store. */
+  pause(): void;
+  /** SIGCONT after `pause()`. */
+  resume(): void;
+  /** Stops the process but keeps its data: connections are refused until `up()`. */
+  down(): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  up(): Promise<void>;
+  /** Stops the server and removes its data; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+const START_TIMEOUT_MS = 60_000;
+
+/** Starts a real MinIO on a free loopback port with its own data directory and credentials. */
+export async function startMinio(options: MinioOptions = {}): Promise<MinioServer> {
+  const bin = minioBinary();
+  const base = mkdtempSync(join(tmpdir(), "auditpipe-minio-"));
+  const dataDir = join(base, "data");
+  mkdirSync(dataDir);
+  const port = await freePort();
+  const consolePort = await freePort();
+  const accessKeyId = `testkit${randomBytes(4).toString("hex")}`;
+  const secretAccessKey = randomBytes(18).toString("base64url");
+  const endpoint = `http://127.0.0.1:${port}`;
+  const region = "us-east-1";
+  let child: ChildProcess | undefined;
+  let output: string[] = [];
+
+  const unregister = onExit(() => {
+    if (child?.exitCode === null) child.kill("SIGKILL");
+    removeTree(base);
+  });
+
+  const launch = async (): Promise<void> => {
+    output = [];
+    const proc = spawn(
+      bin,
+      [
+        "server",
+        dataDir,
+        "--address",
+        `127.0.0.1:${port}`,
+        "--console-address",
+        `127.0.0.1:${consolePort}`,
+        "--quiet",
+      ],
+      {
+        env: {
+          ...process.env,
+          MINIO_ROOT_USER: accessKeyId,
+          MINIO_ROOT_PASSWORD: secretAccessKey,
+          MINIO_BROWSER: "off",
+          MINIO_UPDATE: "off",
+          MINIO_REGION: region,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    child = proc;
+    proc.stdout?.setEncoding("utf8").on("data", (d: string) => output.push(d));
+    proc.stderr?.setEncoding("utf8").on("data", (d: string) => output.push(d));
+    await waitUntil(
+      async () => {
+        if (proc.exitCode !== null) return true;
+        try {
+          const response = await fetch(`${endpoint}/minio/health/ready`);
+          return response.ok;
+        } catch {
+          return false;
+        }
+      },
+      START_TIMEOUT_MS,
+      () => `MinIO was not ready within ${START_TIMEOUT_MS / 1000}s:\n${output.join("")}`,
+    );
+    if (proc.exitCode !== null)
+      throw new Error(`MinIO exited at start (code ${proc.exitCode}):\n${output.join("")}`);
+  };
+
+  const halt = async (): Promise<void> => {
+    const proc = child;
+    if (!proc || proc.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+    proc.kill("SIGCONT"); // a paused process cannot act on SIGTERM
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  let s3: S3Client | undefined;
+  const client = (): S3Client => {
+    s3 ??= new S3Client({
+      endpoint,
+      region,
+      forcePathStyle: true,
+      credentials: { accessKeyId, secretAccessKey },
+    });
+    return s3;
+  };
+
+  try {
+    await launch();
+    const server: MinioServer = {
+      endpoint,
+      port,
+      region,
+      accessKeyId,
+      secretAccessKey,
+      dataDir,
+      client,
+      async createBucket(name, opts = {}) {
+        await client().send(
+          new CreateBucketCommand({ Bucket: name, ObjectLockEnabledForBucket: opts.objectLock === true }),
+        );
+      },
+      pause() {
+        child?.kill("SIGSTOP");
+      },
+      resume() {
+        child?.kill("SIGCONT");
+      },
+      down: halt,
+      up: launch,
+      async stop() {
+        s3?.destroy();
+        s3 = undefined;
+        await halt();
+        removeTree(base);
+        unregister();
+      },
+    };
+    for (const bucket of options.buckets ?? []) await server.createBucket(bucket);
+    for (const bucket of options.lockedBuckets ?? []) await server.createBucket(bucket, { objectLock: true });
+    return server;
+  } catch (error) {
+    await halt();
+    removeTree(base);
+    unregister();
+    throw error;
+  }
+}

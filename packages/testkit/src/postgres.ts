@@ -1,0 +1,298 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { pgBinDir } from "./_paths.ts";
+import {
+  freePort,
+  isRoot,
+  lookupUser,
+  onExit,
+  type RunResult,
+  removeTree,
+  run,
+  waitUntil,
+} from "./_process.ts";
+
+export type LogDestination = "csvlog" | "jsonlog" | "stderr" | "syslog";
+export type GucValue = string | number | boolean;
+
+export interface PostgresOptions {
+  /** `log_destination` entries; default `["csvlog"]`. */
+  logDestination?: LogDestination[];
+  /** `log_line_prefix` (stderr and syslog); PostgreSQL's default when omitted. */
+  logLinePrefix?: string;
+  /** `log_filename`; default `postgresql-%Y-%m-%d_%H%M%S.log` (csvlog/jsonlog swap the `.log` suffix). */
+  logFilename?: string;
+  /** `log_rotation_size` in kB; default 0 (no size-based rotation). */
+  rotationSizeKb?: number;
+  /** `log_rotation_age` in minutes; default 0 (no age-based rotation). */
+  rotationAgeMin?: number;
+  /** `pgaudit.*` settings without the prefix, e.g. `{ log: "all", log_parameter: true }`. */
+  pgaudit?: Record<string, GucValue>;
+  /** Any other GUC, written to postgresql.conf as given. */
+  settings?: Record<string, GucValue>;
+  /** Libraries preloaded besides pgaudit (e.g. `pg_stat_statements`). */
+  preloadLibraries?: string[];
+  /** Skip `CREATE EXTENSION pgaudit` (pgaudit still loads and logs session auditing). */
+  skipCreateExtension?: boolean;
+}
+
+export interface PostgresCluster {
+  readonly port: number;
+  /** Directory holding the unix socket; also a valid `host` for libpq and node-postgres. */
+  readonly socketDir: string;
+  readonly dataDir: string;
+  /** `log_directory`: where the logging collector writes. */
+  readonly logDir: string;
+  /** TCP connection string for the `postgres` superuser on the `postgres` database. */
+  readonly connectionString: string;
+  /** Runs one SQL string (simple protocol without values, extended protocol with) as the superuser. */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+  /** A new connected client, e.g. as another role; the caller ends it. */
+  connect(options?: { user?: string; database?: string; password?: string }): Promise<pg.Client>;
+  /** `SELECT pg_rotate_logfile()`, then waits until `current_logfiles` names new files. */
+  rotate(): Promise<void>;
+  /** Runs pgbench against this cluster (connection flags are added); rejects on a non-zero exit. */
+  pgbench(args: string[]): Promise<RunResult>;
+  /** Runs psql with a script on stdin; resolves with its output whatever the exit code. */
+  psql(script: string, options?: { user?: string; database?: string; args?: string[] }): Promise<RunResult>;
+  /** Log files currently in the log directory, sorted by name. */
+  logFiles(): string[];
+  /** `current_logfiles` parsed: destination → absolute path. */
+  currentLogfiles(): Partial<Record<LogDestination, string>>;
+  /** Stops the server (fast shutdown) and removes every file it had; safe to call twice. */
+  stop(): Promise<void>;
+}
+
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+
+function confValue(value: GucValue): string {
+  return `'${String(value).replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
+}
+
+/**
+ * Starts a throwaway PostgreSQL with pgaudit preloaded: initdb in a temp dir, a free loopback
+ * port, the socket in the temp dir, the logging collector on. As root it runs as the `postgres`
+ * OS user. Everything is removed by `stop()` or when the test process exits.
+ */
+export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresCluster> {
+  const bin = pgBinDir();
+  const root = isRoot();
+  const owner = root ? lookupUser("postgres") : undefined;
+  if (root && !owner)
+    throw new Error("running as root but there is no `postgres` OS user: apt-get install -y postgresql-15");
+  const asOwner = owner ? { uid: owner.uid, gid: owner.gid } : {};
+
+  const base = mkdtempSync(join(tmpdir(), "auditpipe-pg-"));
+  let child: ChildProcess | undefined;
+  const unregister = onExit(() => {
+    if (child?.pid && child.exitCode === null) {
+      try {
+        process.kill(child.pid, "SIGQUIT"); // immediate shutdown: the directory goes next
+      } catch {}
+    }
+    removeTree(base);
+  });
+
+  try {
+    const dataDir = join(base, "data");
+    const socketDir = join(base, "socket");
+    const logDir = join(base, "log");
+    for (const dir of [socketDir, logDir]) mkdirSync(dir);
+    if (owner) for (const dir of [base, socketDir, logDir]) chownSync(dir, owner.uid, owner.gid);
+
+    const init = await run(
+      join(bin, "initdb"),
+      ["-D", dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+      {
+        ...asOwner,
+        cwd: base,
+      },
+    );
+    if (init.code !== 0) throw new Error(`initdb failed (exit ${init.code}):\n${init.stderr || init.stdout}`);
+
+    const port = await freePort();
+    const destinations = options.logDestination ?? ["csvlog"];
+    const conf: Record<string, GucValue> = {
+      port,
+      listen_addresses: "127.0.0.1",
+      unix_socket_directories: socketDir,
+      shared_preload_libraries: ["pgaudit", ...(options.preloadLibraries ?? [])].join(","),
+      logging_collector: true,
+      log_destination: destinations.join(","),
+      log_directory: logDir,
+      log_filename: options.logFilename ?? "postgresql-%Y-%m-%d_%H%M%S.log",
+      log_rotation_size: options.rotationSizeKb ?? 0,
+      log_rotation_age: options.rotationAgeMin ?? 0,
+      log_file_mode: "0644",
+      // Throwaway clusters: durability costs time and proves nothing here.
+      fsync: false,
+      synchronous_commit: false,
+      full_page_writes: false,
+      max_connections: 50,
+      shared_buffers: "64MB",
+    };
+    if (options.logLinePrefix !== undefined) conf.log_line_prefix = options.logLinePrefix;
+    for (const [key, value] of Object.entries(options.pgaudit ?? {})) conf[`pgaudit.${key}`] = value;
+    Object.assign(conf, options.settings ?? {});
+    const confText = Object.entries(conf)
+      .map(([key, value]) => `${key} = ${confValue(value)}`)
+      .join("\n");
+    writeFileSync(join(dataDir, "postgresql.auto.conf"), `# written by @auditpipe/testkit\n${confText}\n`);
+
+    const startupLog: string[] = [];
+    child = spawn(join(bin, "postgres"), ["-D", dataDir], { ...asOwner, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
+    const started = child;
+    await waitUntil(
+      async () => {
+        if (started.exitCode !== null) return true;
+        const client = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
+        try {
+          await client.connect();
+          await client.end();
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      START_TIMEOUT_MS,
+      () =>
+        `PostgreSQL did not accept connections within ${START_TIMEOUT_MS / 1000}s:\n${startupLog.join("")}`,
+    );
+    if (started.exitCode !== null) {
+      throw new Error(
+        `PostgreSQL exited during start-up (code ${started.exitCode}):\n${startupLog.join("")}`,
+      );
+    }
+
+    const connectionString = `postgresql://postgres@127.0.0.1:${port}/postgres`;
+    let admin: pg.Client | undefined;
+    const adminClient = async (): Promise<pg.Client> => {
+      if (!admin) {
+        admin = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
+        await admin.connect();
+      }
+      return admin;
+    };
+    if (!options.skipCreateExtension)
+      await (await adminClient()).query("CREATE EXTENSION IF NOT EXISTS pgaudit");
+
+    const readCurrentLogfiles = (): Partial<Record<LogDestination, string>> => {
+      const file = join(dataDir, "current_logfiles");
+      if (!existsSync(file)) return {};
+      const out: Partial<Record<LogDestination, string>> = {};
+      for (const line of readFileSync(file, "utf8").split("\n")) {
+        const space = line.indexOf(" ");
+        if (space > 0) out[line.slice(0, space) as LogDestination] = line.slice(space + 1);
+      }
+      return out;
+    };
+
+    let stopped = false;
+    const cluster: PostgresCluster = {
+      port,
+      socketDir,
+      dataDir,
+      logDir,
+      connectionString,
+      async query(text, values) {
+        return (await adminClient()).query(text, values);
+      },
+      async connect(opts = {}) {
+        const client = new pg.Client({
+          host: socketDir,
+          port,
+          user: opts.user ?? "postgres",
+          database: opts.database ?? "postgres",
+          password: opts.password,
+        });
+        await client.connect();
+        return client;
+      },
+      async rotate() {
+        const before = JSON.stringify(readCurrentLogfiles());
+        await (await adminClient()).query("SELECT pg_rotate_logfile()");
+        // A rotation within the same second reuses the file name; then only the content moves on.
+        await waitUntil(
+          () => JSON.stringify(readCurrentLogfiles()) !== before,
+          2_000,
+          () => "",
+          20,
+        ).catch(() => {});
+      },
+      async pgbench(args) {
+        const result = await run(
+          join(bin, "pgbench"),
+          ["-h", socketDir, "-p", String(port), "-U", "postgres", ...args],
+          {
+            env: { ...process.env, PGDATABASE: "postgres" },
+          },
+        );
+        if (result.code !== 0)
+          throw new Error(`pgbench ${args.join(" ")} failed (exit ${result.code}):\n${result.stderr}`);
+        return result;
+      },
+      async psql(script, opts = {}) {
+        return run(
+          join(bin, "psql"),
+          [
+            "-X",
+            "-q",
+            "-h",
+            socketDir,
+            "-p",
+            String(port),
+            "-U",
+            opts.user ?? "postgres",
+            "-d",
+            opts.database ?? "postgres",
+            ...(opts.args ?? []),
+          ],
+          { input: script },
+        );
+      },
+      logFiles() {
+        return readdirSync(logDir)
+          .sort()
+          .map((name) => join(logDir, name));
+      },
+      currentLogfiles: readCurrentLogfiles,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await admin?.end().catch(() => {});
+        if (started.exitCode === null) {
+          const exited = new Promise<void>((resolve) => started.once("exit", () => resolve()));
+          started.kill("SIGINT"); // fast shutdown
+          const timer = setTimeout(() => started.kill("SIGQUIT"), STOP_TIMEOUT_MS);
+          await exited;
+          clearTimeout(timer);
+        }
+        removeTree(base);
+        unregister();
+      },
+    };
+    return cluster;
+  } catch (error) {
+    if (child?.exitCode === null) child.kill("SIGQUIT");
+    removeTree(base);
+    unregister();
+    throw error;
+  }
+}

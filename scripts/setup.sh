@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what auditpipe's build, tests and demo need, and nothing that is already there.
+# Idempotent and unattended: safe to run on every CI start. Needs root for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
+PG_MAJOR=15
+PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]' 2>/dev/null) \
+  || die "node is not installed (need Node 20): install it from Debian's nodejs package or nodejs.org"
+
+# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog ------------------------------------
+need_apt=()
+[ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || need_apt+=("postgresql-$PG_MAJOR")
+[ -f "/usr/lib/postgresql/$PG_MAJOR/lib/pgaudit.so" ] || need_apt+=("postgresql-$PG_MAJOR-pgaudit")
+[ -x /usr/sbin/rsyslogd ] || need_apt+=(rsyslog)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_apt[*]} (run as root, or install them yourself)"
+  say "apt-get update"
+  apt-get update -q >/dev/null || die "apt-get update failed"
+  say "apt-get install ${need_apt[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
+    || die "apt-get install ${need_apt[*]} failed"
+else
+  say "postgresql-$PG_MAJOR, pgaudit and rsyslog already installed"
+fi
+
+# --- MinIO, built from source into the ignored .tools/bin ------------------------------------
+if [ -x "$ROOT/.tools/bin/minio" ]; then
+  say "MinIO already built (.tools/bin/minio)"
+else
+  command -v go >/dev/null || die "Go is needed to build MinIO (go install $MINIO_MODULE)"
+  say "building MinIO with go install $MINIO_MODULE (about 4 minutes the first time)"
+  mkdir -p "$ROOT/.tools/bin"
+  GOBIN="$ROOT/.tools/bin" GOFLAGS=-mod=mod go install "$MINIO_MODULE" || die "go install $MINIO_MODULE failed"
+fi
+
+# --- pnpm, at the version package.json pins ----------------------------------------------------
+if [ "$(pnpm --version 2>/dev/null || true)" = "$PNPM_VERSION" ]; then
+  say "pnpm $PNPM_VERSION already installed"
+else
+  # corepack fails its signature check against this registry, so npm installs pnpm.
+  say "npm install -g pnpm@$PNPM_VERSION"
+  npm install -g "pnpm@$PNPM_VERSION" >/dev/null || die "npm install -g pnpm@$PNPM_VERSION failed"
+fi
+
+say "pnpm install --frozen-lockfile"
+pnpm install --frozen-lockfile --reporter=append-only >/dev/null || die "pnpm install --frozen-lockfile failed"
+
+say "pnpm build"
+pnpm -s build >/dev/null || die "pnpm build failed (run it yourself to see why)"
+say "ready"
