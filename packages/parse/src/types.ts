@@ -1,0 +1,109 @@
+/**
+ * The shapes every format parser produces. A parser turns bytes into LogRecords; the pgAudit
+ * payload inside a record's message becomes an AuditEntry (see audit-payload.ts).
+ */
+
+export type LogFormat = "csvlog" | "jsonlog" | "stderr" | "syslog";
+
+/**
+ * One log record as PostgreSQL wrote it. Fields a format (or a log_line_prefix) does not carry
+ * are null. Strings are as PostgreSQL printed them, unescaped from the format's quoting.
+ */
+export interface LogRecord {
+  /** Byte offset of the record's first byte in its source (for syslog: of its first chunk's line). */
+  offset: number;
+  /** Bytes the record occupies in its source, terminating newline(s) included (syslog: all its chunk lines). */
+  size: number;
+  /** log_time / `%m` / `%t` / jsonlog `timestamp`, as printed. */
+  timestamp: string | null;
+  user: string | null;
+  database: string | null;
+  pid: number | null;
+  /** `host:port` (csvlog connection_from; `%r`), or the host alone when only that is known. */
+  remoteHost: string | null;
+  sessionId: string | null;
+  /** csvlog session_line_num / jsonlog line_num / `%l`. */
+  sessionLine: number | null;
+  commandTag: string | null;
+  sessionStart: string | null;
+  virtualTransactionId: string | null;
+  transactionId: string | null;
+  /** LOG, ERROR, FATAL, PANIC, WARNING, NOTICE, INFO, DEBUG1..5 (as printed; localized servers print others). */
+  severity: string;
+  sqlState: string | null;
+  message: string;
+  detail: string | null;
+  hint: string | null;
+  internalQuery: string | null;
+  internalPosition: number | null;
+  context: string | null;
+  /** The statement that caused an error (csvlog `query`, jsonlog `statement`, stderr `STATEMENT:` line). */
+  query: string | null;
+  queryPosition: number | null;
+  location: string | null;
+  applicationName: string | null;
+  backendType: string | null;
+  leaderPid: number | null;
+  queryId: string | null;
+}
+
+/** Why a stretch of input could not be read as a record. Parsers report it and carry on. */
+export interface MalformedRecord {
+  /** Stable code, e.g. `AUDITPIPE_ERR_UNTERMINATED_QUOTE` (see errors.ts). */
+  code: string;
+  /** A sentence for a person; never contains record text (it may hold personal data). */
+  reason: string;
+  /** Byte offset in the source where the skipped stretch starts. */
+  offset: number;
+  /** Bytes skipped. */
+  size: number;
+}
+
+/** Receives what a parser finds, in source order. */
+export interface RecordSink {
+  record(record: LogRecord): void;
+  malformed(error: MalformedRecord): void;
+}
+
+/** An incremental parser: feed chunks split anywhere, then `end()`. Never throws on input. */
+export interface LogParser {
+  push(chunk: Uint8Array): void;
+  /** End of input: flushes or reports (as malformed) a partial record. */
+  end(): void;
+}
+
+export interface ParserOptions {
+  /** `log_line_prefix` for stderr and syslog; PostgreSQL 15's default `%m [%p] ` when omitted. */
+  prefix?: string;
+  /** Records larger than this are malformed and skipped; default 64 MiB. */
+  maxRecordBytes?: number;
+}
+
+/** Markers pgAudit prints in place of a value. */
+export type AuditMarker = "<not logged>" | "<none>" | "<previously logged>";
+
+/** One pgAudit entry: the CSV payload after `AUDIT: ` in a log message, decoded. */
+export interface AuditEntry {
+  /** SESSION or OBJECT (kept as printed). */
+  auditType: string;
+  statementId: number;
+  substatementId: number;
+  /** READ, WRITE, FUNCTION, ROLE, DDL, MISC, MISC_SET, ... kept as printed, never rejected. */
+  class: string;
+  /** e.g. SELECT, CREATE TABLE, ALTER TABLE; may contain spaces. */
+  command: string;
+  /** e.g. TABLE, TABLE CONSTRAINT; "" when pgAudit printed nothing. */
+  objectType: string;
+  /** e.g. public.t, t_pkey on public.t; "" when pgAudit printed nothing. */
+  objectName: string;
+  /** The statement text, or `<previously logged>` with pgaudit.log_statement_once. */
+  statement: string;
+  /**
+   * PARAMETER: a marker (`<not logged>` when log_parameter is off, `<none>` when there were none,
+   * `<previously logged>`), or the values; a value is null for SQL NULL, and may itself be the
+   * marker `<long param suppressed>`.
+   */
+  parameter: AuditMarker | (string | null)[];
+  /** ROWS with pgaudit.log_rows; null when the field is absent. */
+  rows: number | null;
+}
