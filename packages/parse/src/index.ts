@@ -9,3 +9,5 @@ export type {
   RecordSink,
 } from "./types.ts";
 export { ParseErrorCode } from "./errors.ts";
+export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
+export { createStderrParser, DEFAULT_PREFIX, type StderrParserOptions } from "./stderr.ts";
