@@ -11,3 +11,13 @@ export type {
 export { ParseErrorCode } from "./errors.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 export { createStderrParser, DEFAULT_PREFIX, type StderrParserOptions } from "./stderr.ts";
+export {
+  createSyslogParser,
+  createSyslogReassembler,
+  type SyslogMessage,
+  type SyslogMessageSink,
+  type SyslogParser,
+  type SyslogParserOptions,
+  type SyslogReassembler,
+  type SyslogStats,
+} from "./syslog.ts";
