@@ -21,3 +21,6 @@ export {
   type SyslogReassembler,
   type SyslogStats,
 } from "./syslog.ts";
+export { AUDIT_PREFIX, AuditPayloadError, decodeAuditParameter, parseAuditPayload } from "./audit-payload.ts";
+export { createCsvlogParser, DEFAULT_MAX_RECORD_BYTES } from "./csvlog.ts";
+export { createJsonlogParser } from "./jsonlog.ts";

@@ -1,0 +1,135 @@
+/**
+ * pgAudit's payload: `AUDIT: ` then CSV written by pgaudit.c's append_valid_csv, which quotes a
+ * field only when it holds a comma, a quote, CR or LF, and doubles quotes inside. PARAMETER is
+ * that CSV twice: each value quoted on its own, joined with commas, the whole quoted again.
+ *
+ * Errors: a message that starts `AUDIT: ` but is not pgAudit's CSV makes parseAuditPayload throw
+ * an AuditPayloadError (code AUDITPIPE_ERR_BAD_AUDIT_PAYLOAD); callers count it as malformed.
+ * Throwing keeps the hot path free of a result wrapper per entry; bad payloads are rare.
+ */
+import { ParseErrorCode } from "./errors.ts";
+import type { AuditEntry, AuditMarker } from "./types.ts";
+
+/** What every pgAudit message starts with. */
+export const AUDIT_PREFIX = "AUDIT: ";
+
+/** A message that starts `AUDIT: ` but whose payload is not pgAudit's CSV. */
+export class AuditPayloadError extends Error {
+  readonly code: typeof ParseErrorCode.BAD_AUDIT_PAYLOAD = ParseErrorCode.BAD_AUDIT_PAYLOAD;
+  constructor(reason: string) {
+    super(reason);
+    this.name = "AuditPayloadError";
+  }
+}
+
+const QUOTE_CHAR = 34;
+
+/** Where the field just read ends: the index after its comma, or past the end when it was last. */
+let cursor = 0;
+
+function bad(reason: string): AuditPayloadError {
+  return new AuditPayloadError(reason);
+}
+
+/** Reads one CSV field of `s` starting at `i` (append_valid_csv's quoting); sets `cursor`. */
+function readField(s: string, i: number): string {
+  if (s.charCodeAt(i) !== QUOTE_CHAR) {
+    const comma = s.indexOf(",", i);
+    if (comma < 0) {
+      cursor = s.length + 1;
+      return s.slice(i);
+    }
+    cursor = comma + 1;
+    return s.slice(i, comma);
+  }
+  let j = i + 1;
+  let escaped = false;
+  for (;;) {
+    const q = s.indexOf('"', j);
+    if (q < 0) throw bad("pgAudit payload has an unterminated quoted field");
+    if (s.charCodeAt(q + 1) === QUOTE_CHAR) {
+      escaped = true;
+      j = q + 2;
+      continue;
+    }
+    const after = q + 1;
+    if (after < s.length && s.charCodeAt(after) !== 44)
+      throw bad("pgAudit payload has text after a closing quote");
+    cursor = after + 1;
+    const v = s.slice(i + 1, q);
+    return escaped ? v.replaceAll('""', '"') : v;
+  }
+}
+
+/** The next required field; the payload must not have ended. */
+function nextField(s: string): string {
+  if (cursor > s.length) throw bad("pgAudit payload has fewer than 9 fields");
+  return readField(s, cursor);
+}
+
+function nextCounter(s: string, what: string): number {
+  const v = nextField(s);
+  const n = v.length > 0 && v.length < 16 ? Number(v) : Number.NaN;
+  if (!Number.isInteger(n) || n < 0) throw bad(`pgAudit ${what} is not a number`);
+  return n;
+}
+
+/**
+ * Decodes the pgAudit entry in a log message. Returns undefined when the message is not a pgAudit
+ * entry (does not start with `AUDIT: `); throws AuditPayloadError when it starts so but is not
+ * pgAudit's CSV. Works for pgAudit 1.7–16 (whole statement string) and 17+ (the statement alone,
+ * trailing `;` stripped): the payload layout is the same.
+ */
+export function parseAuditPayload(message: string): AuditEntry | undefined {
+  if (!message.startsWith(AUDIT_PREFIX)) return undefined;
+  const s = message;
+  cursor = AUDIT_PREFIX.length;
+  const auditType = nextField(s);
+  const statementId = nextCounter(s, "STATEMENT_ID");
+  const substatementId = nextCounter(s, "SUBSTATEMENT_ID");
+  const klass = nextField(s);
+  const command = nextField(s);
+  const objectType = nextField(s);
+  const objectName = nextField(s);
+  const statement = nextField(s);
+  const parameterText = nextField(s);
+  let rows: number | null = null;
+  if (cursor <= s.length) {
+    const v = readField(s, cursor);
+    if (cursor <= s.length) throw bad("pgAudit payload has more than 10 fields");
+    rows = v.length > 0 && v.length < 20 ? Number(v) : Number.NaN;
+    if (!Number.isInteger(rows) || rows < 0) throw bad("pgAudit ROWS is not a number");
+  }
+  return {
+    auditType,
+    statementId,
+    substatementId,
+    class: klass,
+    command,
+    objectType,
+    objectName,
+    statement,
+    parameter: decodeAuditParameter(parameterText),
+    rows,
+  };
+}
+
+/**
+ * PARAMETER as decoded from the payload's CSV → a marker, or the list of values.
+ * pgAudit prints SQL NULL as nothing between commas and never quotes an empty string, so the two
+ * print alike: an empty value decodes to null. Values such as `<long param suppressed>` (17+) or
+ * `<long field suppressed>` (1.7) are kept as printed.
+ */
+export function decodeAuditParameter(field: string): AuditMarker | (string | null)[] {
+  if (field.charCodeAt(0) === 60 /* < */) {
+    if (field === "<not logged>" || field === "<none>" || field === "<previously logged>") return field;
+  }
+  const values: (string | null)[] = [];
+  let i = 0;
+  for (;;) {
+    const v = readField(field, i);
+    values.push(v === "" && field.charCodeAt(i) !== QUOTE_CHAR ? null : v);
+    if (cursor > field.length) return values;
+    i = cursor;
+  }
+}

@@ -1,0 +1,351 @@
+/**
+ * PostgreSQL csvlog → LogRecord. A purpose-built splitter: it knows the record ends at the first
+ * newline outside quotes, scans quoted fields with `indexOf('"')`, and decodes an ASCII record
+ * with one string allocation (fields are substrings of it).
+ */
+import {
+  asBuffer,
+  ByteCarry,
+  COMMA,
+  CR,
+  isAsciiRange,
+  isUtf8Range,
+  LF,
+  parseIntBytes,
+  QUOTE,
+  type SliceBuffer,
+} from "./_bytes.ts";
+import { findTimestampLine, NO_PENDING_LINE } from "./_resync.ts";
+import { ParseErrorCode } from "./errors.ts";
+import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
+
+/** Default `maxRecordBytes`: far above any real record, low enough to bound memory. */
+export const DEFAULT_MAX_RECORD_BYTES: number = 64 * 1024 * 1024;
+
+/** Column counts PostgreSQL writes: ≤12 (23), 13 (24, backend_type), 14–17 (26, leader_pid, query_id). */
+const COLUMNS_PG12 = 23;
+const COLUMNS_PG13 = 24;
+const COLUMNS_PG14 = 26;
+/** Field positions kept per record; a longer record is counted, not stored (it is malformed). */
+const MAX_STORED_FIELDS = 27;
+
+const INCOMPLETE = -1;
+const INCOMPLETE_QUOTED = -2;
+const BAD_QUOTE = -3;
+
+const UNQUOTED = 0;
+const QUOTED = 1;
+/** Quoted, with doubled quotes inside. */
+const ESCAPED = 2;
+
+/** Reads PostgreSQL csvlog (23, 24 or 26 columns) from chunks split anywhere. */
+export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
+  return new CsvlogParser(sink, options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
+}
+
+class CsvlogParser implements LogParser {
+  private readonly sink: RecordSink;
+  private readonly maxRecordBytes: number;
+  private readonly carry = new ByteCarry();
+  /** Absolute source offset of the first byte of the carry (or of the chunk being parsed). */
+  private base = 0;
+  /** Quote parity over the carry, so a record split over many chunks is scanned once. */
+  private parityPos = 0;
+  private parityInQuote = false;
+  /** Skipping bad input until a line that starts like a record. */
+  private skipping = false;
+  private skipStart = 0;
+  private skipScan = 0;
+  private skipCode = "";
+  private skipReason = "";
+  // Field boundaries of the record being read (absolute indexes into `buf`).
+  private readonly fieldStart = new Int32Array(MAX_STORED_FIELDS);
+  private readonly fieldEnd = new Int32Array(MAX_STORED_FIELDS);
+  private readonly fieldKind = new Uint8Array(MAX_STORED_FIELDS);
+  private fieldCount = 0;
+  // The record being decoded: its text when it is ASCII (fields are substrings), else null.
+  private buf: SliceBuffer = Buffer.alloc(0) as SliceBuffer;
+  private text: string | null = null;
+  private textStart = 0;
+
+  constructor(sink: RecordSink, maxRecordBytes: number) {
+    this.sink = sink;
+    this.maxRecordBytes = maxRecordBytes;
+  }
+
+  push(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    if (this.carry.length === 0) {
+      const buf = asBuffer(chunk);
+      const used = this.process(buf, false);
+      if (used < buf.length) this.carry.keep(buf, used, buf.length);
+      this.base += used;
+    } else {
+      this.carry.append(chunk);
+      if (!this.skipping && !this.recordMayBeComplete()) return;
+      const used = this.process(this.carry.buf.subarray(0, this.carry.length) as SliceBuffer, false);
+      this.carry.discard(used);
+      this.base += used;
+    }
+    this.parityPos = 0;
+    this.parityInQuote = false;
+  }
+
+  end(): void {
+    const used = this.process(this.carry.buf.subarray(0, this.carry.length) as SliceBuffer, true);
+    this.carry.discard(used);
+    this.base += used;
+    this.parityPos = 0;
+    this.parityInQuote = false;
+  }
+
+  /**
+   * Whether the carried partial record may now end: a newline outside quotes appeared (or the
+   * record outgrew the limit). Resumes where the last call stopped.
+   */
+  private recordMayBeComplete(): boolean {
+    const b = this.carry.buf;
+    const len = this.carry.length;
+    if (len > this.maxRecordBytes) return true;
+    let i = this.parityPos;
+    let inQuote = this.parityInQuote;
+    let found = false;
+    while (i < len) {
+      if (inQuote) {
+        const q = b.indexOf(QUOTE, i);
+        if (q < 0 || q >= len) {
+          i = len;
+          break;
+        }
+        inQuote = false;
+        i = q + 1;
+      } else {
+        const c = b[i++];
+        if (c === QUOTE) inQuote = true;
+        else if (c === LF) {
+          found = true;
+          break;
+        }
+      }
+    }
+    this.parityPos = i;
+    this.parityInQuote = inQuote;
+    return found;
+  }
+
+  /** Parses whole records in `buf`; returns how many bytes it consumed (the rest is carried). */
+  private process(buf: SliceBuffer, final: boolean): number {
+    const len = buf.length;
+    this.buf = buf;
+    const ascii = isAsciiRange(buf, 0, len);
+    let pos = 0;
+    while (pos < len) {
+      if (this.skipping) {
+        const from = Math.max(pos, this.skipScan - this.base);
+        const next = findTimestampLine(buf, from, len);
+        if (next >= 0) {
+          this.endSkip(this.base + next);
+          pos = next;
+          continue;
+        }
+        if (final) break;
+        // Keep only the newline whose line could not be judged yet; the skipped bytes are counted.
+        const keep = next === NO_PENDING_LINE ? len : -next - 2;
+        this.skipScan = this.base + keep;
+        return keep;
+      }
+      const end = this.scan(buf, pos, len);
+      if (end >= 0) {
+        const size = end - pos;
+        if (size > this.maxRecordBytes) {
+          this.startSkip(pos, ParseErrorCode.RECORD_TOO_LARGE, "record larger than maxRecordBytes");
+        } else if (this.emit(buf, pos, end, ascii)) {
+          pos = end;
+        }
+        continue;
+      }
+      if (end === BAD_QUOTE) {
+        this.startSkip(pos, ParseErrorCode.BAD_FIELD_COUNT, "a quote where csvlog has none: not a record");
+        continue;
+      }
+      if (!final) {
+        if (len - pos > this.maxRecordBytes) {
+          this.startSkip(pos, ParseErrorCode.RECORD_TOO_LARGE, "record larger than maxRecordBytes");
+          continue;
+        }
+        return pos;
+      }
+      // A quote still open at the end swallowed later records when a record start follows it;
+      // otherwise the last record was simply cut off.
+      if (end === INCOMPLETE_QUOTED && findTimestampLine(buf, pos, len) >= 0) {
+        this.startSkip(pos, ParseErrorCode.UNTERMINATED_QUOTE, "quoted field not closed before end of input");
+        continue;
+      }
+      this.sink.malformed({
+        code: ParseErrorCode.TRUNCATED_RECORD,
+        reason: "input ended inside a record (no terminating newline)",
+        offset: this.base + pos,
+        size: len - pos,
+      });
+      return len;
+    }
+    if (final && this.skipping) this.endSkip(this.base + len);
+    return len;
+  }
+
+  private startSkip(pos: number, code: string, reason: string): void {
+    this.skipping = true;
+    this.skipStart = this.base + pos;
+    this.skipScan = this.base + pos;
+    this.skipCode = code;
+    this.skipReason = reason;
+  }
+
+  private endSkip(at: number): void {
+    this.skipping = false;
+    this.sink.malformed({
+      code: this.skipCode,
+      reason: this.skipReason,
+      offset: this.skipStart,
+      size: at - this.skipStart,
+    });
+  }
+
+  /**
+   * Finds the fields of the record starting at `pos`. Returns the index after its newline, or
+   * INCOMPLETE / INCOMPLETE_QUOTED when `len` comes first, or BAD_QUOTE.
+   */
+  private scan(buf: Uint8Array, pos: number, len: number): number {
+    const starts = this.fieldStart;
+    const ends = this.fieldEnd;
+    const kinds = this.fieldKind;
+    let n = 0;
+    let i = pos;
+    for (;;) {
+      if (i >= len) return INCOMPLETE;
+      let c = buf[i]!;
+      if (c === QUOTE) {
+        const s = i + 1;
+        let kind = QUOTED;
+        let j = s;
+        for (;;) {
+          const q = buf.indexOf(QUOTE, j);
+          if (q < 0) return INCOMPLETE_QUOTED;
+          if (q + 1 >= len) return INCOMPLETE;
+          const d = buf[q + 1];
+          if (d === QUOTE) {
+            kind = ESCAPED;
+            j = q + 2;
+            continue;
+          }
+          if (n < MAX_STORED_FIELDS) {
+            starts[n] = s;
+            ends[n] = q;
+            kinds[n] = kind;
+          }
+          n++;
+          if (d === COMMA) {
+            i = q + 2;
+            break;
+          }
+          this.fieldCount = n;
+          if (d === LF) return q + 2;
+          if (d === CR) {
+            if (q + 2 >= len) return INCOMPLETE;
+            if (buf[q + 2] === LF) return q + 3;
+          }
+          return BAD_QUOTE;
+        }
+      } else {
+        const s = i;
+        while (c !== COMMA && c !== LF && c !== QUOTE) {
+          if (++i >= len) return INCOMPLETE;
+          c = buf[i]!;
+        }
+        if (c === QUOTE) return BAD_QUOTE;
+        let e = i;
+        if (c === LF && e > s && buf[e - 1] === CR) e--;
+        if (n < MAX_STORED_FIELDS) {
+          starts[n] = s;
+          ends[n] = e;
+          kinds[n] = UNQUOTED;
+        }
+        n++;
+        i++;
+        if (c === LF) {
+          this.fieldCount = n;
+          return i;
+        }
+      }
+    }
+  }
+
+  /** Builds and sends the record whose fields `scan` found; false (skipping) when it is malformed. */
+  private emit(buf: SliceBuffer, start: number, end: number, ascii: boolean): boolean {
+    const n = this.fieldCount;
+    if (n !== COLUMNS_PG14 && n !== COLUMNS_PG13 && n !== COLUMNS_PG12) {
+      this.startSkip(
+        start,
+        ParseErrorCode.BAD_FIELD_COUNT,
+        `record has ${n} columns, csvlog has 23, 24 or 26`,
+      );
+      return false;
+    }
+    if (ascii || isAsciiRange(buf, start, end)) {
+      this.text = buf.latin1Slice(start, end);
+      this.textStart = start;
+    } else if (isUtf8Range(buf, start, end)) {
+      this.text = null;
+    } else {
+      this.startSkip(start, ParseErrorCode.INVALID_UTF8, "record is not valid UTF-8");
+      return false;
+    }
+    const record: LogRecord = {
+      offset: this.base + start,
+      size: end - start,
+      timestamp: this.str(0),
+      user: this.str(1),
+      database: this.str(2),
+      pid: this.int(3),
+      remoteHost: this.str(4),
+      sessionId: this.str(5),
+      sessionLine: this.int(6),
+      commandTag: this.str(7),
+      sessionStart: this.str(8),
+      virtualTransactionId: this.str(9),
+      transactionId: this.str(10),
+      severity: this.str(11) ?? "",
+      sqlState: this.str(12),
+      message: this.str(13) ?? "",
+      detail: this.str(14),
+      hint: this.str(15),
+      internalQuery: this.str(16),
+      internalPosition: this.int(17),
+      context: this.str(18),
+      query: this.str(19),
+      queryPosition: this.int(20),
+      location: this.str(21),
+      applicationName: this.str(22),
+      backendType: n >= COLUMNS_PG13 ? this.str(23) : null,
+      leaderPid: n === COLUMNS_PG14 ? this.int(24) : null,
+      queryId: n === COLUMNS_PG14 ? this.str(25) : null,
+    };
+    this.sink.record(record);
+    return true;
+  }
+
+  /** Field k as text; null for an empty unquoted field. */
+  private str(k: number): string | null {
+    const s = this.fieldStart[k]!;
+    const e = this.fieldEnd[k]!;
+    const kind = this.fieldKind[k]!;
+    if (kind === UNQUOTED && s === e) return null;
+    const text = this.text;
+    const v = text !== null ? text.slice(s - this.textStart, e - this.textStart) : this.buf.utf8Slice(s, e);
+    return kind === ESCAPED ? v.replaceAll('""', '"') : v;
+  }
+
+  private int(k: number): number | null {
+    return parseIntBytes(this.buf, this.fieldStart[k]!, this.fieldEnd[k]!);
+  }
+}

@@ -1,0 +1,430 @@
+/**
+ * PostgreSQL jsonlog (15+) → LogRecord: one JSON object per line. A hand scanner reads the flat
+ * objects PostgreSQL writes (string and integer values, no whitespace) without JSON.parse; any
+ * line it does not recognise goes to JSON.parse, so valid JSON is never rejected for its layout.
+ */
+import {
+  asBuffer,
+  BACKSLASH,
+  ByteCarry,
+  isAsciiRange,
+  isUtf8Range,
+  LF,
+  QUOTE,
+  type SliceBuffer,
+} from "./_bytes.ts";
+import { unescapeJsonString } from "./_json-string.ts";
+import { blankRecord, formatLocation } from "./_record.ts";
+import { DEFAULT_MAX_RECORD_BYTES } from "./csvlog.ts";
+import { ParseErrorCode } from "./errors.ts";
+import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
+
+/** jsonlog keys in the order PostgreSQL writes them (elog.c write_jsonlog). */
+const KEYS = [
+  "timestamp",
+  "user",
+  "dbname",
+  "pid",
+  "remote_host",
+  "remote_port",
+  "session_id",
+  "line_num",
+  "ps",
+  "session_start",
+  "vxid",
+  "txid",
+  "error_severity",
+  "state_code",
+  "message",
+  "detail",
+  "hint",
+  "internal_query",
+  "internal_position",
+  "context",
+  "statement",
+  "cursor_position",
+  "func_name",
+  "file_name",
+  "file_line_num",
+  "application_name",
+  "backend_type",
+  "leader_pid",
+  "query_id",
+] as const;
+type Key = (typeof KEYS)[number];
+const KEY_BYTES = KEYS.map((k) => Buffer.from(k, "latin1"));
+const K = Object.fromEntries(KEYS.map((k, i) => [k, i])) as Record<Key, number>;
+
+/** jsonlog omits state_code when it is 00000 (csvlog prints it): fill it in so formats agree. */
+const SUCCESSFUL_COMPLETION = "00000";
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const COLON = 0x3a;
+const COMMA = 0x2c;
+const MINUS = 0x2d;
+
+/** Reads PostgreSQL jsonlog from chunks split anywhere. */
+export function createJsonlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
+  return new JsonlogParser(sink, options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
+}
+
+class JsonlogParser implements LogParser {
+  private readonly sink: RecordSink;
+  private readonly maxRecordBytes: number;
+  private readonly carry = new ByteCarry();
+  private base = 0;
+  /** Inside an over-long line: drop bytes up to its newline. */
+  private skipping = false;
+  private skipStart = 0;
+  private nextKey = 0;
+  private buf: SliceBuffer = Buffer.alloc(0) as SliceBuffer;
+  private text: string | null = null;
+  private textStart = 0;
+
+  constructor(sink: RecordSink, maxRecordBytes: number) {
+    this.sink = sink;
+    this.maxRecordBytes = maxRecordBytes;
+  }
+
+  push(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    if (this.carry.length === 0) {
+      const buf = asBuffer(chunk);
+      const used = this.process(buf, false);
+      if (used < buf.length) this.carry.keep(buf, used, buf.length);
+      this.base += used;
+      return;
+    }
+    this.carry.append(chunk);
+    if (chunk.indexOf(LF) < 0 && this.carry.length <= this.maxRecordBytes) return;
+    const used = this.process(this.carry.buf.subarray(0, this.carry.length) as SliceBuffer, false);
+    this.carry.discard(used);
+    this.base += used;
+  }
+
+  end(): void {
+    const used = this.process(this.carry.buf.subarray(0, this.carry.length) as SliceBuffer, true);
+    this.carry.discard(used);
+    this.base += used;
+  }
+
+  private process(buf: SliceBuffer, final: boolean): number {
+    const len = buf.length;
+    this.buf = buf;
+    const ascii = isAsciiRange(buf, 0, len);
+    let pos = 0;
+    while (pos < len) {
+      const nl = buf.indexOf(LF, pos);
+      if (this.skipping) {
+        if (nl < 0) {
+          if (!final) return len;
+          this.tooLarge(this.base + len);
+          return len;
+        }
+        this.tooLarge(this.base + nl + 1);
+        pos = nl + 1;
+        continue;
+      }
+      if (nl < 0) {
+        if (!final) {
+          if (len - pos <= this.maxRecordBytes) return pos;
+          this.skipping = true;
+          this.skipStart = this.base + pos;
+          return len;
+        }
+        this.malformed(ParseErrorCode.TRUNCATED_RECORD, "input ended inside a line (no newline)", pos, len);
+        return len;
+      }
+      const end = nl + 1;
+      if (end - pos > this.maxRecordBytes) {
+        this.malformed(ParseErrorCode.RECORD_TOO_LARGE, "line larger than maxRecordBytes", pos, end);
+      } else {
+        this.line(buf, pos, nl, end, ascii);
+      }
+      pos = end;
+    }
+    return len;
+  }
+
+  private tooLarge(at: number): void {
+    this.skipping = false;
+    this.sink.malformed({
+      code: ParseErrorCode.RECORD_TOO_LARGE,
+      reason: "line larger than maxRecordBytes",
+      offset: this.skipStart,
+      size: at - this.skipStart,
+    });
+  }
+
+  private malformed(code: string, reason: string, start: number, end: number): void {
+    this.sink.malformed({ code, reason, offset: this.base + start, size: end - start });
+  }
+
+  /** One line [start, nl) whose newline ends at `end`. */
+  private line(buf: SliceBuffer, start: number, nl: number, end: number, ascii: boolean): void {
+    if (ascii || isAsciiRange(buf, start, nl)) {
+      this.text = buf.latin1Slice(start, nl);
+      this.textStart = start;
+    } else if (isUtf8Range(buf, start, nl)) {
+      this.text = null;
+    } else {
+      this.malformed(ParseErrorCode.INVALID_UTF8, "line is not valid UTF-8", start, end);
+      return;
+    }
+    const record = this.scan(buf, start, nl, end) ?? this.slowPath(buf, start, nl, end);
+    if (record === undefined) {
+      this.malformed(ParseErrorCode.INVALID_JSON, "line is not a jsonlog object", start, end);
+    } else {
+      this.sink.record(record);
+    }
+  }
+
+  private str(s: number, e: number): string {
+    const text = this.text;
+    return text !== null ? text.slice(s - this.textStart, e - this.textStart) : this.buf.utf8Slice(s, e);
+  }
+
+  /** Key index of the bytes [s, e), trying the order PostgreSQL writes first; -1 when unknown. */
+  private key(buf: Uint8Array, s: number, e: number): number {
+    const n = e - s;
+    for (let pass = 0, k = this.nextKey; pass < KEYS.length; pass++, k = k + 1 === KEYS.length ? 0 : k + 1) {
+      const kb = KEY_BYTES[k]!;
+      if (kb.length !== n || kb[0] !== buf[s]) continue;
+      let j = 1;
+      while (j < n && kb[j] === buf[s + j]) j++;
+      if (j === n) {
+        this.nextKey = k + 1 === KEYS.length ? 0 : k + 1;
+        return k;
+      }
+    }
+    return -1;
+  }
+
+  /** The fast path: PostgreSQL's own layout. Undefined when the line needs JSON.parse. */
+  private scan(buf: SliceBuffer, start: number, nl: number, end: number): LogRecord | undefined {
+    const r = blankRecord(this.base + start, end - start);
+    let remotePort: string | null = null;
+    let func: string | null = null;
+    let file: string | null = null;
+    let fileLine: string | null = null;
+    let sawMessage = false;
+    this.nextKey = 0;
+    let i = start;
+    if (buf[i] !== LBRACE) return undefined;
+    i++;
+    if (buf[i] !== RBRACE) {
+      for (;;) {
+        if (buf[i] !== QUOTE) return undefined;
+        const ks = i + 1;
+        let ke = ks;
+        while (ke < nl && buf[ke] !== QUOTE && buf[ke] !== BACKSLASH) ke++;
+        if (buf[ke] !== QUOTE || ke >= nl) return undefined;
+        const k = this.key(buf, ks, ke);
+        i = ke + 1;
+        if (buf[i] !== COLON) return undefined;
+        i++;
+        let text: string;
+        let isString: boolean;
+        if (buf[i] === QUOTE) {
+          const vs = i + 1;
+          let j = vs;
+          let escaped = false;
+          for (;;) {
+            if (j >= nl) return undefined;
+            const b = buf[j]!;
+            if (b === QUOTE) break;
+            if (b === BACKSLASH) {
+              escaped = true;
+              j += 2;
+            } else if (b < 0x20) {
+              return undefined;
+            } else {
+              j++;
+            }
+          }
+          i = j + 1;
+          if (k < 0) text = "";
+          else if (escaped) {
+            const v = unescapeJsonString(this.str(vs, j));
+            if (v === undefined) return undefined;
+            text = v;
+          } else text = this.str(vs, j);
+          isString = true;
+        } else {
+          // PostgreSQL writes only integers unquoted; anything else goes to JSON.parse.
+          const vs = i;
+          if (buf[i] === MINUS) i++;
+          const ds = i;
+          while (i < nl && buf[i]! >= 0x30 && buf[i]! <= 0x39) i++;
+          if (i === ds || (buf[ds] === 0x30 && i - ds > 1)) return undefined;
+          text = k < 0 ? "" : this.str(vs, i);
+          isString = false;
+        }
+        if (k >= 0) {
+          if (!this.assign(r, k, text, isString)) {
+            switch (k) {
+              case K.remote_port:
+                remotePort = text;
+                break;
+              case K.func_name:
+                func = text;
+                break;
+              case K.file_name:
+                file = text;
+                break;
+              case K.file_line_num:
+                fileLine = text;
+                break;
+            }
+          }
+          if (k === K.message) sawMessage = true;
+        }
+        const c = buf[i];
+        if (c === COMMA) {
+          i++;
+          continue;
+        }
+        if (c === RBRACE) break;
+        return undefined;
+      }
+    }
+    if (i + 1 !== nl) return undefined;
+    if (!sawMessage || r.timestamp === null) return undefined;
+    if (remotePort !== null && r.remoteHost !== null) r.remoteHost = `${r.remoteHost}:${remotePort}`;
+    if (file !== null || func !== null) r.location = formatLocation(func, file, fileLine);
+    if (r.sqlState === null) r.sqlState = SUCCESSFUL_COMPLETION;
+    return r;
+  }
+
+  /** Stores a value; false for keys that are combined afterwards (port, location parts). */
+  private assign(r: LogRecord, k: number, v: string, isString: boolean): boolean {
+    switch (k) {
+      case K.timestamp:
+        r.timestamp = v;
+        return true;
+      case K.user:
+        r.user = v;
+        return true;
+      case K.dbname:
+        r.database = v;
+        return true;
+      case K.pid:
+        r.pid = toInt(v, isString);
+        return true;
+      case K.remote_host:
+        r.remoteHost = v;
+        return true;
+      case K.session_id:
+        r.sessionId = v;
+        return true;
+      case K.line_num:
+        r.sessionLine = toInt(v, isString);
+        return true;
+      case K.ps:
+        r.commandTag = v;
+        return true;
+      case K.session_start:
+        r.sessionStart = v;
+        return true;
+      case K.vxid:
+        r.virtualTransactionId = v;
+        return true;
+      case K.txid:
+        r.transactionId = v;
+        return true;
+      case K.error_severity:
+        r.severity = v;
+        return true;
+      case K.state_code:
+        r.sqlState = v;
+        return true;
+      case K.message:
+        r.message = v;
+        return true;
+      case K.detail:
+        r.detail = v;
+        return true;
+      case K.hint:
+        r.hint = v;
+        return true;
+      case K.internal_query:
+        r.internalQuery = v;
+        return true;
+      case K.internal_position:
+        r.internalPosition = toInt(v, isString);
+        return true;
+      case K.context:
+        r.context = v;
+        return true;
+      case K.statement:
+        r.query = v;
+        return true;
+      case K.cursor_position:
+        r.queryPosition = toInt(v, isString);
+        return true;
+      case K.application_name:
+        r.applicationName = v;
+        return true;
+      case K.backend_type:
+        r.backendType = v;
+        return true;
+      case K.leader_pid:
+        r.leaderPid = toInt(v, isString);
+        return true;
+      case K.query_id:
+        r.queryId = v;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** Any other valid JSON object: JSON.parse, keeping integers as printed (query_id is 64-bit). */
+  private slowPath(buf: SliceBuffer, start: number, nl: number, end: number): LogRecord | undefined {
+    const line = this.text ?? buf.utf8Slice(start, nl);
+    let obj: unknown;
+    try {
+      obj = JSON.parse(line);
+    } catch {
+      return undefined;
+    }
+    if (obj === null || typeof obj !== "object" || Array.isArray(obj)) return undefined;
+    const o = obj as Record<string, unknown>;
+    if (typeof o.timestamp !== "string" || typeof o.message !== "string") return undefined;
+    const r = blankRecord(this.base + start, end - start);
+    let port: string | null = null;
+    let func: string | null = null;
+    let file: string | null = null;
+    let fileLine: string | null = null;
+    for (const name of Object.keys(o)) {
+      const k = (K as Record<string, number | undefined>)[name];
+      const value = o[name];
+      if (k === undefined || value === null || value === undefined) continue;
+      let v: string;
+      if (typeof value === "string") v = value;
+      else if (typeof value === "number") v = rawNumber(line, name) ?? String(value);
+      else continue;
+      if (this.assign(r, k, v, typeof value === "string")) continue;
+      if (k === K.remote_port) port = v;
+      else if (k === K.func_name) func = v;
+      else if (k === K.file_name) file = v;
+      else if (k === K.file_line_num) fileLine = v;
+    }
+    if (port !== null && r.remoteHost !== null) r.remoteHost = `${r.remoteHost}:${port}`;
+    if (file !== null || func !== null) r.location = formatLocation(func, file, fileLine);
+    if (r.sqlState === null) r.sqlState = SUCCESSFUL_COMPLETION;
+    return r;
+  }
+}
+
+function toInt(v: string, isString: boolean): number | null {
+  if (isString && !/^-?\d+$/.test(v)) return null;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+/** The digits of a numeric member as printed, so 64-bit values keep every digit. */
+function rawNumber(line: string, name: string): string | undefined {
+  const m = new RegExp(`"${name}"\\s*:\\s*(-?\\d+(?:\\.\\d+)?(?:[eE][+-]?\\d+)?)`).exec(line);
+  return m?.[1];
+}

@@ -1,0 +1,249 @@
+import {
+  type AuditEntry,
+  createCsvlogParser,
+  type LogRecord,
+  ParseErrorCode,
+  parseAuditPayload,
+} from "@auditpipe/parse";
+import { beforeAll, describe, expect, it } from "vitest";
+import { collect, collectSamples, type Samples } from "./pg-samples.ts";
+
+const enc = (s: string): Buffer => Buffer.from(s, "utf8");
+
+/** A PostgreSQL 14+ record (26 columns) with the given message (already csv-quoted by us). */
+function line26(n: number, message: string): string {
+  return `2024-05-01 12:00:00.${String(n).padStart(3, "0")} UTC,"alice","app",4242,"10.0.0.1:5432",6632.1,${n},"SELECT",2024-05-01 11:00:00 UTC,3/7,0,LOG,00000,"${message.replaceAll('"', '""')}",,,,,,,,,"psql","client backend",,-123456789012345678\n`;
+}
+
+describe("csvlog on real pgaudit output", () => {
+  let samples: Samples;
+  let records: LogRecord[];
+  let entries: { record: LogRecord; entry: AuditEntry }[];
+
+  beforeAll(async () => {
+    samples = await collectSamples();
+    const out = collect(createCsvlogParser, [samples.csv]);
+    expect(out.malformed).toEqual([]);
+    records = out.records;
+    entries = records.flatMap((record) => {
+      const entry = parseAuditPayload(record.message);
+      return entry ? [{ record, entry }] : [];
+    });
+  });
+
+  const find = (statement: string): AuditEntry[] =>
+    entries.filter((e) => e.entry.statement === statement).map((e) => e.entry);
+
+  it("covers the file byte for byte, one newline-terminated record after another", () => {
+    let offset = 0;
+    for (const r of records) {
+      expect(r.offset).toBe(offset);
+      expect(samples.csv[r.offset + r.size - 1]).toBe(0x0a);
+      offset += r.size;
+    }
+    expect(offset).toBe(samples.csv.length);
+  });
+
+  it("fills the csvlog columns", () => {
+    const r = entries.find((e) => e.entry.command === "DO")!.record;
+    expect(r).toMatchObject({
+      user: "postgres",
+      database: "postgres",
+      remoteHost: "[local]",
+      commandTag: "DO",
+      severity: "LOG",
+      sqlState: "00000",
+      applicationName: "auditpipe-test",
+      backendType: "client backend",
+      leaderPid: null,
+      queryId: "0",
+      detail: null,
+    });
+    expect(r.pid).toBeGreaterThan(0);
+    expect(r.sessionLine).toBeGreaterThan(0);
+    expect(r.timestamp).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC$/);
+  });
+
+  it("decodes CREATE TABLE with a serial key into one entry per object", () => {
+    const create = find("CREATE TABLE t (id serial PRIMARY KEY, v text)");
+    expect(create.map((e) => [e.command, e.objectType, e.objectName])).toEqual([
+      ["CREATE SEQUENCE", "SEQUENCE", "public.t_id_seq"],
+      ["CREATE TABLE", "TABLE", "public.t"],
+      ["CREATE INDEX", "INDEX", "public.t_pkey"],
+      ["ALTER SEQUENCE", "SEQUENCE", "public.t_id_seq"],
+    ]);
+    expect(new Set(create.map((e) => e.statementId)).size).toBe(1);
+    expect(create.every((e) => e.class === "DDL" && e.parameter === "<none>" && e.rows === 0)).toBe(true);
+  });
+
+  it("keeps quotes, commas, newlines, tabs, backslashes and non-ASCII in the statement", () => {
+    const [insert] = find(
+      `INSERT INTO t (v) VALUES ('a,b'), ('x"y'), (E'line1\\nline2\\ttab\\\\bs'), ('héllo ✓ 😀')`,
+    );
+    expect(insert).toMatchObject({
+      auditType: "SESSION",
+      class: "WRITE",
+      command: "INSERT",
+      objectType: "",
+      objectName: "",
+      parameter: "<none>",
+      rows: 4,
+    });
+  });
+
+  it("decodes parameters: commas, quotes, NULL and '' (printed alike: null), numbers", () => {
+    const [select] = find("SELECT $1::text, $2::text, $3::text, $4::text, $5::int");
+    expect(select?.parameter).toEqual(["a,b", 'x"y', null, null, "7"]);
+    expect(select?.rows).toBe(1);
+    expect(find("SELECT $1::text")[0]?.parameter).toEqual(["plain"]);
+    expect(find('SELECT $1::text AS "quoted, name"')[0]?.parameter).toEqual(['line\nbreak "q"']);
+  });
+
+  it("classifies DO blocks, their inner statements, roles (password redacted) and dollar quoting", () => {
+    const doBlock = entries.filter((e) => e.record.commandTag === "DO").map((e) => e.entry);
+    expect(doBlock.map((e) => [e.class, e.command, e.substatementId, e.statement])).toEqual([
+      ["FUNCTION", "DO", 1, "DO $$BEGIN PERFORM 1; END$$"],
+      ["READ", "SELECT", 2, "SELECT 1"],
+    ]);
+    expect(find("CREATE ROLE bob PASSWORD <REDACTED>")[0]).toMatchObject({
+      class: "ROLE",
+      command: "CREATE ROLE",
+    });
+    expect(find(`SELECT $q$it's, "dollar"$q$ AS x`)).toHaveLength(1);
+    expect(find("UPDATE t SET v = v || '!' WHERE id <= 3")[0]?.rows).toBe(3);
+  });
+
+  it("logs the whole compound string once per statement (pgaudit 1.7)", () => {
+    const compound = find("SELECT 1; SELECT 2");
+    expect(compound).toHaveLength(2);
+    expect(compound[1]!.statementId).toBe(compound[0]!.statementId + 1);
+  });
+
+  it("gives the same records however the file is chunked", () => {
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < samples.csv.length; i += 3) chunks.push(samples.csv.subarray(i, i + 3));
+    expect(collect(createCsvlogParser, chunks).records).toEqual(records);
+  });
+});
+
+describe("csvlog column sets and layout", () => {
+  const pg12 =
+    '2024-05-01 12:00:00.000 UTC,"u","d",1,"h:1",s.1,1,"SELECT",2024-05-01 11:00:00 UTC,3/7,0,LOG,00000,"m",,,,,,,,,"app"\n';
+  const pg13 = `${pg12.slice(0, -1)},"client backend"\n`;
+
+  it("reads 23 (≤12), 24 (13) and 26 (14–17) columns", () => {
+    const { records, malformed } = collect(createCsvlogParser, [enc(pg12 + pg13 + line26(1, "x"))]);
+    expect(malformed).toEqual([]);
+    expect(records.map((r) => [r.applicationName, r.backendType, r.queryId])).toEqual([
+      ["app", null, null],
+      ["app", "client backend", null],
+      ["psql", "client backend", "-123456789012345678"],
+    ]);
+  });
+
+  it("tolerates CRLF and keeps newlines inside quoted fields", () => {
+    const text = `${line26(1, "a\r\nb").replace(/\n$/, "\r\n")}${line26(2, "c")}`;
+    const { records, malformed } = collect(createCsvlogParser, [enc(text)]);
+    expect(malformed).toEqual([]);
+    expect(records.map((r) => r.message)).toEqual(["a\r\nb", "c"]);
+    expect(records[0]!.size + records[1]!.size).toBe(Buffer.byteLength(text));
+    expect(records[0]!.queryId).toBe("-123456789012345678");
+  });
+
+  it("distinguishes an empty quoted field from an empty unquoted one", () => {
+    const { records } = collect(createCsvlogParser, [enc(line26(1, "").replace(',"psql",', ',"",'))]);
+    expect(records[0]!.applicationName).toBe("");
+    expect(records[0]!.detail).toBeNull();
+    expect(records[0]!.message).toBe("");
+  });
+});
+
+describe("csvlog bad input", () => {
+  const good = [line26(1, "one"), line26(2, "two"), line26(3, "three")];
+
+  it("skips a record with the wrong column count and resumes at the next record", () => {
+    const bad = "2024-05-01 12:00:00.000 UTC,only,three\n";
+    const { records, malformed } = collect(createCsvlogParser, [enc(good[0] + bad + good[1])]);
+    expect(records.map((r) => r.message)).toEqual(["one", "two"]);
+    expect(malformed).toEqual([
+      {
+        code: ParseErrorCode.BAD_FIELD_COUNT,
+        reason: expect.any(String),
+        offset: Buffer.byteLength(good[0]!),
+        size: bad.length,
+      },
+    ]);
+  });
+
+  it("resyncs after an unterminated quote at the next line that starts with a timestamp", () => {
+    const broken = `2024-05-01 12:00:00.000 UTC,"alice,"app\nmore text\n`;
+    const input = enc(good[0] + broken + good[1] + good[2]);
+    const { records, malformed } = collect(createCsvlogParser, [input]);
+    expect(records.map((r) => r.message)).toEqual(["one", "two", "three"]);
+    expect(malformed).toHaveLength(1);
+    expect(malformed[0]).toMatchObject({
+      offset: Buffer.byteLength(good[0]!),
+      size: Buffer.byteLength(broken),
+    });
+  });
+
+  it("reports an unterminated quote at end of input and still finds the records it swallowed", () => {
+    const broken = `2024-05-01 12:00:00.000 UTC,"alice\n`;
+    // The quote never closes: every later quote pairs up wrongly until the end of input.
+    const { records, malformed } = collect(createCsvlogParser, [enc(good[0] + broken + good[1])]);
+    expect(records.map((r) => r.message)).toEqual(["one", "two"]);
+    expect(malformed.map((m) => m.size)).toEqual([broken.length]);
+  });
+
+  it("reports a truncated last record", () => {
+    const { records, malformed } = collect(createCsvlogParser, [enc(good[0] + good[1]!.slice(0, 40))]);
+    expect(records).toHaveLength(1);
+    expect(malformed).toEqual([
+      {
+        code: ParseErrorCode.TRUNCATED_RECORD,
+        reason: expect.any(String),
+        offset: Buffer.byteLength(good[0]!),
+        size: 40,
+      },
+    ]);
+  });
+
+  it("reports invalid UTF-8 without decoding the record", () => {
+    const bad = Buffer.concat([
+      enc(good[0]!.slice(0, 100)),
+      Buffer.from([0xc3, 0x28]),
+      enc(good[0]!.slice(100)),
+    ]);
+    const { records, malformed } = collect(createCsvlogParser, [bad, enc(good[1]!)]);
+    expect(records.map((r) => r.message)).toEqual(["two"]);
+    expect(malformed).toEqual([
+      { code: ParseErrorCode.INVALID_UTF8, reason: expect.any(String), offset: 0, size: bad.length },
+    ]);
+  });
+
+  it("skips a record larger than maxRecordBytes, also when it arrives in pieces", () => {
+    const big = line26(9, "x".repeat(5000));
+    const input = enc(good[0] + big + good[1]);
+    for (const step of [input.length, 100]) {
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < input.length; i += step) chunks.push(input.subarray(i, i + step));
+      const { records, malformed } = collect(createCsvlogParser, chunks, { maxRecordBytes: 1000 });
+      expect(records.map((r) => r.message)).toEqual(["one", "two"]);
+      expect(malformed).toEqual([
+        {
+          code: ParseErrorCode.RECORD_TOO_LARGE,
+          reason: expect.any(String),
+          offset: Buffer.byteLength(good[0]!),
+          size: big.length,
+        },
+      ]);
+    }
+  });
+
+  it("never puts record text in a reason", () => {
+    const secret = "hunter2-secret";
+    const { malformed } = collect(createCsvlogParser, [enc(`${secret},"${secret}\n${secret}"x\n`)]);
+    expect(malformed.length).toBeGreaterThan(0);
+    for (const m of malformed) expect(m.reason).not.toContain(secret);
+  });
+});
