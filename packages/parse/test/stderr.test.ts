@@ -1,0 +1,188 @@
+import { join } from "node:path";
+import { createStderrParser, ParseErrorCode } from "@auditpipe/parse";
+import { repoRoot } from "@auditpipe/testkit";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { actualByPid, collector, csvRows, expectedByPid, feed, readMaybeGz } from "./_stderr-oracle.ts";
+
+const CASES = [
+  "session-all",
+  "read-write-once",
+  "object-only",
+  "ddl-role-object",
+  "function-misc-nostatement",
+];
+/** The prefix fixtures/ captures were written with (fixtures/README.md). */
+const FIXTURE_PREFIX = "%m [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ";
+const FIXTURE_FIELDS = ["timestamp", "user", "database", "applicationName", "host"];
+const fixture = (name: string, file: string): Buffer =>
+  readMaybeGz(join(repoRoot(), "fixtures/cases", name, file));
+
+function parseStderr(data: Uint8Array, prefix: string, sizes?: number[]) {
+  const c = collector();
+  feed(createStderrParser(c.sink, { prefix }), data, sizes);
+  return c;
+}
+
+describe("stderr parser on real captures (fixtures/), csvlog read by csv-parse as the oracle", () => {
+  for (const name of CASES) {
+    it(`${name}: every record equals its csvlog row, per process`, () => {
+      const data = fixture(name, "postgresql.log.gz");
+      const got = parseStderr(data, FIXTURE_PREFIX);
+      expect(got.malformed).toEqual([]);
+      const expected = expectedByPid(csvRows(fixture(name, "postgresql.csv.gz")), FIXTURE_FIELDS);
+      expect(actualByPid(got.records, FIXTURE_FIELDS)).toEqual(expected);
+      // Offsets and sizes tile the file exactly.
+      let pos = 0;
+      for (const r of got.records) {
+        expect(r.offset).toBe(pos);
+        pos += r.size;
+      }
+      expect(pos).toBe(data.length);
+    });
+  }
+
+  it("gives identical results however the input is chunked", () => {
+    const data = fixture("session-all", "postgresql.log.gz");
+    const whole = parseStderr(data, FIXTURE_PREFIX);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 4096 }), { minLength: 1, maxLength: 20 }), (sizes) => {
+        const split = parseStderr(data, FIXTURE_PREFIX, sizes);
+        expect(split.records).toEqual(whole.records);
+        expect(split.malformed).toEqual(whole.malformed);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+// Hand-made input below: lines shaped like PostgreSQL's, damaged on purpose.
+describe("stderr parser on bad input", () => {
+  const P = "%m [%p] ";
+  const line = (pid: number, text: string) => `2026-11-23 07:45:32.714 UTC [${pid}] ${text}\n`;
+
+  it("reports garbage lines with their offsets and keeps the records around them", () => {
+    const a = line(1, "LOG:  first");
+    const junk = "raw output from an extension\n\tand a tab-led line after it\n";
+    const b = line(2, "LOG:  second\n\tcontinued");
+    const got = parseStderr(Buffer.from(a + junk + b), P);
+    expect(got.records.map((r) => [r.message, r.offset, r.size])).toEqual([
+      ["first", 0, Buffer.byteLength(a)],
+      ["second\ncontinued", Buffer.byteLength(a + junk), Buffer.byteLength(b)],
+    ]);
+    expect(got.malformed).toEqual([
+      expect.objectContaining({
+        code: ParseErrorCode.PREFIX_MISMATCH,
+        offset: Buffer.byteLength(a),
+        size: Buffer.byteLength(junk),
+      }),
+    ]);
+  });
+
+  it("reports a last line without newline as truncated, with the record it belonged to", () => {
+    const a = line(1, "LOG:  complete");
+    const b = line(2, "ERROR:  oops").slice(0, -1);
+    const got = parseStderr(Buffer.from(a + b), P);
+    expect(got.records.map((r) => r.message)).toEqual(["complete"]);
+    expect(got.malformed).toEqual([
+      expect.objectContaining({ code: ParseErrorCode.TRUNCATED_RECORD, offset: a.length, size: b.length }),
+    ]);
+    const c = `${line(3, "LOG:  multi")}\tline without end`;
+    const got2 = parseStderr(Buffer.from(a + c), P);
+    expect(got2.records).toHaveLength(1);
+    expect(got2.malformed).toEqual([
+      expect.objectContaining({ code: ParseErrorCode.TRUNCATED_RECORD, offset: a.length, size: c.length }),
+    ]);
+  });
+
+  it("reports invalid UTF-8 as malformed, split anywhere, without throwing", () => {
+    const a = Buffer.from(line(1, "LOG:  before"));
+    const bad = Buffer.concat([
+      Buffer.from(line(2, "LOG:  caf").slice(0, -1)),
+      Buffer.from([0xc3, 0x28, 0x0a]),
+    ]);
+    const c = Buffer.from(line(3, "LOG:  after é"));
+    const data = Buffer.concat([a, bad, c]);
+    for (const sizes of [[data.length], [1], [7, 3]]) {
+      const got = parseStderr(data, P, sizes);
+      expect(got.records.map((r) => r.message)).toEqual(["before", "after é"]);
+      expect(got.malformed).toEqual([
+        expect.objectContaining({ code: ParseErrorCode.INVALID_UTF8, offset: a.length, size: bad.length }),
+      ]);
+      expect(got.malformed[0]!.reason).not.toContain("caf");
+    }
+  });
+
+  it("skips records larger than maxRecordBytes and finds the next one", () => {
+    const big = line(1, `LOG:  ${"x".repeat(500)}`);
+    const next = line(2, "LOG:  small");
+    const c = collector();
+    feed(createStderrParser(c.sink, { prefix: P, maxRecordBytes: 200 }), Buffer.from(big + next), [64]);
+    expect(c.records.map((r) => r.message)).toEqual(["small"]);
+    expect(c.malformed).toEqual([
+      expect.objectContaining({ code: ParseErrorCode.RECORD_TOO_LARGE, offset: 0, size: big.length }),
+    ]);
+  });
+
+  it("attaches DETAIL/HINT/STATEMENT lines and strips ` at character N` into queryPosition", () => {
+    const text =
+      line(7, 'ERROR:  duplicate key value violates unique constraint "t_pkey"') +
+      line(7, "DETAIL:  Key (id)=(1) already exists.") +
+      line(7, "HINT:  two\n\tlines") +
+      line(7, "STATEMENT:  INSERT INTO t\n\tVALUES (1)") +
+      line(7, 'ERROR:  syntax error at or near "x" at character 8') +
+      line(7, "LOG:  AUDIT: SESSION,1,1,READ,SELECT,,,SELECT 'at character 5',<not logged>");
+    const got = parseStderr(Buffer.from(text), P);
+    expect(
+      got.records.map(({ severity, message, detail, hint, query, queryPosition }) => ({
+        severity,
+        message,
+        detail,
+        hint,
+        query,
+        queryPosition,
+      })),
+    ).toMatchInlineSnapshot(`
+      [
+        {
+          "detail": "Key (id)=(1) already exists.",
+          "hint": "two
+      lines",
+          "message": "duplicate key value violates unique constraint "t_pkey"",
+          "query": "INSERT INTO t
+      VALUES (1)",
+          "queryPosition": null,
+          "severity": "ERROR",
+        },
+        {
+          "detail": null,
+          "hint": null,
+          "message": "syntax error at or near "x"",
+          "query": null,
+          "queryPosition": 8,
+          "severity": "ERROR",
+        },
+        {
+          "detail": null,
+          "hint": null,
+          "message": "AUDIT: SESSION,1,1,READ,SELECT,,,SELECT 'at character 5',<not logged>",
+          "query": null,
+          "queryPosition": null,
+          "severity": "LOG",
+        },
+      ]
+    `);
+  });
+
+  it("never throws on random bytes and still finds a valid record after them", () => {
+    const good = line(9, "LOG:  survivor");
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.integer({ min: 1, max: 50 }), (junk, size) => {
+        const data = Buffer.concat([Buffer.from(junk), Buffer.from(`\n${good}`)]);
+        const got = parseStderr(data, P, [size]);
+        expect(got.records.at(-1)?.message).toBe("survivor");
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
