@@ -1,15 +1,10 @@
-export type {
-  AuditEntry,
-  AuditMarker,
-  LogFormat,
-  LogParser,
-  LogRecord,
-  MalformedRecord,
-  ParserOptions,
-  RecordSink,
-} from "./types.ts";
+export { AUDIT_PREFIX, AuditPayloadError, decodeAuditParameter, parseAuditPayload } from "./audit-payload.ts";
+export { createCsvlogParser, DEFAULT_MAX_RECORD_BYTES } from "./csvlog.ts";
 export { ParseErrorCode } from "./errors.ts";
+export { createJsonlogParser } from "./jsonlog.ts";
+export { createParser } from "./parser.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
+export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
 export { createStderrParser, DEFAULT_PREFIX, type StderrParserOptions } from "./stderr.ts";
 export {
   createSyslogParser,
@@ -21,6 +16,14 @@ export {
   type SyslogReassembler,
   type SyslogStats,
 } from "./syslog.ts";
-export { AUDIT_PREFIX, AuditPayloadError, decodeAuditParameter, parseAuditPayload } from "./audit-payload.ts";
-export { createCsvlogParser, DEFAULT_MAX_RECORD_BYTES } from "./csvlog.ts";
-export { createJsonlogParser } from "./jsonlog.ts";
+export { parseLogTimestamp } from "./timestamp.ts";
+export type {
+  AuditEntry,
+  AuditMarker,
+  LogFormat,
+  LogParser,
+  LogRecord,
+  MalformedRecord,
+  ParserOptions,
+  RecordSink,
+} from "./types.ts";

@@ -1,0 +1,46 @@
+import { ANALYZE_HELP, analyzeCommand, type CommandIO } from "./commands/analyze.ts";
+import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
+
+export const HELP = `Usage: auditpipe <command> [flags]
+
+Commands:
+  analyze FILE...   report the pgAudit volume in PostgreSQL log files (csvlog, jsonlog, stderr, syslog)
+
+Run 'auditpipe <command> --help' for a command's flags.
+`;
+
+const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = {
+  analyze: analyzeCommand,
+};
+
+export { ANALYZE_HELP };
+
+const processIO: CommandIO = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  stderrIsTTY: process.stderr.isTTY === true,
+};
+
+/** Runs the CLI; resolves with the exit code. Usage errors exit 2 with a message naming the flag. */
+export async function main(argv: string[], io: CommandIO = processIO): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    io.stdout(HELP);
+    return command === undefined ? EXIT_USAGE : 0;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    io.stderr(`auditpipe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+    return EXIT_USAGE;
+  }
+  try {
+    return await run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`auditpipe ${error.message}\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr(`auditpipe ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT_FAILURE;
+  }
+}

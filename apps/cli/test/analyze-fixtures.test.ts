@@ -1,0 +1,60 @@
+import { join } from "node:path";
+import { listCases, readExpected } from "@auditpipe/fixtures";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./_cli.ts";
+
+const CASES_DIR = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases");
+const rows = listCases(CASES_DIR).flatMap((name) => {
+  const expected = readExpected(join(CASES_DIR, name));
+  return Object.keys(expected.formats).map((file) => ({ name, file, expected }));
+});
+
+describe("analyze --json on the real fixtures", () => {
+  it("has every case and format to check", () => {
+    expect(rows.length).toBe(5 * 6);
+  });
+
+  it.each(rows)("$name/$file equals expected.json", async ({ name, file, expected }) => {
+    const want = expected.formats[file]!;
+    const { code, stdout, stderr } = await runCli([
+      "analyze",
+      "--json",
+      "--prefix",
+      expected.settings.log_line_prefix,
+      join(CASES_DIR, name, file),
+    ]);
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const got = JSON.parse(stdout);
+    expect({
+      records: got.records,
+      entries: got.entries,
+      bytes: got.bytes,
+      malformed: got.malformed,
+    }).toEqual({
+      records: want.records,
+      entries: want.entries,
+      bytes: want.bytes,
+      malformed: want.malformed,
+    });
+    for (const key of ["byClass", "byAuditType", "byCommand", "byUser", "byDatabase", "byObject"] as const) {
+      if (want[key]) expect(got[key], key).toEqual(want[key]);
+    }
+    expect(got.span.seconds).toBeGreaterThan(0);
+    expect(got.rate.gbPerDay).toBeCloseTo(((got.bytes / got.span.seconds) * 86400) / 1e9, 9);
+  });
+
+  it("auto-detects every format (no --format given above) and reads several files of one stream", async () => {
+    const dir = join(CASES_DIR, "object-only");
+    const { stdout } = await runCli([
+      "analyze",
+      "--json",
+      join(dir, "postgresql.csv.gz"),
+      join(dir, "postgresql.csv.gz"),
+    ]);
+    const got = JSON.parse(stdout);
+    const want = readExpected(dir).formats["postgresql.csv.gz"]!;
+    expect(got.entries).toBe(2 * want.entries);
+    expect(got.bytes).toBe(2 * want.bytes);
+  });
+});

@@ -1,0 +1,1 @@
+export { type Breakdown, type Tally, type VolumeReport, VolumeTally } from "./volume.ts";

@@ -1,0 +1,130 @@
+import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
+
+export interface Tally {
+  entries: number;
+  bytes: number;
+}
+export type Breakdown = Record<string, Tally>;
+
+/** The volume report of the design's `analyze --json` contract. Decimal units: 1 GB = 1e9 bytes. */
+export interface VolumeReport {
+  /** All log records read. */
+  records: number;
+  /** pgAudit entries. */
+  entries: number;
+  /** On-disk bytes of the records that carry audit entries, newline included. */
+  bytes: number;
+  malformed: number;
+  /** First to last audit entry, by the records' timestamps (ISO 8601), or null without entries. */
+  span: { start: string | null; end: string | null; seconds: number };
+  rate: { entriesPerSec: number; bytesPerSec: number; mbPerHour: number; gbPerDay: number };
+  byClass: Breakdown;
+  byCommand: Breakdown;
+  byAuditType: Breakdown;
+  /** Entries that name an object, by OBJECT_NAME. */
+  byObject: Breakdown;
+  /** Entries whose record carries a user (csvlog, jsonlog, or a prefix with %u). */
+  byUser: Breakdown;
+  byDatabase: Breakdown;
+}
+
+class Counter {
+  readonly map: Map<string, Tally> = new Map();
+  add(key: string, bytes: number): void {
+    const tally = this.map.get(key);
+    if (tally) {
+      tally.entries += 1;
+      tally.bytes += bytes;
+    } else {
+      this.map.set(key, { entries: 1, bytes });
+    }
+  }
+  /** Largest first (by bytes, then entries, then key) so reports and JSON read top-down. */
+  toObject(): Breakdown {
+    const sorted = [...this.map].sort(
+      (a, b) => b[1].bytes - a[1].bytes || b[1].entries - a[1].entries || (a[0] < b[0] ? -1 : 1),
+    );
+    return Object.fromEntries(sorted.map(([k, v]) => [k, { entries: v.entries, bytes: v.bytes }]));
+  }
+}
+
+/**
+ * Accumulates a volume report over records and audit entries, in any order. Pure: no I/O, no
+ * clock; the span comes from the records' own timestamps.
+ */
+export class VolumeTally {
+  records = 0;
+  entries = 0;
+  bytes = 0;
+  malformed = 0;
+  private readonly byClass = new Counter();
+  private readonly byCommand = new Counter();
+  private readonly byAuditType = new Counter();
+  private readonly byObject = new Counter();
+  private readonly byUser = new Counter();
+  private readonly byDatabase = new Counter();
+  private firstMs = Number.POSITIVE_INFINITY;
+  private lastMs = Number.NEGATIVE_INFINITY;
+  private lastStamp = "";
+
+  /** Every record read, audit or not. */
+  addRecord(): void {
+    this.records += 1;
+  }
+
+  addMalformed(count = 1): void {
+    this.malformed += count;
+  }
+
+  /** An audit entry and the record that carried it (whose size is the entry's bytes). */
+  addEntry(entry: AuditEntry, record: LogRecord): void {
+    const bytes = record.size;
+    this.entries += 1;
+    this.bytes += bytes;
+    this.byClass.add(entry.class, bytes);
+    this.byCommand.add(entry.command, bytes);
+    this.byAuditType.add(entry.auditType, bytes);
+    if (entry.objectName !== "") this.byObject.add(entry.objectName, bytes);
+    if (record.user !== null) this.byUser.add(record.user, bytes);
+    if (record.database !== null) this.byDatabase.add(record.database, bytes);
+    const stamp = record.timestamp;
+    if (stamp !== null && stamp !== this.lastStamp) {
+      this.lastStamp = stamp; // consecutive records share timestamps: parse each distinct one once
+      const ms = parseLogTimestamp(stamp);
+      if (ms !== undefined) {
+        if (ms < this.firstMs) this.firstMs = ms;
+        if (ms > this.lastMs) this.lastMs = ms;
+      }
+    }
+  }
+
+  report(): VolumeReport {
+    const hasSpan = Number.isFinite(this.firstMs);
+    const seconds = hasSpan ? (this.lastMs - this.firstMs) / 1000 : 0;
+    const perSec = (n: number) => (seconds > 0 ? n / seconds : 0);
+    const bytesPerSec = perSec(this.bytes);
+    return {
+      records: this.records,
+      entries: this.entries,
+      bytes: this.bytes,
+      malformed: this.malformed,
+      span: {
+        start: hasSpan ? new Date(this.firstMs).toISOString() : null,
+        end: hasSpan ? new Date(this.lastMs).toISOString() : null,
+        seconds,
+      },
+      rate: {
+        entriesPerSec: perSec(this.entries),
+        bytesPerSec,
+        mbPerHour: (bytesPerSec * 3600) / 1e6,
+        gbPerDay: (bytesPerSec * 86400) / 1e9,
+      },
+      byClass: this.byClass.toObject(),
+      byCommand: this.byCommand.toObject(),
+      byAuditType: this.byAuditType.toObject(),
+      byObject: this.byObject.toObject(),
+      byUser: this.byUser.toObject(),
+      byDatabase: this.byDatabase.toObject(),
+    };
+  }
+}
