@@ -1,7 +1,7 @@
 /**
  * Shared harness for the stderr and syslog benchmarks (zod's traps: a fixed iteration count,
  * gc() between samples, the minimum time, a result that is consumed). Writes
- * `.bench/<suite>.json` as `{"suite", "machine", "results": [{name, entriesPerSec, mbPerSec, ...}]}`.
+ * `.bench/<suite>.json` like bench/_bench-harness.ts: `{suite, machine, date, file, bytes, load, results: [{name, entriesPerSec, mbPerSec, ...}]}`.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -19,7 +19,13 @@ export interface Case {
 
 const CHUNK = 64 * 1024;
 
-export async function runSuite(suite: string, data: Buffer, cases: Case[], iterations = 8): Promise<void> {
+export async function runSuite(
+  suite: string,
+  file: string,
+  data: Buffer,
+  cases: Case[],
+  iterations = 8,
+): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc;
   const counts = new Map<string, { records: number; entries: number }>();
   const bench = new Bench({ iterations, warmupIterations: 2, time: 0, warmupTime: 0 });
@@ -62,5 +68,15 @@ export async function runSuite(suite: string, data: Buffer, cases: Case[], itera
   const dir = join(repoRoot(), ".bench");
   mkdirSync(dir, { recursive: true });
   const machine = `${cpus()[0]?.model ?? "unknown CPU"} x${cpus().length}, Node ${process.version}`;
-  writeFileSync(join(dir, `${suite}.json`), `${JSON.stringify({ suite, machine, results }, null, 2)}\n`);
+  // Same document shape as bench/_bench-harness.ts writes for csvlog/jsonlog, for scripts/bench.mjs.
+  const doc = {
+    suite,
+    machine,
+    date: new Date().toISOString(),
+    file,
+    bytes: data.length,
+    load: loadavg()[0],
+    results,
+  };
+  writeFileSync(join(dir, `${suite}.json`), `${JSON.stringify(doc, null, 2)}\n`);
 }

@@ -6,7 +6,7 @@ import { REFERENCE_PREFIX, syslogReferenceData } from "./_syslog-reference-data.
 
 const files = await syslogReferenceData();
 const data = readFileSync(files.stderr);
-await runSuite("stderr", data, [
+await runSuite("stderr", files.stderr, data, [
   { name: "stderr → records", make: (sink) => createStderrParser(sink, { prefix: REFERENCE_PREFIX }) },
   {
     name: "stderr → records + audit entries",

@@ -6,7 +6,7 @@ import { REFERENCE_PREFIX, syslogReferenceData } from "./_syslog-reference-data.
 
 const files = await syslogReferenceData();
 const data = readFileSync(files.syslog);
-await runSuite("syslog", data, [
+await runSuite("syslog", files.syslog, data, [
   { name: "syslog → records", make: (sink) => createSyslogParser(sink, { prefix: REFERENCE_PREFIX }) },
   {
     name: "syslog → records + audit entries",

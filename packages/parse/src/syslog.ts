@@ -80,8 +80,8 @@ interface Pending {
   seq: number;
   nextChunk: number;
   lines: string[];
-  /** UTF-8 bytes of the last chunk's text, for telling a length cut from a newline cut. */
-  lastBytes: number;
+  /** The last chunk's text: its UTF-8 length tells a length cut from a newline cut (measured only when a next chunk comes). */
+  lastText: string;
   offset: number;
   size: number;
   chunks: number;
@@ -160,7 +160,7 @@ class Reassembler implements SyslogReassembler {
     const pid = h.pid;
     let p = this.open.get(pid);
     if (c.chunk <= 1) {
-      if (p !== undefined) this.complete(p);
+      if (p !== undefined) this.complete(p, false);
       // No `[..] ` at all: syslog_split_messages is off; newlines came through as #012.
       const lines = c.chunk === 0 ? text.split("\n") : [text];
       p = {
@@ -168,7 +168,7 @@ class Reassembler implements SyslogReassembler {
         seq: c.seq,
         nextChunk: 2,
         lines,
-        lastBytes: Buffer.byteLength(text),
+        lastText: text,
         offset,
         size,
         chunks: 1,
@@ -179,19 +179,18 @@ class Reassembler implements SyslogReassembler {
     }
     if (p === undefined || p.seq !== c.seq || c.chunk < p.nextChunk) {
       // A continuation whose first chunk we never saw.
-      if (p !== undefined) this.complete(p);
+      if (p !== undefined) this.complete(p, false);
       p = {
         pid,
         seq: c.seq,
         nextChunk: c.chunk + 1,
         lines: [],
-        lastBytes: 0,
+        lastText: "",
         offset,
         size,
         chunks: 1,
-        bad: null,
+        bad: ParseErrorCode.SYSLOG_INCOMPLETE,
       };
-      p.bad = ParseErrorCode.SYSLOG_INCOMPLETE;
       this.open.set(pid, p);
       return;
     }
@@ -203,19 +202,19 @@ class Reassembler implements SyslogReassembler {
     if (p.size > this.max && p.bad === null) p.bad = ParseErrorCode.RECORD_TOO_LARGE;
     if (p.bad !== null) return;
     const lines = p.lines;
-    if (startsNewLine(p.lastBytes, text, this.startsLine)) lines.push(text);
+    if (startsNewLine(Buffer.byteLength(p.lastText), text, this.startsLine)) lines.push(text);
     else lines[lines.length - 1] += text;
-    p.lastBytes = Buffer.byteLength(text);
+    p.lastText = text;
   }
 
   end(): void {
-    for (const p of this.open.values()) this.complete(p);
+    for (const p of this.open.values()) this.complete(p, false);
     this.open.clear();
   }
 
   /** Reports the message held for `p.pid` and forgets it. */
-  private complete(p: Pending): void {
-    this.open.delete(p.pid);
+  private complete(p: Pending, forget = true): void {
+    if (forget) this.open.delete(p.pid);
     if (p.bad !== null) {
       if (p.bad === ParseErrorCode.SYSLOG_INCOMPLETE) this.stats.incompleteMessages++;
       this.sink.malformed(malformed(p.bad, p.offset, p.size));
