@@ -10,4 +10,5 @@ echo "demo: starting a scratch PostgreSQL 15 + pgaudit (pgaudit.log=all) and run
 fixtures/generate --case session-all --out "$out" | sed 's/^fixtures:/demo:/'
 echo "demo: npx auditpipe analyze $out/session-all/postgresql.csv.gz"
 echo
-npx --no-install auditpipe analyze "$out/session-all/postgresql.csv.gz"
+# The workspace bin that `npx auditpipe` runs, called directly: npx under pnpm prints config noise.
+node_modules/.bin/auditpipe analyze "$out/session-all/postgresql.csv.gz"
