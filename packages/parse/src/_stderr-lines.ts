@@ -73,6 +73,11 @@ export class LineSplitter {
     if (pos < n) this.keep(buf, pos, n);
   }
 
+  /** Whether everything pushed so far ended with a newline (nothing partial is held). */
+  get atLineBoundary(): boolean {
+    return this.partsBytes === 0 && this.skipFrom < 0;
+  }
+
   end(): void {
     if (this.skipFrom >= 0) {
       this.handler.tooLong(this.skipFrom, this.offset + this.partsBytes - this.skipFrom);

@@ -190,5 +190,10 @@ export function createStderrParser(sink: RecordSink, options: StderrParserOption
       lines.end();
       asm.flush();
     },
+    idle(): void {
+      // The logging collector writes a whole message (with its DETAIL/STATEMENT lines) at once,
+      // so a quiet file that ends at a newline ends the held record too.
+      if (lines.atLineBoundary) asm.flush();
+    },
   };
 }

@@ -299,5 +299,10 @@ export function createSyslogParser(sink: RecordSink, options: SyslogParserOption
       splitter.end();
       reassembler.end();
     },
+    idle(): void {
+      // PostgreSQL sends every chunk of a message in one go: once the file is quiet, what each
+      // pid has sent so far is all of its message.
+      if (splitter.atLineBoundary) reassembler.end();
+    },
   };
 }

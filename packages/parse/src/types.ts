@@ -70,6 +70,12 @@ export interface LogParser {
   push(chunk: Uint8Array): void;
   /** End of input: flushes or reports (as malformed) a partial record. */
   end(): void;
+  /**
+   * The writer has gone quiet (a followed file stopped growing): emit a record held back only to
+   * see whether continuation lines follow (stderr, syslog), if the input ends at a line boundary.
+   * Formats that never hold a complete record (csvlog, jsonlog) need not implement it.
+   */
+  idle?(): void;
 }
 
 export interface ParserOptions {
