@@ -9,6 +9,7 @@ export { createStderrParser, DEFAULT_PREFIX, type StderrParserOptions } from "./
 export {
   createSyslogParser,
   createSyslogReassembler,
+  createSyslogRecordReassembler,
   type SyslogMessage,
   type SyslogMessageSink,
   type SyslogParser,

@@ -19,9 +19,10 @@ import {
   type SyslogHeader,
 } from "./_syslog-header.ts";
 import { startsNewLine, unescapeRsyslog } from "./_syslog-join.ts";
+import { messagesToRecords } from "./_syslog-records.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { type CompiledPrefix, compilePrefix, createPrefixFields } from "./prefix.ts";
-import { DEFAULT_MAX_RECORD_BYTES, DEFAULT_PREFIX, decodeUtf8, StderrAssembler } from "./stderr.ts";
+import { DEFAULT_MAX_RECORD_BYTES, DEFAULT_PREFIX, decodeUtf8 } from "./stderr.ts";
 import type { LogParser, MalformedRecord, ParserOptions, RecordSink } from "./types.ts";
 
 export interface SyslogParserOptions extends ParserOptions {
@@ -68,6 +69,11 @@ export interface SyslogReassembler {
   push(line: string | Uint8Array, offset?: number, size?: number): void;
   /** Completes every message still open. */
   end(): void;
+  /**
+   * Completes every message that got no chunk since the previous sweep(). A network receiver
+   * calls it on a timer: a process's last message is otherwise held until that pid logs again.
+   */
+  sweep(): void;
   readonly stats: SyslogStats;
 }
 
@@ -87,6 +93,8 @@ interface Pending {
   chunks: number;
   /** Error code when the message cannot become a record. */
   bad: string | null;
+  /** A chunk arrived since the last sweep(). */
+  touched: boolean;
 }
 
 const REASONS: Record<string, string> = {
@@ -173,6 +181,7 @@ class Reassembler implements SyslogReassembler {
         size,
         chunks: 1,
         bad,
+        touched: true,
       };
       this.open.set(pid, p);
       return;
@@ -190,6 +199,7 @@ class Reassembler implements SyslogReassembler {
         size,
         chunks: 1,
         bad: ParseErrorCode.SYSLOG_INCOMPLETE,
+        touched: true,
       };
       this.open.set(pid, p);
       return;
@@ -197,6 +207,7 @@ class Reassembler implements SyslogReassembler {
     if (c.chunk > p.nextChunk) p.bad = ParseErrorCode.SYSLOG_INCOMPLETE;
     p.nextChunk = c.chunk + 1;
     p.chunks++;
+    p.touched = true;
     p.size += size;
     if (bad !== null && p.bad === null) p.bad = bad;
     if (p.size > this.max && p.bad === null) p.bad = ParseErrorCode.RECORD_TOO_LARGE;
@@ -210,6 +221,13 @@ class Reassembler implements SyslogReassembler {
   end(): void {
     for (const p of this.open.values()) this.complete(p, false);
     this.open.clear();
+  }
+
+  sweep(): void {
+    for (const p of this.open.values()) {
+      if (p.touched) p.touched = false;
+      else this.complete(p); // deleting the entry being visited is safe in a Map iteration
+    }
   }
 
   /** Reports the message held for `p.pid` and forgets it. */
@@ -243,35 +261,24 @@ export function createSyslogReassembler(
   return new Reassembler(sink, options, compilePrefix(options.prefix ?? DEFAULT_PREFIX));
 }
 
-const TAB = 0x09;
+/**
+ * Like createSyslogReassembler, but the rebuilt messages come out as LogRecords exactly as
+ * createSyslogParser makes them: for a receiver fed one syslog message at a time (UDP/TCP).
+ */
+export function createSyslogRecordReassembler(
+  sink: RecordSink,
+  options: SyslogParserOptions = {},
+): SyslogReassembler {
+  const prefix = compilePrefix(options.prefix ?? DEFAULT_PREFIX);
+  const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  return new Reassembler(messagesToRecords(sink, prefix, max), options, prefix);
+}
 
 /** An incremental parser for syslog files written by rsyslog (RFC 3164, its file format, or RFC 5424). */
 export function createSyslogParser(sink: RecordSink, options: SyslogParserOptions = {}): SyslogParser {
   const prefix = compilePrefix(options.prefix ?? DEFAULT_PREFIX);
   const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
-  const asm = new StderrAssembler(sink, prefix, max);
-  const reassembler = new Reassembler(
-    {
-      message(m) {
-        // One message is one record: its DETAIL/STATEMENT lines came with it.
-        const lines = m.lines;
-        const after = m.offset + m.size;
-        for (let i = 0; i < lines.length; i++) {
-          const text = lines[i]!;
-          const offset = i === 0 ? m.offset : after;
-          const size = i === 0 ? m.size : 0;
-          if (text.charCodeAt(0) === TAB) asm.continuation(text.slice(1), offset, size);
-          else asm.head(text, offset, size);
-        }
-        asm.flush();
-      },
-      malformed(error) {
-        sink.malformed(error);
-      },
-    },
-    options,
-    prefix,
-  );
+  const reassembler = new Reassembler(messagesToRecords(sink, prefix, max), options, prefix);
   const splitter = new LineSplitter(
     {
       line(buf, start, end, offset) {
