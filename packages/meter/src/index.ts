@@ -1,1 +1,13 @@
+export {
+  DEFAULT_TOP_N,
+  type LiveBreakdown,
+  LiveMeter,
+  type LiveMeterOptions,
+  type LiveVolume,
+  type SinkStats,
+  type SnapshotOptions,
+  type SyslogStats,
+  type WindowName,
+  type WindowStats,
+} from "./live.ts";
 export { type Breakdown, type Tally, type VolumeReport, VolumeTally } from "./volume.ts";

@@ -1,0 +1,255 @@
+/**
+ * The sidecar's live meter: what `auditpipe run` has read, shipped and fallen behind on, as JSON
+ * (snapshot(), for GET /v1/volume) and as a Prometheus registry (for GET /metrics).
+ *
+ * entry() is the hot path (every audit entry): a clock read, one ring slot, two exact capped
+ * tallies and three bounded heavy-hitter sketches; no allocation for keys already seen and no
+ * prom-client call. Everything else is per record batch, per file or per sink batch.
+ */
+import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import type { Registry } from "prom-client";
+import { exactBreakdown, type LiveBreakdown, sketchedBreakdown } from "./_breakdown.ts";
+import { CappedTally } from "./_capped.ts";
+import { PairTally } from "./_pairs.ts";
+import { PrometheusMetrics } from "./_prometheus.ts";
+import { TopN } from "./_top-n.ts";
+import { RollingWindows, WINDOWS, type WindowName, type WindowStats } from "./_windows.ts";
+
+export type { LiveBreakdown } from "./_breakdown.ts";
+export type { WindowName, WindowStats } from "./_windows.ts";
+
+/** Tracked keys per unbounded breakdown (user, database, object) unless told otherwise. */
+export const DEFAULT_TOP_N = 1000;
+/** The window projections are taken from: long enough to smooth bursts, short enough to follow change. */
+const PROJECTION_WINDOW: WindowName = "5m";
+
+export interface LiveMeterOptions {
+  /** Keys tracked per unbounded breakdown (user, database, object); default 1000. */
+  topN?: number;
+  /** Clock in ms since the epoch; injectable for tests. Default Date.now. */
+  now?: () => number;
+}
+
+export interface SyslogStats {
+  received: number;
+  reassembled: number;
+  incomplete: number;
+  malformed: number;
+}
+
+export interface SinkStats {
+  acks: number;
+  entries: number;
+  bytes: number;
+  errors: number;
+  /** Latency of the last acknowledgement, or null before the first. */
+  lastLatencyMs: number | null;
+}
+
+/** GET /v1/volume: what the sidecar has metered since it started. Decimal units: 1 GB = 1e9 bytes. */
+export interface LiveVolume {
+  /** ISO 8601 start of the meter. */
+  startedAt: string;
+  uptimeSeconds: number;
+  totals: {
+    /** Log records read, audit or not. */
+    records: number;
+    /** pgAudit entries. */
+    entries: number;
+    /** On-disk bytes of the records that carry audit entries, newline included. */
+    bytes: number;
+    malformed: number;
+  };
+  windows: Record<WindowName, WindowStats>;
+  /** Rates extrapolated from one window (its `seconds` may be shorter than its length early on). */
+  projection: { window: WindowName; seconds: number; mbPerHour: number; gbPerDay: number };
+  byClass: LiveBreakdown;
+  byCommand: LiveBreakdown;
+  byAuditType: LiveBreakdown;
+  /** Sketched: at most topN users, bounds in maxErrorBytes. */
+  byUser: LiveBreakdown;
+  byDatabase: LiveBreakdown;
+  /** Entries that name an object, by OBJECT_NAME; sketched like byUser. */
+  byObject: LiveBreakdown;
+  pipeline: {
+    files: { file: string; bytesBehind: number }[];
+    truncations: number;
+    sinks: Record<string, SinkStats>;
+    /** Seconds since the last checkpoint save; null when none was saved yet. */
+    checkpointAgeSeconds: number | null;
+    syslog: SyslogStats;
+  };
+}
+
+export interface SnapshotOptions {
+  /** Keys listed per breakdown at most (the rest counts in `others`); default all tracked. */
+  limit?: number;
+}
+
+export class LiveMeter {
+  readonly registry: Registry;
+  private readonly now: () => number;
+  private readonly startMs: number;
+  private readonly windows: RollingWindows;
+  private readonly pairs = new PairTally();
+  private readonly commands = new CappedTally();
+  private readonly users: TopN;
+  private readonly databases: TopN;
+  private readonly objects: TopN;
+  private entries = 0;
+  private bytes = 0;
+  private records = 0;
+  private malformedCount = 0;
+  private truncations = 0;
+  private lastCheckpointMs: number | null = null;
+  private readonly behind = new Map<string, number>();
+  private readonly sinks = new Map<string, SinkStats>();
+  private syslog: SyslogStats = { received: 0, reassembled: 0, incomplete: 0, malformed: 0 };
+  private readonly prometheus: PrometheusMetrics;
+
+  constructor(options: LiveMeterOptions = {}) {
+    const topN = options.topN ?? DEFAULT_TOP_N;
+    this.now = options.now ?? Date.now;
+    this.startMs = this.now();
+    this.windows = new RollingWindows(this.startMs);
+    this.users = new TopN(topN);
+    this.databases = new TopN(topN);
+    this.objects = new TopN(topN);
+    this.prometheus = new PrometheusMetrics({
+      pairs: this.pairs,
+      records: () => this.records,
+      malformed: () => this.malformedCount,
+      truncations: () => this.truncations,
+      window: (name) => this.window(name),
+      projectedBytesPerDay: () => this.window(PROJECTION_WINDOW).bytesPerSec * 86_400,
+      checkpointAgeSeconds: () => (this.now() - (this.lastCheckpointMs ?? this.startMs)) / 1000,
+      filesBehind: () => this.behind,
+      syslog: () => ({ ...this.syslog }),
+    });
+    this.registry = this.prometheus.registry;
+  }
+
+  /** An audit entry and the record that carried it (whose size is the entry's bytes). */
+  entry(entry: AuditEntry, record: LogRecord): void {
+    const bytes = record.size;
+    this.entries += 1;
+    this.bytes += bytes;
+    this.windows.add(this.now(), bytes);
+    const pair = this.pairs.slot(entry.class, entry.auditType);
+    pair.entries += 1;
+    pair.bytes += bytes;
+    const command = this.commands.slot(entry.command);
+    command.entries += 1;
+    command.bytes += bytes;
+    if (record.user !== null) this.users.add(record.user, bytes);
+    if (record.database !== null) this.databases.add(record.database, bytes);
+    if (entry.objectName !== "") this.objects.add(entry.objectName, bytes);
+  }
+
+  /** Log records read from a source, audit or not. The source is not a label (file names rotate). */
+  recordsRead(_source: string, count: number): void {
+    this.records += count;
+  }
+
+  malformed(_source: string, count: number): void {
+    this.malformedCount += count;
+  }
+
+  /** A followed file's size minus its checkpointed offset. */
+  setBytesBehind(file: string, bytes: number): void {
+    this.behind.set(file, bytes);
+  }
+
+  /** The file is gone (drained and released): its gauge goes too. */
+  forgetFile(file: string): void {
+    this.behind.delete(file);
+  }
+
+  /** A followed file was truncated or replaced and is read again from 0. */
+  truncation(_file: string): void {
+    this.truncations += 1;
+  }
+
+  sinkAck(sink: string, entries: number, bytes: number, latencyMs: number): void {
+    const stats = this.sink(sink);
+    stats.acks += 1;
+    stats.entries += entries;
+    stats.bytes += bytes;
+    stats.lastLatencyMs = latencyMs;
+    this.prometheus.sinkAck(sink, entries, bytes, latencyMs);
+  }
+
+  sinkError(sink: string, code: string): void {
+    this.sink(sink).errors += 1;
+    this.prometheus.sinkError(sink, code);
+  }
+
+  checkpointSaved(atMs: number = this.now()): void {
+    this.lastCheckpointMs = atMs;
+  }
+
+  /** Cumulative counts from the syslog source: they replace the previous ones. */
+  syslogStats(stats: SyslogStats): void {
+    this.syslog = {
+      received: stats.received,
+      reassembled: stats.reassembled,
+      incomplete: stats.incomplete,
+      malformed: stats.malformed,
+    };
+  }
+
+  snapshot(options: SnapshotOptions = {}): LiveVolume {
+    const limit = options.limit ?? Number.POSITIVE_INFINITY;
+    const nowMs = this.now();
+    const windows = {} as Record<WindowName, WindowStats>;
+    for (const name of Object.keys(WINDOWS) as WindowName[])
+      windows[name] = this.windows.read(nowMs, WINDOWS[name]);
+    const projected = windows[PROJECTION_WINDOW];
+    return {
+      startedAt: new Date(this.startMs).toISOString(),
+      uptimeSeconds: Math.max(0, nowMs - this.startMs) / 1000,
+      totals: {
+        records: this.records,
+        entries: this.entries,
+        bytes: this.bytes,
+        malformed: this.malformedCount,
+      },
+      windows,
+      projection: {
+        window: PROJECTION_WINDOW,
+        seconds: projected.seconds,
+        mbPerHour: (projected.bytesPerSec * 3600) / 1e6,
+        gbPerDay: (projected.bytesPerSec * 86_400) / 1e9,
+      },
+      byClass: exactBreakdown(this.pairs.sums(true), this.pairs.overflow, limit),
+      byCommand: exactBreakdown(this.commands.map, this.commands.overflow, limit),
+      byAuditType: exactBreakdown(this.pairs.sums(false), this.pairs.overflow, limit),
+      byUser: sketchedBreakdown(this.users.result(limit)),
+      byDatabase: sketchedBreakdown(this.databases.result(limit)),
+      byObject: sketchedBreakdown(this.objects.result(limit)),
+      pipeline: {
+        files: [...this.behind]
+          .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+          .map(([file, bytesBehind]) => ({ file, bytesBehind })),
+        truncations: this.truncations,
+        sinks: Object.fromEntries([...this.sinks].map(([name, s]) => [name, { ...s }])),
+        checkpointAgeSeconds:
+          this.lastCheckpointMs === null ? null : Math.max(0, nowMs - this.lastCheckpointMs) / 1000,
+        syslog: { ...this.syslog },
+      },
+    };
+  }
+
+  private window(name: WindowName): WindowStats {
+    return this.windows.read(this.now(), WINDOWS[name]);
+  }
+
+  private sink(name: string): SinkStats {
+    let stats = this.sinks.get(name);
+    if (stats === undefined) {
+      stats = { acks: 0, entries: 0, bytes: 0, errors: 0, lastLatencyMs: null };
+      this.sinks.set(name, stats);
+    }
+    return stats;
+  }
+}
