@@ -1,0 +1,128 @@
+/**
+ * The sockets of the syslog source: a UDP socket hands over datagrams, a TCP server hands over
+ * the frames of each connection. Both only move bytes; what they mean is syslog-source.ts's.
+ */
+
+import { createSocket, type Socket as UdpSocket } from "node:dgram";
+import { createServer, type Server, type Socket } from "node:net";
+import { SyslogErrorCode, SyslogSourceError } from "./_syslog-errors.ts";
+import { type FramingError, SyslogFramer } from "./_syslog-framing.ts";
+import { type ListenAddress, listenUrl } from "./_syslog-url.ts";
+
+/** What a listener reports; `sender` names a TCP connection or a UDP source address. */
+export interface ListenerEvents {
+  message(sender: string, message: Buffer, size: number, connected: boolean): void;
+  /** A frame or datagram that could not be read (`size` bytes skipped). */
+  framingError(error: FramingError, size: number): void;
+  /** A TCP connection ended; UDP senders never end. */
+  senderGone(sender: string): void;
+}
+
+export interface Listener {
+  /** The listen URL with the port really bound. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The kernel's default UDP receive buffer (about 208 KiB on Linux) overflows in a burst of audit
+ * lines while the event loop is busy; Linux caps this at net.core.rmem_max.
+ */
+const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024;
+/** Far more than the senders one sidecar serves (one rsyslog keeps one connection per action). */
+const MAX_CONNECTIONS = 1024;
+
+function bindFailed(url: string, error: unknown): SyslogSourceError {
+  const code = (error as NodeJS.ErrnoException).code ?? String(error);
+  return new SyslogSourceError(SyslogErrorCode.LISTEN_FAILED, `cannot listen on ${url}: ${code}`, {
+    cause: error,
+  });
+}
+
+export async function listenUdp(
+  address: ListenAddress,
+  maxFrameBytes: number,
+  events: ListenerEvents,
+): Promise<Listener> {
+  const socket: UdpSocket = createSocket({ type: address.host.includes(":") ? "udp6" : "udp4" });
+  const wanted = listenUrl("udp", address.host, address.port);
+  await new Promise<void>((resolve, reject) => {
+    socket.once("error", (error) => reject(bindFailed(wanted, error)));
+    socket.bind(address.port, address.host, () => resolve());
+  });
+  try {
+    socket.setRecvBufferSize(UDP_RECEIVE_BUFFER);
+  } catch {
+    // Not permitted or not supported: the default buffer still works, with more loss in bursts.
+  }
+  socket.on("error", () => {}); // after bind, errors are per datagram (e.g. ICMP) and harmless
+  socket.on("message", (datagram, remote) => {
+    if (datagram.length > maxFrameBytes) events.framingError("too-large", datagram.length);
+    else events.message(`udp ${remote.address}:${remote.port}`, datagram, datagram.length, false);
+  });
+  const port = socket.address().port;
+  return {
+    url: listenUrl("udp", address.host, port),
+    port,
+    close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+  };
+}
+
+export async function listenTcp(
+  address: ListenAddress,
+  maxFrameBytes: number,
+  events: ListenerEvents,
+): Promise<Listener> {
+  /** Open connections, each with what ends it. */
+  const connections = new Map<Socket, () => void>();
+  let nextConnection = 0;
+  const server: Server = createServer((socket) => {
+    const sender = `tcp #${++nextConnection}`;
+    const framer = new SyslogFramer(
+      {
+        frame: (message, size) => events.message(sender, message, size, true),
+        error: (error, size) => events.framingError(error, size),
+      },
+      maxFrameBytes,
+    );
+    let ended = false;
+    const finish = (): void => {
+      if (ended) return;
+      ended = true;
+      connections.delete(socket);
+      framer.end();
+      events.senderGone(sender);
+    };
+    connections.set(socket, finish);
+    socket.setKeepAlive(true);
+    socket.on("data", (chunk: Buffer) => {
+      if (ended) return;
+      framer.push(chunk);
+      if (!framer.ok) socket.destroy(); // a bad octet count: nothing says where the next frame starts
+    });
+    socket.on("error", () => {}); // a reset connection ends in 'close' like any other
+    socket.on("close", finish);
+  });
+  server.maxConnections = MAX_CONNECTIONS;
+  const wanted = listenUrl("tcp", address.host, address.port);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error) => reject(bindFailed(wanted, error)));
+    server.listen(address.port, address.host, () => resolve());
+  });
+  const bound = server.address();
+  const port = typeof bound === "object" && bound !== null ? bound.port : address.port;
+  return {
+    url: listenUrl("tcp", address.host, port),
+    port,
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Senders do not hang up on their own; what they sent and we read is flushed by finish().
+      for (const [socket, finish] of [...connections]) {
+        socket.destroy();
+        finish();
+      }
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,9 @@
+export {
+  SyslogErrorCode,
+  type SyslogRecordSource,
+  type SyslogSource,
+  SyslogSourceError,
+  type SyslogSourceOptions,
+  type SyslogSourceStats,
+  startSyslogSource,
+} from "./syslog-source.ts";

@@ -1,0 +1,184 @@
+/**
+ * SyslogSource: PostgreSQL's log as syslog over UDP and TCP (what rsyslog's omfwd sends),
+ * RFC 3164 or RFC 5424, turned into LogRecords exactly as the syslog file parser does.
+ *
+ * Delivery is as good as syslog's: UDP drops under load and nothing can be asked again, so
+ * there are no checkpoints; the counters say what was received, rebuilt and lost. A record's
+ * place is its listener and the count of bytes that listener had received before the record's
+ * first chunk (frames counted in the order they completed), since syslog has no file offsets.
+ */
+
+import {
+  createSyslogRecordReassembler,
+  type LogRecord,
+  type MalformedRecord,
+  type SyslogParserOptions,
+} from "@auditpipe/parse";
+import { SyslogErrorCode, SyslogSourceError } from "./_syslog-errors.ts";
+import { type FramingError, MAX_FRAME_BYTES } from "./_syslog-framing.ts";
+import { type Listener, type ListenerEvents, listenTcp, listenUdp } from "./_syslog-listeners.ts";
+import { forParser } from "./_syslog-message.ts";
+import { Peers } from "./_syslog-peers.ts";
+import { type ListenAddress, parseListenUrl } from "./_syslog-url.ts";
+
+export { SyslogErrorCode, SyslogSourceError };
+
+/** PostgreSQL sends a message's chunks in one burst; a few seconds of silence means no more are coming. */
+const DEFAULT_FLUSH_AFTER_MS = 4000;
+
+/** Where a record came from: the listener and its byte count, standing in for a file offset. */
+export interface SyslogRecordSource {
+  /** The listener's URL with its real port, e.g. `udp://127.0.0.1:5514`. */
+  name: string;
+  /** Bytes the listener had received before the record's first chunk; increases per listener. */
+  offset: number;
+}
+
+export interface SyslogSourceOptions {
+  /** Where to listen: `udp://HOST:PORT` and/or `tcp://HOST:PORT`; port 0 picks a free port. */
+  listen: string[];
+  /** The server's log_line_prefix; PostgreSQL 15's default `%m [%p] ` when omitted. */
+  prefix?: string;
+  /** syslog_ident; messages of other programs are counted as foreign and dropped. Default `postgres`. */
+  ident?: string;
+  /** Each record, once all of its chunks are in. Must not throw. */
+  onRecord: (record: LogRecord, source: SyslogRecordSource) => void;
+  /** Input that could not become a record (never carries its text); `source` is the listener's URL. */
+  onMalformed?: (error: MalformedRecord, source: string) => void;
+  /** A message with no new chunk for this long is complete; default 4000 ms. */
+  flushAfterMs?: number;
+  /** Largest TCP frame or UDP datagram kept; default 64 KiB. */
+  maxFrameBytes?: number;
+}
+
+export interface SyslogSourceStats {
+  /** Syslog messages received (datagrams and TCP frames), foreign and malformed ones included. */
+  received: number;
+  /** PostgreSQL messages rebuilt from their `[n-m]` chunks. */
+  reassembled: number;
+  /** PostgreSQL messages with a chunk missing (reported as AUDITPIPE_ERR_SYSLOG_INCOMPLETE). */
+  incomplete: number;
+  /** Everything reported to onMalformed, incomplete messages included. */
+  malformed: number;
+  /** Messages of other programs than `ident`, dropped. */
+  foreign: number;
+}
+
+export interface SyslogSource {
+  /** One per `listen` entry, in order, with the port really bound. */
+  readonly addresses: { url: string; port: number }[];
+  stats(): SyslogSourceStats;
+  /** Stops listening; messages still open are completed (or reported incomplete) first. */
+  close(): Promise<void>;
+}
+
+const FRAMING_ERRORS: Record<FramingError, { code: string; reason: string }> = {
+  "too-large": { code: SyslogErrorCode.FRAME_TOO_LARGE, reason: "syslog frame larger than maxFrameBytes" },
+  "bad-count": {
+    code: SyslogErrorCode.BAD_FRAMING,
+    reason: "TCP octet count is not a number; the connection was closed",
+  },
+  truncated: { code: SyslogErrorCode.TRUNCATED_FRAME, reason: "TCP connection ended inside a syslog frame" },
+};
+
+/** Listens on every `listen` URL; rejects with a SyslogSourceError if any cannot be bound. */
+export async function startSyslogSource(options: SyslogSourceOptions): Promise<SyslogSource> {
+  const addresses: ListenAddress[] = options.listen.map(parseListenUrl);
+  if (addresses.length === 0)
+    throw new SyslogSourceError(SyslogErrorCode.LISTEN_URL, "syslog source: `listen` names no URL");
+  const maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
+  const flushAfterMs = options.flushAfterMs ?? DEFAULT_FLUSH_AFTER_MS;
+  const onMalformed = options.onMalformed ?? (() => {});
+  const parserOptions: SyslogParserOptions = {};
+  if (options.prefix !== undefined) parserOptions.prefix = options.prefix;
+  if (options.ident !== undefined) parserOptions.ident = options.ident;
+  let received = 0;
+  let malformed = 0;
+  const reportMalformed = (error: MalformedRecord, source: string): void => {
+    malformed++;
+    onMalformed(error, source);
+  };
+
+  const listeners: Listener[] = [];
+  const peerSets: Peers[] = [];
+  const closeAll = async (): Promise<void> => {
+    await Promise.all(listeners.map((l) => l.close()));
+    for (const peers of peerSets) peers.endAll();
+  };
+
+  try {
+    for (const address of addresses) {
+      // Filled in once bound: records and errors only arrive after that.
+      let name = "";
+      /** Bytes received on this listener so far: where the next frame starts. */
+      let bytes = 0;
+      const peers = new Peers(() =>
+        createSyslogRecordReassembler(
+          {
+            record: (record) => options.onRecord(record, { name, offset: record.offset }),
+            malformed: (error) => reportMalformed(error, name),
+          },
+          parserOptions,
+        ),
+      );
+      const events: ListenerEvents = {
+        message(sender, message, size, connected) {
+          received++;
+          const offset = bytes;
+          bytes += size;
+          peers.push(sender, forParser(message), offset, size, connected);
+        },
+        framingError(error, size) {
+          if (error === "too-large") received++;
+          const offset = bytes;
+          bytes += size;
+          reportMalformed({ ...FRAMING_ERRORS[error], offset, size }, name);
+        },
+        senderGone(sender) {
+          peers.end(sender);
+        },
+      };
+      const listener =
+        address.protocol === "udp"
+          ? await listenUdp(address, maxFrameBytes, events)
+          : await listenTcp(address, maxFrameBytes, events);
+      name = listener.url;
+      listeners.push(listener);
+      peerSets.push(peers);
+    }
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+
+  // A message is completed after one to two half-periods without a chunk (see Reassembler.sweep).
+  const timer = setInterval(
+    () => {
+      for (const peers of peerSets) peers.sweep();
+    },
+    Math.max(1, Math.floor(flushAfterMs / 2)),
+  );
+  timer.unref();
+
+  let closing: Promise<void> | undefined;
+  return {
+    addresses: listeners.map((l) => ({ url: l.url, port: l.port })),
+    stats() {
+      const s = { received, reassembled: 0, incomplete: 0, malformed, foreign: 0 };
+      for (const peers of peerSets) {
+        const p = peers.stats();
+        s.reassembled += p.messages;
+        s.incomplete += p.incompleteMessages;
+        s.foreign += p.foreignLines;
+      }
+      return s;
+    },
+    close() {
+      closing ??= (async () => {
+        clearInterval(timer);
+        await closeAll();
+      })();
+      return closing;
+    },
+  };
+}
