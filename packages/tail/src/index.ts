@@ -1,3 +1,14 @@
+export { CHECKPOINT_FILE, Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
+export {
+  type BatchLimits,
+  DEFAULT_BATCH_LIMITS,
+  DEFAULT_PATTERNS,
+  FileSource,
+  type FileSourceOptions,
+  globToRegExp,
+  type SourceLogger,
+  type SourceObserver,
+} from "./file-source.ts";
 export {
   SyslogErrorCode,
   type SyslogRecordSource,

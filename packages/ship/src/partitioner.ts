@@ -1,0 +1,23 @@
+import type { Batch } from "./types.ts";
+
+/** Offsets are zero-padded so object keys sort in source order. */
+const OFFSET_DIGITS = 16;
+
+function pad(n: number): string {
+  return String(n).padStart(OFFSET_DIGITS, "0");
+}
+
+/**
+ * The object key of a batch, Hive-style (`dt=YYYY-MM-DD/hour=HH/...`) so Athena, Trino, Spark
+ * and DuckDB can prune by partition. The name is a function of the source range alone: writing
+ * the same range again, after a retry or a crash, replaces the object instead of adding a copy.
+ * The partition comes from the first entry's timestamp (UTC), so it is stable across replays.
+ */
+export function objectKey(batch: Batch, options: { host?: string; extension?: string } = {}): string {
+  const first = batch.records.find((r) => r.ts !== null)?.ts ?? new Date().toISOString();
+  const dt = first.slice(0, 10);
+  const hour = first.slice(11, 13);
+  const { sourceId, start, end } = batch.range;
+  const host = options.host ? `${options.host}/` : "";
+  return `dt=${dt}/hour=${hour}/${host}${sourceId}-${pad(start)}-${pad(end)}${options.extension ?? ".ndjson.gz"}`;
+}

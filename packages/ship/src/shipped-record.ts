@@ -1,0 +1,48 @@
+import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
+import type { ShippedRecord } from "./types.ts";
+
+/** ISO 8601 UTC of a log timestamp, or null; consecutive records share stamps, so the last is cached. */
+let lastStamp = "";
+let lastIso: string | null = null;
+function isoTimestamp(stamp: string | null): string | null {
+  if (stamp === null) return null;
+  if (stamp !== lastStamp) {
+    const ms = parseLogTimestamp(stamp);
+    lastIso = ms === undefined ? null : new Date(ms).toISOString();
+    lastStamp = stamp;
+  }
+  return lastIso;
+}
+
+/**
+ * One audit entry in the shipped-record format. `offset` is the record's byte offset in its
+ * source (the parser's offset plus where the source started feeding it).
+ */
+export function toShippedRecord(
+  entry: AuditEntry,
+  record: LogRecord,
+  sourceName: string,
+  offset: number,
+): ShippedRecord {
+  return {
+    ts: isoTimestamp(record.timestamp),
+    user: record.user,
+    database: record.database,
+    pid: record.pid,
+    session_id: record.sessionId,
+    session_line: record.sessionLine,
+    application_name: record.applicationName,
+    remote_host: record.remoteHost,
+    audit_type: entry.auditType,
+    statement_id: entry.statementId,
+    substatement_id: entry.substatementId,
+    class: entry.class,
+    command: entry.command,
+    object_type: entry.objectType,
+    object_name: entry.objectName,
+    statement: entry.statement,
+    parameter: entry.parameter,
+    rows: entry.rows,
+    source: { file: sourceName, offset },
+  };
+}

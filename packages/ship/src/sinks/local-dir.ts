@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, open, rename, rm } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { gzipNdjson } from "../encode.ts";
+import { objectKey } from "../partitioner.ts";
+import type { Batch, Sink } from "../types.ts";
+
+export interface LocalDirSinkOptions {
+  /** Directory the objects go under (created when missing). */
+  dir: string;
+}
+
+export const LOCAL_DIR_SINK_NAME = "local-dir";
+
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The embedded default sink: gzip NDJSON objects under
+ * `<dir>/dt=YYYY-MM-DD/hour=HH/<source>-<start>-<end>.ndjson.gz`, each written to a temp file,
+ * fsynced and renamed, so an object is either whole or absent, and rewriting a range replaces it.
+ */
+export class LocalDirSink implements Sink {
+  readonly name: string = LOCAL_DIR_SINK_NAME;
+  private readonly dir: string;
+
+  constructor(options: LocalDirSinkOptions) {
+    if (!options.dir) throw new Error("LocalDirSink: `dir` is required");
+    this.dir = options.dir;
+  }
+
+  async write(batch: Batch): Promise<void> {
+    if (batch.records.length === 0) return; // nothing to store; the range is still acknowledged
+    const path = join(this.dir, objectKey(batch));
+    const folder = dirname(path);
+    await mkdir(folder, { recursive: true });
+    const body = await gzipNdjson(batch.records);
+    const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+    try {
+      const handle = await open(temp, "w");
+      try {
+        await handle.writeFile(body);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, path);
+      await fsyncPath(folder); // the rename itself must survive a crash
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,210 @@
+import type { FileHandle } from "node:fs/promises";
+import {
+  AUDIT_PREFIX,
+  type AuditEntry,
+  AuditPayloadError,
+  createParser,
+  type LogFormat,
+  type LogParser,
+  type LogRecord,
+  type MalformedRecord,
+  parseAuditPayload,
+} from "@auditpipe/parse";
+import { type Batch, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
+
+/** When a batch closes; whichever limit is reached first. */
+export interface BatchLimits {
+  /** Audit entries per batch. */
+  maxEntries: number;
+  /** Log bytes of the audit records per batch (the shipped NDJSON is about as large). */
+  maxBytes: number;
+  /** A batch with anything in it closes this long after it opened, if the file is quiet. */
+  maxAgeMs: number;
+}
+
+/** What a source reports as it reads; every method optional. The sidecar wires these to its meter. */
+export interface SourceObserver {
+  recordsRead?(source: string, count: number): void;
+  entry?(entry: AuditEntry, record: LogRecord): void;
+  malformed?(source: string, error: MalformedRecord): void;
+  bytesBehind?(file: string, bytes: number): void;
+  fileGone?(file: string): void;
+  truncation?(file: string): void;
+  sinkAck?(sink: string, entries: number, bytes: number, latencyMs: number): void;
+  sinkError?(sink: string, error: unknown): void;
+  checkpointSaved?(): void;
+}
+
+interface OpenBatch {
+  start: number;
+  end: number;
+  records: ShippedRecord[];
+  bytes: number;
+  openedAt: number;
+}
+
+/** Bytes per read: large enough to amortise the syscall, small enough to keep memory flat. */
+export const READ_BYTES = 1 << 20;
+
+/**
+ * One followed file of one identity: reads from a position, parses incrementally, and cuts the
+ * records into batches covering contiguous byte ranges. Pure bookkeeping plus reads; writing
+ * batches and checkpoints is FileSource's job.
+ */
+export class TrackedFile {
+  /** Next byte to read (absolute). */
+  readPos: number;
+  /** Everything before this was acknowledged by the sink. */
+  acked: number;
+  /** Batches closed and waiting for the sink, in order. */
+  readonly ready: Batch[] = [];
+  lastGrowth: number;
+  size: number;
+  mtimeMs = 0;
+  /** The path no longer names this file (deleted or replaced): drain through the handle, then finish. */
+  gone = false;
+  /** Other paths holding the same content (a copytruncate copy): where to keep reading if truncated. */
+  readonly aliases = new Set<string>();
+  private parser: LogParser;
+  /** Where the parser's input started: record offsets are relative to it. */
+  private base: number;
+  private batch: OpenBatch;
+  private forcedEnd: number | null;
+  private parserEnded = false;
+
+  constructor(
+    public path: string,
+    public handle: FileHandle,
+    readonly ino: number,
+    readonly fingerprint: string,
+    private readonly format: LogFormat,
+    private readonly prefix: string | undefined,
+    start: number,
+    inflightEnd: number | null,
+    private readonly limits: BatchLimits,
+    private readonly observer: SourceObserver,
+    now: number,
+  ) {
+    this.readPos = start;
+    this.acked = start;
+    this.base = start;
+    this.size = start;
+    this.lastGrowth = now;
+    this.forcedEnd = inflightEnd !== null && inflightEnd > start ? inflightEnd : null;
+    this.batch = this.newBatch(start, now);
+    this.parser = this.newParser();
+  }
+
+  private newBatch(start: number, now: number): OpenBatch {
+    return { start, end: start, records: [], bytes: 0, openedAt: now };
+  }
+
+  private newParser(): LogParser {
+    const options = this.prefix === undefined ? {} : { prefix: this.prefix };
+    return createParser(
+      this.format,
+      {
+        record: (record) => this.onRecord(record),
+        malformed: (error) => this.onMalformed(error),
+      },
+      options,
+    );
+  }
+
+  /** Extends the open batch to `end`, closing it at a replayed boundary or a size limit. */
+  private extend(end: number): void {
+    const batch = this.batch;
+    if (end > batch.end) batch.end = end;
+    if (this.forcedEnd !== null && batch.end >= this.forcedEnd) {
+      this.forcedEnd = null;
+      this.close(Date.now());
+    } else if (batch.records.length >= this.limits.maxEntries || batch.bytes >= this.limits.maxBytes) {
+      this.close(Date.now());
+    }
+  }
+
+  private onRecord(record: LogRecord): void {
+    const offset = this.base + record.offset;
+    this.observer.recordsRead?.(this.path, 1);
+    if (record.message.startsWith(AUDIT_PREFIX)) {
+      try {
+        const entry = parseAuditPayload(record.message);
+        if (entry) {
+          this.batch.records.push(toShippedRecord(entry, record, this.path, offset));
+          this.batch.bytes += record.size;
+          this.observer.entry?.(entry, record);
+        }
+      } catch (error) {
+        if (!(error instanceof AuditPayloadError)) throw error;
+        this.observer.malformed?.(this.path, {
+          code: error.code,
+          reason: error.message,
+          offset,
+          size: record.size,
+        });
+      }
+    }
+    this.extend(offset + record.size);
+  }
+
+  private onMalformed(error: MalformedRecord): void {
+    const offset = this.base + error.offset;
+    this.observer.malformed?.(this.path, { ...error, offset });
+    this.extend(offset + error.size);
+  }
+
+  /** Moves the open batch (if it covers any bytes) to `ready`. */
+  close(now: number): void {
+    const b = this.batch;
+    if (b.end <= b.start) return;
+    this.ready.push({
+      range: { sourceId: this.fingerprint, sourceName: this.path, start: b.start, end: b.end },
+      records: b.records,
+      bytes: b.bytes,
+    });
+    this.batch = this.newBatch(b.end, now);
+  }
+
+  /** Reads what is there (up to READ_BYTES) and parses it; returns bytes read (0 at the end of the file). */
+  async read(now: number): Promise<number> {
+    if (this.parserEnded) return 0;
+    const { size, mtimeMs } = await this.handle.stat();
+    this.size = size;
+    this.mtimeMs = mtimeMs;
+    if (size <= this.readPos) return 0;
+    const length = Math.min(READ_BYTES, size - this.readPos);
+    const buffer = Buffer.allocUnsafe(length);
+    const { bytesRead } = await this.handle.read(buffer, 0, length, this.readPos);
+    if (bytesRead === 0) return 0;
+    this.readPos += bytesRead;
+    this.lastGrowth = now;
+    this.parser.push(buffer.subarray(0, bytesRead));
+    return bytesRead;
+  }
+
+  /** The file has been quiet: release held records; close the batch when it is old enough. */
+  quiet(now: number, quietMs: number): void {
+    if (now - this.lastGrowth >= quietMs) this.parser.idle?.();
+    const b = this.batch;
+    if (b.end > b.start && now - b.openedAt >= this.limits.maxAgeMs) this.close(now);
+  }
+
+  /** No more bytes will come (rotated away, deleted, truncated): end the parser and close the batch. */
+  finish(now: number): void {
+    if (!this.parserEnded) {
+      this.parserEnded = true;
+      this.parser.end();
+    }
+    this.close(now);
+  }
+
+  /** Everything read is closed into batches and acknowledged. */
+  get settled(): boolean {
+    return this.parserEnded && this.ready.length === 0 && this.acked >= this.batch.start;
+  }
+
+  /** Whether records are held in an open batch or the parser. */
+  get pendingBytes(): number {
+    return this.readPos - this.acked;
+  }
+}

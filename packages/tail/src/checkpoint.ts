@@ -1,0 +1,135 @@
+import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+
+/** One followed file's progress. Everything before `position` was acknowledged by the sink. */
+export interface FileCheckpoint {
+  /** The file's identity: a hash of its first line. */
+  fingerprint: string;
+  /** Where the file was last seen (for people; the fingerprint is what identifies it). */
+  path: string;
+  position: number;
+  /** Hash of the bytes just before `position` (see readMarker). */
+  marker: string;
+  /**
+   * End of the batch handed to the sink and not yet acknowledged: after a crash the replay must
+   * cut its first batch exactly here, so it rewrites the same object instead of adding another.
+   */
+  inflightEnd: number | null;
+  /** Rotated away and read to its end: nothing more will come. */
+  done: boolean;
+  /** ISO 8601 time of the last change. */
+  modified: string;
+}
+
+interface CheckpointFile {
+  version: 1;
+  checkpoints: FileCheckpoint[];
+}
+
+export const CHECKPOINT_FILE = "checkpoints.json";
+const TEMP_FILE = "checkpoints.new.json";
+
+function parse(text: string): FileCheckpoint[] | undefined {
+  try {
+    const data = JSON.parse(text) as Partial<CheckpointFile>;
+    if (data.version !== 1 || !Array.isArray(data.checkpoints)) return undefined;
+    return data.checkpoints.filter(
+      (c) => typeof c.fingerprint === "string" && Number.isSafeInteger(c.position) && c.position >= 0,
+    );
+  } catch {
+    return undefined;
+  }
+}
+
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The state dir's checkpoints: versioned JSON written to a temp file, fsynced and renamed (the
+ * directory fsynced too), only when something changed. A crash between write and rename leaves
+ * the newer state in the temp file, so it is read first.
+ */
+export class Checkpointer {
+  private readonly byFingerprint = new Map<string, FileCheckpoint>();
+  /** Changes made and changes saved: a set() during a save() is not lost. */
+  private changes = 0;
+  private saved = 0;
+  /** Why a state file was set aside on load (unreadable); for the caller's log. */
+  readonly warnings: string[] = [];
+
+  private constructor(private readonly dir: string) {}
+
+  static async load(dir: string): Promise<Checkpointer> {
+    await mkdir(dir, { recursive: true });
+    const checkpointer = new Checkpointer(dir);
+    for (const name of [TEMP_FILE, CHECKPOINT_FILE]) {
+      let text: string;
+      try {
+        text = await readFile(join(dir, name), "utf8");
+      } catch {
+        continue;
+      }
+      const entries = parse(text);
+      if (!entries) {
+        const aside = `${name}.unreadable-${Date.now()}`;
+        await rename(join(dir, name), join(dir, aside));
+        checkpointer.warnings.push(
+          `${name} is not a checkpoint file; moved it to ${aside} and started without it`,
+        );
+        continue;
+      }
+      for (const entry of entries) checkpointer.byFingerprint.set(entry.fingerprint, { ...entry });
+      break;
+    }
+    return checkpointer;
+  }
+
+  get(fingerprint: string): FileCheckpoint | undefined {
+    return this.byFingerprint.get(fingerprint);
+  }
+
+  entries(): FileCheckpoint[] {
+    return [...this.byFingerprint.values()];
+  }
+
+  /** Records a change (saved by the next save()). */
+  set(entry: Omit<FileCheckpoint, "modified">): void {
+    this.byFingerprint.set(entry.fingerprint, { ...entry, modified: new Date().toISOString() });
+    this.changes++;
+  }
+
+  delete(fingerprint: string): void {
+    if (this.byFingerprint.delete(fingerprint)) this.changes++;
+  }
+
+  /** Writes the checkpoints durably if anything changed; true when it wrote. */
+  async save(): Promise<boolean> {
+    if (this.changes === this.saved) return false;
+    const changes = this.changes;
+    const body: CheckpointFile = { version: 1, checkpoints: this.entries() };
+    const temp = join(this.dir, TEMP_FILE);
+    const handle = await open(temp, "w");
+    try {
+      await handle.writeFile(`${JSON.stringify(body, null, 1)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, join(this.dir, CHECKPOINT_FILE));
+    await fsyncPath(this.dir);
+    this.saved = changes;
+    return true;
+  }
+
+  /** Removes the state files (tests, `--reset`). */
+  static async reset(dir: string): Promise<void> {
+    await rm(join(dir, CHECKPOINT_FILE), { force: true });
+    await rm(join(dir, TEMP_FILE), { force: true });
+  }
+}

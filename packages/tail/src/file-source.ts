@@ -1,0 +1,454 @@
+import { type FSWatcher, watch } from "node:fs";
+import { type FileHandle, open, readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type { LogFormat } from "@auditpipe/parse";
+import type { Batch, Sink } from "@auditpipe/ship";
+import { readFingerprint, readMarker } from "./_file-identity.ts";
+import { type BatchLimits, type SourceObserver, TrackedFile } from "./_tracked-file.ts";
+import { Checkpointer } from "./checkpoint.ts";
+
+export type { BatchLimits, SourceObserver } from "./_tracked-file.ts";
+
+/** The small logger interface FileSource needs (pino fits). Messages never carry record text. */
+export interface SourceLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface FileSourceOptions {
+  /** PostgreSQL's log_directory. */
+  logDir: string;
+  /** The format of the files followed (one log stream). */
+  format: LogFormat;
+  /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
+  pattern?: string;
+  /** log_line_prefix, for stderr and syslog files. */
+  prefix?: string;
+  /** Where checkpoints are kept. */
+  stateDir: string;
+  sink: Sink;
+  /** Where to start in a file seen for the first time at start-up; default `beginning`. */
+  from?: "beginning" | "end";
+  /** How often the directory and files are checked when no fs event arrives; default 200 ms. */
+  pollIntervalMs?: number;
+  /** A file that has not grown for this long is quiet: held records are released; default 50 ms. */
+  quietMs?: number;
+  batch?: Partial<BatchLimits>;
+  observer?: SourceObserver;
+  logger?: SourceLogger;
+}
+
+export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxEntries: 10_000, maxBytes: 8 << 20, maxAgeMs: 1_000 };
+/** Default file name pattern per format: what PostgreSQL's log_filename gives each destination. */
+export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
+  csvlog: "*.csv",
+  jsonlog: "*.json",
+  stderr: "*.log",
+  syslog: "*.log",
+};
+/** Sink retries back off exponentially up to this, with jitter. */
+const MAX_RETRY_DELAY_MS = 30_000;
+/** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
+const STOP_DEADLINE_MS = 8_000;
+
+const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
+
+/** A shell-style glob on a file name (`*`, `?`, `[...]`, `{a,b}`) as a RegExp. */
+export function globToRegExp(glob: string): RegExp {
+  let re = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === "*") re += "[^/]*";
+    else if (c === "?") re += "[^/]";
+    else if (c === "{") {
+      const close = glob.indexOf("}", i);
+      if (close < 0) re += "\\{";
+      else {
+        re += `(?:${glob
+          .slice(i + 1, close)
+          .split(",")
+          .map((part) => part.replace(/[.+^$()|\\[\]]/g, "\\$&").replaceAll("*", "[^/]*"))
+          .join("|")})`;
+        i = close;
+      }
+    } else if (c === "[") {
+      const close = glob.indexOf("]", i);
+      if (close < 0) re += "\\[";
+      else {
+        re += `[${glob.slice(i + 1, close).replace(/^!/, "^")}]`;
+        i = close;
+      }
+    } else re += c.replace(/[.+^$()|\\]/g, "\\$&");
+  }
+  return new RegExp(`^${re}$`);
+}
+
+/**
+ * Follows one PostgreSQL log stream in a directory: every matching file, through rotation by
+ * age, size or pg_rotate_logfile(), copytruncate and truncate-on-rotation, reading each audit
+ * entry once and handing batches to the sink. A file's checkpoint advances only over ranges the
+ * sink acknowledged; a rotated file is drained to its end before it is let go, and a deleted one
+ * through its open handle.
+ */
+export class FileSource {
+  private readonly files = new Map<string, TrackedFile>(); // by fingerprint
+  private readonly limits: BatchLimits;
+  private readonly pattern: RegExp;
+  private readonly observer: SourceObserver;
+  private readonly logger: SourceLogger;
+  private checkpoints!: Checkpointer;
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private watcher: FSWatcher | undefined;
+  private firstScan = true;
+  private stopDeadline = Number.POSITIVE_INFINITY;
+
+  constructor(private readonly options: FileSourceOptions) {
+    this.limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
+    this.pattern = globToRegExp(options.pattern ?? DEFAULT_PATTERNS[options.format]);
+    this.observer = options.observer ?? {};
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  async start(): Promise<void> {
+    const info = await stat(this.options.logDir).catch(() => undefined);
+    if (!info?.isDirectory())
+      throw new Error(`log directory ${this.options.logDir} does not exist or is not a directory`);
+    this.checkpoints = await Checkpointer.load(this.options.stateDir);
+    for (const warning of this.checkpoints.warnings)
+      this.logger.warn({ stateDir: this.options.stateDir }, warning);
+    try {
+      this.watcher = watch(this.options.logDir, { persistent: false }, () => this.wake?.());
+      this.watcher.on("error", () => {
+        this.watcher?.close();
+        this.watcher = undefined; // polling alone still works
+      });
+    } catch {
+      this.watcher = undefined;
+    }
+    this.loop = this.run();
+  }
+
+  /** Stops reading, writes what was read, waits (bounded) for the sink's acks, saves checkpoints. */
+  async stop(): Promise<void> {
+    if (this.stopping) return this.loop;
+    this.stopping = true;
+    this.stopDeadline = Date.now() + STOP_DEADLINE_MS;
+    this.watcher?.close();
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** Files followed now: path, identity, position read and acknowledged. */
+  status(): { path: string; fingerprint: string; size: number; read: number; acked: number }[] {
+    return [...this.files.values()].map((f) => ({
+      path: f.path,
+      fingerprint: f.fingerprint,
+      size: f.size,
+      read: f.readPos,
+      acked: f.acked,
+    }));
+  }
+
+  private async run(): Promise<void> {
+    try {
+      while (!this.stopping) {
+        await this.scan();
+        let progressed = false;
+        const now = Date.now();
+        const ordered = [...this.files.values()].sort((a, b) => a.mtimeMs - b.mtimeMs);
+        const newest = ordered.filter((f) => !f.gone).at(-1);
+        for (const file of ordered) {
+          if (this.stopping) break;
+          const read = await file.read(now);
+          if (read > 0) {
+            progressed = true;
+          } else {
+            file.quiet(Date.now(), this.options.quietMs ?? 50);
+            // Rotated away (a newer file exists) or deleted, read to the end and quiet: let it go.
+            if (
+              (file.gone || file !== newest) &&
+              Date.now() - file.lastGrowth >= (this.options.quietMs ?? 50)
+            ) {
+              if (await this.confirmedEnd(file)) file.finish(Date.now());
+            }
+          }
+          await this.deliver(file);
+          this.observer.bytesBehind?.(file.path, Math.max(0, file.size - file.acked));
+          if (file.settled) await this.release(file);
+        }
+        await this.saveCheckpoints();
+        if (!progressed && !this.stopping) await this.idle();
+      }
+      await this.shutdown();
+    } catch (error) {
+      this.logger.error({ err: error }, "file source stopped on an unexpected error");
+      throw error;
+    }
+  }
+
+  /** The end really is the end: nothing was appended since the last read. */
+  private async confirmedEnd(file: TrackedFile): Promise<boolean> {
+    const { size } = await file.handle.stat();
+    return size <= file.readPos;
+  }
+
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, this.options.pollIntervalMs ?? 200);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        this.wake = undefined;
+        done();
+      };
+    });
+  }
+
+  /** Lists the directory: new files are opened and tracked; vanished or replaced ones marked gone. */
+  private async scan(): Promise<void> {
+    const dir = this.options.logDir;
+    const names = (await readdir(dir).catch(() => [] as string[]))
+      .filter((n) => this.pattern.test(n) && !n.endsWith(".gz"))
+      .sort();
+    const seen = new Set<string>();
+    const inodes = new Map<string, number>();
+    for (const name of names) {
+      const path = join(dir, name);
+      const info = await stat(path).catch(() => undefined);
+      if (!info?.isFile()) continue;
+      inodes.set(path, info.ino);
+    }
+    // Paths whose inode a tracked file holds need no look: the file is known.
+    const trackedInodes = new Map<number, TrackedFile>();
+    for (const file of this.files.values()) if (!file.gone) trackedInodes.set(file.ino, file);
+    for (const [path, ino] of inodes) {
+      const known = trackedInodes.get(ino);
+      if (known) {
+        seen.add(known.fingerprint);
+        if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
+        continue;
+      }
+      await this.discover(path, seen);
+    }
+    for (const file of this.files.values()) {
+      if (file.gone) continue;
+      if (inodes.get(file.path) !== file.ino) {
+        // Deleted or replaced: keep reading through the open handle, then let it go.
+        file.gone = true;
+        this.logger.info(
+          { file: file.path },
+          "file removed or replaced; draining it through its open handle",
+        );
+      }
+      const { size } = await file.handle.stat();
+      if (size < file.readPos) await this.truncated(file);
+    }
+    this.pruneCheckpoints(seen);
+    this.firstScan = false;
+  }
+
+  /** A path no tracked file holds: a new log file, a copy of a known one, or a finished one. */
+  private async discover(path: string, seen: Set<string>): Promise<void> {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(path, "r");
+      const fingerprint = await readFingerprint(handle);
+      if (fingerprint === undefined) return; // first line not written yet: next scan
+      seen.add(fingerprint);
+      const tracked = this.files.get(fingerprint);
+      if (tracked) {
+        tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
+        return;
+      }
+      const { size, ino, mtimeMs } = await handle.stat();
+      const checkpoint = this.checkpoints.get(fingerprint);
+      let start = 0;
+      let inflightEnd: number | null = null;
+      if (checkpoint) {
+        const intact =
+          size >= checkpoint.position &&
+          (await readMarker(handle, checkpoint.position)) === checkpoint.marker;
+        if (!intact) {
+          this.observer.truncation?.(path);
+          this.logger.warn(
+            { file: path },
+            "file no longer holds what its checkpoint says was read; reading it again from the start",
+          );
+        } else if (checkpoint.done && size === checkpoint.position) {
+          return; // finished earlier and unchanged
+        } else {
+          start = checkpoint.position;
+          inflightEnd = checkpoint.inflightEnd;
+        }
+      } else if (this.firstScan && this.options.from === "end") {
+        start = size;
+      }
+      const now = Date.now();
+      const file = new TrackedFile(
+        path,
+        handle,
+        ino,
+        fingerprint,
+        this.options.format,
+        this.options.prefix,
+        start,
+        inflightEnd,
+        this.limits,
+        this.observer,
+        now,
+      );
+      file.mtimeMs = mtimeMs;
+      file.size = size;
+      handle = undefined; // owned by the tracked file now
+      this.files.set(fingerprint, file);
+      this.logger.info({ file: path, fingerprint, from: start, size }, "following file");
+      if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, null, start);
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  /**
+   * The file is shorter than what was read: truncated (copytruncate, truncate-on-rotation). If a
+   * copy of the old content exists, finish reading from the copy; the path is then a new file.
+   */
+  private async truncated(file: TrackedFile): Promise<void> {
+    this.observer.truncation?.(file.path);
+    for (const alias of file.aliases) {
+      const handle = await open(alias, "r").catch(() => undefined);
+      if (!handle) continue;
+      if (
+        (await readFingerprint(handle)) === file.fingerprint &&
+        (await handle.stat()).size >= file.readPos
+      ) {
+        this.logger.warn(
+          { file: file.path, copy: alias },
+          "file truncated; reading the rest of its old content from its copy",
+        );
+        await file.handle.close();
+        file.handle = handle;
+        file.path = alias;
+        return;
+      }
+      await handle.close();
+    }
+    this.logger.warn(
+      { file: file.path, lostAfter: file.readPos },
+      "file truncated before it was read to the end; what was written after the last read is lost",
+    );
+    file.gone = true;
+    file.finish(Date.now());
+  }
+
+  /** Writes a file's ready batches in order; each acknowledged one advances its checkpoint. */
+  private async deliver(file: TrackedFile): Promise<void> {
+    const sink = this.options.sink;
+    let attempt = 0;
+    while (file.ready.length > 0) {
+      const batch = file.ready[0]!;
+      // Write ahead the batch's end, so a replay after a crash cuts the same range.
+      this.checkpoint(file, batch.range.end);
+      await this.saveCheckpoints();
+      const started = Date.now();
+      try {
+        await sink.write(batch);
+      } catch (error) {
+        attempt++;
+        this.observer.sinkError?.(sink.name, error);
+        this.logger.error(
+          {
+            sink: sink.name,
+            file: file.path,
+            range: [batch.range.start, batch.range.end],
+            attempt,
+            err: describe(error),
+          },
+          "sink write failed; retrying",
+        );
+        if (this.stopping && Date.now() > this.stopDeadline) return;
+        const delay =
+          Math.min(MAX_RETRY_DELAY_MS, 100 * 2 ** Math.min(attempt, 12)) * (0.5 + Math.random() / 2);
+        await new Promise((resolve) => setTimeout(resolve, this.stopping ? Math.min(delay, 500) : delay));
+        continue;
+      }
+      attempt = 0;
+      file.ready.shift();
+      file.acked = batch.range.end;
+      this.observer.sinkAck?.(sink.name, batch.records.length, batch.bytes, Date.now() - started);
+      this.checkpoint(file, null);
+    }
+  }
+
+  private checkpoint(file: TrackedFile, inflightEnd: number | null, position = file.acked): void {
+    // The marker is read when the checkpoints are saved (it needs a read of the file).
+    this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnd, done: file.settled });
+  }
+
+  private readonly pendingMarkers = new Map<
+    string,
+    { file: TrackedFile; position: number; inflightEnd: number | null; done: boolean }
+  >();
+
+  private async saveCheckpoints(): Promise<void> {
+    for (const [fingerprint, p] of this.pendingMarkers) {
+      this.checkpoints.set({
+        fingerprint,
+        path: p.file.path,
+        position: p.position,
+        marker: await readMarker(p.file.handle, p.position),
+        inflightEnd: p.inflightEnd,
+        done: p.done,
+      });
+    }
+    this.pendingMarkers.clear();
+    if (await this.checkpoints.save()) this.observer.checkpointSaved?.();
+  }
+
+  /** A file read to its end and acknowledged: close it, keep its checkpoint (done) until it is gone. */
+  private async release(file: TrackedFile): Promise<void> {
+    this.pendingMarkers.delete(file.fingerprint); // superseded by the final checkpoint below
+    this.checkpoints.set({
+      fingerprint: file.fingerprint,
+      path: file.path,
+      position: file.acked,
+      marker: await readMarker(file.handle, file.acked),
+      inflightEnd: null,
+      done: true,
+    });
+    this.files.delete(file.fingerprint);
+    await file.handle.close();
+    this.observer.fileGone?.(file.path);
+    this.logger.info({ file: file.path, position: file.acked }, "file finished");
+  }
+
+  /** Checkpoints of files that are finished and no longer in the directory are dropped. */
+  private pruneCheckpoints(seen: Set<string>): void {
+    for (const entry of this.checkpoints.entries()) {
+      if (entry.done && !seen.has(entry.fingerprint) && !this.files.has(entry.fingerprint)) {
+        this.checkpoints.delete(entry.fingerprint);
+      }
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    const now = Date.now();
+    for (const file of this.files.values()) {
+      file.quiet(now + 1_000_000, 0); // release held records and close every open batch
+      file.close(now);
+      await this.deliver(file);
+    }
+    await this.saveCheckpoints();
+    for (const file of this.files.values()) await file.handle.close();
+    this.files.clear();
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}

@@ -1,0 +1,46 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
+import { csvlogOracle } from "@auditpipe/fixtures/oracle";
+
+/** Every shipped record under a local-dir sink, as `session_id:session_line` keys (duplicates kept). */
+export function shippedKeys(dir: string): string[] {
+  const keys: string[] = [];
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const path = join(d, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith(".ndjson.gz")) {
+        for (const line of gunzipSync(readFileSync(path)).toString("utf8").split("\n")) {
+          if (!line) continue;
+          const r = JSON.parse(line) as { session_id: string; session_line: number };
+          keys.push(`${r.session_id}:${r.session_line}`);
+        }
+      }
+    }
+  };
+  walk(dir);
+  return keys;
+}
+
+/** What PostgreSQL wrote: audit entries in every csvlog file of a log dir, by csv-parse (not our parser). */
+export function writtenKeys(logDir: string): string[] {
+  const keys: string[] = [];
+  for (const name of readdirSync(logDir)
+    .filter((n) => n.endsWith(".csv"))
+    .sort()) {
+    const { entries } = csvlogOracle(name, readFileSync(join(logDir, name)));
+    for (const e of entries) keys.push(`${e.sessionId}:${e.sessionLine}`);
+  }
+  return keys;
+}
+
+export function duplicates(keys: string[]): string[] {
+  const seen = new Set<string>();
+  const dups: string[] = [];
+  for (const k of keys) {
+    if (seen.has(k)) dups.push(k);
+    seen.add(k);
+  }
+  return dups;
+}

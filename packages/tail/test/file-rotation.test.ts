@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalDirSink } from "@auditpipe/ship";
+import { FileSource } from "@auditpipe/tail";
+import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+import { duplicates, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
+
+/** Waits until the sink holds as many entries as PostgreSQL wrote (then the test compares them). */
+async function caughtUp(source: FileSource, pg: PostgresCluster, sinkDir: string): Promise<void> {
+  await waitUntil(
+    () => shippedKeys(sinkDir).length >= writtenKeys(pg.logDir).length,
+    60_000,
+    () => `source did not catch up: ${JSON.stringify(source.status())}`,
+    250,
+  );
+}
+
+describe("FileSource following PostgreSQL's csvlog", () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.reverse()) await c();
+    cleanups.length = 0;
+  });
+
+  it("ships every entry exactly once through size rotation and pg_rotate_logfile() under pgbench load", async () => {
+    const pg = await startPostgres({
+      logDestination: ["csvlog"],
+      rotationSizeKb: 200, // many rotations in a short run
+      pgaudit: { log: "all" },
+    });
+    cleanups.push(() => pg.stop());
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-tail-"));
+    cleanups.push(() => rmSync(work, { recursive: true, force: true }));
+    const sinkDir = join(work, "sink");
+    const source = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir: join(work, "state"),
+      sink: new LocalDirSink({ dir: sinkDir }),
+      batch: { maxEntries: 500, maxAgeMs: 100 },
+    });
+    await source.start();
+    cleanups.push(() => source.stop());
+
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    const load = pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "4"]);
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 1100));
+      await pg.rotate();
+    }
+    await load;
+    await caughtUp(source, pg, sinkDir);
+    await source.stop();
+
+    const written = writtenKeys(pg.logDir);
+    const shipped = shippedKeys(sinkDir);
+    expect(pg.logFiles().length).toBeGreaterThan(5);
+    expect(written.length).toBeGreaterThan(5000);
+    expect(duplicates(shipped)).toEqual([]);
+    expect(new Set(shipped)).toEqual(new Set(written));
+  });
+});
