@@ -1,19 +1,22 @@
 import { ANALYZE_HELP, analyzeCommand, type CommandIO } from "./commands/analyze.ts";
+import { RUN_HELP, runCommand } from "./commands/run.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
 
 export const HELP = `Usage: auditpipe <command> [flags]
 
 Commands:
   analyze FILE...   report the pgAudit volume in PostgreSQL log files (csvlog, jsonlog, stderr, syslog)
+  run               the sidecar: follow the logs, meter, ship to a sink, serve /metrics and /v1/volume
 
 Run 'auditpipe <command> --help' for a command's flags.
 `;
 
 const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = {
   analyze: analyzeCommand,
+  run: runCommand,
 };
 
-export { ANALYZE_HELP };
+export { ANALYZE_HELP, RUN_HELP };
 
 const processIO: CommandIO = {
   stdout: (text) => process.stdout.write(text),

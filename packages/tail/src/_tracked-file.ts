@@ -75,7 +75,7 @@ export class TrackedFile {
   constructor(
     public path: string,
     public handle: FileHandle,
-    readonly ino: number,
+    public ino: number,
     readonly fingerprint: string,
     private readonly format: LogFormat,
     private readonly prefix: string | undefined,

@@ -332,7 +332,9 @@ export class FileSource {
         );
         await file.handle.close();
         file.handle = handle;
+        file.ino = (await handle.stat()).ino;
         file.path = alias;
+        file.aliases.delete(alias);
         return;
       }
       await handle.close();

@@ -1,0 +1,77 @@
+import { parseFlags } from "../args.ts";
+import { createLogger } from "../logger.ts";
+import { resolveRunConfig, SETTINGS } from "../run/config.ts";
+import { startSidecar } from "../run/sidecar.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const RUN_HELP = `Usage: auditpipe run (--log-dir DIR | --pgdata DIR | --syslog URL) [flags]
+
+Follows PostgreSQL's log files (through rotation, with checkpoints) and/or receives syslog,
+meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume, /healthz and
+/readyz. Stops cleanly on SIGTERM/SIGINT: flushes, waits for the sink, checkpoints.
+
+  --log-dir DIR            PostgreSQL's log_directory
+  --pgdata DIR             the data directory: current_logfiles names the files and format
+  --format F               auto (default), csvlog, jsonlog, stderr or syslog
+  --prefix P               log_line_prefix, for stderr and syslog
+  --pattern GLOB           file names to follow (default by format: *.csv, *.json, *.log)
+  --sink DIR               local directory for gzip NDJSON objects (default auditpipe-data/archive)
+  --state DIR              checkpoints (default auditpipe-data/state)
+  --from beginning|end     where to start in files seen for the first time (default beginning)
+  --listen HOST:PORT       API address (default 127.0.0.1:9187); non-loopback needs a token
+  --syslog URL             udp://HOST:PORT or tcp://HOST:PORT (repeatable)
+  --batch-max-entries N    entries per object (default 10000)
+  --batch-max-bytes N      log bytes per object (default 8388608)
+  --batch-max-age-ms N     close a batch this long after it opened (default 1000)
+  --poll-interval-ms N     directory poll interval besides fs events (default 200)
+  --log-level L            fatal, error, warn, info (default), debug, trace, silent
+  --config FILE            JSON file of the same settings (keys: logDir, pgdata, format, ...)
+
+Every flag can also be set by environment variable (--log-dir: AUDITPIPE_LOG_DIR, ...). The API
+token comes only from AUDITPIPE_API_TOKEN or the config file's apiToken, never from a flag.
+`;
+
+/** SIGTERM must end the process within 10 s; stop() is bounded well inside that. */
+const FORCE_EXIT_MS = 9_500;
+
+export async function runCommand(argv: string[], io: CommandIO): Promise<number> {
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {
+    config: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  };
+  for (const s of SETTINGS)
+    if (s.flag) options[s.flag] = s.list ? { type: "string", multiple: true } : { type: "string" };
+  const { values, positionals } = parseFlags("run", argv, options);
+  if (values.help) {
+    io.stdout(RUN_HELP);
+    return 0;
+  }
+  if (positionals.length > 0) {
+    io.stderr(`auditpipe run: unexpected argument ${positionals[0]} (run takes flags only; see --help)\n`);
+    return 2;
+  }
+  const config = resolveRunConfig(values, process.env);
+  const logger = createLogger(config.logLevel);
+  const sidecar = await startSidecar(config, logger);
+
+  await new Promise<void>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+      logger.info({ signal }, "stopping: flushing batches and saving checkpoints");
+      setTimeout(() => {
+        logger.error("shutdown took too long; exiting (unacknowledged data is re-read on the next start)");
+        process.exit(1);
+      }, FORCE_EXIT_MS).unref();
+      sidecar.stop().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, "error while stopping");
+        resolve();
+      });
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+  logger.info("stopped");
+  logger.flush();
+  return 0;
+}

@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { waitUntil } from "@auditpipe/testkit";
+
+const CLI = join(import.meta.dirname, "..", "src", "_run.ts");
+const ROOT = join(import.meta.dirname, "..", "..", "..");
+
+export interface SidecarProcess {
+  child: ChildProcess;
+  /** Everything it wrote to stderr (pino JSON lines). */
+  stderr(): string;
+  /** The API's base URL, once it logged it. */
+  url(): Promise<string>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `auditpipe run` from source as a real process (so it can be SIGTERMed or killed -9). */
+export function spawnSidecar(args: string[], env: NodeJS.ProcessEnv = {}): SidecarProcess {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@auditpipe/source", "--import", "tsx", CLI, "run", ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let err = "";
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    stderr: () => err,
+    exited,
+    async url() {
+      await waitUntil(
+        () => /"url":"http:[^"]+"/.test(err) || child.exitCode !== null,
+        30_000,
+        () => `sidecar did not start listening:\n${err}`,
+      );
+      const url = /"url":"(http:[^"]+)"/.exec(err)?.[1];
+      if (!url) throw new Error(`sidecar exited before listening:\n${err}`);
+      return url;
+    },
+  };
+}
+
+export async function getJson<T = Record<string, unknown>>(url: string): Promise<T> {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
+  return (await response.json()) as T;
+}
