@@ -1,0 +1,97 @@
+/** zod schemas of the API's responses: they validate what is sent and become the OpenAPI document. */
+import type { LiveVolume } from "@auditpipe/meter";
+import { z } from "zod";
+import type { ApiErrorBody } from "./errors.ts";
+
+const tally = z.object({ entries: z.number(), bytes: z.number() });
+
+const breakdown = z
+  .object({
+    keys: z.record(z.string(), tally).describe("Key → entries and bytes, most bytes first."),
+    others: tally.describe("Entries and bytes not attributed to a listed key."),
+    exact: z.boolean().describe("True when every listed count is exact."),
+    maxErrorBytes: z
+      .number()
+      .describe("Upper bound on the bytes of an unlisted key and on a listed key's under-count."),
+  })
+  .describe("One breakdown of the metered volume.");
+
+const windowStats = z.object({
+  entries: z.number(),
+  bytes: z.number(),
+  entriesPerSec: z.number(),
+  bytesPerSec: z.number(),
+  seconds: z.number().describe("Seconds the window covers (shorter while the process is young)."),
+});
+
+const windowName = z.enum(["1m", "5m", "1h"]);
+
+/** GET /v1/volume. Typed against @auditpipe/meter's LiveVolume so the two cannot drift apart. */
+export const liveVolumeSchema: z.ZodType<LiveVolume> = z
+  .object({
+    startedAt: z.string().describe("ISO 8601 start of the meter."),
+    uptimeSeconds: z.number(),
+    totals: z.object({
+      records: z.number().describe("Log records read, audit or not."),
+      entries: z.number().describe("pgAudit entries."),
+      bytes: z.number().describe("On-disk bytes of the records carrying audit entries."),
+      malformed: z.number(),
+    }),
+    windows: z.object({ "1m": windowStats, "5m": windowStats, "1h": windowStats }),
+    projection: z
+      .object({ window: windowName, seconds: z.number(), mbPerHour: z.number(), gbPerDay: z.number() })
+      .describe("Rates extrapolated from one window; decimal units (1 GB = 1e9 bytes)."),
+    byClass: breakdown,
+    byCommand: breakdown,
+    byAuditType: breakdown,
+    byUser: breakdown,
+    byDatabase: breakdown,
+    byObject: breakdown,
+    pipeline: z.object({
+      files: z.array(z.object({ file: z.string(), bytesBehind: z.number() })),
+      truncations: z.number(),
+      sinks: z.record(
+        z.string(),
+        z.object({
+          acks: z.number(),
+          entries: z.number(),
+          bytes: z.number(),
+          errors: z.number(),
+          lastLatencyMs: z.number().nullable(),
+        }),
+      ),
+      checkpointAgeSeconds: z.number().nullable(),
+      syslog: z.object({
+        received: z.number(),
+        reassembled: z.number(),
+        incomplete: z.number(),
+        malformed: z.number(),
+      }),
+    }),
+  })
+  .describe("What the sidecar has metered since it started.");
+
+export const volumeQuerySchema: z.ZodType<{ top?: number | undefined }, { top?: unknown }> = z.object({
+  top: z.coerce
+    .number({ error: "expected a whole number from 1 to 100000" })
+    .int({ error: "expected a whole number from 1 to 100000" })
+    .min(1, { error: "expected a whole number from 1 to 100000" })
+    .max(100_000, { error: "expected a whole number from 1 to 100000" })
+    .optional()
+    .describe("List at most this many keys per breakdown; the rest count in `others`."),
+});
+
+export const healthSchema: z.ZodType<{ status: "ok" }> = z.object({ status: z.literal("ok") });
+
+export const readySchema: z.ZodType<{ ready: boolean; reasons: string[] }> = z.object({
+  ready: z.boolean(),
+  reasons: z.array(z.string()).describe("Why the sidecar is not ready; empty when it is."),
+});
+
+export const errorSchema: z.ZodType<ApiErrorBody> = z.object({
+  statusCode: z.number(),
+  code: z.string(),
+  error: z.string(),
+  message: z.string(),
+  field: z.string().optional(),
+});

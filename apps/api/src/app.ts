@@ -1,0 +1,66 @@
+/**
+ * buildApi(): the Fastify app of the sidecar. The meter and readiness come from the caller (the
+ * `run` command wires its sources and sinks), so the app is testable with app.inject alone.
+ */
+import type { LiveMeter } from "@auditpipe/meter";
+import fastifySwagger from "@fastify/swagger";
+import Fastify, { type FastifyInstance } from "fastify";
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Logger } from "pino";
+import { bearerChecker, PUBLIC_ROUTES } from "./_auth.ts";
+import { installErrorHandlers } from "./_error-handler.ts";
+import { loggerOptions } from "./_logger.ts";
+import { registerRoutes } from "./_routes.ts";
+import { markSecured } from "./_secured.ts";
+import { AUDITPIPE_ERR_UNAUTHORIZED } from "./errors.ts";
+
+export interface ApiOptions {
+  /** The live meter behind /metrics and /v1/volume. */
+  meter: LiveMeter;
+  /** Whether the sidecar is ready (followed sources open, sink reachable), with the reasons it is not. */
+  readiness: () => { ready: boolean; reasons: string[] };
+  /** When set, every route but /healthz and /readyz requires `Authorization: Bearer <token>`. */
+  token?: string;
+  /** A pino logger (a child with the Authorization header redacted is used), true for a default one, false/omitted for none. */
+  logger?: Logger | boolean;
+}
+
+export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
+  const token = options.token === "" ? undefined : options.token;
+  const app = Fastify({
+    ...loggerOptions(options.logger),
+    // Nothing the API accepts has a body; keep a stray one small.
+    bodyLimit: 64 * 1024,
+  }) as unknown as FastifyInstance;
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandlers(app);
+
+  if (token !== undefined) {
+    const check = bearerChecker(token);
+    app.addHook("onRequest", async (request) => {
+      // routeOptions.url is the matched route (undefined on a 404), so `/healthz/../metrics` or a
+      // query string cannot pass for a public route; unknown routes need the token too.
+      if (PUBLIC_ROUTES.has(request.routeOptions.url ?? "")) return;
+      if (!check(request.headers.authorization)) throw new AUDITPIPE_ERR_UNAUTHORIZED();
+    });
+  }
+  markSecured(app, token !== undefined);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.0.3",
+      info: {
+        title: "auditpipe",
+        description: "The auditpipe sidecar: live pgAudit volume, Prometheus metrics and probes.",
+        version: "0.1.0",
+      },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      security: token === undefined ? [] : [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  registerRoutes(app, { meter: options.meter, readiness: options.readiness });
+  await app.ready();
+  return app;
+}

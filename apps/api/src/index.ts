@@ -1,0 +1,15 @@
+export { liveVolumeSchema } from "./_schemas.ts";
+export { type ApiOptions, buildApi } from "./app.ts";
+export {
+  ApiError,
+  type ApiErrorBody,
+  type ApiErrorConstructor,
+  AUDITPIPE_ERR_BAD_LISTEN,
+  AUDITPIPE_ERR_BAD_REQUEST,
+  AUDITPIPE_ERR_INSECURE_LISTEN,
+  AUDITPIPE_ERR_INTERNAL,
+  AUDITPIPE_ERR_NOT_FOUND,
+  AUDITPIPE_ERR_UNAUTHORIZED,
+  createError,
+} from "./errors.ts";
+export { DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";

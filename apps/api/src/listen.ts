@@ -1,0 +1,57 @@
+/** `--listen` parsing and binding, with the refusal to expose an unauthenticated API off-host. */
+import { type AddressInfo, BlockList, isIP } from "node:net";
+import type { FastifyInstance } from "fastify";
+import { isSecured } from "./_secured.ts";
+import { AUDITPIPE_ERR_BAD_LISTEN, AUDITPIPE_ERR_INSECURE_LISTEN } from "./errors.ts";
+
+/** The default of `auditpipe run --listen`: loopback only. */
+export const DEFAULT_LISTEN = "127.0.0.1:9187";
+
+const HOSTNAME =
+  /^(?=.{1,253}$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
+
+/** `127.0.0.1:9187`, `[::1]:9187`, `0.0.0.0:9187`, `localhost:9187` → host and port. */
+export function parseListenAddress(listen: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(listen) ?? /^([^:[\]]+):(\d{1,5})$/.exec(listen);
+  const host = m?.[1];
+  const port = Number(m?.[2]);
+  const bracketed = listen.startsWith("[");
+  const hostOk =
+    host !== undefined &&
+    (bracketed ? isIP(host) === 6 : isIP(host) === 4 || (isIP(host) === 0 && HOSTNAME.test(host)));
+  if (!hostOk || !Number.isInteger(port) || port > 65_535)
+    throw new AUDITPIPE_ERR_BAD_LISTEN(JSON.stringify(listen));
+  return { host, port };
+}
+
+const loopback = new BlockList();
+loopback.addSubnet("127.0.0.0", 8, "ipv4");
+loopback.addAddress("::1", "ipv6");
+loopback.addSubnet("::ffff:127.0.0.0", 104, "ipv6");
+
+/** Only addresses that cannot be reached from another host; any other name may resolve anywhere. */
+export function isLoopback(host: string): boolean {
+  if (host === "localhost") return true;
+  const family = isIP(host);
+  if (family === 4) return loopback.check(host, "ipv4");
+  if (family === 6) return loopback.check(host, "ipv6");
+  return false;
+}
+
+/**
+ * Binds the app. A non-loopback address needs a token: the volume and metrics tell an outsider
+ * which users touch which tables. `token` is the one the app was built with (buildApi records it,
+ * so an app built without one is refused even if a token is passed here).
+ */
+export async function listenApi(
+  app: FastifyInstance,
+  listen: string,
+  token?: string,
+): Promise<{ address: string; port: number }> {
+  const { host, port } = parseListenAddress(listen);
+  const secured = isSecured(app) ?? (token !== undefined && token !== "");
+  if (!isLoopback(host) && !secured) throw new AUDITPIPE_ERR_INSECURE_LISTEN(listen);
+  await app.listen({ host, port });
+  const bound = app.server.address() as AddressInfo;
+  return { address: bound.address, port: bound.port };
+}
