@@ -8,6 +8,7 @@
  * first chunk (frames counted in the order they completed), since syslog has no file offsets.
  */
 
+import { randomBytes } from "node:crypto";
 import {
   createSyslogRecordReassembler,
   type LogRecord,
@@ -67,6 +68,12 @@ export interface SyslogSourceStats {
 export interface SyslogSource {
   /** One per `listen` entry, in order, with the port really bound. */
   readonly addresses: { url: string; port: number }[];
+  /**
+   * Different for every start (time and random bits). Offsets start at 0 again with each start,
+   * so an id that must not repeat a previous run's (an object key) combines a listener's name
+   * with this.
+   */
+  readonly instance: string;
   stats(): SyslogSourceStats;
   /** Stops listening; messages still open are completed (or reported incomplete) first. */
   close(): Promise<void>;
@@ -163,6 +170,7 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   let closing: Promise<void> | undefined;
   return {
     addresses: listeners.map((l) => ({ url: l.url, port: l.port })),
+    instance: `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`,
     stats() {
       const s = { received, reassembled: 0, incomplete: 0, malformed, foreign: 0 };
       for (const peers of peerSets) {

@@ -1,5 +1,6 @@
 // The syslog source over real loopback sockets, fed hand-made messages in the shapes rsyslog
 // forwards (see syslog-source.test.ts for real rsyslog and PostgreSQL).
+import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import { ParseErrorCode, parseAuditPayload } from "@auditpipe/parse";
 import { SyslogErrorCode, SyslogSourceError, startSyslogSource } from "@auditpipe/tail";
@@ -212,17 +213,33 @@ describe("startSyslogSource options", () => {
     }
   });
 
+  it("tells starts apart: offsets restart at 0, the instance id does not repeat", async () => {
+    const a = await startSyslogSource({ listen: ["udp://127.0.0.1:0"], onRecord: noop });
+    const b = await startSyslogSource({ listen: ["udp://127.0.0.1:0"], onRecord: noop });
+    await Promise.all([a.close(), b.close()]);
+    expect(a.instance).toMatch(/^[0-9a-z]+-[0-9a-f]{12}$/);
+    expect(a.instance).not.toBe(b.instance);
+  });
+
   it("rejects a port in use and releases the listeners it had opened", async () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const port = (taken.address() as { port: number }).port;
     try {
       const error = await startSyslogSource({
-        listen: ["udp://127.0.0.1:0", `tcp://127.0.0.1:${port}`],
+        // UDP and TCP ports are separate: the UDP one binds, then the TCP one fails
+        listen: [`udp://127.0.0.1:${port}`, `tcp://127.0.0.1:${port}`],
         onRecord: noop,
       }).catch((e: unknown) => e);
       expect((error as SyslogSourceError).code).toBe(SyslogErrorCode.LISTEN_FAILED);
       expect((error as Error).message).toBe(`cannot listen on tcp://127.0.0.1:${port}: EADDRINUSE`);
+      // the UDP listener it had bound is closed again
+      const udp = createSocket("udp4");
+      await new Promise<void>((resolve, reject) => {
+        udp.once("error", reject);
+        udp.bind(port, "127.0.0.1", resolve);
+      });
+      udp.close();
     } finally {
       taken.close();
     }
