@@ -246,7 +246,11 @@ export class FileSource {
         );
       }
       const { size } = await file.handle.stat();
-      if (size < file.readPos) await this.truncated(file);
+      // Shorter than what was read, or a different first line: truncated, or rewritten in place
+      // (truncate-on-rotation reusing the name) faster than a scan could see it shrink.
+      if (size < file.readPos || (!file.gone && (await readFingerprint(file.handle)) !== file.fingerprint)) {
+        await this.truncated(file);
+      }
     }
     this.pruneCheckpoints(seen);
     this.firstScan = false;

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { csvlogOracle } from "@auditpipe/fixtures/oracle";
@@ -6,6 +6,7 @@ import { csvlogOracle } from "@auditpipe/fixtures/oracle";
 /** Every shipped record under a local-dir sink, as `session_id:session_line` keys (duplicates kept). */
 export function shippedKeys(dir: string): string[] {
   const keys: string[] = [];
+  if (!existsSync(dir)) return keys;
   const walk = (d: string): void => {
     for (const name of readdirSync(d)) {
       const path = join(d, name);
