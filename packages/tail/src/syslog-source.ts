@@ -115,7 +115,7 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
 
   try {
     for (const address of addresses) {
-      // Filled in once bound: records and errors only arrive after that.
+      // Filled in once bound; nothing can arrive before (binding resolves in the same turn).
       let name = "";
       /** Bytes received on this listener so far: where the next frame starts. */
       let bytes = 0;
@@ -158,7 +158,8 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
     throw error;
   }
 
-  // A message is completed after one to two half-periods without a chunk (see Reassembler.sweep).
+  // sweep() completes what got no chunk since the previous sweep: a message is thus completed
+  // between flushAfterMs/2 and flushAfterMs after its last chunk.
   const timer = setInterval(
     () => {
       for (const peers of peerSets) peers.sweep();
