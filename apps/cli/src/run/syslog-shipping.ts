@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { Batch, ShippedRecord, Sink } from "@auditpipe/ship";
 
 export interface SyslogShippingOptions {
@@ -30,6 +30,11 @@ export class SyslogShipping {
   private readonly queue: Batch[] = [];
   private writing: Promise<void> | undefined;
   private readonly maxQueued: number;
+  /**
+   * Listener offsets start again at 0 when the process restarts: a per-run id in the source
+   * identity keeps a new run's objects from overwriting an earlier run's.
+   */
+  private readonly run = randomUUID();
 
   constructor(private readonly options: SyslogShippingOptions) {
     this.maxQueued = options.maxQueuedBatches ?? 1000;
@@ -58,7 +63,7 @@ export class SyslogShipping {
     const p = this.open.get(name);
     if (!p) return;
     this.open.delete(name);
-    const sourceId = createHash("sha256").update(name).digest("hex").slice(0, 16);
+    const sourceId = createHash("sha256").update(`${name}#${this.run}`).digest("hex").slice(0, 16);
     this.queue.push({
       range: { sourceId, sourceName: name, start: p.start, end: p.end },
       records: p.records,
