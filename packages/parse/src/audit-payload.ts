@@ -23,6 +23,10 @@ export class AuditPayloadError extends Error {
 }
 
 const QUOTE_CHAR = 34;
+const COMMA_CHAR = 44;
+const DIGIT_0 = 48;
+/** Digits a counter may have for the char-code fast path to equal Number() exactly (< 2^53). */
+const MAX_FAST_DIGITS = 15;
 
 /** Where the field just read ends: the index after its comma, or past the end when it was last. */
 let cursor = 0;
@@ -42,6 +46,10 @@ function readField(s: string, i: number): string {
     cursor = comma + 1;
     return s.slice(i, comma);
   }
+  return readQuoted(s, i);
+}
+
+function readQuoted(s: string, i: number): string {
   let j = i + 1;
   let escaped = false;
   for (;;) {
@@ -53,7 +61,7 @@ function readField(s: string, i: number): string {
       continue;
     }
     const after = q + 1;
-    if (after < s.length && s.charCodeAt(after) !== 44)
+    if (after < s.length && s.charCodeAt(after) !== COMMA_CHAR)
       throw bad("pgAudit payload has text after a closing quote");
     cursor = after + 1;
     const v = s.slice(i + 1, q);
@@ -67,10 +75,35 @@ function nextField(s: string): string {
   return readField(s, cursor);
 }
 
+/**
+ * STATEMENT_ID / SUBSTATEMENT_ID, read from char codes when the field is 1–15 plain digits (then
+ * n*10+d is exact, and equals Number() of the field); any other text goes through Number() as
+ * before, so exactly the same values are accepted.
+ */
 function nextCounter(s: string, what: string): number {
-  const v = nextField(s);
-  const n = v.length > 0 && v.length < 16 ? Number(v) : Number.NaN;
-  if (!Number.isInteger(n) || n < 0) throw bad(`pgAudit ${what} is not a number`);
+  const i = cursor;
+  const n = fastCounter(s, i);
+  if (n >= 0) return n;
+  if (i > s.length) throw bad("pgAudit payload has fewer than 9 fields");
+  const v = readField(s, i);
+  const m = v.length > 0 && v.length < 16 ? Number(v) : Number.NaN;
+  if (!Number.isInteger(m) || m < 0) throw bad(`pgAudit ${what} is not a number`);
+  return m;
+}
+
+/** The unquoted field of 1–15 digits at `i` as a number, setting `cursor`; -1 when it is not one. */
+function fastCounter(s: string, i: number): number {
+  const len = s.length;
+  let n = 0;
+  let k = i;
+  for (; k < len; k++) {
+    const d = s.charCodeAt(k) - DIGIT_0;
+    if (d < 0 || d > 9) break;
+    n = n * 10 + d;
+  }
+  const digits = k - i;
+  if (digits === 0 || digits > MAX_FAST_DIGITS || (k < len && s.charCodeAt(k) !== COMMA_CHAR)) return -1;
+  cursor = k + 1;
   return n;
 }
 
@@ -95,10 +128,13 @@ export function parseAuditPayload(message: string): AuditEntry | undefined {
   const parameterText = nextField(s);
   let rows: number | null = null;
   if (cursor <= s.length) {
-    const v = readField(s, cursor);
-    if (cursor <= s.length) throw bad("pgAudit payload has more than 10 fields");
-    rows = v.length > 0 && v.length < 20 ? Number(v) : Number.NaN;
-    if (!Number.isInteger(rows) || rows < 0) throw bad("pgAudit ROWS is not a number");
+    rows = fastCounter(s, cursor);
+    if (rows < 0) {
+      const v = readField(s, cursor);
+      if (cursor <= s.length) throw bad("pgAudit payload has more than 10 fields");
+      rows = v.length > 0 && v.length < 20 ? Number(v) : Number.NaN;
+      if (!Number.isInteger(rows) || rows < 0) throw bad("pgAudit ROWS is not a number");
+    } else if (cursor <= s.length) throw bad("pgAudit payload has more than 10 fields");
   }
   return {
     auditType,
