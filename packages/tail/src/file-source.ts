@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
-import type { Batch, Sink } from "@auditpipe/ship";
+import type { Sink } from "@auditpipe/ship";
 import { readFingerprint, readMarker } from "./_file-identity.ts";
 import { type BatchLimits, type SourceObserver, TrackedFile } from "./_tracked-file.ts";
 import { Checkpointer } from "./checkpoint.ts";

@@ -30,12 +30,18 @@ describe("FileSource on a 1 GB log file", () => {
       // Real csvlog records (a committed fixture) repeated to 1 GB.
       const fixture = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases", "session-all");
       const unit = gunzipSync(readFileSync(join(fixture, "postgresql.csv.gz")));
-      const perUnit = JSON.parse(readFileSync(join(fixture, "expected.json"), "utf8")).formats["postgresql.csv.gz"].entries as number;
+      const perUnit = JSON.parse(readFileSync(join(fixture, "expected.json"), "utf8")).formats[
+        "postgresql.csv.gz"
+      ].entries as number;
       const copies = Math.ceil(GB / unit.length);
       const file = join(logDir, "postgresql-big.csv");
       const fd = openSync(file, "w");
       const block = Buffer.concat(Array.from({ length: 16 }, () => unit));
-      for (let i = 0; i < copies; i += 16) writeSync(fd, i + 16 <= copies ? block : Buffer.concat(Array.from({ length: copies - i }, () => unit)));
+      for (let i = 0; i < copies; i += 16)
+        writeSync(
+          fd,
+          i + 16 <= copies ? block : Buffer.concat(Array.from({ length: copies - i }, () => unit)),
+        );
       closeSync(fd);
 
       const sink = new CountingSink();
@@ -47,7 +53,12 @@ describe("FileSource on a 1 GB log file", () => {
         peak = Math.max(peak, process.memoryUsage().rss);
       }, 20);
       await source.start();
-      await waitUntil(() => sink.entries >= copies * perUnit, 600_000, () => `read ${sink.entries} of ${copies * perUnit}`, 200);
+      await waitUntil(
+        () => sink.entries >= copies * perUnit,
+        600_000,
+        () => `read ${sink.entries} of ${copies * perUnit}`,
+        200,
+      );
       await source.stop();
       clearInterval(sampler);
 

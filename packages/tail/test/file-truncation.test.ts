@@ -194,7 +194,7 @@ describe("FileSource and files that change under it", () => {
 function writtenKeysOf(files: string[]): string[] {
   const dir = mkdtempSync(join(tmpdir(), "auditpipe-oracle-"));
   try {
-    files.forEach((f, i) => copyFileSync(f, join(dir, `${i}.csv`)));
+    for (const [i, f] of files.entries()) copyFileSync(f, join(dir, `${i}.csv`));
     return writtenKeys(dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
