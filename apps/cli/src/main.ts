@@ -1,4 +1,5 @@
 import { ANALYZE_HELP, analyzeCommand, type CommandIO } from "./commands/analyze.ts";
+import { DEMO_HELP, demoCommand } from "./commands/demo.ts";
 import { RUN_HELP, runCommand } from "./commands/run.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
 
@@ -7,6 +8,7 @@ export const HELP = `Usage: auditpipe <command> [flags]
 Commands:
   analyze FILE...   report the pgAudit volume in PostgreSQL log files (csvlog, jsonlog, stderr, syslog)
   run               the sidecar: follow the logs, meter, ship to a sink, serve /metrics and /v1/volume
+  demo              a live demo: scratch PostgreSQL + pgaudit, pgbench load, the sidecar on its logs
 
 Run 'auditpipe <command> --help' for a command's flags.
 `;
@@ -14,9 +16,10 @@ Run 'auditpipe <command> --help' for a command's flags.
 const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = {
   analyze: analyzeCommand,
   run: runCommand,
+  demo: (argv, io) => demoCommand(argv, { ...io, stdoutIsTTY: process.stdout.isTTY === true }),
 };
 
-export { ANALYZE_HELP, RUN_HELP };
+export { ANALYZE_HELP, DEMO_HELP, RUN_HELP };
 
 const processIO: CommandIO = {
   stdout: (text) => process.stdout.write(text),

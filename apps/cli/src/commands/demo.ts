@@ -1,0 +1,158 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { LiveVolume } from "@auditpipe/meter";
+import { formatBytes } from "../analyze/render.ts";
+import { oneOf, parseFlags } from "../args.ts";
+import { createLogger } from "../logger.ts";
+import { RunConfigSchema } from "../run/config.ts";
+import { startSidecar } from "../run/sidecar.ts";
+import { UsageError } from "../usage-error.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const DEMO_HELP = `Usage: auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR]
+
+A live demo that needs nothing installed beyond the repository's set-up: starts a scratch
+PostgreSQL 15 with pgaudit, runs pgbench against it, and runs the sidecar on its logs into a
+local directory, showing entries/s, MB/hour and GB/day by class every second until Ctrl-C.
+
+  --audit CLASSES     pgaudit.log for the scratch server (default all)
+  --tps N             pgbench's target rate, transactions per second (default 300)
+  --duration SECONDS  stop by itself after this long (default: run until Ctrl-C)
+  --sink DIR          keep the shipped objects here (default a temp dir, removed at the end)
+`;
+
+const num = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 });
+
+function view(v: LiveVolume, url: string, sink: string, elapsed: number): string {
+  const w = v.windows["1m"];
+  const lines = [
+    `auditpipe demo — ${Math.floor(elapsed)} s — API ${url} — objects in ${sink}`,
+    "",
+    `entries   ${num.format(v.totals.entries).padStart(12)}   ${num.format(w.entriesPerSec).padStart(8)} /s (1 min)`,
+    `log       ${formatBytes(v.totals.bytes).padStart(12)}   ${formatBytes(w.bytesPerSec).padStart(8)}/s`,
+    `projected ${dec.format(v.projection.mbPerHour).padStart(9)} MB/hour   ${dec.format(v.projection.gbPerDay).padStart(8)} GB/day`,
+    "",
+    `${"class".padEnd(10)} ${"entries".padStart(10)} ${"bytes".padStart(11)} ${"GB/day".padStart(9)}`,
+  ];
+  const total = Math.max(1, v.totals.bytes);
+  for (const [key, t] of Object.entries(v.byClass.keys)) {
+    const gbDay = (v.projection.gbPerDay * t.bytes) / total; // the class's share of the projection
+    lines.push(
+      `${key.padEnd(10)} ${num.format(t.entries).padStart(10)} ${formatBytes(t.bytes).padStart(11)} ${dec.format(gbDay).padStart(9)}`,
+    );
+  }
+  const shipped = Object.values(v.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
+  lines.push(
+    "",
+    `shipped   ${num.format(shipped)} entries acknowledged by the local-dir sink`,
+    "Ctrl-C to stop",
+  );
+  return lines.join("\n");
+}
+
+export async function demoCommand(
+  argv: string[],
+  io: CommandIO & { stdoutIsTTY?: boolean },
+): Promise<number> {
+  const { values } = parseFlags("demo", argv, {
+    audit: { type: "string", default: "all" },
+    tps: { type: "string", default: "300" },
+    duration: { type: "string" },
+    sink: { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
+  });
+  if (values.help) {
+    io.stdout(DEMO_HELP);
+    return 0;
+  }
+  const tps = Number(values.tps);
+  if (!Number.isInteger(tps) || tps < 1)
+    throw new UsageError(
+      `demo: --tps must be a whole number of at least 1 (got ${JSON.stringify(values.tps)})`,
+    );
+  const duration = values.duration === undefined ? undefined : Number(values.duration);
+  if (duration !== undefined && !(duration > 0))
+    throw new UsageError(
+      `demo: --duration must be a number of seconds above 0 (got ${JSON.stringify(values.duration)})`,
+    );
+  const audit = String(values.audit);
+  for (const cls of audit.split(",")) {
+    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), [
+      "all",
+      "none",
+      "read",
+      "write",
+      "function",
+      "role",
+      "ddl",
+      "misc",
+      "misc_set",
+    ] as const);
+  }
+
+  // The scratch server comes from the test kit: a repository checkout's dev dependency.
+  const { startPostgres } = await import("@auditpipe/testkit");
+  const work = mkdtempSync(join(tmpdir(), "auditpipe-demo-"));
+  const sinkDir = values.sink ? String(values.sink) : join(work, "archive");
+  io.stderr(`demo: starting a scratch PostgreSQL 15 with pgaudit.log = '${audit}'...\n`);
+  const pg = await startPostgres({
+    logDestination: ["csvlog"],
+    rotationSizeKb: 10_240,
+    pgaudit: { log: audit },
+  });
+  let stopping = false;
+  let load: Promise<unknown> = Promise.resolve();
+  const logger = createLogger("warn", false);
+  try {
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    const config = RunConfigSchema.parse({
+      pgdata: pg.dataDir,
+      sink: sinkDir,
+      state: join(work, "state"),
+      listen: "127.0.0.1:0",
+      logLevel: "warn",
+    });
+    const sidecar = await startSidecar(config, logger);
+    // pgbench in short rounds, so stopping never waits long for it.
+    load = (async () => {
+      while (!stopping)
+        await pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "2", "-R", String(tps)]).catch(() => {});
+    })();
+
+    const started = Date.now();
+    const tty = io.stdoutIsTTY === true;
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        const elapsed = (Date.now() - started) / 1000;
+        const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkDir, elapsed);
+        io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
+        if (duration !== undefined && elapsed >= duration) finish();
+      }, 1000);
+      const finish = (): void => {
+        clearInterval(timer);
+        process.off("SIGINT", finish);
+        process.off("SIGTERM", finish);
+        resolve();
+      };
+      process.on("SIGINT", finish);
+      process.on("SIGTERM", finish);
+    });
+    stopping = true;
+    io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
+    await load;
+    await sidecar.stop();
+    const final = sidecar.meter.snapshot();
+    io.stdout(
+      `\ndemo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered and shipped; projected ${dec.format(final.projection.gbPerDay)} GB/day at this load\n`,
+    );
+    if (values.sink) io.stdout(`demo: the gzip NDJSON objects are in ${sinkDir}\n`);
+    return 0;
+  } finally {
+    stopping = true;
+    await load;
+    await pg.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,38 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+describe("auditpipe demo", () => {
+  it("runs a scratch PostgreSQL, pgbench and the sidecar, shows the live view, and cleans up", async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        "--conditions=@auditpipe/source",
+        "--import",
+        "tsx",
+        join(import.meta.dirname, "..", "src", "_run.ts"),
+        "demo",
+        "--duration",
+        "4",
+        "--tps",
+        "100",
+      ],
+      { cwd: join(import.meta.dirname, "..", "..", ".."), stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      err += d;
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(err).toContain("starting a scratch PostgreSQL 15");
+    expect(code).toBe(0);
+    expect(out).toMatch(/^projected +[\d,.]+ MB\/hour +[\d,.]+ GB\/day$/m);
+    expect(out).toMatch(/^WRITE +[\d,]+ /m);
+    const final = /demo: ([\d,]+) audit entries .* metered and shipped/.exec(out);
+    expect(Number(final?.[1]?.replaceAll(",", ""))).toBeGreaterThan(100);
+  }, 120_000);
+});
