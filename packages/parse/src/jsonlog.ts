@@ -54,6 +54,15 @@ const KEYS = [
 type Key = (typeof KEYS)[number];
 const KEY_BYTES = KEYS.map((k) => Buffer.from(k, "latin1"));
 const K = Object.fromEntries(KEYS.map((k, i) => [k, i])) as Record<Key, number>;
+/** Every key followed by `":`, back to back, for knownKey(): KEY_START[k], KEY_LEN[k] bytes. */
+const KEY_TABLE = new Uint8Array(Buffer.from(KEYS.map((k) => `${k}":`).join(""), "latin1"));
+const KEY_START = new Int32Array(KEYS.length);
+const KEY_LEN = new Int32Array(KEYS.length);
+for (let k = 0, at = 0; k < KEYS.length; k++) {
+  KEY_START[k] = at;
+  KEY_LEN[k] = KEYS[k]!.length + 2;
+  at += KEY_LEN[k]!;
+}
 
 /** jsonlog omits state_code when it is 00000 (csvlog prints it): fill it in so formats agree. */
 const SUCCESSFUL_COMPLETION = "00000";
@@ -62,6 +71,19 @@ const RBRACE = 0x7d;
 const COLON = 0x3a;
 const COMMA = 0x2c;
 const MINUS = 0x2d;
+/** Digits an integer may have for n*10+d to be exact (below 2^53). */
+const MAX_EXACT_DIGITS = 15;
+
+/** Keys whose value is a number in LogRecord (read from the digits without a string). */
+const INT_KEY = new Uint8Array(KEYS.length);
+for (const key of ["pid", "line_num", "internal_position", "cursor_position", "leader_pid"] as const)
+  INT_KEY[K[key]] = 1;
+
+/** Bytes a JSON string body holds as they are: all but `"`, `\\` and control characters (< 0x20). */
+const PLAIN = new Uint8Array(256).fill(1);
+PLAIN.fill(0, 0, 0x20);
+PLAIN[QUOTE] = 0;
+PLAIN[BACKSLASH] = 0;
 
 /** Reads PostgreSQL jsonlog from chunks split anywhere. */
 export function createJsonlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
@@ -184,6 +206,31 @@ class JsonlogParser implements LogParser {
     return text !== null ? text.slice(s - this.textStart, e - this.textStart) : this.buf.utf8Slice(s, e);
   }
 
+  /**
+   * The key at `s` (after its opening quote) when it is one of KEYS written as PostgreSQL writes
+   * it, closing quote and colon included: compared in place, trying the key PostgreSQL writes
+   * next first. -1 otherwise (unknown, escaped, spaced), and `key()` decides.
+   */
+  private knownKey(buf: Uint8Array, s: number): number {
+    const first = buf[s];
+    for (let pass = 0, k = this.nextKey; pass < KEYS.length; pass++, k = k + 1 === KEYS.length ? 0 : k + 1) {
+      let t = KEY_START[k]!;
+      if (KEY_TABLE[t] !== first) continue;
+      const n = KEY_LEN[k]!;
+      let j = 1;
+      t++;
+      while (j < n && KEY_TABLE[t] === buf[s + j]) {
+        j++;
+        t++;
+      }
+      if (j === n) {
+        this.nextKey = k + 1 === KEYS.length ? 0 : k + 1;
+        return k;
+      }
+    }
+    return -1;
+  }
+
   /** Key index of the bytes [s, e), trying the order PostgreSQL writes first; -1 when unknown. */
   private key(buf: Uint8Array, s: number, e: number): number {
     const n = e - s;
@@ -216,31 +263,34 @@ class JsonlogParser implements LogParser {
       for (;;) {
         if (buf[i] !== QUOTE) return undefined;
         const ks = i + 1;
-        let ke = ks;
-        while (ke < nl && buf[ke] !== QUOTE && buf[ke] !== BACKSLASH) ke++;
-        if (buf[ke] !== QUOTE || ke >= nl) return undefined;
-        const k = this.key(buf, ks, ke);
-        i = ke + 1;
-        if (buf[i] !== COLON) return undefined;
-        i++;
-        let text: string;
-        let isString: boolean;
+        let k = this.knownKey(buf, ks);
+        if (k >= 0) {
+          i = ks + KEY_LEN[k]!;
+        } else {
+          let ke = ks;
+          while (ke < nl && buf[ke] !== QUOTE && buf[ke] !== BACKSLASH) ke++;
+          if (buf[ke] !== QUOTE || ke >= nl) return undefined;
+          k = this.key(buf, ks, ke);
+          i = ke + 1;
+          if (buf[i] !== COLON) return undefined;
+          i++;
+        }
+        let text = "";
+        let isString = true;
+        let int: number | null = null;
         if (buf[i] === QUOTE) {
           const vs = i + 1;
           let j = vs;
           let escaped = false;
+          // The line's newline (at `nl`) is not PLAIN, so this loop needs no bounds check.
           for (;;) {
-            if (j >= nl) return undefined;
+            while (PLAIN[buf[j]!] === 1) j++;
             const b = buf[j]!;
             if (b === QUOTE) break;
-            if (b === BACKSLASH) {
-              escaped = true;
-              j += 2;
-            } else if (b < 0x20) {
-              return undefined;
-            } else {
-              j++;
-            }
+            if (b !== BACKSLASH) return undefined; // a control character (or the newline)
+            escaped = true;
+            j += 2;
+            if (j >= nl) return undefined;
           }
           i = j + 1;
           if (k < 0) text = "";
@@ -249,18 +299,25 @@ class JsonlogParser implements LogParser {
             if (v === undefined) return undefined;
             text = v;
           } else text = this.str(vs, j);
-          isString = true;
         } else {
           // PostgreSQL writes only integers unquoted; anything else goes to JSON.parse.
           const vs = i;
           if (buf[i] === MINUS) i++;
           const ds = i;
-          while (i < nl && buf[i]! >= 0x30 && buf[i]! <= 0x39) i++;
+          let n = 0;
+          for (let d = buf[i]! - 0x30; d >= 0 && d <= 9; d = buf[i]! - 0x30) {
+            n = n * 10 + d;
+            i++;
+          }
           if (i === ds || (buf[ds] === 0x30 && i - ds > 1)) return undefined;
-          text = k < 0 ? "" : this.str(vs, i);
           isString = false;
+          if (k >= 0) {
+            if (INT_KEY[k] === 1 && i - ds <= MAX_EXACT_DIGITS) int = vs === ds ? n : -n;
+            else text = this.str(vs, i);
+          }
         }
-        if (k >= 0) {
+        if (int !== null) this.assignInt(r, k, int);
+        else if (k >= 0) {
           if (!this.assign(r, k, text, isString)) {
             switch (k) {
               case K.remote_port:
@@ -296,86 +353,110 @@ class JsonlogParser implements LogParser {
     return r;
   }
 
-  /** Stores a value; false for keys that are combined afterwards (port, location parts). */
+  /**
+   * Stores a value; false for keys that are combined afterwards (port, location parts). Case
+   * labels are the KEYS indexes as literals, so the switch compiles to a jump table.
+   */
   private assign(r: LogRecord, k: number, v: string, isString: boolean): boolean {
     switch (k) {
-      case K.timestamp:
+      case 0: // timestamp
         r.timestamp = v;
         return true;
-      case K.user:
+      case 1: // user
         r.user = v;
         return true;
-      case K.dbname:
+      case 2: // dbname
         r.database = v;
         return true;
-      case K.pid:
+      case 3: // pid
         r.pid = toInt(v, isString);
         return true;
-      case K.remote_host:
+      case 4: // remote_host
         r.remoteHost = v;
         return true;
-      case K.session_id:
+      case 6: // session_id
         r.sessionId = v;
         return true;
-      case K.line_num:
+      case 7: // line_num
         r.sessionLine = toInt(v, isString);
         return true;
-      case K.ps:
+      case 8: // ps
         r.commandTag = v;
         return true;
-      case K.session_start:
+      case 9: // session_start
         r.sessionStart = v;
         return true;
-      case K.vxid:
+      case 10: // vxid
         r.virtualTransactionId = v;
         return true;
-      case K.txid:
+      case 11: // txid
         r.transactionId = v;
         return true;
-      case K.error_severity:
+      case 12: // error_severity
         r.severity = v;
         return true;
-      case K.state_code:
+      case 13: // state_code
         r.sqlState = v;
         return true;
-      case K.message:
+      case 14: // message
         r.message = v;
         return true;
-      case K.detail:
+      case 15: // detail
         r.detail = v;
         return true;
-      case K.hint:
+      case 16: // hint
         r.hint = v;
         return true;
-      case K.internal_query:
+      case 17: // internal_query
         r.internalQuery = v;
         return true;
-      case K.internal_position:
+      case 18: // internal_position
         r.internalPosition = toInt(v, isString);
         return true;
-      case K.context:
+      case 19: // context
         r.context = v;
         return true;
-      case K.statement:
+      case 20: // statement
         r.query = v;
         return true;
-      case K.cursor_position:
+      case 21: // cursor_position
         r.queryPosition = toInt(v, isString);
         return true;
-      case K.application_name:
+      case 25: // application_name
         r.applicationName = v;
         return true;
-      case K.backend_type:
+      case 26: // backend_type
         r.backendType = v;
         return true;
-      case K.leader_pid:
+      case 27: // leader_pid
         r.leaderPid = toInt(v, isString);
         return true;
-      case K.query_id:
+      case 28: // query_id
         r.queryId = v;
         return true;
       default:
         return false;
+    }
+  }
+
+  /** An integer key's value read from its digits (1–15 of them, so exact). */
+  private assignInt(r: LogRecord, k: number, n: number): void {
+    switch (k) {
+      case 3: // pid
+        r.pid = n;
+        break;
+      case 7: // line_num
+        r.sessionLine = n;
+        break;
+      case 18: // internal_position
+        r.internalPosition = n;
+        break;
+      case 21: // cursor_position
+        r.queryPosition = n;
+        break;
+      case 27: // leader_pid
+        r.leaderPid = n;
+        break;
     }
   }
 
