@@ -79,6 +79,8 @@ interface Token {
   kind: number;
   /** Literal text, or the escape letter. */
   text: string;
+  /** The escape letter's char code (0 for literals), for integer switches on the hot path. */
+  code: number;
   /** Padding width: >0 right-aligned, <0 left-aligned, 0 none. */
   pad: number;
   /** A free-text escape (may contain spaces), matched against what follows it. */
@@ -93,7 +95,7 @@ function tokenize(prefix: string): Token[] {
   const tokens: Token[] = [];
   let literal = "";
   const flush = (): void => {
-    if (literal !== "") tokens.push({ kind: LITERAL, text: literal, pad: 0, free: false });
+    if (literal !== "") tokens.push({ kind: LITERAL, text: literal, code: 0, pad: 0, free: false });
     literal = "";
   };
   for (let i = 0; i < prefix.length; i++) {
@@ -127,10 +129,10 @@ function tokenize(prefix: string): Token[] {
     const esc = prefix[i]!;
     if (esc === "q") {
       flush();
-      tokens.push({ kind: STOP_Q, text: "q", pad: 0, free: false });
+      tokens.push({ kind: STOP_Q, text: "q", code: 0x71, pad: 0, free: false });
     } else if (KNOWN_ESCAPES.includes(esc)) {
       flush();
-      tokens.push({ kind: FIELD, text: esc, pad, free: FREE_TEXT.includes(esc) });
+      tokens.push({ kind: FIELD, text: esc, code: esc.charCodeAt(0), pad, free: FREE_TEXT.includes(esc) });
     }
     // anything else: "format error - ignore it", prints nothing
   }
@@ -200,40 +202,45 @@ function matchSeverity(line: string, pos: number, out: PrefixFields): number {
   while (i < n && isUpperAlnum(line.charCodeAt(i))) i++;
   if (i === pos || i + 2 >= n || line.charCodeAt(i) !== COLON) return -1;
   if (line.charCodeAt(i + 1) !== SPACE || line.charCodeAt(i + 2) !== SPACE) return -1;
-  const word = line.slice(pos, i);
-  out.severity = SEVERITIES[word] ?? word;
+  // LOG (every pgAudit entry) without slicing and looking the word up.
+  if (i - pos === 3 && line.charCodeAt(pos) === 0x4c && line.charCodeAt(pos + 1) === 0x4f && line.charCodeAt(pos + 2) === 0x47) {
+    out.severity = "LOG";
+  } else {
+    const word = line.slice(pos, i);
+    out.severity = SEVERITIES[word] ?? word;
+  }
   out.prefixEnd = pos;
   return i + 3;
 }
 
 /** End of a typed (fixed-shape) value starting at `pos`, or -1. */
-function scanTyped(esc: string, line: string, pos: number): number {
+function scanTyped(esc: number, line: string, pos: number): number {
   const n = line.length;
   let i = pos;
   switch (esc) {
-    case "p":
-    case "l":
-    case "x":
+    case 0x70: // p
+    case 0x6c: // l
+    case 0x78: // x
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       return i > pos ? i : -1;
-    case "P":
+    case 0x50: // P
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       return i; // may be empty: not a parallel worker
-    case "Q":
+    case 0x51: // Q
       if (i < n && line.charCodeAt(i) === 0x2d) i++;
       {
         const d = i;
         while (i < n && isDigit(line.charCodeAt(i))) i++;
         return i > d ? i : -1;
       }
-    case "c": {
+    case 0x63: { // c
       while (i < n && isHex(line.charCodeAt(i))) i++;
       if (i === pos || line.charCodeAt(i) !== 0x2e) return -1;
       const d = ++i;
       while (i < n && isHex(line.charCodeAt(i))) i++;
       return i > d ? i : -1;
     }
-    case "v": {
+    case 0x76: { // v
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       if (i === pos) return pos; // empty: no virtual transaction
       if (line.charCodeAt(i) !== 0x2f) return -1;
@@ -241,20 +248,20 @@ function scanTyped(esc: string, line: string, pos: number): number {
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       return i > d ? i : -1;
     }
-    case "e":
+    case 0x65: // e
       for (; i < pos + 5; i++) if (i >= n || !isUpperAlnum(line.charCodeAt(i))) return -1;
       return i;
-    case "n": {
+    case 0x6e: { // n
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       if (i === pos || line.charCodeAt(i) !== 0x2e) return -1;
       const d = ++i;
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       return i === d + 3 ? i : -1;
     }
-    case "m":
-    case "t":
-    case "s":
-      return scanTimestamp(line, pos, esc === "m");
+    case 0x6d: // m
+    case 0x74: // t
+    case 0x73: // s
+      return scanTimestamp(line, pos, esc === 0x6d);
     default:
       return -2; // free text
   }
@@ -305,62 +312,62 @@ export function compilePrefix(prefix: string): CompiledPrefix {
       const tok = tokens[t]!;
       if (tok.kind !== FIELD) continue;
       const v = values[t] ?? null;
-      switch (tok.text) {
-        case "a":
+      switch (tok.code) {
+        case 0x61: // %a
           out.applicationName = v === "[unknown]" ? null : v;
           break;
-        case "u":
+        case 0x75: // %u
           out.user = v === "[unknown]" ? null : v;
           break;
-        case "d":
+        case 0x64: // %d
           out.database = v === "[unknown]" ? null : v;
           break;
-        case "r":
+        case 0x72: // %r
           out.remoteHost = v === null ? null : hostPort(v);
           break;
-        case "h":
+        case 0x68: // %h
           if (out.remoteHost === null) out.remoteHost = v;
           break;
-        case "b":
+        case 0x62: // %b
           out.backendType = v;
           break;
-        case "p":
+        case 0x70: // %p
           out.pid = v === null ? null : Number(v);
           break;
-        case "P":
+        case 0x50: // %P
           out.leaderPid = v === null ? null : Number(v);
           break;
-        case "m":
+        case 0x6d: // %m
           m = v;
           break;
-        case "t":
+        case 0x74: // %t
           tt = v;
           break;
-        case "n":
+        case 0x6e: // %n
           n = v;
           break;
-        case "i":
+        case 0x69: // %i
           out.commandTag = v;
           break;
-        case "e":
+        case 0x65: // %e
           out.sqlState = v;
           break;
-        case "c":
+        case 0x63: // %c
           out.sessionId = v;
           break;
-        case "l":
+        case 0x6c: // %l
           out.sessionLine = v === null ? null : Number(v);
           break;
-        case "s":
+        case 0x73: // %s
           out.sessionStart = v;
           break;
-        case "v":
+        case 0x76: // %v
           out.virtualTransactionId = v;
           break;
-        case "x":
+        case 0x78: // %x
           out.transactionId = v;
           break;
-        case "Q":
+        case 0x51: // %Q
           out.queryId = v;
           break;
       }
@@ -402,12 +409,11 @@ export function compilePrefix(prefix: string): CompiledPrefix {
       for (let k = t + 1; k < count; k++) values[k] = null;
       return matchSeverity(line, pos, out);
     }
-    const esc = tok.text;
     if (!tok.free) {
       // Typed value: skip right-alignment spaces, scan its shape, skip left-alignment spaces.
       let i = pos;
       if (tok.pad > 0) while (line.charCodeAt(i) === SPACE && i - pos < tok.pad) i++;
-      let e = scanTyped(esc, line, i);
+      let e = scanTyped(tok.code, line, i);
       if (e < 0 && tok.pad > 0) e = i; // all padding: the value was absent (%P, %v)
       if (e < 0) return -1;
       const raw = line.slice(pos, e);
