@@ -44,7 +44,7 @@ interface OpenBatch {
 }
 
 /** Bytes per read: large enough to amortise the syscall, small enough to keep memory flat. */
-export const READ_BYTES = 1 << 20;
+export const READ_BYTES: number = 1 << 20;
 
 /**
  * One followed file of one identity: reads from a position, parses incrementally, and cuts the
@@ -64,7 +64,7 @@ export class TrackedFile {
   /** The path no longer names this file (deleted or replaced): drain through the handle, then finish. */
   gone = false;
   /** Other paths holding the same content (a copytruncate copy): where to keep reading if truncated. */
-  readonly aliases = new Set<string>();
+  readonly aliases: Set<string> = new Set<string>();
   private parser: LogParser;
   /** Where the parser's input started: record offsets are relative to it. */
   private base: number;
