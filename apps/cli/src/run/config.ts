@@ -7,7 +7,26 @@ import { UsageError } from "../usage-error.ts";
  * config file (`--config`), in that order of precedence. The API token has no flag: a secret on
  * the command line shows in `ps`.
  */
-export const RunConfigSchema = z
+export interface RunConfig {
+  logDir?: string | undefined;
+  pgdata?: string | undefined;
+  format: "auto" | "csvlog" | "jsonlog" | "stderr" | "syslog";
+  prefix?: string | undefined;
+  pattern?: string | undefined;
+  sink: string;
+  state: string;
+  listen: string;
+  syslog: string[];
+  from: "beginning" | "end";
+  batchMaxEntries: number;
+  batchMaxBytes: number;
+  batchMaxAgeMs: number;
+  pollIntervalMs: number;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  apiToken?: string | undefined;
+}
+
+export const RunConfigSchema: z.ZodType<RunConfig> = z
   .object({
     logDir: z.string().min(1).optional(),
     pgdata: z.string().min(1).optional(),
@@ -32,7 +51,6 @@ export const RunConfigSchema = z
   })
   .strict();
 
-export type RunConfig = z.infer<typeof RunConfigSchema>;
 type Key = keyof RunConfig;
 
 /** Flag, environment variable and config key of every setting. */
