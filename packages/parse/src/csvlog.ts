@@ -17,10 +17,8 @@ import {
 } from "./_bytes.ts";
 import { findTimestampLine, NO_PENDING_LINE } from "./_resync.ts";
 import { ParseErrorCode } from "./errors.ts";
+import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
-
-/** Default `maxRecordBytes`: far above any real record, low enough to bound memory. */
-export const DEFAULT_MAX_RECORD_BYTES: number = 64 * 1024 * 1024;
 
 /** Column counts PostgreSQL writes: ≤12 (23), 13 (24, backend_type), 14–17 (26, leader_pid, query_id). */
 const COLUMNS_PG12 = 23;
@@ -171,7 +169,7 @@ class CsvlogParser implements LogParser {
         continue;
       }
       if (end === BAD_QUOTE) {
-        this.startSkip(pos, ParseErrorCode.BAD_FIELD_COUNT, "a quote where csvlog has none: not a record");
+        this.startSkip(pos, ParseErrorCode.BAD_CSV, "a quote where csvlog has none: not a record");
         continue;
       }
       if (!final) {

@@ -9,6 +9,8 @@ export const ParseErrorCode = {
   RECORD_TOO_LARGE: "AUDITPIPE_ERR_RECORD_TOO_LARGE",
   /** Input ended (or the file was rotated away) in the middle of a record. */
   TRUNCATED_RECORD: "AUDITPIPE_ERR_TRUNCATED_RECORD",
+  /** A csvlog line that is not CSV as PostgreSQL writes it: a quote inside an unquoted field, or text after a closing quote. */
+  BAD_CSV: "AUDITPIPE_ERR_BAD_CSV",
   /** A csvlog record whose column count matches no PostgreSQL version (23, 24 or 26). */
   BAD_FIELD_COUNT: "AUDITPIPE_ERR_BAD_FIELD_COUNT",
   /** Bytes that are not UTF-8 where PostgreSQL writes UTF-8. */

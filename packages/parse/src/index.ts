@@ -1,7 +1,8 @@
 export { AUDIT_PREFIX, AuditPayloadError, decodeAuditParameter, parseAuditPayload } from "./audit-payload.ts";
-export { createCsvlogParser, DEFAULT_MAX_RECORD_BYTES } from "./csvlog.ts";
+export { createCsvlogParser } from "./csvlog.ts";
 export { ParseErrorCode } from "./errors.ts";
 export { createJsonlogParser } from "./jsonlog.ts";
+export { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 export { createParser } from "./parser.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";

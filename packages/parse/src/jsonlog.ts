@@ -15,8 +15,8 @@ import {
 } from "./_bytes.ts";
 import { unescapeJsonString } from "./_json-string.ts";
 import { blankRecord, formatLocation } from "./_record.ts";
-import { DEFAULT_MAX_RECORD_BYTES } from "./csvlog.ts";
 import { ParseErrorCode } from "./errors.ts";
+import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
 
 /** jsonlog keys in the order PostgreSQL writes them (elog.c write_jsonlog). */

@@ -203,7 +203,12 @@ function matchSeverity(line: string, pos: number, out: PrefixFields): number {
   if (i === pos || i + 2 >= n || line.charCodeAt(i) !== COLON) return -1;
   if (line.charCodeAt(i + 1) !== SPACE || line.charCodeAt(i + 2) !== SPACE) return -1;
   // LOG (every pgAudit entry) without slicing and looking the word up.
-  if (i - pos === 3 && line.charCodeAt(pos) === 0x4c && line.charCodeAt(pos + 1) === 0x4f && line.charCodeAt(pos + 2) === 0x47) {
+  if (
+    i - pos === 3 &&
+    line.charCodeAt(pos) === 0x4c &&
+    line.charCodeAt(pos + 1) === 0x4f &&
+    line.charCodeAt(pos + 2) === 0x47
+  ) {
     out.severity = "LOG";
   } else {
     const word = line.slice(pos, i);
@@ -233,14 +238,16 @@ function scanTyped(esc: number, line: string, pos: number): number {
         while (i < n && isDigit(line.charCodeAt(i))) i++;
         return i > d ? i : -1;
       }
-    case 0x63: { // c
+    case 0x63: {
+      // c
       while (i < n && isHex(line.charCodeAt(i))) i++;
       if (i === pos || line.charCodeAt(i) !== 0x2e) return -1;
       const d = ++i;
       while (i < n && isHex(line.charCodeAt(i))) i++;
       return i > d ? i : -1;
     }
-    case 0x76: { // v
+    case 0x76: {
+      // v
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       if (i === pos) return pos; // empty: no virtual transaction
       if (line.charCodeAt(i) !== 0x2f) return -1;
@@ -251,7 +258,8 @@ function scanTyped(esc: number, line: string, pos: number): number {
     case 0x65: // e
       for (; i < pos + 5; i++) if (i >= n || !isUpperAlnum(line.charCodeAt(i))) return -1;
       return i;
-    case 0x6e: { // n
+    case 0x6e: {
+      // n
       while (i < n && isDigit(line.charCodeAt(i))) i++;
       if (i === pos || line.charCodeAt(i) !== 0x2e) return -1;
       const d = ++i;

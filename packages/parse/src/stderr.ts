@@ -16,13 +16,12 @@ import type { SliceBuffer } from "./_bytes.ts";
 import { LineSplitter } from "./_stderr-lines.ts";
 import { appendTo, finishRecord, newRecord, secondaryKind } from "./_stderr-record.ts";
 import { ParseErrorCode } from "./errors.ts";
+import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 import { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
 
 /** PostgreSQL 15's default log_line_prefix. */
 export const DEFAULT_PREFIX = "%m [%p] ";
-/** ParserOptions.maxRecordBytes default. */
-export const DEFAULT_MAX_RECORD_BYTES: number = 64 * 1024 * 1024;
 
 const TAB = 0x09;
 const REPLACEMENT = "\ufffd";

@@ -21,8 +21,9 @@ import {
 import { startsNewLine, unescapeRsyslog } from "./_syslog-join.ts";
 import { messagesToRecords } from "./_syslog-records.ts";
 import { ParseErrorCode } from "./errors.ts";
+import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 import { type CompiledPrefix, compilePrefix, createPrefixFields } from "./prefix.ts";
-import { DEFAULT_MAX_RECORD_BYTES, DEFAULT_PREFIX, decodeUtf8 } from "./stderr.ts";
+import { DEFAULT_PREFIX, decodeUtf8 } from "./stderr.ts";
 import type { LogParser, MalformedRecord, ParserOptions, RecordSink } from "./types.ts";
 
 export interface SyslogParserOptions extends ParserOptions {

@@ -175,6 +175,20 @@ describe("csvlog bad input", () => {
     ]);
   });
 
+  it("reports a quote inside an unquoted field as BAD_CSV and resumes at the next record", () => {
+    const bad = '2024-05-01 12:00:00.000 UTC,ali"ce,app\n';
+    const { records, malformed } = collect(createCsvlogParser, [enc(good[0] + bad + good[1])]);
+    expect(records.map((r) => r.message)).toEqual(["one", "two"]);
+    expect(malformed).toEqual([
+      {
+        code: ParseErrorCode.BAD_CSV,
+        reason: expect.any(String),
+        offset: Buffer.byteLength(good[0]!),
+        size: bad.length,
+      },
+    ]);
+  });
+
   it("resyncs after an unterminated quote at the next line that starts with a timestamp", () => {
     const broken = `2024-05-01 12:00:00.000 UTC,"alice,"app\nmore text\n`;
     const input = enc(good[0] + broken + good[1] + good[2]);
