@@ -39,6 +39,11 @@ export interface ShippedRecord {
   rows: number | null;
   /** Where the record is in its source: the file (or listener) and the record's byte offset. */
   source: { file: string; offset: number };
+  /**
+   * Fields that went through redaction (`--redact literals` → "statement", `--redact parameters`
+   * → "parameter"); absent when the record is as PostgreSQL logged it. See docs/redaction.md.
+   */
+  redacted?: ("statement" | "parameter")[];
 }
 
 /** What a source hands a sink. */

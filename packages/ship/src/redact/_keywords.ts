@@ -1,0 +1,103 @@
+/**
+ * The few keyword sets the redactor needs to pick a placeholder PostgreSQL's grammar accepts.
+ * Words are upper case; the lexer does not know keywords, the redactor compares upper-cased
+ * identifiers against these.
+ */
+
+/**
+ * Statements pg_stat_statements normalises (the optimisable ones, plus the wrappers that hold
+ * one): in them a constant is an expression, and `$n` parses wherever the constant did.
+ * Every other statement is a utility statement, whose grammar mostly takes constants only.
+ */
+export const PLANNABLE_STATEMENTS: ReadonlySet<string> = new Set([
+  "SELECT",
+  "INSERT",
+  "UPDATE",
+  "DELETE",
+  "MERGE",
+  "VALUES",
+  "TABLE",
+  "WITH",
+  "EXPLAIN",
+  "PREPARE", // but PREPARE TRANSACTION 'gid' is utility: see statement.ts
+  "EXECUTE",
+  "CALL",
+  "DECLARE",
+]);
+
+/**
+ * Keywords after which a string constant starts an expression (`WHERE a LIKE 'x'`). After any
+ * other word, a string is a typed literal (`interval '1 day'`, `date '2024-01-01'`: gram.y's
+ * `func_name Sconst` / `ConstTypename Sconst`), where only a string constant parses.
+ * Missing a word here costs fidelity only: the fallback placeholder `'$n'` parses everywhere.
+ */
+export const EXPRESSION_KEYWORDS: ReadonlySet<string> = new Set([
+  "SELECT",
+  "WHERE",
+  "AND",
+  "OR",
+  "NOT",
+  "LIKE",
+  "ILIKE",
+  "SIMILAR",
+  "TO",
+  "ESCAPE",
+  "CASE",
+  "WHEN",
+  "THEN",
+  "ELSE",
+  "FROM",
+  "DISTINCT",
+  "ALL",
+  "ANY",
+  "SOME",
+  "BETWEEN",
+  "SYMMETRIC",
+  "ASYMMETRIC",
+  "RETURNING",
+  "BY",
+  "LIMIT",
+  "OFFSET",
+  "FIRST",
+  "NEXT",
+  "HAVING",
+  "ON",
+  "USING",
+  "DEFAULT",
+  "FOR",
+  "PLACING",
+  "LEADING",
+  "TRAILING",
+  "BOTH",
+  "OVERLAPS",
+  "IN",
+  "IS",
+  "UNION",
+  "INTERSECT",
+  "EXCEPT",
+  "VALUE",
+  "KEY",
+  "RETURN",
+]);
+
+/**
+ * Type names whose parenthesised modifiers gram.y takes as integer constants only
+ * (`varchar(10)`, `timestamp(3)`, `interval second(3)`, `numeric(12,2)`): type modifiers are
+ * part of the type, not data, and pg_stat_statements keeps them too.
+ */
+export const TYPMOD_KEYWORDS: ReadonlySet<string> = new Set([
+  "CHAR",
+  "CHARACTER",
+  "VARCHAR",
+  "NCHAR",
+  "VARYING",
+  "NUMERIC",
+  "DECIMAL",
+  "DEC",
+  "FLOAT",
+  "BIT",
+  "TIME",
+  "TIMESTAMP",
+  "INTERVAL",
+  "SECOND",
+]);

@@ -1,0 +1,175 @@
+import { EXPRESSION_KEYWORDS, PLANNABLE_STATEMENTS, TYPMOD_KEYWORDS } from "./_keywords.ts";
+import { _isIdentCont, lexSql, type SqlToken } from "./lexer.ts";
+
+/** What redactStatement returns. */
+export interface RedactedStatement {
+  /** The statement with every string and numeric constant replaced by a placeholder. */
+  text: string;
+  /** How many constants were replaced. */
+  literals: number;
+}
+
+/** pgAudit prints these instead of a statement; they carry no constant and pass unchanged. */
+const STATEMENT_MARKERS: ReadonlySet<string> = new Set(["<not logged>", "<previously logged>", "<none>"]);
+
+/**
+ * A string constant that is one of our own placeholders (`'$3'`, possibly with a prefix the
+ * neighbouring text lent it): left alone and never counted, so redacting twice changes nothing.
+ */
+const PLACEHOLDER_STRING = /^(?:[eEbBxXnN]|[uU]&)?'\$(\d+)'$/;
+
+/** Beyond this an identifier cannot be a keyword we look for: skip upper-casing it. */
+const LONGEST_KEYWORD = 12;
+
+/**
+ * Replaces string and numeric constants with placeholders, the way pg_stat_statements
+ * normalises a query, and leaves everything else (identifiers, keywords, operators, comments,
+ * whitespace) byte for byte where it was.
+ *
+ * - In statements pg_stat_statements normalises (SELECT, INSERT, UPDATE, DELETE, MERGE, VALUES,
+ *   WITH, EXPLAIN, PREPARE, EXECUTE, CALL, DECLARE) a constant becomes `$n`, numbered after the
+ *   highest `$n` already present, so a prepared statement's own parameters keep their numbers.
+ * - Where PostgreSQL's grammar accepts only a constant, `$n` would not parse: a typed literal
+ *   (`interval '1 day'`) and every string in a utility statement (`SET x = '8MB'`, `DO $$...$$`,
+ *   a function body) become the string `'$n'`; a number in a utility statement becomes `0`.
+ * - Type modifiers (`varchar(10)`, `numeric(12,2)`) are part of the type and stay.
+ * - A minus sign stays outside the placeholder: the lexer cannot tell unary from binary minus,
+ *   and `-$1` parses wherever `-1` did.
+ *
+ * Never throws: an unterminated quote (a statement cut by a length limit) is redacted to the end.
+ */
+export function redactStatement(sql: string): RedactedStatement {
+  if (STATEMENT_MARKERS.has(sql)) return { text: sql, literals: 0 };
+  const tokens = lexSql(sql);
+  let next = highestParameter(sql, tokens) + 1;
+  let literals = 0;
+  let out = "";
+  let copied = 0;
+
+  // Per statement (a logged string may hold several, separated by `;`).
+  let kind: "unknown" | "plannable" | "utility" = "unknown";
+  let prepare = false;
+  // The last three significant tokens, as words (upper-cased identifiers) or their text.
+  let p1 = "";
+  let p2 = "";
+  let p3 = "";
+  let p1Kind: SqlToken["kind"] | "" = "";
+  // One entry per open parenthesis: does it hold type modifiers?
+  const parens: boolean[] = [];
+  let closedTypmod = false;
+
+  for (let t = 0; t < tokens.length; t++) {
+    const token = tokens[t]!;
+    const tk = token.kind;
+    if (tk === "whitespace" || tk === "comment") continue;
+
+    if (tk === "string" || tk === "number") {
+      const text = sql.slice(token.start, token.end);
+      const inTypmod = tk === "number" && parens.length > 0 && parens[parens.length - 1] === true;
+      if (!inTypmod && !(tk === "string" && PLACEHOLDER_STRING.test(text))) {
+        let form: "param" | "string" | "zero";
+        if (kind === "utility") form = tk === "string" ? "string" : "zero";
+        else if (tk === "number") form = "param";
+        else form = stringTakesParam(p1, p2, p3, p1Kind, closedTypmod) ? "param" : "string";
+        out += sql.slice(copied, token.start);
+        out += placeholder(form, next++, out, sql, token.end);
+        copied = token.end;
+        literals++;
+      }
+      if (kind === "unknown") kind = "utility";
+    } else if (tk === "identifier") {
+      const len = token.end - token.start;
+      const word = len <= LONGEST_KEYWORD ? sql.slice(token.start, token.end).toUpperCase() : "~";
+      if (kind === "unknown") {
+        if (prepare) kind = word === "TRANSACTION" ? "utility" : "plannable";
+        else if (word === "PREPARE") prepare = true;
+        else kind = PLANNABLE_STATEMENTS.has(word) ? "plannable" : "utility";
+      }
+      p3 = p2;
+      p2 = p1;
+      p1 = word;
+      p1Kind = tk;
+      continue;
+    } else if (tk === "punctuation") {
+      const c = sql.charCodeAt(token.start);
+      if (c === 40 /* ( */) {
+        parens.push(
+          TYPMOD_KEYWORDS.has(p1) ||
+            ((p1Kind === "identifier" || p1Kind === "quoted-identifier") && p2 === "::"),
+        );
+      } else if (c === 41 /* ) */) closedTypmod = parens.pop() === true;
+      else if (c === 59 /* ; */ && token.end - token.start === 1) {
+        kind = "unknown";
+        prepare = false;
+        parens.length = 0;
+      }
+      if (kind === "unknown" && c !== 40 && c !== 59) kind = "utility";
+    } else if (kind === "unknown") kind = "utility";
+
+    p3 = p2;
+    p2 = p1;
+    // Constants are summarised by their kind: their text is never needed (and may be long).
+    p1 = tk === "string" ? "'" : tk === "number" ? "0" : sql.slice(token.start, token.end);
+    p1Kind = tk;
+  }
+  return { text: copied === 0 ? sql : out + sql.slice(copied), literals };
+}
+
+/** The highest `$n` (parameter or placeholder string) already in the statement; 0 if none. */
+function highestParameter(sql: string, tokens: SqlToken[]): number {
+  let highest = 0;
+  for (const token of tokens) {
+    let n = 0;
+    if (token.kind === "parameter") n = Number(sql.slice(token.start + 1, token.end));
+    else if (token.kind === "string" && token.end - token.start <= 16) {
+      const m = PLACEHOLDER_STRING.exec(sql.slice(token.start, token.end));
+      if (m) n = Number(m[1]);
+    } else continue;
+    if (n > highest && Number.isSafeInteger(n)) highest = n;
+  }
+  return highest;
+}
+
+/**
+ * In a plannable statement, may a string constant after these tokens become `$n`? Not when it
+ * is the string of a typed literal: after a type name (any word that does not introduce an
+ * expression, a quoted identifier, or a type's closing parenthesis), or `EXTRACT('field' ...`.
+ */
+function stringTakesParam(
+  p1: string,
+  p2: string,
+  p3: string,
+  p1Kind: string,
+  closedTypmod: boolean,
+): boolean {
+  if (p1Kind === "identifier") {
+    if (p1 === "ZONE") return p2 === "TIME" && p3 === "AT"; // AT TIME ZONE 'UTC' vs WITH TIME ZONE '...'
+    return EXPRESSION_KEYWORDS.has(p1);
+  }
+  if (p1Kind === "quoted-identifier") return false;
+  if (p1 === ")") return !closedTypmod;
+  if (p1 === "(") return p2 !== "EXTRACT";
+  return true;
+}
+
+/**
+ * The placeholder text, adjusted so it cannot fuse with its neighbours when the input had
+ * none between them (`a.5` must not become the identifier `a$1`, nor `$'x'` a dollar quote):
+ * then the string form, which no identifier or number absorbs.
+ */
+function placeholder(
+  form: "param" | "string" | "zero",
+  n: number,
+  out: string,
+  sql: string,
+  end: number,
+): string {
+  const before = out.length > 0 ? out.charCodeAt(out.length - 1) : -1;
+  const after = end < sql.length ? sql.charCodeAt(end) : -1;
+  const glued = (c: number): boolean => c !== -1 && (_isIdentCont(c) || c === 46) /* . */;
+  if (form === "param" && glued(before)) form = "string";
+  if (form === "zero" && (glued(before) || glued(after))) form = "string";
+  // `'$1''$2'` would read back as one string with a doubled quote.
+  if (form === "string" && before === 39 /* ' */) form = "param";
+  return form === "param" ? `$${n}` : form === "string" ? `'$${n}'` : "0";
+}
