@@ -35,6 +35,15 @@ export interface SourceObserver {
   checkpointSaved?(): void;
 }
 
+/** A batch handed to the sink: written (and retried) while the file reads on. */
+export interface InFlightBatch {
+  batch: Batch;
+  /** `writing` until the sink acknowledged it, or the source gave up on it while stopping. */
+  state: "writing" | "acked" | "abandoned";
+  /** Settles (never rejects) when the state leaves `writing`. */
+  written: Promise<void>;
+}
+
 interface OpenBatch {
   start: number;
   end: number;
@@ -56,8 +65,10 @@ export class TrackedFile {
   readPos: number;
   /** Everything before this was acknowledged by the sink. */
   acked: number;
-  /** Batches closed and waiting for the sink, in order. */
+  /** Batches closed and not yet handed to the sink, in order. */
   readonly ready: Batch[] = [];
+  /** Batches handed to the sink and not yet let go, in order; acknowledgements are taken from the front. */
+  readonly inflight: InFlightBatch[] = [];
   lastGrowth: number;
   size: number;
   mtimeMs = 0;
@@ -69,7 +80,8 @@ export class TrackedFile {
   /** Where the parser's input started: record offsets are relative to it. */
   private base: number;
   private batch: OpenBatch;
-  private forcedEnd: number | null;
+  /** Batch ends recorded before a crash: the replay cuts exactly there (and only there) until past them. */
+  private readonly forcedEnds: number[];
   private parserEnded = false;
 
   constructor(
@@ -80,7 +92,7 @@ export class TrackedFile {
     private readonly format: LogFormat,
     private readonly prefix: string | undefined,
     start: number,
-    inflightEnd: number | null,
+    inflightEnds: number[],
     private readonly limits: BatchLimits,
     private readonly observer: SourceObserver,
     now: number,
@@ -90,7 +102,7 @@ export class TrackedFile {
     this.base = start;
     this.size = start;
     this.lastGrowth = now;
-    this.forcedEnd = inflightEnd !== null && inflightEnd > start ? inflightEnd : null;
+    this.forcedEnds = inflightEnds.filter((end) => end > start);
     this.batch = this.newBatch(start, now);
     this.parser = this.newParser();
   }
@@ -115,9 +127,13 @@ export class TrackedFile {
   private extend(end: number): void {
     const batch = this.batch;
     if (end > batch.end) batch.end = end;
-    if (this.forcedEnd !== null && batch.end >= this.forcedEnd) {
-      this.forcedEnd = null;
-      this.close(Date.now());
+    const forced = this.forcedEnds;
+    if (forced.length > 0) {
+      // Replaying what was in flight at a crash: the recorded boundaries, not the limits, cut it.
+      if (batch.end >= forced[0]!) {
+        while (forced.length > 0 && forced[0]! <= batch.end) forced.shift();
+        this.close(Date.now());
+      }
     } else if (batch.records.length >= this.limits.maxEntries || batch.bytes >= this.limits.maxBytes) {
       this.close(Date.now());
     }
@@ -186,7 +202,8 @@ export class TrackedFile {
   quiet(now: number, quietMs: number): void {
     if (now - this.lastGrowth >= quietMs) this.parser.idle?.();
     const b = this.batch;
-    if (b.end > b.start && now - b.openedAt >= this.limits.maxAgeMs) this.close(now);
+    if (b.end > b.start && this.forcedEnds.length === 0 && now - b.openedAt >= this.limits.maxAgeMs)
+      this.close(now);
   }
 
   /** No more bytes will come (rotated away, deleted, truncated): end the parser and close the batch. */
@@ -198,9 +215,29 @@ export class TrackedFile {
     this.close(now);
   }
 
+  /** The parser holds bytes read but not yet given out as records (the last record, until the next starts or the file is quiet). */
+  get holding(): boolean {
+    return !this.parserEnded && this.readPos > this.batch.end;
+  }
+
+  /** Boundaries recorded before a crash that the replay has not reached yet: still to be recorded. */
+  get replayEnds(): readonly number[] {
+    return this.forcedEnds;
+  }
+
+  /** Stopping: close the open batch unless a recorded boundary lies ahead (the next start replays it). */
+  closeForStop(now: number): void {
+    if (this.forcedEnds.length === 0) this.close(now);
+  }
+
   /** Everything read is closed into batches and acknowledged. */
   get settled(): boolean {
-    return this.parserEnded && this.ready.length === 0 && this.acked >= this.batch.start;
+    return (
+      this.parserEnded &&
+      this.ready.length === 0 &&
+      this.inflight.length === 0 &&
+      this.acked >= this.batch.start
+    );
   }
 
   /** Whether records are held in an open batch or the parser. */

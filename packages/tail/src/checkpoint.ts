@@ -10,11 +10,14 @@ export interface FileCheckpoint {
   position: number;
   /** Hash of the bytes just before `position` (see readMarker). */
   marker: string;
-  /**
-   * End of the batch handed to the sink and not yet acknowledged: after a crash the replay must
-   * cut its first batch exactly here, so it rewrites the same object instead of adding another.
-   */
+  /** End of the furthest batch handed to the sink and not yet acknowledged (the last of `inflightEnds`). */
   inflightEnd: number | null;
+  /**
+   * Ends of every batch handed to the sink and not yet acknowledged, in order (several are written
+   * at once): after a crash the replay must cut its batches exactly here, so it rewrites the same
+   * objects instead of adding others. Absent in files written before batches were pipelined.
+   */
+  inflightEnds?: number[];
   /** Rotated away and read to its end: nothing more will come. */
   done: boolean;
   /** ISO 8601 time of the last change. */
@@ -92,6 +95,15 @@ export class Checkpointer {
 
   get(fingerprint: string): FileCheckpoint | undefined {
     return this.byFingerprint.get(fingerprint);
+  }
+
+  /** The in-flight batch ends of a checkpoint, oldest first (older files carry only `inflightEnd`). */
+  static inflightEnds(checkpoint: FileCheckpoint): number[] {
+    if (Array.isArray(checkpoint.inflightEnds))
+      return checkpoint.inflightEnds.filter((end) => Number.isSafeInteger(end) && end > checkpoint.position);
+    return checkpoint.inflightEnd !== null && checkpoint.inflightEnd > checkpoint.position
+      ? [checkpoint.inflightEnd]
+      : [];
   }
 
   entries(): FileCheckpoint[] {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import type { Sink } from "@auditpipe/ship";
 import { readFingerprint, readMarker } from "./_file-identity.ts";
-import { type BatchLimits, type SourceObserver, TrackedFile } from "./_tracked-file.ts";
+import { type BatchLimits, type InFlightBatch, type SourceObserver, TrackedFile } from "./_tracked-file.ts";
 import { Checkpointer } from "./checkpoint.ts";
 
 export type { BatchLimits, SourceObserver } from "./_tracked-file.ts";
@@ -51,6 +51,19 @@ export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
 const MAX_RETRY_DELAY_MS = 30_000;
 /** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
 const STOP_DEADLINE_MS = 8_000;
+/**
+ * Batches handed to the sink and not yet acknowledged, over all files. Reading and parsing go on
+ * while fewer are out, so the next batch is parsed while the previous ones are encoded, gzipped
+ * and written; memory stays bounded (this many batches, plus the open one and one read's worth).
+ */
+export const MAX_IN_FLIGHT_BATCHES = 3;
+/**
+ * Checkpoints that only record acknowledgements are saved at most this often while reading goes
+ * on (and at once when the source goes idle): an acknowledged range not yet checkpointed is only
+ * rewritten, to the same object, after a crash. Write-ahead saves (before a batch is handed to the
+ * sink) are never deferred.
+ */
+const ACK_CHECKPOINT_INTERVAL_MS = 1_000;
 
 const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
 
@@ -104,6 +117,9 @@ export class FileSource {
   private watcher: FSWatcher | undefined;
   private firstScan = true;
   private stopDeadline = Number.POSITIVE_INFINITY;
+  /** Sink writes under way, over all files. */
+  private readonly writes = new Set<Promise<void>>();
+  private lastSave = 0;
 
   constructor(private readonly options: FileSourceOptions) {
     this.limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
@@ -179,7 +195,8 @@ export class FileSource {
           this.observer.bytesBehind?.(file.path, Math.max(0, file.size - file.acked));
           if (file.settled) await this.release(file);
         }
-        await this.saveCheckpoints();
+        if (!progressed || Date.now() - this.lastSave >= ACK_CHECKPOINT_INTERVAL_MS)
+          await this.saveCheckpoints();
         if (!progressed && !this.stopping) await this.idle();
       }
       await this.shutdown();
@@ -196,8 +213,15 @@ export class FileSource {
   }
 
   private idle(): Promise<void> {
+    // A held record is released once its file has been quiet for quietMs: look again then, not a
+    // whole poll interval later (this is most of the delay from an append to the meter).
+    const quietMs = this.options.quietMs ?? 50;
+    const poll = this.options.pollIntervalMs ?? 200;
+    let wait = poll;
+    for (const file of this.files.values())
+      if (file.holding) wait = Math.min(wait, Math.max(1, quietMs - (Date.now() - file.lastGrowth)));
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.options.pollIntervalMs ?? 200);
+      const timer = setTimeout(done, wait);
       function done(): void {
         clearTimeout(timer);
         resolve();
@@ -272,7 +296,7 @@ export class FileSource {
       const { size, ino, mtimeMs } = await handle.stat();
       const checkpoint = this.checkpoints.get(fingerprint);
       let start = 0;
-      let inflightEnd: number | null = null;
+      let inflightEnds: number[] = [];
       if (checkpoint) {
         const intact =
           size >= checkpoint.position &&
@@ -287,7 +311,7 @@ export class FileSource {
           return; // finished earlier and unchanged
         } else {
           start = checkpoint.position;
-          inflightEnd = checkpoint.inflightEnd;
+          inflightEnds = Checkpointer.inflightEnds(checkpoint);
         }
       } else if (this.firstScan && this.options.from === "end") {
         start = size;
@@ -301,7 +325,7 @@ export class FileSource {
         this.options.format,
         this.options.prefix,
         start,
-        inflightEnd,
+        inflightEnds,
         this.limits,
         this.observer,
         now,
@@ -311,7 +335,7 @@ export class FileSource {
       handle = undefined; // owned by the tracked file now
       this.files.set(fingerprint, file);
       this.logger.info({ file: path, fingerprint, from: start, size }, "following file");
-      if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, null, start);
+      if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
     } finally {
       await handle?.close();
     }
@@ -351,20 +375,73 @@ export class FileSource {
     file.finish(Date.now());
   }
 
-  /** Writes a file's ready batches in order; each acknowledged one advances its checkpoint. */
-  private async deliver(file: TrackedFile): Promise<void> {
+  /**
+   * Hands a file's ready batches to the sink while fewer than MAX_IN_FLIGHT_BATCHES are out, and
+   * takes acknowledgements from the front of its in-flight queue: the checkpoint advances only over
+   * a contiguous acknowledged prefix, whatever order the writes finish in. Returns when the file
+   * may be read on (nothing ready is left waiting), or with `drain`, when nothing is in flight.
+   */
+  private async deliver(file: TrackedFile, drain = false): Promise<void> {
+    for (;;) {
+      this.collectAcks(file);
+      const pastDeadline = this.stopping && Date.now() > this.stopDeadline;
+      if (file.ready.length > 0 && this.writes.size < MAX_IN_FLIGHT_BATCHES && !pastDeadline) {
+        await this.dispatch(file);
+        continue;
+      }
+      const mine = file.inflight.filter((f) => f.state === "writing");
+      if (!drain && (file.ready.length === 0 || pastDeadline)) return;
+      if (drain && mine.length === 0 && (file.ready.length === 0 || pastDeadline)) return;
+      // Backpressure (a batch is ready and the sink has enough) or draining: wait for a write.
+      const waitFor = drain && mine.length > 0 ? mine.map((f) => f.written) : [...this.writes];
+      if (waitFor.length === 0) return;
+      await Promise.race(waitFor);
+    }
+  }
+
+  /** Acknowledged batches at the front of the queue: the file's acknowledged position moves past them. */
+  private collectAcks(file: TrackedFile): void {
+    let moved = false;
+    while (file.inflight[0]?.state === "acked") {
+      file.acked = file.inflight.shift()!.batch.range.end;
+      moved = true;
+    }
+    if (moved) this.checkpoint(file);
+  }
+
+  /** Hands ready batches to the sink after a durable write-ahead record of every in-flight end. */
+  private async dispatch(file: TrackedFile): Promise<void> {
+    const batches = file.ready.splice(0, MAX_IN_FLIGHT_BATCHES - this.writes.size);
+    const started = batches.map(
+      (batch): InFlightBatch => ({ batch, state: "writing", written: Promise.resolve() }),
+    );
+    file.inflight.push(...started);
+    // Write ahead every in-flight batch's end, so a replay after a crash cuts the same ranges.
+    this.checkpoint(file);
+    await this.saveCheckpoints();
+    for (const f of started) {
+      const written = this.write(file, f);
+      f.written = written;
+      this.writes.add(written);
+      void written.finally(() => {
+        this.writes.delete(written);
+        this.wake?.();
+      });
+    }
+  }
+
+  /** Writes one batch, retrying with backoff until acknowledged (or, stopping, past the deadline). */
+  private async write(file: TrackedFile, f: InFlightBatch): Promise<void> {
     const sink = this.options.sink;
-    let attempt = 0;
-    while (file.ready.length > 0) {
-      const batch = file.ready[0]!;
-      // Write ahead the batch's end, so a replay after a crash cuts the same range.
-      this.checkpoint(file, batch.range.end);
-      await this.saveCheckpoints();
+    const batch = f.batch;
+    for (let attempt = 1; ; attempt++) {
       const started = Date.now();
       try {
         await sink.write(batch);
+        f.state = "acked";
+        this.observer.sinkAck?.(sink.name, batch.records.length, batch.bytes, Date.now() - started);
+        return;
       } catch (error) {
-        attempt++;
         this.observer.sinkError?.(sink.name, error);
         this.logger.error(
           {
@@ -376,28 +453,36 @@ export class FileSource {
           },
           "sink write failed; retrying",
         );
-        if (this.stopping && Date.now() > this.stopDeadline) return;
         const delay =
           Math.min(MAX_RETRY_DELAY_MS, 100 * 2 ** Math.min(attempt, 12)) * (0.5 + Math.random() / 2);
-        await new Promise((resolve) => setTimeout(resolve, this.stopping ? Math.min(delay, 500) : delay));
-        continue;
+        const until = Date.now() + delay;
+        // Sleep in short steps, so a stop() during a long backoff is seen within half a second.
+        while (Date.now() < until && !(this.stopping && Date.now() >= until - delay + 500))
+          await new Promise((resolve) => setTimeout(resolve, Math.min(100, until - Date.now())));
+        if (this.stopping && Date.now() > this.stopDeadline) {
+          f.state = "abandoned"; // not acknowledged: re-read from the checkpoint next start
+          return;
+        }
       }
-      attempt = 0;
-      file.ready.shift();
-      file.acked = batch.range.end;
-      this.observer.sinkAck?.(sink.name, batch.records.length, batch.bytes, Date.now() - started);
-      this.checkpoint(file, null);
     }
   }
 
-  private checkpoint(file: TrackedFile, inflightEnd: number | null, position = file.acked): void {
+  /** Notes a file's checkpoint (acknowledged position and in-flight ends), saved by the next save. */
+  private checkpoint(file: TrackedFile, position = file.acked): void {
     // The marker is read when the checkpoints are saved (it needs a read of the file).
-    this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnd, done: file.settled });
+    // A replay's boundaries not reached yet stay recorded: a second crash must cut the same ranges.
+    // Ready batches' ends too: a replay cut where they were cut is cut the same way.
+    const inflightEnds = [
+      ...file.inflight.map((f) => f.batch.range.end),
+      ...file.ready.map((b) => b.range.end),
+      ...file.replayEnds,
+    ];
+    this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnds, done: file.settled });
   }
 
   private readonly pendingMarkers = new Map<
     string,
-    { file: TrackedFile; position: number; inflightEnd: number | null; done: boolean }
+    { file: TrackedFile; position: number; inflightEnds: number[]; done: boolean }
   >();
 
   private async saveCheckpoints(): Promise<void> {
@@ -407,11 +492,13 @@ export class FileSource {
         path: p.file.path,
         position: p.position,
         marker: await readMarker(p.file.handle, p.position),
-        inflightEnd: p.inflightEnd,
+        inflightEnd: p.inflightEnds.at(-1) ?? null,
+        inflightEnds: p.inflightEnds,
         done: p.done,
       });
     }
     this.pendingMarkers.clear();
+    this.lastSave = Date.now();
     if (await this.checkpoints.save()) this.observer.checkpointSaved?.();
   }
 
@@ -424,6 +511,7 @@ export class FileSource {
       position: file.acked,
       marker: await readMarker(file.handle, file.acked),
       inflightEnd: null,
+      inflightEnds: [],
       done: true,
     });
     this.files.delete(file.fingerprint);
@@ -445,8 +533,8 @@ export class FileSource {
     const now = Date.now();
     for (const file of this.files.values()) {
       file.quiet(now + 1_000_000, 0); // release held records and close every open batch
-      file.close(now);
-      await this.deliver(file);
+      file.closeForStop(now);
+      await this.deliver(file, true);
     }
     await this.saveCheckpoints();
     for (const file of this.files.values()) await file.handle.close();

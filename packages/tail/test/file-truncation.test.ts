@@ -70,8 +70,9 @@ describe("FileSource and files that change under it", () => {
       format: "csvlog",
       pattern: "postgresql.csv*", // logrotate's copies: postgresql.csv.1
       stateDir: join(work, "state"),
-      // Slow enough that the copy is taken while the source is behind.
-      sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 150),
+      // Slow enough that the copy is taken while the source is behind (up to 3 writes are out at
+      // once: 450 ms a write is the 150 ms of one at a time).
+      sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 450),
       batch: { maxEntries: 200, maxAgeMs: 100 },
     });
     await source.start();
@@ -148,7 +149,9 @@ describe("FileSource and files that change under it", () => {
       logDir: pg.logDir,
       format: "csvlog",
       stateDir: join(work, "state"),
-      sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 100),
+      // Slow enough that the old file is still unread when it is deleted: FileSource keeps up to
+      // MAX_IN_FLIGHT_BATCHES (3) writes out at once, so 300 ms a write is the 100 ms of one at a time.
+      sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 300),
       batch: { maxEntries: 100, maxAgeMs: 100 },
     });
     await source.start();
