@@ -1,0 +1,161 @@
+import { redactStatement } from "@auditpipe/ship";
+import { describe, expect, it } from "vitest";
+
+const text = (sql: string): string => redactStatement(sql).text;
+
+describe("redactStatement: plannable statements get pg_stat_statements' $n", () => {
+  it("replaces each string and number, keeps the rest byte for byte", () => {
+    expect(
+      redactStatement(
+        "SELECT name, email FROM account WHERE name LIKE '%,%' OR name = 'Grüße, 世界 ✓' AND balance > 10.50;",
+      ),
+    ).toEqual({
+      text: "SELECT name, email FROM account WHERE name LIKE $1 OR name = $2 AND balance > $3;",
+      literals: 3,
+    });
+  });
+
+  it("numbers after the highest $n already there, so prepared parameters keep theirs", () => {
+    expect(text("PREPARE q(int, text) AS SELECT * FROM t WHERE a = $2 AND b = 'x' AND c = $1 LIMIT 5")).toBe(
+      "PREPARE q(int, text) AS SELECT * FROM t WHERE a = $2 AND b = $3 AND c = $1 LIMIT $4",
+    );
+  });
+
+  it("every quoting form is one constant", () => {
+    expect(
+      text(
+        "SELECT 'a''b', E'\\'', B'101', X'1F', N'n', U&'d!0061t' UESCAPE '!', $$x$$, $t$ 'y' $t$, 'c'\n'd', 0x1F, 1_000, .5, 1e10",
+      ),
+    ).toBe("SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13");
+  });
+
+  it("keeps identifiers that contain digits or look like prefixes", () => {
+    expect(text('SELECT t1.col, a1, e, "x""1" FROM t1 WHERE e.b = 2')).toBe(
+      'SELECT t1.col, a1, e, "x""1" FROM t1 WHERE e.b = $1',
+    );
+  });
+
+  it("keeps comments in place, quotes inside them included", () => {
+    expect(text("SELECT /* it's 42 */ 1 -- 'not a string' 7\n, 2")).toBe(
+      "SELECT /* it's 42 */ $1 -- 'not a string' 7\n, $2",
+    );
+  });
+
+  it("keeps the minus sign as an operator", () => {
+    expect(text("UPDATE a SET b = b + -3816 WHERE id = -1 AND c = d -1")).toBe(
+      "UPDATE a SET b = b + -$1 WHERE id = -$2 AND c = d -$3",
+    );
+  });
+
+  it("typed literals keep the type and get a quoted placeholder (`interval $1` would not parse)", () => {
+    expect(
+      text(
+        "SELECT interval '1 day', date '2024-01-01', 'x'::text, CAST('y' AS varchar(10)), timestamp(3) with time zone '2024-01-01 00:00', now() AT TIME ZONE 'UTC', EXTRACT('year' FROM d), \"MyType\" 'z'",
+      ),
+    ).toBe(
+      "SELECT interval '$1', date '$2', $3::text, CAST($4 AS varchar(10)), timestamp(3) with time zone '$5', now() AT TIME ZONE $6, EXTRACT('$7' FROM d), \"MyType\" '$8'",
+    );
+  });
+
+  it("keeps type modifiers, which are part of the type (pg_stat_statements keeps them too)", () => {
+    expect(text("SELECT 1.5::numeric(12,2), 'a'::char(3), x::mytype(4), f(5)")).toBe(
+      "SELECT $1::numeric(12,2), $2::char(3), x::mytype(4), f($3)",
+    );
+  });
+
+  it("CALL, EXECUTE, EXPLAIN, WITH, VALUES, parenthesised SELECT", () => {
+    expect(text("CALL p(5, 'x')")).toBe("CALL p($1, $2)");
+    expect(text("EXECUTE q(2)")).toBe("EXECUTE q($1)");
+    expect(text("EXPLAIN SELECT 1")).toBe("EXPLAIN SELECT $1");
+    expect(text("WITH c AS (SELECT 1) SELECT 'a'")).toBe("WITH c AS (SELECT $1) SELECT $2");
+    expect(text("VALUES (1, 'a')")).toBe("VALUES ($1, $2)");
+    expect(text("(SELECT 1) UNION (SELECT 2)")).toBe("(SELECT $1) UNION (SELECT $2)");
+  });
+
+  it("several statements in one string are redacted each by its own kind", () => {
+    expect(text("SELECT 'compound one' AS a; SET x = 'y'; SELECT 2")).toBe(
+      "SELECT $1 AS a; SET x = '$2'; SELECT $3",
+    );
+  });
+});
+
+describe("redactStatement: utility statements get constants the grammar accepts", () => {
+  it("strings become '$n', numbers 0", () => {
+    expect(text("SET work_mem = '8MB';")).toBe("SET work_mem = '$1';");
+    expect(text("SET statement_timeout TO 5000")).toBe("SET statement_timeout TO 0");
+    expect(text("ALTER SYSTEM SET x = 'y'")).toBe("ALTER SYSTEM SET x = '$1'");
+    expect(text("COMMENT ON TABLE t IS 'Bob''s table'")).toBe("COMMENT ON TABLE t IS '$1'");
+    expect(text("COPY t FROM '/tmp/x.csv' WITH (DELIMITER ',')")).toBe(
+      "COPY t FROM '$1' WITH (DELIMITER '$2')",
+    );
+    expect(text("PREPARE TRANSACTION 'gid'")).toBe("PREPARE TRANSACTION '$1'");
+  });
+
+  it("DO blocks and function bodies are constants too", () => {
+    expect(text("DO $$\nBEGIN\n  INSERT INTO o VALUES (4, 'from DO');\nEND\n$$;")).toBe("DO '$1';");
+    expect(text("CREATE FUNCTION f(i int) RETURNS int LANGUAGE sql AS $fn$ SELECT i + 1 $fn$;")).toBe(
+      "CREATE FUNCTION f(i int) RETURNS int LANGUAGE sql AS '$1';",
+    );
+  });
+
+  it("keeps type modifiers in DDL, replaces defaults and options", () => {
+    expect(
+      text(
+        "create table h(tid int, b numeric(12,2) DEFAULT 0, filler char(22), c varchar (8)) with (fillfactor=100)",
+      ),
+    ).toBe(
+      "create table h(tid int, b numeric(12,2) DEFAULT 0, filler char(22), c varchar (8)) with (fillfactor=0)",
+    );
+    expect(text("ALTER TABLE o ADD CONSTRAINT c CHECK (item <> '' AND n > 5)")).toBe(
+      "ALTER TABLE o ADD CONSTRAINT c CHECK (item <> '$1' AND n > 0)",
+    );
+  });
+});
+
+describe("redactStatement: what passes through", () => {
+  it("pgAudit markers and <REDACTED>", () => {
+    for (const marker of ["<not logged>", "<previously logged>", "<none>"])
+      expect(redactStatement(marker)).toEqual({ text: marker, literals: 0 });
+    expect(redactStatement("ALTER ROLE app_user PASSWORD <REDACTED>")).toEqual({
+      text: "ALTER ROLE app_user PASSWORD <REDACTED>",
+      literals: 0,
+    });
+  });
+
+  it("statements without constants, and our own placeholders", () => {
+    expect(redactStatement("SELECT count(*) FROM account")).toEqual({
+      text: "SELECT count(*) FROM account",
+      literals: 0,
+    });
+    expect(redactStatement("SET x = '$1'; SELECT $2")).toEqual({
+      text: "SET x = '$1'; SELECT $2",
+      literals: 0,
+    });
+  });
+});
+
+describe("redactStatement: cut statements never throw", () => {
+  it.each([
+    ["SELECT 'abc", "SELECT $1"],
+    ["SELECT E'ab\\'", "SELECT $1"],
+    ["DO $x$ BEGIN", "DO '$1'"],
+    ['SELECT "ab', 'SELECT "ab'],
+    ["SELECT 1 /* open", "SELECT $1 /* open"],
+    ["SELECT U&'x' UESCAPE '", "SELECT $1"],
+  ])("%j", (sql, expected) => {
+    expect(text(sql)).toBe(expected);
+  });
+});
+
+describe("redactStatement: placeholders never fuse with their neighbours", () => {
+  it.each([
+    // Invalid SQL, but redacting it again must not change it (a fused `a$1` would be an identifier).
+    ["SELECT a.5", "SELECT a'$1'"],
+    ["SELECT a1.5", "SELECT a1'$1'"],
+    ["SELECT $'x'", "SELECT $'$1'"],
+    ["SET x = 1.5.5", "SET x = '$1'0"],
+  ])("%j", (sql, expected) => {
+    expect(text(sql)).toBe(expected);
+    expect(text(expected)).toBe(expected);
+  });
+});
