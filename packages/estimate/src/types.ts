@@ -1,0 +1,179 @@
+/**
+ * The estimator's inputs and outputs. A Workload says what the database does (per-statement
+ * rates, the relations each statement touches, foreign keys, how its log lines look); an
+ * AuditConfig is a candidate pgAudit configuration; an Estimate is what that configuration would
+ * write and cost on that workload.
+ */
+
+/** What a statement does, as pgAudit classifies it before looking at relations. */
+export type StatementKind = "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "UTILITY";
+
+export type Privilege = "SELECT" | "INSERT" | "UPDATE" | "DELETE";
+
+/** One relation in a statement's range table. */
+export interface RelationUse {
+  /** Schema-qualified name as pgAudit prints it (`public.accounts`, `"My Schema"."T"`). */
+  relation: string;
+  /** INSERT/UPDATE/DELETE when this relation is the statement's target; absent when only read. */
+  write?: "INSERT" | "UPDATE" | "DELETE";
+  /** Columns the statement reads from it; absent means every column (`SELECT *`, or unknown). */
+  columns?: string[];
+  /** Columns an UPDATE sets or an INSERT fills; absent means every column. */
+  writtenColumns?: string[];
+  /** A pg_catalog / information_schema relation (filtered out unless log_catalog is on). */
+  catalog?: boolean;
+}
+
+/** One distinct statement of the workload (a pg_stat_statements row, or a line of a workload file). */
+export interface StatementLoad {
+  /** Representative text as PostgreSQL logs it; `$n` placeholders stand for constants or parameters. */
+  text: string;
+  callsPerSec: number;
+  kind: StatementKind;
+  /** Command tag pgAudit prints for a UTILITY statement (BEGIN, COMMIT, SET, CREATE TABLE, ...). */
+  command?: string;
+  relations: RelationUse[];
+  /** Rows processed per call (pg_stat_statements `rows / calls`). */
+  rowsPerCall: number;
+  /** Bind parameters per call sent through the extended protocol (logged with log_parameter); default 0. */
+  params?: number;
+  /** Whether the session user may see foreign-key checks this statement fires (member of the parent's owner); default true. */
+  fkChecksVisible?: boolean;
+}
+
+/** A foreign key: inserting a child row runs one check query against the parent. */
+export interface ForeignKey {
+  /** Referencing table, qualified as pgAudit prints it. */
+  child: string;
+  /** Referenced table. */
+  parent: string;
+  /** Referencing columns. */
+  columns: string[];
+  /** Referenced columns, in the same order. */
+  parentColumns: string[];
+}
+
+export type LogDestinationName = "csvlog" | "jsonlog" | "stderr" | "syslog";
+
+/**
+ * What the fields around an audit message look like on this server. Representative values: the
+ * estimator renders a record with them and counts its bytes.
+ */
+export interface LogContext {
+  destination: LogDestinationName;
+  /** log_line_prefix (stderr and syslog). */
+  prefix: string;
+  /** Time zone abbreviation PostgreSQL prints (log_timezone), e.g. `UTC`, `CEST`. */
+  timezone: string;
+  user: string;
+  database: string;
+  application: string;
+  /** `[local]` for a unix socket, else the client address. */
+  remoteHost: string;
+  /** Client port; null for a unix socket. */
+  remotePort: number | null;
+  backendType: string;
+  pid: number;
+  /** A typical session_line_num / `%l`. */
+  sessionLine: number;
+  /** A typical pgAudit statement id (statements audited so far in the session). */
+  statementId: number;
+  /** A typical virtual transaction id (`backendId/localXid`). */
+  vxid: string;
+  /** A typical transaction id of a writing transaction. */
+  xid: number;
+  /** Whether query ids are computed (compute_query_id, or pg_stat_statements loaded): a 64-bit number instead of 0. */
+  queryIds: boolean;
+  /** Printed length of a typical constant replacing a `$n` of pg_stat_statements' normalized text. */
+  constantLength: number;
+}
+
+/** The workload the estimate runs on. */
+export interface Workload {
+  /** Committed and rolled back transactions per second. */
+  transactionsPerSec: number;
+  statements: StatementLoad[];
+  foreignKeys: ForeignKey[];
+  /** Rows inserted per second by table (pg_stat_user_tables), for FK checks of inserts no statement explains (COPY, triggers). */
+  tableInsertsPerSec?: Record<string, number>;
+  /** Sessions opened per second (pg_stat_database.sessions); 0 for a pool of long-lived connections. */
+  sessionsPerSec?: number;
+  /** Concurrent active clients (for the overhead model). */
+  clients?: number;
+  /** Mean server time per statement in ms (pg_stat_statements), for the overhead model. */
+  meanStatementMs?: number;
+  log: LogContext;
+  /** How the workload was obtained and what it could not see. */
+  notes: string[];
+}
+
+/** A candidate pgAudit configuration (plus the core logging settings that duplicate lines). */
+export interface AuditConfig {
+  name: string;
+  /** pgaudit.log as a list: `read`, `write`, `function`, `role`, `ddl`, `misc`, `misc_set`, `all`, `none`, `-misc`... */
+  log: string[];
+  logRelation?: boolean;
+  logCatalog?: boolean;
+  logStatementOnce?: boolean;
+  logParameter?: boolean;
+  logRows?: boolean;
+  /** pgaudit.log_statement (default on). */
+  logStatement?: boolean;
+  /** pgaudit.role for object auditing. */
+  role?: string;
+  /** Privileges granted to the audit role. */
+  grants?: Grant[];
+  /** PostgreSQL's own log_statement, which writes its own line per statement. */
+  pgLogStatement?: "none" | "ddl" | "mod" | "all";
+  /** PostgreSQL's own log_duration, one more line per statement. */
+  pgLogDuration?: boolean;
+}
+
+/** A privilege of the audit role: table-level without columns, column-level with them. */
+export interface Grant {
+  relation: string;
+  privileges: Privilege[];
+  columns?: string[];
+}
+
+export interface Rate {
+  entriesPerSec: number;
+  bytesPerSec: number;
+}
+
+/** The overhead on the workload, as a range with its reasons. */
+export interface Overhead {
+  /** Fractional throughput loss, low and high (0.05 = 5%). */
+  throughput: { low: number; high: number };
+  /** Added latency per transaction in ms, low and high. */
+  latencyMs: { low: number; high: number };
+  /** Log lines per second through the logging collector's pipe (audit and others). */
+  linesPerSec: number;
+  /** Whether the line rate is in the regime where the collector pipe is the bottleneck. */
+  collectorBound: boolean;
+  confidence: "low" | "medium" | "high";
+  assumptions: string[];
+}
+
+/** What one configuration writes on one workload. Decimal units: 1 MB = 1e6 B, 1 GB = 1e9 B. */
+export interface Estimate {
+  config: string;
+  entriesPerSec: number;
+  /** Audit entry bytes per second as they land in the log (the `analyze` report's `bytes`). */
+  bytesPerSec: number;
+  bytesPerEntry: number;
+  entriesPerTransaction: number;
+  bytesPerTransaction: number;
+  /** Lines log_statement / log_duration add, bytes per second (not audit entries). */
+  otherBytesPerSec: number;
+  mbPerHour: number;
+  gbPerDay: number;
+  /** Storage and ingestion cost per 30-day month at `pricePerGb` (audit and other lines). */
+  dollarsPerMonth: number;
+  pricePerGb: number;
+  byClass: Record<string, Rate>;
+  byAuditType: Record<string, Rate>;
+  byObject: Record<string, Rate>;
+  overhead: Overhead;
+  notes: string[];
+}
