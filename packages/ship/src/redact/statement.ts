@@ -49,11 +49,11 @@ export function redactStatement(sql: string): RedactedStatement {
   // Per statement (a logged string may hold several, separated by `;`).
   let kind: "unknown" | "plannable" | "utility" = "unknown";
   let prepare = false;
-  // The last three significant tokens, as words (upper-cased identifiers) or their text.
-  let p1 = "";
-  let p2 = "";
-  let p3 = "";
-  let p1Kind: SqlToken["kind"] | "" = "";
+  // The last three significant tokens; their words are only computed when a decision needs them.
+  let p1: SqlToken | undefined;
+  let p2: SqlToken | undefined;
+  let p3: SqlToken | undefined;
+  const word = (token: SqlToken | undefined): string => wordOf(sql, token);
   // One entry per open parenthesis: does it hold type modifiers?
   const parens: boolean[] = [];
   let closedTypmod = false;
@@ -64,13 +64,13 @@ export function redactStatement(sql: string): RedactedStatement {
     if (tk === "whitespace" || tk === "comment") continue;
 
     if (tk === "string" || tk === "number") {
-      const text = sql.slice(token.start, token.end);
       const inTypmod = tk === "number" && parens.length > 0 && parens[parens.length - 1] === true;
-      if (!inTypmod && !(tk === "string" && PLACEHOLDER_STRING.test(text))) {
+      if (!inTypmod && !(tk === "string" && isPlaceholderString(sql, token))) {
         let form: "param" | "string" | "zero";
         if (kind === "utility") form = tk === "string" ? "string" : "zero";
         else if (tk === "number") form = "param";
-        else form = stringTakesParam(p1, p2, p3, p1Kind, closedTypmod) ? "param" : "string";
+        else
+          form = stringTakesParam(word(p1), word(p2), word(p3), p1?.kind, closedTypmod) ? "param" : "string";
         out += sql.slice(copied, token.start);
         out += placeholder(form, next++, out, sql, token.end);
         copied = token.end;
@@ -78,24 +78,19 @@ export function redactStatement(sql: string): RedactedStatement {
       }
       if (kind === "unknown") kind = "utility";
     } else if (tk === "identifier") {
-      const len = token.end - token.start;
-      const word = len <= LONGEST_KEYWORD ? sql.slice(token.start, token.end).toUpperCase() : "~";
       if (kind === "unknown") {
-        if (prepare) kind = word === "TRANSACTION" ? "utility" : "plannable";
-        else if (word === "PREPARE") prepare = true;
-        else kind = PLANNABLE_STATEMENTS.has(word) ? "plannable" : "utility";
+        const w = word(token);
+        if (prepare) kind = w === "TRANSACTION" ? "utility" : "plannable";
+        else if (w === "PREPARE") prepare = true;
+        else kind = PLANNABLE_STATEMENTS.has(w) ? "plannable" : "utility";
       }
-      p3 = p2;
-      p2 = p1;
-      p1 = word;
-      p1Kind = tk;
-      continue;
     } else if (tk === "punctuation") {
       const c = sql.charCodeAt(token.start);
       if (c === 40 /* ( */) {
+        const k1 = p1?.kind;
         parens.push(
-          TYPMOD_KEYWORDS.has(p1) ||
-            ((p1Kind === "identifier" || p1Kind === "quoted-identifier") && p2 === "::"),
+          (k1 === "identifier" && TYPMOD_KEYWORDS.has(word(p1))) ||
+            ((k1 === "identifier" || k1 === "quoted-identifier") && word(p2) === "::"),
         );
       } else if (c === 41 /* ) */) closedTypmod = parens.pop() === true;
       else if (c === 59 /* ; */ && token.end - token.start === 1) {
@@ -108,9 +103,7 @@ export function redactStatement(sql: string): RedactedStatement {
 
     p3 = p2;
     p2 = p1;
-    // Constants are summarised by their kind: their text is never needed (and may be long).
-    p1 = tk === "string" ? "'" : tk === "number" ? "0" : sql.slice(token.start, token.end);
-    p1Kind = tk;
+    p1 = token;
   }
   return { text: copied === 0 ? sql : out + sql.slice(copied), literals };
 }
@@ -121,13 +114,37 @@ function highestParameter(sql: string, tokens: SqlToken[]): number {
   for (const token of tokens) {
     let n = 0;
     if (token.kind === "parameter") n = Number(sql.slice(token.start + 1, token.end));
-    else if (token.kind === "string" && token.end - token.start <= 16) {
-      const m = PLACEHOLDER_STRING.exec(sql.slice(token.start, token.end));
-      if (m) n = Number(m[1]);
+    else if (token.kind === "string" && isPlaceholderString(sql, token)) {
+      n = Number(PLACEHOLDER_STRING.exec(sql.slice(token.start, token.end))![1]);
     } else continue;
     if (n > highest && Number.isSafeInteger(n)) highest = n;
   }
   return highest;
+}
+
+/** Placeholders are short: the length test spares the regex on real constants, however long. */
+function isPlaceholderString(sql: string, token: SqlToken): boolean {
+  return token.end - token.start <= 16 && PLACEHOLDER_STRING.test(sql.slice(token.start, token.end));
+}
+
+/**
+ * A token as the placeholder rules compare it: identifiers upper-cased (keywords), constants
+ * by their kind (their text is never needed and may be long), anything else as written.
+ */
+function wordOf(sql: string, token: SqlToken | undefined): string {
+  if (token === undefined) return "";
+  switch (token.kind) {
+    case "identifier":
+      return token.end - token.start <= LONGEST_KEYWORD
+        ? sql.slice(token.start, token.end).toUpperCase()
+        : "~";
+    case "string":
+      return "'";
+    case "number":
+      return "0";
+    default:
+      return sql.slice(token.start, token.end);
+  }
 }
 
 /**
@@ -139,7 +156,7 @@ function stringTakesParam(
   p1: string,
   p2: string,
   p3: string,
-  p1Kind: string,
+  p1Kind: SqlToken["kind"] | undefined,
   closedTypmod: boolean,
 ): boolean {
   if (p1Kind === "identifier") {
