@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { cpus, loadavg } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { renderPipelineSection } from "./bench-pipeline.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const filter = process.argv[2] ?? "";
@@ -75,6 +76,7 @@ function renderDocs() {
     "",
   ];
   for (const s of suites) {
+    if (s.kind === "pipeline") continue; // a section of its own, below
     const results = s.results ?? [];
     const baselines = results.filter((r) => r.baseline);
     lines.push(`## ${s.suite}`, "");
@@ -105,6 +107,7 @@ function renderDocs() {
     }
     lines.push("");
   }
+  for (const s of suites) if (s.kind === "pipeline") lines.push(...renderPipelineSection(s, root));
   mkdirSync(join(root, "docs"), { recursive: true });
   writeFileSync(join(root, "docs", "benchmarks.md"), `${lines.join("\n")}\n`);
   console.log(`wrote docs/benchmarks.md (${suites.length} suites)`);

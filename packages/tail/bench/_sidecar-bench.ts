@@ -1,0 +1,308 @@
+/**
+ * The sidecar-process parts of the pipeline benchmark: the real `auditpipe run` (spawned as the CLI
+ * tests spawn it) reading a large file for its peak RSS, following a file for the delay from an
+ * append to GET /v1/volume, and running beside a pgbench-loaded PostgreSQL for its cost in TPS.
+ */
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createCsvlogParser } from "@auditpipe/parse";
+import { startPostgres } from "@auditpipe/testkit";
+import { getJson, type SidecarProcess, spawnSidecar } from "../../../apps/cli/test/_sidecar.ts";
+
+interface Volume {
+  totals: { records: number; entries: number };
+  pipeline: { sinks: Record<string, { entries: number }> };
+}
+
+function workDir(tag: string): string {
+  return mkdtempSync(join(tmpdir(), `auditpipe-bench-${tag}-`));
+}
+
+function runArgs(work: string, logDir: string, extra: string[] = []): string[] {
+  return [
+    "--log-dir",
+    logDir,
+    "--format",
+    "csvlog",
+    "--sink",
+    join(work, "sink"),
+    "--state",
+    join(work, "state"),
+    "--listen",
+    "127.0.0.1:0",
+    "--log-level",
+    "info",
+    ...extra,
+  ];
+}
+
+async function stopSidecar(sidecar: SidecarProcess): Promise<void> {
+  if (sidecar.child.exitCode !== null) return;
+  sidecar.child.kill("SIGTERM");
+  const { code } = await sidecar.exited;
+  if (code !== 0)
+    throw new Error(`sidecar exited with ${code} on SIGTERM:\n${sidecar.stderr().slice(-2000)}`);
+}
+
+/** VmHWM (peak resident set) and VmRSS of a process, in MB (decimal). */
+function memoryOf(pid: number): { peakMb: number; rssMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (key: string) =>
+    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { peakMb: (kb("VmHWM") * 1024) / 1e6, rssMb: (kb("VmRSS") * 1024) / 1e6 };
+}
+
+/** User + system CPU seconds a process has used (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+export interface RssResult {
+  copies: number;
+  fileBytes: number;
+  entries: number;
+  /** Spawn to the last entry acknowledged by the sink, including start-up (tsx, Fastify, prom-client). */
+  seconds: number;
+  entriesPerSec: number;
+  peakRssMb: number;
+  /** VmRSS sampled every 250 ms while reading: its range shows whether memory grows with the file. */
+  rssSamplesMb: { min: number; max: number; last: number };
+}
+
+/** The sidecar reads `copies` back-to-back copies of a real csvlog; peak RSS at the end. */
+export async function sidecarRss(
+  reference: string,
+  entriesPerCopy: number,
+  copies: number,
+): Promise<RssResult> {
+  const work = workDir("rss");
+  try {
+    const logDir = join(work, "log");
+    mkdirSync(logDir);
+    const unit = readFileSync(reference);
+    const file = join(logDir, "postgresql-big.csv");
+    const fd = openSync(file, "w");
+    for (let i = 0; i < copies; i++) writeSync(fd, unit);
+    closeSync(fd);
+    const expected = entriesPerCopy * copies;
+    const t0 = performance.now();
+    const sidecar = spawnSidecar(runArgs(work, logDir));
+    try {
+      const url = await sidecar.url();
+      const samples: number[] = [];
+      for (;;) {
+        const volume = await getJson<Volume>(`${url}/v1/volume`);
+        samples.push(memoryOf(sidecar.child.pid!).rssMb);
+        if ((volume.pipeline.sinks["local-dir"]?.entries ?? 0) >= expected) break;
+        if (performance.now() - t0 > 600_000)
+          throw new Error(`sidecar too slow: ${JSON.stringify(volume.totals)}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      const { peakMb } = memoryOf(sidecar.child.pid!);
+      return {
+        copies,
+        fileBytes: unit.length * copies,
+        entries: expected,
+        seconds: Number(seconds.toFixed(1)),
+        entriesPerSec: Math.round(expected / seconds),
+        peakRssMb: Math.round(peakMb),
+        rssSamplesMb: {
+          min: Math.round(Math.min(...samples)),
+          max: Math.round(Math.max(...samples)),
+          last: Math.round(samples.at(-1)!),
+        },
+      };
+    } finally {
+      await stopSidecar(sidecar);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** The first `count` audit records of a csvlog, each as its own bytes (record boundaries by our parser). */
+export function csvlogRecords(reference: string, count: number): Buffer[] {
+  const data = readFileSync(reference).subarray(0, 4 << 20);
+  const out: Buffer[] = [];
+  const parser = createCsvlogParser({
+    record(r) {
+      if (out.length < count && r.message.startsWith("AUDIT: "))
+        out.push(Buffer.from(data.subarray(r.offset, r.offset + r.size)));
+    },
+    malformed() {},
+  });
+  parser.push(data);
+  parser.end();
+  return out;
+}
+
+export interface LatencyResult {
+  appends: number;
+  ratePerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  polls: number;
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+/**
+ * Appends one real audit record every `intervalMs` to a followed file and polls GET /v1/volume; a
+ * record's delay runs from just before its write to the first response that counts it (so the
+ * poll's own round trip is included: the figure is an upper bound).
+ */
+export async function tailLatency(
+  reference: string,
+  appends: number,
+  intervalMs: number,
+): Promise<LatencyResult> {
+  const records = csvlogRecords(reference, appends + 1);
+  const work = workDir("latency");
+  const logDir = join(work, "log");
+  mkdirSync(logDir);
+  const file = join(logDir, "postgresql-latency.csv");
+  const fd = openSync(file, "a");
+  writeSync(fd, records[0]!); // the first line: the file's identity
+  const sidecar = spawnSidecar(runArgs(work, logDir));
+  try {
+    const url = await sidecar.url();
+    const counted = async () => (await getJson<Volume>(`${url}/v1/volume`)).totals.entries;
+    const base0 = performance.now();
+    while ((await counted()) < 1) {
+      if (performance.now() - base0 > 30_000) throw new Error("the first record was never counted");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const appendedAt: number[] = [];
+    const countedAt: number[] = [];
+    let done = false;
+    let polls = 0;
+    const poller = (async () => {
+      while (!done) {
+        const n = (await counted()) - 1;
+        const at = performance.now();
+        polls++;
+        while (countedAt.length < n) countedAt.push(at);
+        if (countedAt.length >= appends) break;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    const t0 = performance.now();
+    for (let i = 0; i < appends; i++) {
+      const due = t0 + i * intervalMs;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      appendedAt.push(performance.now());
+      writeSync(fd, records[i + 1]!);
+    }
+    const deadline = performance.now() + 10_000;
+    while (countedAt.length < appends && performance.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    done = true;
+    await poller;
+    if (countedAt.length < appends)
+      throw new Error(`only ${countedAt.length} of ${appends} appends were counted`);
+    const delays = appendedAt.map((t, i) => countedAt[i]! - t).sort((a, b) => a - b);
+    const round = (n: number) => Number(n.toFixed(1));
+    return {
+      appends,
+      ratePerSec: Math.round(1000 / intervalMs),
+      p50Ms: round(quantile(delays, 0.5)),
+      p99Ms: round(quantile(delays, 0.99)),
+      maxMs: round(delays.at(-1)!),
+      polls,
+    };
+  } finally {
+    closeSync(fd);
+    await stopSidecar(sidecar);
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+export interface PgbenchResult {
+  clients: number;
+  seconds: number;
+  runs: { sidecar: boolean; tps: number; load: number }[];
+  medianWithout: number;
+  medianWith: number;
+  /** medianWith / medianWithout. */
+  ratio: number;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/**
+ * pgbench TPS on a pgaudit (`log = all`, csvlog) cluster without and with the sidecar following its
+ * log directory, interleaved (A B B A A B ...) in one session. Each "with" run gets a fresh sidecar
+ * (`--from end`, fresh state) that is listening before pgbench starts and is stopped after it.
+ */
+export async function pgbenchImpact(
+  pairs: number,
+  seconds: number,
+  clients: number,
+  loadavg: () => number,
+): Promise<PgbenchResult> {
+  const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+  const work = workDir("pgbench");
+  try {
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    await pg.pgbench(["-n", "-c", String(clients), "-j", String(clients), "-T", "3"]); // warm-up
+    const order: boolean[] = [];
+    for (let i = 0; i < pairs; i++) order.push(...(i % 2 === 0 ? [false, true] : [true, false]));
+    const runs: PgbenchResult["runs"] = [];
+    for (const [i, withSidecar] of order.entries()) {
+      let sidecar: SidecarProcess | undefined;
+      if (withSidecar) {
+        const dir = join(work, `run-${i}`);
+        sidecar = spawnSidecar(runArgs(dir, pg.logDir, ["--from", "end"]));
+        await sidecar.url();
+        await new Promise((r) => setTimeout(r, 1000)); // past start-up
+      }
+      const load = loadavg();
+      const cpu0 = sidecar ? cpuSeconds(sidecar.child.pid!) : 0;
+      const result = await pg.pgbench([
+        "-n",
+        "-c",
+        String(clients),
+        "-j",
+        String(clients),
+        "-T",
+        String(seconds),
+      ]);
+      const cpu = sidecar ? Number((cpuSeconds(sidecar.child.pid!) - cpu0).toFixed(2)) : undefined;
+      if (sidecar) await stopSidecar(sidecar);
+      const tps = Number(/tps = ([\d.]+)/.exec(result.stdout)?.[1]);
+      if (!Number.isFinite(tps)) throw new Error(`no tps in pgbench output:\n${result.stdout}`);
+      runs.push({
+        sidecar: withSidecar,
+        tps: Math.round(tps),
+        load: Number(load.toFixed(2)),
+        ...(cpu === undefined ? {} : { sidecarCpuSeconds: cpu }),
+      });
+      console.log(
+        `  pgbench ${withSidecar ? "with" : "without"} the sidecar: ${tps.toFixed(0)} tps (load ${load.toFixed(2)})`,
+      );
+    }
+    const medianWithout = median(runs.filter((r) => !r.sidecar).map((r) => r.tps));
+    const medianWith = median(runs.filter((r) => r.sidecar).map((r) => r.tps));
+    return {
+      clients,
+      seconds,
+      runs,
+      medianWithout,
+      medianWith,
+      ratio: Number((medianWith / medianWithout).toFixed(3)),
+    };
+  } finally {
+    await pg.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}

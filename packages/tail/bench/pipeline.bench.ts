@@ -1,0 +1,167 @@
+/**
+ * The sidecar's pipeline against the design's targets, on real pgaudit logs:
+ * - throughput: FileSource → LiveMeter → LocalDirSink (gzip NDJSON, fsynced) over the reference
+ *   csvlog and stderr files, against parse-only over the same file in the same run, interleaved;
+ * - peak RSS of the real `auditpipe run` process reading ~250 MB and ~1 GB files;
+ * - tail latency: append → counted in GET /v1/volume, p50/p99;
+ * - impact on PostgreSQL: pgbench TPS with the sidecar running vs without, interleaved.
+ * Writes `.bench/pipeline.json`; scripts/bench.mjs renders it into docs/benchmarks.md.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import type { LogFormat } from "@auditpipe/parse";
+import { repoRoot } from "@auditpipe/testkit";
+import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
+import { runParseOnly, runPipeline } from "./_pipeline.ts";
+import { pgbenchImpact, sidecarRss, tailLatency } from "./_sidecar-bench.ts";
+
+const ROUNDS = 3;
+const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
+  "throughput",
+  "rss",
+  "latency",
+  "pgbench",
+];
+const gc = (globalThis as { gc?: () => void }).gc;
+const load = () => loadavg()[0]!;
+const loads: number[] = [load()];
+console.log(
+  `load average ${load().toFixed(2)} on ${cpus().length} cores${load() > 0.5 ? " (busy machine: figures will be low)" : ""}`,
+);
+
+const refs = await referenceData();
+const files: { format: LogFormat; file: string; prefix?: string }[] = [
+  { format: "csvlog", file: refs.csvlog },
+  { format: "stderr", file: refs.stderr, prefix: REFERENCE_LOG_LINE_PREFIX },
+];
+
+interface ThroughputResult {
+  format: LogFormat;
+  file: string;
+  bytes: number;
+  entries: number;
+  objects: number;
+  objectBytes: number;
+  pipeline: { bestEntriesPerSec: number; medianEntriesPerSec: number; bestMs: number };
+  parseOnly: { bestEntriesPerSec: number; bestMs: number };
+  /** pipeline best / parse-only best. */
+  ratio: number;
+  rounds: { pipelineMs: number; parseMs: number; load: number }[];
+}
+
+const doc: Record<string, unknown> = {
+  suite: "pipeline",
+  kind: "pipeline",
+  machine: `${cpus()[0]?.model ?? "unknown CPU"} x${cpus().length}, Node ${process.version}`,
+  date: new Date().toISOString(),
+  targets: { entriesPerSec: 250_000, peakRssMb: 200, p99Ms: 250, tpsRatio: 0.99 },
+};
+
+if (only.includes("throughput")) {
+  const throughput: ThroughputResult[] = [];
+  for (const { format, file, prefix } of files) {
+    const rounds: ThroughputResult["rounds"] = [];
+    let last: Awaited<ReturnType<typeof runPipeline>> | undefined;
+    let parsed = 0;
+    // Interleaved: parse-only and the pipeline alternate within every round; round 0 warms up.
+    for (let round = 0; round <= ROUNDS; round++) {
+      gc?.();
+      const parse = await runParseOnly(file, format, prefix);
+      gc?.();
+      const run = await runPipeline(file, format, prefix);
+      if (run.entries !== parse.entries)
+        throw new Error(
+          `${format}: the pipeline shipped ${run.entries} entries, parsing finds ${parse.entries}`,
+        );
+      parsed += parse.checksum;
+      last = run;
+      if (round > 0)
+        rounds.push({
+          pipelineMs: Math.round(run.ms),
+          parseMs: Math.round(parse.ms),
+          load: Number(load().toFixed(2)),
+        });
+      console.log(
+        `  ${format} round ${round}: pipeline ${run.ms.toFixed(0)} ms, parse-only ${parse.ms.toFixed(0)} ms`,
+      );
+    }
+    if (parsed === -1) console.log("unreachable"); // the checksums are consumed
+    const entries = last!.entries;
+    const bestPipe = Math.min(...rounds.map((r) => r.pipelineMs));
+    const medPipe = [...rounds.map((r) => r.pipelineMs)].sort((a, b) => a - b)[
+      Math.floor(rounds.length / 2)
+    ]!;
+    const bestParse = Math.min(...rounds.map((r) => r.parseMs));
+    const { statSync } = await import("node:fs");
+    throughput.push({
+      format,
+      file,
+      bytes: statSync(file).size,
+      entries,
+      objects: last!.objects,
+      objectBytes: last!.objectBytes,
+      pipeline: {
+        bestEntriesPerSec: Math.round(entries / (bestPipe / 1000)),
+        medianEntriesPerSec: Math.round(entries / (medPipe / 1000)),
+        bestMs: bestPipe,
+      },
+      parseOnly: { bestEntriesPerSec: Math.round(entries / (bestParse / 1000)), bestMs: bestParse },
+      ratio: Number((bestParse / bestPipe).toFixed(2)),
+      rounds,
+    });
+  }
+  console.table(
+    throughput.map((t) => ({
+      format: t.format,
+      ...t.pipeline,
+      parseOnly: t.parseOnly.bestEntriesPerSec,
+      ratio: t.ratio,
+    })),
+  );
+  doc.throughput = throughput;
+  loads.push(load());
+}
+
+if (only.includes("rss")) {
+  const csv = files[0]!;
+  const perCopy = (await runParseOnly(csv.file, "csvlog")).entries;
+  const rss = [];
+  // ~250 MB and ~1 GB: the same file repeated.
+  for (const target of [250e6, 1e9]) {
+    const copies = Math.max(1, Math.round(target / (await import("node:fs")).statSync(csv.file).size));
+    const r = await sidecarRss(csv.file, perCopy, copies);
+    console.log(
+      `  sidecar over ${(r.fileBytes / 1e6).toFixed(0)} MB: peak RSS ${r.peakRssMb} MB, ${r.entriesPerSec} entries/s`,
+    );
+    rss.push(r);
+  }
+  doc.rss = rss;
+  loads.push(load());
+}
+
+if (only.includes("latency")) {
+  const latency = await tailLatency(files[0]!.file, 1000, 10);
+  console.log(`  tail latency: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms`);
+  doc.latency = latency;
+  loads.push(load());
+}
+
+if (only.includes("pgbench")) {
+  const impact = await pgbenchImpact(3, 8, 2, load);
+  console.log(
+    `  pgbench with/without the sidecar: ${impact.medianWith}/${impact.medianWithout} = ${impact.ratio}`,
+  );
+  doc.pgbench = impact;
+  loads.push(load());
+}
+
+doc.loads = loads.map((l) => Number(l.toFixed(2)));
+const dir = join(repoRoot(), ".bench");
+mkdirSync(dir, { recursive: true });
+// Parts not run this time keep their last figures.
+let previous: Record<string, unknown> = {};
+try {
+  previous = JSON.parse((await import("node:fs")).readFileSync(join(dir, "pipeline.json"), "utf8"));
+} catch {}
+writeFileSync(join(dir, "pipeline.json"), `${JSON.stringify({ ...previous, ...doc }, null, 2)}\n`);
