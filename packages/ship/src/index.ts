@@ -1,4 +1,6 @@
+export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
 export { encodeNdjson, gzipNdjson } from "./encode.ts";
+export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails } from "./errors.ts";
 export { objectKey } from "./partitioner.ts";
 export { lexSql, type SqlStringForm, type SqlToken, type SqlTokenKind } from "./redact/lexer.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";
@@ -6,4 +8,17 @@ export { type RedactionMode, redactRecord } from "./redact/record.ts";
 export { type RedactedStatement, redactStatement } from "./redact/statement.ts";
 export { toShippedRecord } from "./shipped-record.ts";
 export { LOCAL_DIR_SINK_NAME, LocalDirSink, type LocalDirSinkOptions } from "./sinks/local-dir.ts";
+export {
+  DEFAULT_MULTIPART_THRESHOLD,
+  DEFAULT_SPOOL_MAX_BYTES,
+  type ObjectLockOptions,
+  S3_SINK_NAME,
+  type S3RetryOptions,
+  S3Sink,
+  type S3SinkHealth,
+  type S3SinkOptions,
+  type S3TimeoutOptions,
+  type SinkLogger,
+} from "./sinks/s3/index.ts";
+export { Spool, type SpoolEntry, type SpoolEntryMeta, spoolFileName } from "./spool.ts";
 export type { Batch, ShippedRecord, Sink, SourceRange } from "./types.ts";

@@ -1,0 +1,122 @@
+import { createHash } from "node:crypto";
+import {
+  HeadObjectCommand,
+  PutObjectCommand,
+  type PutObjectCommandInput,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import type { SpoolEntryMeta } from "../../spool.ts";
+import { MULTIPART_PART_BYTES, MULTIPART_QUEUE_SIZE, type ResolvedS3SinkOptions } from "./config.ts";
+
+/** The NDJSON media type (the body's type once Content-Encoding is undone). */
+const CONTENT_TYPE = "application/x-ndjson";
+/** User metadata key holding the body's SHA-256 (hex): multipart objects have no whole-object SHA-256 checksum. */
+export const SHA256_METADATA = "sha256";
+/** An attempt may take this long per MiB of body on top of the request timeout (1 MiB/s floor). */
+const MS_PER_MIB = 1_000;
+
+/**
+ * The S3 client: credentials from the SDK's default chain (no option takes a secret), our own
+ * retries (maxAttempts 1: one policy, one place, and health() sees every failure), timeouts on
+ * connect and socket inactivity so a hung store fails an attempt, and checksums only where we
+ * set them: the SDK's default CRC32 "flexible checksums" (WHEN_SUPPORTED) send headers that several
+ * S3-compatible stores reject, and we send our own SHA-256 and MD5 on every PUT anyway.
+ */
+export function createS3Client(o: ResolvedS3SinkOptions): S3Client {
+  return new S3Client({
+    ...(o.region ? { region: o.region } : {}),
+    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
+    forcePathStyle: o.forcePathStyle,
+    maxAttempts: 1,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    requestHandler: { connectionTimeout: o.timeouts.connectMs, requestTimeout: o.timeouts.requestMs },
+  });
+}
+
+/** How long one upload attempt may take before it is aborted and retried. */
+export function attemptDeadlineMs(o: ResolvedS3SinkOptions, size: number): number {
+  return o.timeouts.connectMs + o.timeouts.requestMs + Math.ceil(size / (1 << 20)) * MS_PER_MIB;
+}
+
+function lockParams(o: ResolvedS3SinkOptions, now: Date): Partial<PutObjectCommandInput> {
+  if (!o.objectLock) return {};
+  return {
+    ObjectLockMode: o.objectLock.mode,
+    ObjectLockRetainUntilDate: new Date(now.getTime() + o.objectLock.days * 86_400_000),
+  };
+}
+
+/**
+ * Uploads one body. Up to the multipart threshold: one PutObject with Content-MD5 and
+ * x-amz-checksum-sha256 (precomputed, so the SDK computes nothing and the store verifies both).
+ * Above it: lib-storage's multipart Upload, each part with a SHA-256 checksum the SDK computes.
+ */
+export async function putObject(
+  client: S3Client,
+  o: ResolvedS3SinkOptions,
+  meta: SpoolEntryMeta,
+  body: Buffer,
+  signal: AbortSignal,
+): Promise<void> {
+  const common = {
+    Bucket: o.bucket,
+    Key: meta.key,
+    ContentType: CONTENT_TYPE,
+    ContentEncoding: meta.contentEncoding,
+    Metadata: { [SHA256_METADATA]: meta.sha256 },
+    ...lockParams(o, new Date()),
+  };
+  if (body.length <= o.multipartThresholdBytes) {
+    await client.send(
+      new PutObjectCommand({
+        ...common,
+        Body: body,
+        ContentLength: body.length,
+        ContentMD5: createHash("md5").update(body).digest("base64"),
+        ChecksumAlgorithm: "SHA256",
+        ChecksumSHA256: Buffer.from(meta.sha256, "hex").toString("base64"),
+      }),
+      { abortSignal: signal },
+    );
+    return;
+  }
+  const upload = new Upload({
+    client,
+    params: { ...common, Body: body, ChecksumAlgorithm: "SHA256" },
+    partSize: MULTIPART_PART_BYTES,
+    queueSize: MULTIPART_QUEUE_SIZE,
+    leavePartsOnError: false, // aborts the multipart upload, so no orphan parts are billed
+  });
+  const abort = (): void => void upload.abort().catch(() => undefined);
+  signal.addEventListener("abort", abort, { once: true });
+  try {
+    await upload.done();
+  } finally {
+    signal.removeEventListener("abort", abort);
+  }
+}
+
+/**
+ * Whether the key already holds this exact body (its SHA-256 metadata matches). Used with Object
+ * Lock, where the bucket is versioned: writing the key again would keep a second, locked copy.
+ */
+export async function storedWithSha(
+  client: S3Client,
+  o: ResolvedS3SinkOptions,
+  key: string,
+  sha256: string,
+  signal: AbortSignal,
+): Promise<boolean> {
+  try {
+    const head = await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: key }), {
+      abortSignal: signal,
+    });
+    return head.Metadata?.[SHA256_METADATA] === sha256;
+  } catch (error) {
+    const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+    if (status === 404) return false;
+    throw error;
+  }
+}

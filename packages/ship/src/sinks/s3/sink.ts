@@ -1,0 +1,355 @@
+import { createHash } from "node:crypto";
+import type { S3Client } from "@aws-sdk/client-s3";
+import { compress, ndjsonExtension } from "../../compression.ts";
+import { encodeNdjson } from "../../encode.ts";
+import { SinkError, SinkErrorCode } from "../../errors.ts";
+import { objectKey } from "../../partitioner.ts";
+import { Spool, type SpoolEntry } from "../../spool.ts";
+import type { Batch, Sink } from "../../types.ts";
+import { attemptDeadlineMs, createS3Client, putObject, storedWithSha } from "./_client.ts";
+import { classifyS3Error, type Target } from "./_errors.ts";
+import {
+  type ResolvedS3SinkOptions,
+  resolveS3SinkOptions,
+  S3_SINK_NAME,
+  type S3SinkOptions,
+  type SinkLogger,
+  type UploadedObject,
+} from "./config.ts";
+
+/** For /readyz and metrics. */
+export interface S3SinkHealth {
+  /** ok: the last upload worked; retrying: failing for less than the write budget; failing: longer, or an error retrying cannot fix. */
+  state: "ok" | "retrying" | "failing";
+  /** The last error's stable code (AUDITPIPE_ERR_SINK_...), while not ok. */
+  code?: string;
+  message?: string;
+  spoolBytes: number;
+  spoolFiles: number;
+}
+
+const silentLogger: SinkLogger = { info() {}, warn() {}, error() {} };
+
+/**
+ * Ships batches to S3 (or any S3-compatible store) through a durable spool. write(batch):
+ * encode + compress (deterministic bytes), spool (temp, fsync, rename; waits while the spool is
+ * full), upload (retrying retryable failures with backoff and jitter for up to `writeBudgetMs`),
+ * call onUploaded, delete the spool file, resolve. When write() rejects the batch stays spooled and
+ * a background drain keeps uploading it; the source's own retry of the same range then finds it.
+ *
+ * start() opens the spool and starts uploading what an earlier process left in it, oldest first;
+ * the first write() calls it when the caller did not.
+ */
+export class S3Sink implements Sink {
+  readonly name: string = S3_SINK_NAME;
+  readonly options: Readonly<ResolvedS3SinkOptions>;
+  private readonly onUploaded: S3SinkOptions["onUploaded"];
+  private readonly logger: SinkLogger;
+  private readonly target: Target;
+  private s3: S3Client | undefined;
+  private opening: Promise<Spool> | undefined;
+  private spool: Spool | undefined;
+  /** One upload attempt per key at a time; a second caller joins it. */
+  private readonly attempts = new Map<string, Promise<UploadedObject>>();
+  /** Keys a write() is uploading (with its own retries): the drain leaves them alone. */
+  private readonly writers = new Map<string, number>();
+  private draining: Promise<void> | undefined;
+  private readonly closing = new AbortController();
+  private failure: SinkError | undefined;
+  private failingSince = 0;
+
+  constructor(options: S3SinkOptions) {
+    this.options = resolveS3SinkOptions(options);
+    this.onUploaded = options.onUploaded;
+    this.logger = options.logger ?? silentLogger;
+    this.target = {
+      bucket: this.options.bucket,
+      endpoint: this.options.endpoint,
+      region: this.options.region,
+      spoolDir: this.options.spoolDir,
+    };
+  }
+
+  /** Created on first use, so constructing a sink does no I/O and reads no credentials. */
+  private get client(): S3Client {
+    this.s3 ??= createS3Client(this.options);
+    return this.s3;
+  }
+
+  /**
+   * Opens the spool and starts uploading what it holds (left by an earlier process), oldest first,
+   * in the background. Resolves once the spool is open; flush() waits for the upload. Idempotent.
+   */
+  async start(): Promise<void> {
+    await this.open();
+  }
+
+  /** Resolves when everything spooled now has been uploaded (retrying as long as it takes, until close()). */
+  async flush(): Promise<void> {
+    const spool = await this.open();
+    const keys = spool.list().map((e) => e.key);
+    while (keys.some((k) => spool.get(k))) {
+      this.closedCheck();
+      this.kick();
+      await this.sleep(50);
+    }
+  }
+
+  /** Bytes waiting in the spool (a gauge: it grows while the store is down). */
+  spoolBytes(): number {
+    return this.spool?.bytes() ?? 0;
+  }
+
+  /** Objects waiting in the spool. */
+  spoolFiles(): number {
+    return this.spool?.files() ?? 0;
+  }
+
+  health(): S3SinkHealth {
+    const spool = { spoolBytes: this.spoolBytes(), spoolFiles: this.spoolFiles() };
+    const f = this.failure;
+    if (!f) return { state: "ok", ...spool };
+    const long = Date.now() - this.failingSince >= this.options.retry.writeBudgetMs;
+    return {
+      state: f.retryable && !long ? "retrying" : "failing",
+      code: f.code,
+      message: f.message,
+      ...spool,
+    };
+  }
+
+  async write(batch: Batch): Promise<void> {
+    this.closedCheck();
+    if (batch.records.length === 0) return; // nothing to store; the range is still acknowledged
+    const spool = await this.open();
+    const o = this.options;
+    const key = this.keyOf(batch);
+    let body: Buffer | undefined;
+    let entry = spool.get(key);
+    if (!entry) {
+      body = await compress(encodeNdjson(batch.records), o.compression);
+      const meta = {
+        key,
+        sha256: createHash("sha256").update(body).digest("hex"),
+        size: body.length,
+        entries: batch.records.length,
+        range: batch.range,
+        contentEncoding: o.compression,
+      };
+      entry = await spool.put(meta, body); // waits while the spool is full: backpressure
+      this.closedCheck();
+    }
+    this.writers.set(key, (this.writers.get(key) ?? 0) + 1);
+    try {
+      await this.uploadWithRetry(entry, body);
+    } finally {
+      const n = (this.writers.get(key) ?? 1) - 1;
+      if (n > 0) this.writers.set(key, n);
+      else this.writers.delete(key);
+      if (spool.get(key)) this.kick(); // left spooled: the drain takes it over
+    }
+  }
+
+  /** Stops retries and the drain; what is spooled stays on disk for the next start. */
+  async close(): Promise<void> {
+    if (this.closing.signal.aborted) return;
+    this.closing.abort();
+    this.spool?.close();
+    await Promise.allSettled([this.draining, ...this.attempts.values()]);
+    this.s3?.destroy();
+    this.s3 = undefined;
+  }
+
+  /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.gz`. */
+  keyOf(batch: Batch): string {
+    const o = this.options;
+    const key = objectKey(batch, { host: o.host, extension: ndjsonExtension(o.compression) });
+    return o.prefix ? `${o.prefix}/${key}` : key;
+  }
+
+  private open(): Promise<Spool> {
+    this.opening ??= Spool.open(this.options.spoolDir, this.options.spoolMaxBytes, this.logger).then(
+      (spool) => {
+        this.spool = spool;
+        if (spool.files() > 0) {
+          this.logger.info(
+            { spoolDir: spool.dir, files: spool.files(), bytes: spool.bytes() },
+            "uploading objects left in the spool by an earlier run, oldest first",
+          );
+          this.kick();
+        }
+        return spool;
+      },
+      (error: unknown) => {
+        this.opening = undefined; // try again on the next call
+        throw error;
+      },
+    );
+    return this.opening;
+  }
+
+  private closedCheck(): void {
+    if (this.closing.signal.aborted)
+      throw new SinkError(SinkErrorCode.CLOSED, "S3Sink: write() after close()");
+  }
+
+  /** write()'s own upload: retryable failures are retried with backoff until the write budget runs out. */
+  private async uploadWithRetry(entry: SpoolEntry, body: Buffer | undefined): Promise<void> {
+    const { retry } = this.options;
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      if (!this.spool?.get(entry.key)) return; // the drain uploaded it meanwhile
+      try {
+        await this.attempt(entry, body);
+        return;
+      } catch (error) {
+        this.closedCheck();
+        const e = classifyS3Error(error, this.target);
+        if (!e.retryable) throw e;
+        const elapsed = Date.now() - started;
+        if (elapsed >= retry.writeBudgetMs)
+          throw new SinkError(
+            e.code,
+            `${e.message}; gave up on this write after ${Math.round(elapsed / 1000)} s (${attempt} attempts): ` +
+              `the batch stays in the spool (${this.options.spoolDir}) and is uploaded in the background`,
+            { retryable: true, storeCode: e.storeCode, httpStatus: e.httpStatus, requestId: e.requestId },
+          );
+        this.logger.warn(
+          {
+            sink: this.name,
+            key: entry.key,
+            attempt,
+            code: e.code,
+            storeCode: e.storeCode,
+            httpStatus: e.httpStatus,
+          },
+          "upload failed; retrying",
+        );
+        await this.sleep(this.backoff(attempt));
+      }
+    }
+  }
+
+  /** One upload of a spooled object, shared by every caller that asks while it runs. */
+  private attempt(entry: SpoolEntry, body?: Buffer): Promise<UploadedObject> {
+    const running = this.attempts.get(entry.key);
+    if (running) return running;
+    const p = this.attemptOnce(entry, body).then(
+      (uploaded) => {
+        this.failure = undefined;
+        return uploaded;
+      },
+      (error: unknown) => {
+        const e = classifyS3Error(error, this.target);
+        if (!this.failure) this.failingSince = Date.now();
+        this.failure = e;
+        throw e;
+      },
+    );
+    this.attempts.set(entry.key, p);
+    p.then(
+      () => this.attempts.delete(entry.key),
+      () => this.attempts.delete(entry.key),
+    );
+    return p;
+  }
+
+  private async attemptOnce(entry: SpoolEntry, given?: Buffer): Promise<UploadedObject> {
+    const spool = this.spool!;
+    const body = given ?? (await spool.read(entry));
+    const o = this.options;
+    const deadline = AbortSignal.timeout(attemptDeadlineMs(o, body.length));
+    const signal = AbortSignal.any([deadline, this.closing.signal]);
+    // With Object Lock the bucket is versioned: writing the key again would keep a second locked
+    // copy, so a body already stored under its key (same SHA-256) is not sent again.
+    const stored = o.objectLock
+      ? await storedWithSha(this.client, o, entry.key, entry.sha256, signal)
+      : false;
+    if (!stored) await putObject(this.client, o, entry, body, signal);
+    const uploaded: UploadedObject = {
+      key: entry.key,
+      sha256: entry.sha256,
+      size: entry.size,
+      entries: entry.entries,
+      range: entry.range,
+      contentEncoding: entry.contentEncoding,
+      uploadedAt: new Date().toISOString(),
+    };
+    try {
+      await this.onUploaded?.(uploaded);
+    } catch (error) {
+      throw new SinkError(
+        SinkErrorCode.HOOK_FAILED,
+        `onUploaded failed for ${entry.key} (${error instanceof Error ? error.message : String(error)}); ` +
+          "the object is stored but the batch stays spooled and is offered again",
+        { retryable: false },
+      );
+    }
+    await spool.remove(entry.key);
+    return uploaded;
+  }
+
+  /** Wakes the background drain of spooled objects no write() is uploading. */
+  private kick(): void {
+    if (this.closing.signal.aborted || this.draining || !this.spool) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+    });
+  }
+
+  private async drain(): Promise<void> {
+    const spool = this.spool!;
+    let failures = 0;
+    while (!this.closing.signal.aborted) {
+      const next = spool.list().find((e) => !this.writers.has(e.key));
+      if (!next) return;
+      try {
+        const uploaded = await this.attempt(next);
+        failures = 0;
+        this.logger.info(
+          { sink: this.name, key: uploaded.key, entries: uploaded.entries },
+          "spooled object uploaded",
+        );
+      } catch (error) {
+        if (this.closing.signal.aborted) return;
+        const e = classifyS3Error(error, this.target);
+        failures++;
+        this.logger.error(
+          {
+            sink: this.name,
+            key: next.key,
+            attempt: failures,
+            code: e.code,
+            storeCode: e.storeCode,
+            httpStatus: e.httpStatus,
+          },
+          e.message,
+        );
+        // An error retrying cannot fix waits the longest: someone has to act first.
+        await this.sleep(e.retryable ? this.backoff(failures) : this.options.retry.maxDelayMs);
+      }
+    }
+  }
+
+  /** Exponential backoff with "equal jitter": half fixed, half random, so retries of many sidecars spread out. */
+  private backoff(attempt: number): number {
+    const { baseDelayMs, maxDelayMs } = this.options.retry;
+    const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(attempt - 1, 20));
+    return ceiling / 2 + Math.random() * (ceiling / 2);
+  }
+
+  /** A sleep that close() cuts short. */
+  private sleep(ms: number): Promise<void> {
+    const signal = this.closing.signal;
+    if (signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
