@@ -58,8 +58,8 @@ describe("redactStatement: plannable statements get pg_stat_statements' $n", () 
   });
 
   it("keeps type modifiers, which are part of the type (pg_stat_statements keeps them too)", () => {
-    expect(text("SELECT 1.5::numeric(12,2), 'a'::char(3), x::mytype(4), f(5)")).toBe(
-      "SELECT $1::numeric(12,2), $2::char(3), x::mytype(4), f($3)",
+    expect(text("SELECT 1.5::numeric(12,2), 'a'::char(3), x::mytype(4), CAST(y AS vector(3)), f(5)")).toBe(
+      "SELECT $1::numeric(12,2), $2::char(3), x::mytype(4), CAST(y AS vector(3)), f($3)",
     );
   });
 

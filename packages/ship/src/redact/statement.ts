@@ -90,7 +90,9 @@ export function redactStatement(sql: string): RedactedStatement {
         const k1 = p1?.kind;
         parens.push(
           (k1 === "identifier" && TYPMOD_KEYWORDS.has(word(p1))) ||
-            ((k1 === "identifier" || k1 === "quoted-identifier") && word(p2) === "::"),
+            // `x::vector(3)`, `CAST(x AS vector(3))`: any type's modifiers (after AS, a
+            // parenthesis can otherwise only hold column aliases, never a number).
+            ((k1 === "identifier" || k1 === "quoted-identifier") && isTypeIntro(word(p2))),
         );
       } else if (c === 41 /* ) */) closedTypmod = parens.pop() === true;
       else if (c === 59 /* ; */ && token.end - token.start === 1) {
@@ -120,6 +122,10 @@ function highestParameter(sql: string, tokens: SqlToken[]): number {
     if (n > highest && Number.isSafeInteger(n)) highest = n;
   }
   return highest;
+}
+
+function isTypeIntro(word: string): boolean {
+  return word === "::" || word === "AS";
 }
 
 /** Placeholders are short: the length test spares the regex on real constants, however long. */
