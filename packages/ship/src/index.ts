@@ -1,6 +1,19 @@
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
 export { encodeNdjson, gzipNdjson } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails } from "./errors.ts";
+export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
+export {
+  DEFAULT_CLOSE_INTERVAL_MS,
+  DEFAULT_MANIFEST_GRACE_MS,
+  ManifestJournal,
+  type ManifestJournalOptions,
+} from "./manifest/journal.ts";
+export {
+  MANIFEST_VERSION,
+  type Manifest,
+  type ManifestLink,
+  type ManifestLogger,
+} from "./manifest/types.ts";
 export { objectKey } from "./partitioner.ts";
 export { lexSql, type SqlStringForm, type SqlToken, type SqlTokenKind } from "./redact/lexer.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";

@@ -1,0 +1,111 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { writeFileDurably } from "./_durable.ts";
+import { hourLabel, parseHourLabel } from "./_keys.ts";
+import { ManifestError, ManifestErrorCode } from "./errors.ts";
+import type { UploadedObject } from "./types.ts";
+
+/** The last manifest written: what the next one links to. */
+export interface ChainHead {
+  key: string;
+  sha256: string;
+  hourMs: number;
+}
+
+/** One journal line: an uploaded object and the manifest hour it was assigned to. */
+export interface JournalRecord {
+  hourMs: number;
+  object: UploadedObject;
+}
+
+export const JOURNAL_FILE = "manifest-journal.ndjson";
+export const HEAD_FILE = "manifest-head.json";
+const HEAD_VERSION = 1;
+
+interface HeadFile {
+  version: typeof HEAD_VERSION;
+  bucket: string;
+  prefix: string;
+  host: string;
+  last: { key: string; sha256: string; hour: string };
+}
+
+/** The chain head kept in the state dir, or null when there is none yet. */
+export async function readHead(
+  stateDir: string,
+  archive: { bucket: string; prefix: string; host: string },
+): Promise<ChainHead | null> {
+  const path = join(stateDir, HEAD_FILE);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+  let head: HeadFile;
+  try {
+    head = JSON.parse(text) as HeadFile;
+  } catch {
+    throw new ManifestError(ManifestErrorCode.STATE, `${path} is not JSON; restore it or move it away`);
+  }
+  const hourMs = parseHourLabel(head.last?.hour ?? "");
+  if (head.version !== HEAD_VERSION || hourMs === null || typeof head.last.sha256 !== "string")
+    throw new ManifestError(
+      ManifestErrorCode.STATE,
+      `${path} is not a manifest chain head (version ${head.version})`,
+    );
+  for (const field of ["bucket", "prefix", "host"] as const) {
+    if (head[field] !== archive[field])
+      throw new ManifestError(
+        ManifestErrorCode.STATE,
+        `${path} holds the chain of ${field} ${JSON.stringify(head[field])}, not ${JSON.stringify(archive[field])}`,
+      );
+  }
+  return { key: head.last.key, sha256: head.last.sha256, hourMs };
+}
+
+export async function writeHead(
+  stateDir: string,
+  archive: { bucket: string; prefix: string; host: string },
+  head: ChainHead,
+): Promise<void> {
+  const file: HeadFile = {
+    version: HEAD_VERSION,
+    ...archive,
+    last: { key: head.key, sha256: head.sha256, hour: hourLabel(head.hourMs) },
+  };
+  await writeFileDurably(join(stateDir, HEAD_FILE), `${JSON.stringify(file)}\n`);
+}
+
+export function encodeRecord(r: JournalRecord): string {
+  return `${JSON.stringify({ hour: hourLabel(r.hourMs), object: r.object })}\n`;
+}
+
+/**
+ * The journal's records. A line that does not parse is skipped: only the last line can be torn
+ * (a crash during an append whose record() never resolved, so the sink will upload it again).
+ */
+export async function readJournal(stateDir: string): Promise<{ records: JournalRecord[]; skipped: number }> {
+  let text: string;
+  try {
+    text = await readFile(join(stateDir, JOURNAL_FILE), "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { records: [], skipped: 0 };
+    throw error;
+  }
+  const records: JournalRecord[] = [];
+  let skipped = 0;
+  for (const line of text.split("\n")) {
+    if (line === "") continue;
+    try {
+      const parsed = JSON.parse(line) as { hour?: string; object?: UploadedObject };
+      const hourMs = parseHourLabel(parsed.hour ?? "");
+      if (hourMs === null || typeof parsed.object?.key !== "string") throw new Error("bad record");
+      records.push({ hourMs, object: parsed.object });
+    } catch {
+      skipped++;
+    }
+  }
+  return { records, skipped };
+}
