@@ -13,7 +13,17 @@ export {
   type Manifest,
   type ManifestLink,
   type ManifestLogger,
+  type UploadedObject,
 } from "./manifest/types.ts";
+export {
+  DEFAULT_CLOCK_SKEW_MS,
+  type FindingKind,
+  type VerifiedChain,
+  type VerifyFinding,
+  type VerifyOptions,
+  type VerifyReport,
+  verifyArchive,
+} from "./manifest/verify.ts";
 export { objectKey } from "./partitioner.ts";
 export { lexSql, type SqlStringForm, type SqlToken, type SqlTokenKind } from "./redact/lexer.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";

@@ -1,0 +1,85 @@
+import type { S3Client } from "@aws-sdk/client-s3";
+
+/**
+ * What verify can find:
+ * - `missing`: listed in a manifest, not in the bucket;
+ * - `altered`: in the bucket, but its SHA-256 is not the one listed;
+ * - `extra`: in the bucket, stored within the verified hours, but in no manifest;
+ * - `reordered`: a manifest's contents or links do not fit its place in the chain;
+ * - `broken-chain`: a manifest's `previous` hash does not match the previous manifest's bytes,
+ *   a second chain start, or a manifest that cannot be read;
+ * - `gap`: a manifest is missing (removed) from the chain;
+ * - `fork`: two manifests claim the same previous.
+ */
+export type FindingKind = "missing" | "altered" | "extra" | "reordered" | "broken-chain" | "gap" | "fork";
+
+export const FINDING_KINDS: readonly FindingKind[] = [
+  "missing",
+  "altered",
+  "extra",
+  "reordered",
+  "broken-chain",
+  "gap",
+  "fork",
+];
+
+export interface VerifyFinding {
+  kind: FindingKind;
+  /** The object or manifest the finding is about. */
+  key: string;
+  /** The manifest that lists the object, or links to what is wrong. */
+  manifest?: string;
+  /** For people: what was expected and what was found. */
+  reason: string;
+}
+
+export interface VerifyOptions {
+  /** Client for the archive's bucket; credentials as the caller resolves them. */
+  client: S3Client;
+  bucket: string;
+  /** The archive's key prefix (the sink's). */
+  prefix: string;
+  /** Verify one host's chain; default every host under `_manifests/`. */
+  host?: string;
+  /** Verify the hours from this instant's hour on (manifest hours are upload hours, UTC). */
+  from?: Date;
+  /** … up to the hour holding this instant (inclusive). */
+  to?: Date;
+  /** Objects stored this close to the end of the last manifest are "pending", not "extra" (clock skew); default 5 min. */
+  clockSkewMs?: number;
+  /** Objects downloaded and hashed at once; default 4. */
+  concurrency?: number;
+}
+
+export interface VerifiedChain {
+  host: string;
+  /** Manifests verified (in range). */
+  manifests: number;
+  /** First and last verified hour, `YYYY-MM-DDTHH` (UTC), or null when none. */
+  first: string | null;
+  last: string | null;
+  /** The newest manifest of the chain, in range or not. */
+  head: string | null;
+}
+
+export interface VerifyReport {
+  /** No finding. */
+  ok: boolean;
+  bucket: string;
+  prefix: string;
+  chains: VerifiedChain[];
+  /** The verified hours: start of the first to end of the last (ISO 8601), or null when none. */
+  range: { from: string; to: string } | null;
+  /** Manifests verified. */
+  manifests: number;
+  /** Distinct objects downloaded and hashed (a key listed twice counts once). */
+  objects: number;
+  /** Entries in those objects, as the manifests list them. */
+  entries: number;
+  /** Bytes hashed. */
+  bytes: number;
+  /** Objects stored after the last manifest was closed: the next manifest will list them. */
+  pending: string[];
+  counts: Record<FindingKind, number>;
+  findings: VerifyFinding[];
+}
