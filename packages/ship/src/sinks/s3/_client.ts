@@ -31,7 +31,12 @@ export function createS3Client(o: ResolvedS3SinkOptions): S3Client {
     maxAttempts: 1,
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
-    requestHandler: { connectionTimeout: o.timeouts.connectMs, requestTimeout: o.timeouts.requestMs },
+    requestHandler: {
+      connectionTimeout: o.timeouts.connectMs,
+      requestTimeout: o.timeouts.requestMs,
+      // Without it, smithy only warns when a request is past requestTimeout and keeps waiting.
+      throwOnRequestTimeout: true,
+    },
   });
 }
 
