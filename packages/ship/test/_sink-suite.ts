@@ -1,0 +1,236 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Batch, ShippedRecord, Sink } from "@auditpipe/ship";
+import { decompress } from "@auditpipe/ship";
+import type { MinioServer } from "@auditpipe/testkit";
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import { afterEach, describe, expect, test } from "vitest";
+
+/** One shipped record, as the source would hand it; `n` makes each distinct. */
+export function record(
+  n: number,
+  ts = "2024-05-06T07:08:09.123Z",
+  statement = `SELECT ${n} FROM accounts`,
+): ShippedRecord {
+  return {
+    ts,
+    user: "app",
+    database: "shop",
+    pid: 4242,
+    session_id: "6638a1b2.1092",
+    session_line: n,
+    application_name: "psql",
+    remote_host: "[local]",
+    audit_type: "SESSION",
+    statement_id: n,
+    substatement_id: 1,
+    class: "READ",
+    command: "SELECT",
+    object_type: "",
+    object_name: "",
+    statement,
+    parameter: "<not logged>",
+    rows: null,
+    source: { file: "/var/log/postgresql/postgresql.csv", offset: n * 100 },
+  };
+}
+
+/** A batch covering `[start, end)` of source `sourceId` with `count` records. */
+export function batch(sourceId: string, start: number, end: number, count = 3, ts?: string): Batch {
+  const records = Array.from({ length: count }, (_, i) => record(start + i, ts));
+  return {
+    range: { sourceId, sourceName: `/var/log/postgresql/${sourceId}.csv`, start, end },
+    records,
+    bytes: count * 100,
+  };
+}
+
+export function tempDir(name: string): string {
+  return mkdtempSync(join(tmpdir(), `auditpipe-${name}-`));
+}
+
+/** What the store holds: key → raw stored bytes. */
+export type Stored = Map<string, Buffer>;
+
+/** A sink under test, with a view of its store and a way to make the store fail. */
+export interface SinkHarness {
+  sink: Sink;
+  /** Everything stored, by key relative to the sink's root (prefix included). */
+  stored(): Promise<Stored>;
+  /** The NDJSON lines of a stored object. */
+  lines(body: Buffer, key: string): Promise<string[]>;
+  /** Makes the store unavailable: writes must fail (or wait), never acknowledge. */
+  breakStore(): Promise<void>;
+  repairStore(): Promise<void>;
+  /** Releases the sink and whatever the harness made. */
+  dispose(): Promise<void>;
+}
+
+/** Settles within `ms`, or says it is still pending. */
+async function settleWithin<T>(p: Promise<T>, ms: number): Promise<"resolved" | "rejected" | "pending"> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<"pending">((resolve) => {
+    timer = setTimeout(() => resolve("pending"), ms);
+  });
+  const result = await Promise.race([
+    p.then(
+      () => "resolved" as const,
+      () => "rejected" as const,
+    ),
+    timeout,
+  ]);
+  clearTimeout(timer);
+  return result;
+}
+
+/** Writes like a source does: on a rejection, waits and writes the same batch again. */
+export async function writeUntilAcked(sink: Sink, b: Batch, delayMs = 200): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await sink.write(b);
+      return attempt;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
+
+/**
+ * The contract every sink keeps (conventions: one suite, every sink): write stores and then
+ * acknowledges; writing the same range again leaves one object with the same bytes; an empty
+ * batch is acknowledged without an object; while the store fails nothing is acknowledged, and
+ * once it is back the same writes store each batch exactly once (backpressure: the source waits).
+ */
+export function testSink(name: string, make: () => Promise<SinkHarness>): void {
+  describe(`sink conformance: ${name}`, () => {
+    let h: SinkHarness | undefined;
+    afterEach(async () => {
+      await h?.dispose();
+      h = undefined;
+    });
+
+    test("write stores the batch, then acknowledges", async () => {
+      h = await make();
+      const b = batch("a1b2c3", 0, 300);
+      await h.sink.write(b);
+      const stored = await h.stored();
+      expect(stored.size).toBe(1);
+      const [key, body] = [...stored][0]!;
+      expect(key).toMatch(
+        /dt=2024-05-06\/hour=07\/.*a1b2c3-0000000000000000-0000000000000300\.ndjson\.(gz|zst)$/,
+      );
+      const lines = await h.lines(body, key);
+      expect(lines.map((l) => JSON.parse(l))).toEqual(b.records);
+    });
+
+    test("writing the same range again leaves one object with the same bytes", async () => {
+      h = await make();
+      const b = batch("a1b2c3", 300, 600);
+      await h.sink.write(b);
+      const first = await h.stored();
+      await h.sink.write(b);
+      await h.sink.write(structuredClone(b));
+      const again = await h.stored();
+      expect([...again.keys()]).toEqual([...first.keys()]);
+      for (const [key, body] of first) expect(again.get(key)?.equals(body)).toBe(true);
+    });
+
+    test("an empty batch is acknowledged without an object", async () => {
+      h = await make();
+      await h.sink.write({
+        range: { sourceId: "e", sourceName: "e", start: 0, end: 50 },
+        records: [],
+        bytes: 0,
+      });
+      expect((await h.stored()).size).toBe(0);
+    });
+
+    test("while the store fails, write() does not acknowledge; written again later, the batch is stored", async () => {
+      h = await make();
+      await h.breakStore();
+      const b = batch("f00d", 0, 100);
+      expect(await settleWithin(h.sink.write(b), 15_000)).toBe("rejected");
+      await h.repairStore();
+      expect((await h.stored()).size).toBe(0);
+      await writeUntilAcked(h.sink, b);
+      const stored = await h.stored();
+      expect(stored.size).toBe(1);
+    });
+
+    test("backpressure: with the store down no write is acknowledged; once it is back every batch is stored once", async () => {
+      h = await make();
+      const harness = h;
+      await harness.breakStore();
+      const batches = [0, 1, 2, 3].map((i) => batch("beef", i * 100, i * 100 + 100, 2));
+      const outcomes = await Promise.all(batches.map((b) => settleWithin(harness.sink.write(b), 3_000)));
+      expect(outcomes).not.toContain("resolved");
+      await harness.repairStore();
+      await Promise.all(batches.map((b) => writeUntilAcked(harness.sink, b)));
+      const stored = await harness.stored();
+      expect(stored.size).toBe(batches.length);
+      const all: unknown[] = [];
+      for (const [key, body] of stored)
+        all.push(...(await harness.lines(body, key)).map((l) => JSON.parse(l)));
+      expect(all).toHaveLength(8);
+      expect(new Set(all.map((r) => (r as ShippedRecord).source.offset)).size).toBe(8);
+    });
+  });
+}
+
+/** Environment for the SDK's default credential chain, pointed at a MinIO (returns the undo). */
+export function useCredentials(accessKeyId: string, secretAccessKey: string): () => void {
+  const names = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+  ];
+  const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+  for (const n of names) delete process.env[n];
+  if (accessKeyId) process.env.AWS_ACCESS_KEY_ID = accessKeyId;
+  if (secretAccessKey) process.env.AWS_SECRET_ACCESS_KEY = secretAccessKey;
+  // No instance metadata look-up and no shared files: the test decides what the chain finds.
+  process.env.AWS_EC2_METADATA_DISABLED = "true";
+  process.env.AWS_SHARED_CREDENTIALS_FILE = "/nonexistent/credentials";
+  process.env.AWS_CONFIG_FILE = "/nonexistent/config";
+  return () => {
+    for (const n of names) {
+      if (saved[n] === undefined) delete process.env[n];
+      else process.env[n] = saved[n];
+    }
+  };
+}
+
+/** Every object in a bucket, key → bytes. */
+export async function bucketContents(client: S3Client, bucket: string): Promise<Stored> {
+  const out: Stored = new Map();
+  let token: string | undefined;
+  do {
+    const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, ContinuationToken: token }));
+    for (const o of page.Contents ?? []) {
+      const got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key! }));
+      out.set(o.Key!, Buffer.from(await got.Body!.transformToByteArray()));
+    }
+    token = page.NextContinuationToken;
+  } while (token);
+  return out;
+}
+
+/** NDJSON lines of a stored body, decompressed by its extension. */
+export async function ndjsonLines(body: Buffer, key: string): Promise<string[]> {
+  const text = (await decompress(body, key.endsWith(".zst") ? "zstd" : "gzip")).toString("utf8");
+  expect(text.endsWith("\n")).toBe(true);
+  return text.slice(0, -1).split("\n");
+}
+
+let bucketSeq = 0;
+/** A fresh bucket name per test. */
+export async function freshBucket(minio: MinioServer, objectLock = false): Promise<string> {
+  const name = `t${process.pid}-${++bucketSeq}-${Date.now().toString(36)}`;
+  await minio.createBucket(name, { objectLock });
+  return name;
+}
