@@ -64,6 +64,14 @@ export const MAX_IN_FLIGHT_BATCHES = 3;
  * sink) are never deferred.
  */
 const ACK_CHECKPOINT_INTERVAL_MS = 1_000;
+/**
+ * A pass that read less than this is a trickle (PostgreSQL writing as it goes, one fs event per
+ * write): wait COALESCE_MS before the next pass instead of running one per event. Each pass costs
+ * a directory listing, stats, a fingerprint read and a checkpoint look whatever it reads; under
+ * pgbench, one pass per write cost the sidecar ~50 µs of CPU per entry instead of ~10.
+ */
+const TRICKLE_BYTES = 256 << 10;
+const COALESCE_MS = 20;
 
 const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
 
@@ -173,6 +181,7 @@ export class FileSource {
       while (!this.stopping) {
         await this.scan();
         let progressed = false;
+        let bytesRead = 0;
         const now = Date.now();
         const ordered = [...this.files.values()].sort((a, b) => a.mtimeMs - b.mtimeMs);
         const newest = ordered.filter((f) => !f.gone).at(-1);
@@ -181,6 +190,7 @@ export class FileSource {
           const read = await file.read(now);
           if (read > 0) {
             progressed = true;
+            bytesRead += read;
           } else {
             file.quiet(Date.now(), this.options.quietMs ?? 50);
             // Rotated away (a newer file exists) or deleted, read to the end and quiet: let it go.
@@ -198,6 +208,8 @@ export class FileSource {
         if (!progressed || Date.now() - this.lastSave >= ACK_CHECKPOINT_INTERVAL_MS)
           await this.saveCheckpoints();
         if (!progressed && !this.stopping) await this.idle();
+        else if (bytesRead < TRICKLE_BYTES && !this.stopping)
+          await new Promise((resolve) => setTimeout(resolve, COALESCE_MS));
       }
       await this.shutdown();
     } catch (error) {
