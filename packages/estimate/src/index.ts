@@ -1,2 +1,32 @@
+export type { Catalog, CatalogColumn, CatalogTable } from "./_catalog.ts";
+export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
+export {
+  AUDITPIPE_ERR_BAD_WORKLOAD,
+  AUDITPIPE_ERR_DB_CONNECT,
+  AUDITPIPE_ERR_DB_PRIVILEGE,
+  AUDITPIPE_ERR_DB_QUERY,
+  EstimateError,
+} from "./errors.ts";
+export { auditCsv, DEFAULT_PRICE_PER_GB, type EstimateOptions, estimate, meanDigits } from "./model.ts";
+export {
+  COLLECTOR_BOUND_WRITES,
+  COLLECTOR_LOSS,
+  HOOK_COST_US,
+  LINE_COST_US,
+  overheadRange,
+  SAME_DISK_FACTOR,
+} from "./overhead.ts";
+export {
+  DEFAULT_AUDIT_ROLE,
+  findSensitive,
+  type Recommendation,
+  recommend,
+  recommendationSql,
+  recommendedConfig,
+  SENSITIVE_PATTERNS,
+  type SensitiveColumn,
+  type SensitiveTable,
+} from "./recommend.ts";
 export { expandPrefix, type RecordFields, recordBytes, renderRecord, TYPICAL_QUERY_ID } from "./render.ts";
+export { DEFAULT_INTERVAL_MS, type SampleOptions, sampleWorkload, type WorkloadSample } from "./sample.ts";
 export type * from "./types.ts";

@@ -20,6 +20,8 @@ export interface RelationUse {
   columns?: string[];
   /** Columns an UPDATE sets or an INSERT fills; absent means every column. */
   writtenColumns?: string[];
+  /** Locked FOR UPDATE/SHARE (as FK checks do), which needs UPDATE privilege as well as SELECT. */
+  locked?: boolean;
   /** A pg_catalog / information_schema relation (filtered out unless log_catalog is on). */
   catalog?: boolean;
 }

@@ -1,0 +1,222 @@
+/**
+ * Which audit entries one call of a statement produces under a configuration: pgaudit 1.7's
+ * log_select_dml / log_audit_event rules, one entry template at a time (see docs/estimator.md
+ * "Entries").
+ */
+import { sessionClasses } from "./configs.ts";
+import type { AuditConfig, ForeignKey, Grant, Privilege, RelationUse, StatementLoad } from "./types.ts";
+
+/** One audit entry of a statement call, before its record is rendered. */
+export interface EntryTemplate {
+  auditType: "SESSION" | "OBJECT";
+  /** Class as printed (MISC_SET prints MISC). */
+  class: string;
+  command: string;
+  objectType: string;
+  objectName: string;
+  /** Statement text logged, or a marker when it is not. */
+  statement: { text: string; params: number } | "<previously logged>" | "<not logged>";
+  rows: number;
+  /** Substatement id (FK checks are substatements of the statement that fired them). */
+  substatement: number;
+}
+
+interface Resolved {
+  on: Set<string>;
+  config: AuditConfig;
+}
+
+export function resolveConfig(config: AuditConfig): Resolved {
+  return { on: sessionClasses(config.log), config };
+}
+
+/** pgaudit's class for a utility command tag. */
+export function utilityClass(command: string): string {
+  const c = command.toUpperCase();
+  if (c === "SET" || c === "RESET") return "MISC_SET";
+  if (c === "DO") return "FUNCTION";
+  if (c === "GRANT" || c === "REVOKE" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(c)) return "ROLE";
+  if (c === "TRUNCATE TABLE" || c === "TRUNCATE") return "WRITE";
+  if (c === "COPY") return "READ";
+  if (/^(CREATE|ALTER|DROP|COMMENT|SECURITY LABEL|IMPORT|REFRESH)/.test(c)) return "DDL";
+  return "MISC";
+}
+
+const printed = (cls: string): string => (cls === "MISC_SET" ? "MISC" : cls);
+
+function requiredPerms(use: RelationUse): Privilege[] {
+  if (use.write === "INSERT") return ["INSERT"];
+  if (use.write) return [use.write, "SELECT"];
+  return use.locked ? ["SELECT", "UPDATE"] : ["SELECT"];
+}
+
+const overlaps = (a: string[] | undefined, b: string[] | undefined): boolean =>
+  a === undefined || a.length === 0 || b === undefined || b.length === 0 || a.some((x) => b.includes(x));
+
+/**
+ * Whether the audit role's grants make pgaudit log this relation (audit_on_relation, then
+ * audit_on_any_attribute for the selected, inserted and updated columns; an empty column set
+ * means "any column").
+ */
+export function isGranted(
+  grants: Grant[] | undefined,
+  relation: string,
+  required: Privilege[],
+  read: string[] | undefined,
+  written: string[] | undefined,
+): boolean {
+  const mine = (grants ?? []).filter((g) => g.relation === relation);
+  if (mine.some((g) => !g.columns && g.privileges.some((p) => required.includes(p)))) return true;
+  const columnGrants = mine.filter((g) => g.columns && g.columns.length > 0);
+  if (required.includes("SELECT")) {
+    if (columnGrants.some((g) => g.privileges.includes("SELECT") && overlaps(read, g.columns))) return true;
+  }
+  for (const w of ["INSERT", "UPDATE"] as const) {
+    if (!required.includes(w)) continue;
+    if (
+      columnGrants.some((g) => g.privileges.some((p) => required.includes(p)) && overlaps(written, g.columns))
+    )
+      return true;
+  }
+  return false;
+}
+
+/** Builds the entries of one stack item, applying log_statement_once and log_statement. */
+class StackItem {
+  private logged = false;
+  readonly entries: EntryTemplate[] = [];
+  constructor(
+    private readonly config: AuditConfig,
+    private readonly text: string,
+    private readonly params: number,
+    private readonly rows: number,
+    private readonly substatement: number,
+  ) {}
+  add(auditType: EntryTemplate["auditType"], cls: string, command: string, objectName: string): void {
+    const c = this.config;
+    let statement: EntryTemplate["statement"];
+    if (c.logStatement === false) statement = "<not logged>";
+    else if (this.logged && c.logStatementOnce) statement = "<previously logged>";
+    else statement = { text: this.text, params: this.params };
+    this.logged = true;
+    this.entries.push({
+      auditType,
+      class: printed(cls),
+      command,
+      objectType: objectName === "" ? "" : "TABLE",
+      objectName,
+      statement,
+      rows: this.rows,
+      substatement: this.substatement,
+    });
+  }
+}
+
+/** Entries of one DML executor run over `relations` (log_select_dml). */
+function dmlEntries(
+  r: Resolved,
+  item: StackItem,
+  statementClass: string,
+  statementCommand: string,
+  relations: RelationUse[],
+): void {
+  const c = r.config;
+  if (relations.length === 0) {
+    if (r.on.has(statementClass)) item.add("SESSION", statementClass, statementCommand, "");
+    return;
+  }
+  let first = true;
+  for (const use of relations) {
+    if (use.catalog && !c.logCatalog) continue;
+    if (first && !c.logRelation) {
+      if (r.on.has(statementClass)) item.add("SESSION", statementClass, statementCommand, "");
+      first = false;
+    }
+    const cls = use.write ? "WRITE" : "READ";
+    const command = use.write ?? "SELECT";
+    if (c.role && isGranted(c.grants, use.relation, requiredPerms(use), use.columns, use.writtenColumns))
+      item.add("OBJECT", cls, command, use.relation);
+    if (c.logRelation && r.on.has(cls)) item.add("SESSION", cls, command, use.relation);
+  }
+}
+
+/** The entries one call of `s` writes (without the FK checks it fires). */
+export function statementEntries(r: Resolved, s: StatementLoad, text: string): EntryTemplate[] {
+  const rows = Math.round(s.rowsPerCall);
+  const item = new StackItem(r.config, text, s.params ?? 0, rows, 1);
+  if (s.kind === "UTILITY") {
+    const cls = utilityClass(s.command ?? "");
+    if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");
+    return item.entries;
+  }
+  const cls = s.kind === "SELECT" ? "READ" : "WRITE";
+  dmlEntries(r, item, cls, s.kind, s.relations);
+  return item.entries;
+}
+
+/** Splits a qualified name as quote_qualified_identifier printed it. */
+export function splitQualified(name: string): [string, string] {
+  const parts: string[] = [];
+  let cur = "";
+  let quoted = false;
+  for (let i = 0; i < name.length; i++) {
+    const ch = name[i]!;
+    if (quoted) {
+      if (ch === '"' && name[i + 1] === '"') {
+        cur += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else cur += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ".") {
+      parts.push(cur);
+      cur = "";
+    } else cur += ch;
+  }
+  parts.push(cur);
+  return parts.length >= 2 ? [parts[0]!, parts.slice(1).join(".")] : ["public", parts[0]!];
+}
+
+const q = (s: string): string => `"${s.replaceAll('"', '""')}"`;
+
+/** The RI check query PostgreSQL runs per row (ri_triggers.c), as pgaudit logs it. */
+export function fkCheckText(target: string, columns: string[]): string {
+  const [schema, table] = splitQualified(target);
+  const where = columns.map((col, i) => `${q(col)} OPERATOR(pg_catalog.=) $${i + 1}`).join(" AND ");
+  return `SELECT 1 FROM ONLY ${q(schema)}.${q(table)} x WHERE ${where} FOR KEY SHARE OF x`;
+}
+
+/**
+ * Entries of one FK check (one per inserted child row, or per deleted parent row): a READ of the
+ * other table, session-logged with READ on, object-logged when the audit role holds SELECT or
+ * UPDATE on it at table level or on any column (the check locks FOR KEY SHARE, which needs
+ * UPDATE, and checks no updated columns, which pgaudit reads as "any column").
+ */
+export function fkCheckEntries(
+  r: Resolved,
+  checked: string,
+  columns: string[],
+  substatement: number,
+): EntryTemplate[] {
+  const item = new StackItem(r.config, fkCheckText(checked, columns), columns.length, 1, substatement);
+  dmlEntries(r, item, "READ", "SELECT", [{ relation: checked, columns, writtenColumns: [], locked: true }]);
+  return item.entries;
+}
+
+/** FK checks a statement fires per call: [checked table, key columns, checks per call]. */
+export function fkChecksOf(
+  s: StatementLoad,
+  fks: ForeignKey[],
+): { table: string; columns: string[]; perCall: number }[] {
+  if (s.fkChecksVisible === false) return [];
+  const out: { table: string; columns: string[]; perCall: number }[] = [];
+  for (const use of s.relations) {
+    if (use.write === "INSERT")
+      for (const fk of fks.filter((f) => f.child === use.relation))
+        out.push({ table: fk.parent, columns: fk.parentColumns, perCall: s.rowsPerCall });
+    if (use.write === "DELETE")
+      for (const fk of fks.filter((f) => f.parent === use.relation))
+        out.push({ table: fk.child, columns: fk.columns, perCall: s.rowsPerCall });
+  }
+  return out;
+}

@@ -1,0 +1,368 @@
+/**
+ * Just enough SQL reading to tell what a statement does and which relations and columns it
+ * touches, from pg_stat_statements' text and the catalog. A heuristic over tokens, not a parser:
+ * it is right for the DML applications send (one target, FROM/JOIN lists, column lists) and says
+ * "every column" when it cannot tell.
+ */
+import type { RelationUse, StatementKind } from "./types.ts";
+
+export interface Token {
+  /** `ident` (unquoted, lower-cased), `qident` (quoted, as written), `op`, `num`, `str`, `param`. */
+  type: "ident" | "qident" | "op" | "num" | "str" | "param";
+  value: string;
+}
+
+/** Tokens of `sql`; comments dropped, strings and quoted identifiers kept whole. */
+export function tokenize(sql: string): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  const n = sql.length;
+  while (i < n) {
+    const c = sql[i]!;
+    if (/\s/.test(c)) {
+      i++;
+    } else if (c === "-" && sql[i + 1] === "-") {
+      while (i < n && sql[i] !== "\n") i++;
+    } else if (c === "/" && sql[i + 1] === "*") {
+      const end = sql.indexOf("*/", i + 2);
+      i = end < 0 ? n : end + 2;
+    } else if (c === "'") {
+      let j = i + 1;
+      while (j < n && !(sql[j] === "'" && sql[j + 1] !== "'")) j += sql[j] === "'" ? 2 : 1;
+      out.push({ type: "str", value: sql.slice(i, j + 1) });
+      i = j + 1;
+    } else if (c === '"') {
+      let j = i + 1;
+      let value = "";
+      while (j < n) {
+        if (sql[j] === '"') {
+          if (sql[j + 1] === '"') {
+            value += '"';
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        value += sql[j++];
+      }
+      out.push({ type: "qident", value });
+      i = j + 1;
+    } else if (c === "$" && /[0-9]/.test(sql[i + 1] ?? "")) {
+      let j = i + 1;
+      while (j < n && /[0-9]/.test(sql[j]!)) j++;
+      out.push({ type: "param", value: sql.slice(i, j) });
+      i = j;
+    } else if (c === "$") {
+      const tag = /^\$[A-Za-z_]*\$/.exec(sql.slice(i))?.[0];
+      if (tag) {
+        const end = sql.indexOf(tag, i + tag.length);
+        const stop = end < 0 ? n : end + tag.length;
+        out.push({ type: "str", value: sql.slice(i, stop) });
+        i = stop;
+      } else {
+        out.push({ type: "op", value: c });
+        i++;
+      }
+    } else if (/[A-Za-z_\u0080-\uffff]/.test(c)) {
+      let j = i + 1;
+      while (j < n && /[A-Za-z0-9_$\u0080-\uffff]/.test(sql[j]!)) j++;
+      out.push({ type: "ident", value: sql.slice(i, j).toLowerCase() });
+      i = j;
+    } else if (/[0-9]/.test(c)) {
+      let j = i + 1;
+      while (j < n && /[0-9.eE]/.test(sql[j]!)) j++;
+      out.push({ type: "num", value: sql.slice(i, j) });
+      i = j;
+    } else {
+      out.push({ type: "op", value: c });
+      i++;
+    }
+  }
+  return out;
+}
+
+const isName = (t: Token | undefined): t is Token =>
+  t !== undefined && (t.type === "ident" || t.type === "qident");
+
+/** A relation of the catalog as the estimator needs it. */
+export interface CatalogRelation {
+  schema: string;
+  name: string;
+  columns: string[];
+}
+
+/** Looks up a (possibly qualified) name the way search_path `"$user", public` would. */
+export interface RelationLookup {
+  find(schema: string | null, name: string): CatalogRelation | undefined;
+}
+
+/** `schema.name` as quote_qualified_identifier prints it (quotes only where needed). */
+export function qualifiedName(schema: string, name: string): string {
+  return `${quoteIdentIfNeeded(schema)}.${quoteIdentIfNeeded(name)}`;
+}
+
+/** PostgreSQL's quote_identifier: quotes unless lower-case letters, digits and `_` (not leading a digit). */
+export function quoteIdentIfNeeded(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) && !RESERVED.has(name) ? name : quoteIdent(name);
+}
+
+/** Always double-quoted, embedded quotes doubled: safe for any name in generated SQL. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** A SQL string literal, embedded quotes doubled (standard_conforming_strings is on since 9.1). */
+export function quoteLiteral(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+const RESERVED = new Set(
+  "all analyse analyze and any array as asc asymmetric both case cast check collate column constraint create current_catalog current_date current_role current_time current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign from grant group having in initially intersect into lateral leading limit localtime localtimestamp not null offset on only or order placing primary references returning select session_user some symmetric table then to trailing true union unique user using variadic when where window with".split(
+    " ",
+  ),
+);
+
+const UTILITY_MISC = new Set([
+  "begin",
+  "start",
+  "commit",
+  "end",
+  "rollback",
+  "abort",
+  "savepoint",
+  "release",
+  "show",
+  "vacuum",
+  "analyze",
+  "analyse",
+  "checkpoint",
+  "discard",
+  "fetch",
+  "close",
+  "listen",
+  "notify",
+  "unlisten",
+  "lock",
+  "load",
+  "reindex",
+  "cluster",
+  "deallocate",
+  "prepare",
+  "explain",
+  "declare",
+  "move",
+  "set",
+  "reset",
+]);
+
+/** The command tag PostgreSQL gives a utility statement, from its first words. */
+function utilityTag(words: string[]): string {
+  const [a = "", b = "", c = ""] = words;
+  if (a === "end") return "COMMIT";
+  if (a === "abort") return "ROLLBACK";
+  if (a === "start") return "START TRANSACTION";
+  if (a === "rollback" && b === "to") return "ROLLBACK";
+  if (a === "create" || a === "alter" || a === "drop") {
+    const skip = new Set(["or", "replace", "unique", "temporary", "temp", "unlogged", "materialized"]);
+    const rest = words.slice(1).filter((w) => !skip.has(w));
+    const object = rest[0] === "foreign" || rest[0] === "event" ? `${rest[0]} ${rest[1]}` : (rest[0] ?? "");
+    return `${a} ${object}`.toUpperCase();
+  }
+  if (a === "set" && (b === "local" || b === "session")) return "SET";
+  if (a === "copy") return "COPY";
+  return (c === "" ? a : a).toUpperCase();
+}
+
+export interface StatementShape {
+  kind: StatementKind;
+  /** Command tag (utility statements; DML's is the kind). */
+  command: string;
+  /** pgAudit class of a utility statement: MISC, MISC_SET, DDL, ROLE, WRITE, READ, FUNCTION. */
+  utilityClass?: string;
+  relations: RelationUse[];
+  /** `$n` placeholders in the text. */
+  placeholders: number;
+}
+
+const CATALOG_SCHEMAS = new Set(["pg_catalog", "information_schema"]);
+
+/** What a statement is and which relations it touches, resolved against the catalog. */
+export function analyzeStatement(sql: string, lookup: RelationLookup): StatementShape {
+  const tokens = tokenize(sql);
+  const placeholders = tokens.filter((t) => t.type === "param").length;
+  const words = tokens.filter((t) => t.type === "ident").map((t) => t.value);
+  // A leading WITH: the statement kind is the first DML keyword after the CTEs.
+  let first = tokens[0]?.type === "ident" ? tokens[0].value : "";
+  if (first === "with") first = words.find((w) => ["select", "insert", "update", "delete"].includes(w)) ?? "";
+  if (first === "values" || first === "table") first = "select";
+  const dml: Record<string, StatementKind> = {
+    select: "SELECT",
+    insert: "INSERT",
+    update: "UPDATE",
+    delete: "DELETE",
+    merge: "UPDATE",
+  };
+  const kind = dml[first];
+  if (kind === undefined) return utilityShape(tokens, words, placeholders, lookup);
+  return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders };
+}
+
+function utilityShape(
+  tokens: Token[],
+  words: string[],
+  placeholders: number,
+  lookup: RelationLookup,
+): StatementShape {
+  const a = words[0] ?? "";
+  const command = utilityTag(words.slice(0, 4));
+  let utilityClass = "MISC";
+  if (a === "set" || a === "reset") utilityClass = "MISC_SET";
+  else if (a === "do" || a === "call") utilityClass = "FUNCTION";
+  else if (a === "grant" || a === "revoke" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(command))
+    utilityClass = "ROLE";
+  else if (a === "truncate") utilityClass = "WRITE";
+  else if (a === "copy") {
+    utilityClass = words.includes("from") && !tokens.some((t) => t.value === "(") ? "WRITE" : "READ";
+  } else if (!UTILITY_MISC.has(a)) utilityClass = "DDL";
+  const relations: RelationUse[] = [];
+  if (a === "copy" && isName(tokens[1])) {
+    const rel = resolve(tokens, 1, lookup);
+    if (rel) relations.push({ relation: rel.name, ...(rel.catalog ? { catalog: true } : {}) });
+  }
+  return { kind: "UTILITY", command, utilityClass, relations, placeholders };
+}
+
+interface Resolved {
+  name: string;
+  columns: string[];
+  catalog: boolean;
+  next: number;
+}
+
+function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved | undefined {
+  const a = tokens[at];
+  if (!isName(a)) return undefined;
+  let schema: string | null = null;
+  let name = a.value;
+  let next = at + 1;
+  if (tokens[at + 1]?.value === "." && isName(tokens[at + 2])) {
+    schema = a.value;
+    name = tokens[at + 2]!.value;
+    next = at + 3;
+  }
+  const rel = lookup.find(schema, name);
+  if (!rel) {
+    if (schema !== null && CATALOG_SCHEMAS.has(schema))
+      return { name: qualifiedName(schema, name), columns: [], catalog: true, next };
+    if (schema === null && name.startsWith("pg_"))
+      return { name: qualifiedName("pg_catalog", name), columns: [], catalog: true, next };
+    return undefined;
+  }
+  return {
+    name: qualifiedName(rel.schema, rel.name),
+    columns: rel.columns,
+    catalog: CATALOG_SCHEMAS.has(rel.schema),
+    next,
+  };
+}
+
+const CLAUSE_END = new Set([
+  "where",
+  "group",
+  "order",
+  "limit",
+  "having",
+  "window",
+  "returning",
+  "on",
+  "using",
+  "set",
+  "values",
+  "union",
+  "except",
+  "intersect",
+  "for",
+  "offset",
+  "fetch",
+]);
+
+function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLookup): RelationUse[] {
+  const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
+  const star = tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
+  const found = new Map<string, RelationUse>();
+  const add = (rel: Resolved, write?: RelationUse["write"], written?: string[]): void => {
+    const read = star ? undefined : rel.columns.filter((c) => identifiers.has(c));
+    const prior = found.get(rel.name);
+    const use: RelationUse = {
+      relation: rel.name,
+      ...(write ? { write } : {}),
+      ...(read ? { columns: read } : {}),
+      ...(written ? { writtenColumns: written } : {}),
+      ...(rel.catalog ? { catalog: true } : {}),
+    };
+    if (!prior || write) found.set(rel.name, { ...prior, ...use });
+  };
+
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.type !== "ident") continue;
+    const v = t.value;
+    if (i === 0 && kind === "UPDATE" && v === "update") {
+      const at = tokens[1]?.value === "only" ? 2 : 1;
+      const rel = resolve(tokens, at, lookup);
+      if (rel) add(rel, "UPDATE", setColumns(tokens, rel.columns));
+    } else if (v === "into" && kind === "INSERT" && tokens[i - 1]?.value === "insert") {
+      const rel = resolve(tokens, i + 1, lookup);
+      if (rel) {
+        const list = tokens[rel.next]?.value === "(" ? columnList(tokens, rel.next, rel.columns) : undefined;
+        add(rel, "INSERT", list);
+      }
+    } else if (v === "from" && kind === "DELETE" && tokens[i - 1]?.value === "delete") {
+      const at = tokens[i + 1]?.value === "only" ? i + 2 : i + 1;
+      const rel = resolve(tokens, at, lookup);
+      if (rel) add(rel, "DELETE");
+    } else if (v === "from" || v === "join" || (v === "using" && kind === "DELETE")) {
+      // FROM a, b c, schema.d AS e
+      let at = tokens[i + 1]?.value === "only" ? i + 2 : i + 1;
+      for (;;) {
+        const rel = resolve(tokens, at, lookup);
+        if (!rel) break;
+        add(rel);
+        let j = rel.next;
+        while (j < tokens.length && tokens[j]!.value !== "," && !CLAUSE_END.has(tokens[j]!.value)) {
+          if (tokens[j]!.value === "join" || tokens[j]!.value === "(") break;
+          j++;
+        }
+        if (tokens[j]?.value !== ",") break;
+        at = j + 1;
+      }
+    }
+  }
+  return [...found.values()];
+}
+
+function setColumns(tokens: Token[], columns: string[]): string[] {
+  const start = tokens.findIndex((t) => t.value === "set");
+  if (start < 0) return [];
+  const out: string[] = [];
+  for (let i = start + 1; i < tokens.length && tokens[i]!.value !== "where"; i++) {
+    const t = tokens[i]!;
+    if (isName(t) && tokens[i + 1]?.value === "=" && columns.includes(t.value)) out.push(t.value);
+  }
+  return out;
+}
+
+function columnList(tokens: Token[], open: number, columns: string[]): string[] {
+  const out: string[] = [];
+  for (let i = open + 1; i < tokens.length && tokens[i]!.value !== ")"; i++) {
+    const t = tokens[i]!;
+    if (isName(t) && columns.includes(t.value)) out.push(t.value);
+  }
+  return out;
+}
+
+/** The text with each `$n` placeholder replaced by a constant `length` characters long. */
+export function withConstants(sql: string, length: number): string {
+  const constant = "9".repeat(Math.max(1, Math.round(length)));
+  return sql.replace(/\$[0-9]+/g, constant);
+}

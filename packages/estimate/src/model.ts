@@ -1,0 +1,228 @@
+/**
+ * The volume model: a workload and a candidate configuration in, entries/s by class, bytes per
+ * entry, MB/hour, GB/day, $/month and the overhead range out. Pure: no I/O, no clock.
+ */
+import {
+  type EntryTemplate,
+  fkCheckEntries,
+  fkChecksOf,
+  resolveConfig,
+  statementEntries,
+} from "./_entries.ts";
+import { withConstants } from "./_sql.ts";
+import { overheadRange } from "./overhead.ts";
+import { recordBytes, TYPICAL_QUERY_ID } from "./render.ts";
+import type { AuditConfig, Estimate, LogContext, Rate, StatementLoad, Workload } from "./types.ts";
+
+export interface EstimateOptions {
+  /** $ per GB stored and ingested; default DEFAULT_PRICE_PER_GB. */
+  pricePerGb?: number;
+  /** Whether the log directory shares a disk with the data directory (overhead model); default true. */
+  logOnDataDisk?: boolean;
+}
+
+/** A managed log service's list price for ingesting a GB (e.g. CloudWatch Logs standard, $0.50/GB): an assumption; pass yours. */
+export const DEFAULT_PRICE_PER_GB = 0.5;
+/** Sessions of a connection pool live for hours: line numbers and statement ids of about this size. */
+const LONG_SESSION_LINES = 200_000;
+
+const SECONDS_PER_MONTH = 30 * 86_400;
+
+/** Mean printed digits of the integers 1..n (line numbers and statement ids grow through a session). */
+export function meanDigits(n: number): number {
+  if (n <= 1) return 1;
+  let total = 0;
+  for (let d = 1, lo = 1; lo <= n; d++, lo *= 10) total += d * (Math.min(n, lo * 10 - 1) - lo + 1);
+  return total / n;
+}
+
+interface Stream {
+  entries: EntryTemplate[];
+  perSec: number;
+  commandTag: string;
+  /** Whether entries print a transaction id (writes and what they fire). */
+  xid: boolean;
+}
+
+function streams(workload: Workload, config: AuditConfig): Stream[] {
+  const r = resolveConfig(config);
+  const out: Stream[] = [];
+  const explainedInserts = new Map<string, number>();
+  for (const s of workload.statements) {
+    const text = loggedText(s, workload.log);
+    const write = s.kind === "INSERT" || s.kind === "UPDATE" || s.kind === "DELETE";
+    out.push({
+      entries: statementEntries(r, s, text),
+      perSec: s.callsPerSec,
+      commandTag: tagOf(s),
+      xid: write,
+    });
+    let sub = 2;
+    for (const fk of fkChecksOf(s, workload.foreignKeys)) {
+      out.push({
+        entries: fkCheckEntries(r, fk.table, fk.columns, sub++),
+        perSec: s.callsPerSec * fk.perCall,
+        commandTag: tagOf(s),
+        xid: true,
+      });
+    }
+    for (const use of s.relations)
+      if (use.write === "INSERT")
+        explainedInserts.set(
+          use.relation,
+          (explainedInserts.get(use.relation) ?? 0) + s.callsPerSec * s.rowsPerCall,
+        );
+  }
+  // Rows inserted that no statement explains (COPY, triggers, functions) still fire FK checks.
+  for (const [table, rate] of Object.entries(workload.tableInsertsPerSec ?? {})) {
+    const extra = rate - (explainedInserts.get(table) ?? 0);
+    if (extra <= rate * 0.05) continue;
+    for (const fk of workload.foreignKeys.filter((f) => f.child === table))
+      out.push({
+        entries: fkCheckEntries(r, fk.parent, fk.parentColumns, 2),
+        perSec: extra,
+        commandTag: "COPY",
+        xid: true,
+      });
+  }
+  return out;
+}
+
+const tagOf = (s: StatementLoad): string => (s.kind === "UTILITY" ? (s.command ?? "???") : s.kind);
+
+/** The text pgaudit logs: constants where pg_stat_statements shows `$n`, unless they are real parameters. */
+function loggedText(s: StatementLoad, log: LogContext): string {
+  return (s.params ?? 0) > 0 ? s.text : withConstants(s.text, log.constantLength);
+}
+
+/** pgaudit's append_valid_csv: quoted (quotes doubled) when the value holds `,` `"` CR or LF. */
+export function auditCsv(value: string): string {
+  return /[,"\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+function message(e: EntryTemplate, config: AuditConfig, log: LogContext, statementId: number): string {
+  let tail: string;
+  if (typeof e.statement === "string") tail = `${e.statement},${e.statement}`;
+  else {
+    const n = e.statement.params;
+    const values = Array.from({ length: n }, () => "9".repeat(log.constantLength)).join(",");
+    const param = !config.logParameter ? "<not logged>" : n === 0 ? "<none>" : auditCsv(values);
+    tail = `${auditCsv(e.statement.text)},${param}`;
+  }
+  const rows = config.logRows ? `,${e.rows}` : "";
+  return `AUDIT: ${e.auditType},${statementId},${e.substatement},${e.class},${auditCsv(e.command)},${e.objectType},${auditCsv(e.objectName)},${tail}${rows}`;
+}
+
+/** The context with the session-dependent numbers (line, statement id, vxid) set for a line rate. */
+function sessionContext(log: LogContext, workload: Workload, entriesPerSec: number): LogContext {
+  const sessions = workload.sessionsPerSec ?? 0;
+  const perSession = (rate: number): number => (sessions > 0 ? rate / sessions : LONG_SESSION_LINES);
+  const lines = Math.max(1, perSession(entriesPerSec));
+  const txns = Math.max(1, perSession(workload.transactionsPerSec));
+  const typical = (n: number): number => 10 ** Math.round(meanDigits(Math.round(n)) - 1);
+  const backendId = log.vxid.split("/")[0] ?? "3";
+  return {
+    ...log,
+    sessionLine: typical(lines),
+    statementId: typical(lines),
+    vxid: `${backendId}/${typical(txns)}`,
+  };
+}
+
+function add(map: Record<string, Rate>, key: string, entries: number, bytes: number): void {
+  const t = map[key] ?? { entriesPerSec: 0, bytesPerSec: 0 };
+  t.entriesPerSec += entries;
+  t.bytesPerSec += bytes;
+  map[key] = t;
+}
+
+/** Bytes per second PostgreSQL's own log_statement / log_duration add (lines that are not audit entries). */
+function otherLines(
+  workload: Workload,
+  config: AuditConfig,
+  ctx: LogContext,
+): { lines: number; bytes: number } {
+  let lines = 0;
+  let bytes = 0;
+  const level = config.pgLogStatement ?? "none";
+  const queryId = ctx.queryIds ? TYPICAL_QUERY_ID : "0";
+  for (const s of workload.statements) {
+    const fields = { commandTag: tagOf(s), xid: 0, queryId };
+    const cls = s.kind === "UTILITY" ? undefined : s.kind;
+    const isDdl = s.kind === "UTILITY" && /^(CREATE|ALTER|DROP|GRANT|REVOKE|COMMENT)/.test(s.command ?? "");
+    const isMod = cls === "INSERT" || cls === "UPDATE" || cls === "DELETE" || isDdl;
+    if (level === "all" || (level === "mod" && isMod) || (level === "ddl" && isDdl)) {
+      lines += s.callsPerSec;
+      bytes += s.callsPerSec * recordBytes(ctx.destination, ctx, `statement: ${loggedText(s, ctx)}`, fields);
+    }
+    if (config.pgLogDuration) {
+      lines += s.callsPerSec;
+      bytes += s.callsPerSec * recordBytes(ctx.destination, ctx, "duration: 0.123 ms", fields);
+    }
+  }
+  return { lines, bytes };
+}
+
+/** What `config` would write on `workload`. */
+export function estimate(workload: Workload, config: AuditConfig, options: EstimateOptions = {}): Estimate {
+  const all = streams(workload, config);
+  const entriesPerSec = all.reduce((sum, s) => sum + s.perSec * s.entries.length, 0);
+  const ctx = sessionContext(workload.log, workload, entriesPerSec);
+  const queryId = ctx.queryIds ? TYPICAL_QUERY_ID : "0";
+  const byClass: Record<string, Rate> = {};
+  const byAuditType: Record<string, Rate> = {};
+  const byObject: Record<string, Rate> = {};
+  let bytesPerSec = 0;
+  for (const s of all) {
+    for (const e of s.entries) {
+      const bytes =
+        s.perSec *
+        recordBytes(ctx.destination, ctx, message(e, config, ctx, ctx.statementId), {
+          commandTag: s.commandTag,
+          xid: s.xid ? workload.log.xid : 0,
+          queryId,
+        });
+      bytesPerSec += bytes;
+      add(byClass, e.class, s.perSec, bytes);
+      add(byAuditType, e.auditType, s.perSec, bytes);
+      if (e.objectName !== "") add(byObject, e.objectName, s.perSec, bytes);
+    }
+  }
+  const other = otherLines(workload, config, ctx);
+  const price = options.pricePerGb ?? DEFAULT_PRICE_PER_GB;
+  const tps = workload.transactionsPerSec;
+  const totalBytes = bytesPerSec + other.bytes;
+  const overhead = overheadRange({
+    workload,
+    entriesPerSec,
+    linesPerSec: entriesPerSec + other.lines,
+    bytesPerLine: entriesPerSec + other.lines > 0 ? totalBytes / (entriesPerSec + other.lines) : 0,
+    auditing: entriesPerSec > 0 || Boolean(config.role),
+    logOnDataDisk: options.logOnDataDisk ?? true,
+  });
+  const notes: string[] = [];
+  if (
+    workload.statements.some(
+      (s) => s.kind === "SELECT" && s.relations.length === 0 && /\bfrom\b/i.test(s.text),
+    )
+  )
+    notes.push("some statements name relations the catalog does not know: counted as touching none");
+  return {
+    config: config.name,
+    entriesPerSec,
+    bytesPerSec,
+    bytesPerEntry: entriesPerSec > 0 ? bytesPerSec / entriesPerSec : 0,
+    entriesPerTransaction: tps > 0 ? entriesPerSec / tps : 0,
+    bytesPerTransaction: tps > 0 ? bytesPerSec / tps : 0,
+    otherBytesPerSec: other.bytes,
+    mbPerHour: (totalBytes * 3600) / 1e6,
+    gbPerDay: (totalBytes * 86_400) / 1e9,
+    dollarsPerMonth: ((totalBytes * SECONDS_PER_MONTH) / 1e9) * price,
+    pricePerGb: price,
+    byClass,
+    byAuditType,
+    byObject,
+    overhead,
+    notes,
+  };
+}

@@ -1,0 +1,469 @@
+/**
+ * Samples a live database into a Workload: pg_stat_statements, pg_stat_user_tables and
+ * pg_stat_database read twice over an interval give the rates; the catalog gives relations,
+ * columns and foreign keys; pg_settings gives the log format and the current pgAudit setup.
+ * Works without pg_stat_statements (coarser, and says so) and names missing privileges.
+ */
+import pg from "pg";
+import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
+import { analyzeStatement, qualifiedName } from "./_sql.ts";
+import { sampleError } from "./errors.ts";
+import type {
+  AuditConfig,
+  Grant,
+  LogContext,
+  LogDestinationName,
+  Privilege,
+  StatementLoad,
+  Workload,
+} from "./types.ts";
+
+export interface SampleOptions {
+  /** A connection string or node-postgres config; libpq's PG* variables fill in what is missing. */
+  connection?: string | pg.ClientConfig;
+  /** Time between the two reads of the statistics; default 60 s. */
+  intervalMs?: number;
+  /** Called about once a second while waiting, and once when the first read is done (elapsed 0). */
+  onProgress?: (elapsedMs: number, totalMs: number) => void;
+  /** Printed length of a constant standing for a `$n` in normalized statements; default 4. */
+  constantLength?: number;
+}
+
+/** What a sample found, with the workload the model runs on. */
+export interface WorkloadSample {
+  takenAt: string;
+  intervalSec: number;
+  database: string;
+  workload: Workload;
+  catalog: Catalog;
+  /** pgaudit.*, log_destination, log_line_prefix, log_statement and related settings as the server reports them. */
+  settings: Record<string, string>;
+  /** The configuration the server runs now (pgaudit.* and the audit role's grants). */
+  currentConfig: AuditConfig;
+  /** Whether per-statement rates came from pg_stat_statements (false: estimated from table statistics). */
+  statementStats: boolean;
+  /** What could not be read and what that costs in accuracy. */
+  warnings: string[];
+}
+
+export const DEFAULT_INTERVAL_MS = 60_000;
+
+const SETTINGS = [
+  "log_destination",
+  "log_line_prefix",
+  "log_statement",
+  "log_duration",
+  "log_timezone",
+  "logging_collector",
+  "compute_query_id",
+  "shared_preload_libraries",
+  "server_version",
+];
+
+interface StatRow {
+  key: string;
+  userid: string;
+  query: string;
+  calls: number;
+  rows: number;
+  time: number;
+}
+
+interface Snapshot {
+  statements: Map<string, StatRow> | null;
+  tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
+  xacts: number;
+  sessions: number;
+}
+
+const tagged = (sql: string): string => `${sql} ${SAMPLER_TAG}`;
+
+async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snapshot> {
+  let statements: Map<string, StatRow> | null = null;
+  if (useStatements) {
+    const res = await client.query(
+      tagged(`SELECT userid::text AS userid, queryid::text AS queryid, query, calls::float8 AS calls, rows::float8 AS rows,
+                     total_exec_time AS time
+                FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND toplevel`),
+    );
+    statements = new Map();
+    for (const r of res.rows) {
+      const key = `${r.userid}:${r.queryid}`;
+      statements.set(key, {
+        key,
+        userid: r.userid,
+        query: r.query ?? "",
+        calls: r.calls,
+        rows: r.rows,
+        time: r.time,
+      });
+    }
+  }
+  const tables = new Map<string, { ins: number; upd: number; del: number; scans: number }>();
+  const t = await client.query(
+    tagged(`SELECT schemaname AS s, relname AS r, n_tup_ins::float8 AS ins, n_tup_upd::float8 AS upd, n_tup_del::float8 AS del,
+                   (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::float8 AS scans FROM pg_stat_user_tables`),
+  );
+  for (const r of t.rows)
+    tables.set(`${r.s}\u0000${r.r}`, { ins: r.ins, upd: r.upd, del: r.del, scans: r.scans });
+  const d = await client.query(
+    tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, coalesce(sessions, 0)::float8 AS s
+              FROM pg_stat_database WHERE datname = current_database()`),
+  );
+  return { statements, tables, xacts: d.rows[0]?.x ?? 0, sessions: d.rows[0]?.s ?? 0 };
+}
+
+async function readSettings(client: pg.Client): Promise<Record<string, string>> {
+  const res = await client.query(
+    tagged(`SELECT name, setting FROM pg_settings WHERE name LIKE 'pgaudit.%' OR name = ANY($1)`),
+    [SETTINGS],
+  );
+  return Object.fromEntries(res.rows.map((r) => [r.name, r.setting]));
+}
+
+async function readGrants(client: pg.Client, role: string): Promise<Grant[]> {
+  const res = await client.query(
+    tagged(`WITH r AS (SELECT oid FROM pg_roles WHERE rolname = $1)
+            SELECT n.nspname AS s, c.relname AS t, NULL::text AS col, a.privilege_type AS p
+              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) a, r
+             WHERE a.grantee = r.oid
+            UNION ALL
+            SELECT n.nspname, c.relname, att.attname, a.privilege_type
+              FROM pg_attribute att JOIN pg_class c ON c.oid = att.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace,
+                   aclexplode(att.attacl) a, r
+             WHERE a.grantee = r.oid AND NOT att.attisdropped`),
+    [role],
+  );
+  const grants = new Map<string, Grant>();
+  for (const row of res.rows) {
+    if (!["SELECT", "INSERT", "UPDATE", "DELETE"].includes(row.p)) continue;
+    const relation = qualifiedName(row.s, row.t);
+    const key = `${relation}|${row.col === null ? "" : "cols"}|${row.p}`;
+    const g = grants.get(key) ?? {
+      relation,
+      privileges: [row.p as Privilege],
+      ...(row.col === null ? {} : { columns: [] }),
+    };
+    if (row.col !== null) g.columns!.push(row.col);
+    grants.set(key, g);
+  }
+  return [...grants.values()];
+}
+
+const onOff = (v: string | undefined): boolean => v === "on";
+
+/** The configuration a server runs, from its settings and the audit role's grants. */
+async function currentConfig(client: pg.Client, settings: Record<string, string>): Promise<AuditConfig> {
+  const role = settings["pgaudit.role"] ?? "";
+  return {
+    name: "current",
+    log: (settings["pgaudit.log"] ?? "none").split(","),
+    logRelation: onOff(settings["pgaudit.log_relation"]),
+    logCatalog: settings["pgaudit.log_catalog"] !== "off",
+    logStatementOnce: onOff(settings["pgaudit.log_statement_once"]),
+    logParameter: onOff(settings["pgaudit.log_parameter"]),
+    logRows: onOff(settings["pgaudit.log_rows"]),
+    logStatement: settings["pgaudit.log_statement"] !== "off",
+    ...(role === "" ? {} : { role, grants: await readGrants(client, role) }),
+    pgLogStatement: (settings.log_statement ?? "none") as AuditConfig["pgLogStatement"],
+    pgLogDuration: onOff(settings.log_duration),
+  };
+}
+
+function destinationOf(setting: string | undefined, warnings: string[]): LogDestinationName {
+  const list = (setting ?? "stderr").split(",").map((s) => s.trim());
+  const pick = (["csvlog", "jsonlog", "syslog", "stderr"] as const).find((d) => list.includes(d)) ?? "stderr";
+  if (list.length > 1)
+    warnings.push(
+      `log_destination is ${setting}: every entry is written ${list.length} times; estimated for ${pick} only`,
+    );
+  return pick;
+}
+
+async function logContext(
+  client: pg.Client,
+  settings: Record<string, string>,
+  constantLength: number,
+  warnings: string[],
+): Promise<LogContext> {
+  const r = await client.query(
+    tagged(`SELECT current_user AS u, current_database() AS d, pg_backend_pid() AS pid,
+                   txid_snapshot_xmax(txid_current_snapshot())::text AS xid,
+                   (SELECT to_char(now() AT TIME ZONE current_setting('log_timezone'), 'YYYY') ) AS y,
+                   (SELECT abbrev FROM pg_timezone_names WHERE name = current_setting('log_timezone')) AS tz,
+                   (SELECT mode() WITHIN GROUP (ORDER BY usename) FROM pg_stat_activity
+                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()) AS top_user,
+                   (SELECT mode() WITHIN GROUP (ORDER BY application_name) FROM pg_stat_activity
+                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()) AS top_app,
+                   (SELECT mode() WITHIN GROUP (ORDER BY coalesce(host(client_addr), '[local]')) FROM pg_stat_activity
+                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()) AS top_host`),
+  );
+  const row = r.rows[0];
+  const preload = settings.shared_preload_libraries ?? "";
+  const queryIds =
+    settings.compute_query_id === "on" ||
+    (settings.compute_query_id !== "off" &&
+      settings.compute_query_id !== "regress" &&
+      /pg_stat_statements/.test(preload));
+  const host = row.top_host ?? "[local]";
+  if (!row.top_user)
+    warnings.push("no other client is connected: user and application names are the sampler's own");
+  return {
+    destination: destinationOf(settings.log_destination, warnings),
+    prefix: settings.log_line_prefix ?? "%m [%p] ",
+    timezone: row.tz ?? "UTC",
+    user: row.top_user ?? row.u,
+    database: row.d,
+    application: row.top_app ?? "",
+    remoteHost: host,
+    remotePort: host === "[local]" ? null : 54321,
+    backendType: "client backend",
+    pid: Number(row.pid),
+    sessionLine: 1,
+    statementId: 1,
+    vxid: "3/1",
+    xid: Number(row.xid),
+    queryIds,
+    constantLength,
+  };
+}
+
+function delta(a: number, b: number): number {
+  return Math.max(0, b - a);
+}
+
+function statementLoads(
+  before: Snapshot,
+  after: Snapshot,
+  seconds: number,
+  catalog: Catalog,
+  visible: (userid: string, parent: string) => boolean,
+): { loads: StatementLoad[]; time: number; calls: number } {
+  const lookup = catalogLookup(catalog);
+  const loads: StatementLoad[] = [];
+  let time = 0;
+  let calls = 0;
+  for (const [key, now] of after.statements ?? []) {
+    if (now.query.includes(SAMPLER_TAG)) continue;
+    const prev = before.statements?.get(key);
+    const dc = delta(prev?.calls ?? 0, now.calls);
+    if (dc <= 0) continue;
+    const shape = analyzeStatement(now.query, lookup);
+    const inserted = shape.relations
+      .filter((r) => r.write === "INSERT" || r.write === "DELETE")
+      .map((r) => r.relation);
+    const fkParents = catalog.foreignKeys.filter(
+      (f) => inserted.includes(f.child) || inserted.includes(f.parent),
+    );
+    time += delta(prev?.time ?? 0, now.time);
+    calls += dc;
+    loads.push({
+      text: now.query,
+      callsPerSec: dc / seconds,
+      kind: shape.kind,
+      ...(shape.kind === "UTILITY" ? { command: shape.command } : {}),
+      relations: shape.relations,
+      rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
+      ...(fkParents.length > 0 && !fkParents.every((f) => visible(now.userid, f.parent))
+        ? { fkChecksVisible: false }
+        : {}),
+    });
+  }
+  return { loads, time, calls };
+}
+
+/** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
+function tableLoads(before: Snapshot, after: Snapshot, seconds: number, catalog: Catalog): StatementLoad[] {
+  const out: StatementLoad[] = [];
+  for (const t of catalog.tables) {
+    const key = `${t.schema}\u0000${t.name}`;
+    const a = before.tables.get(key);
+    const b = after.tables.get(key);
+    if (!a || !b) continue;
+    const ins = delta(a.ins, b.ins) / seconds;
+    const upd = delta(a.upd, b.upd) / seconds;
+    const del = delta(a.del, b.del) / seconds;
+    const reads = Math.max(0, delta(a.scans, b.scans) / seconds - upd - del);
+    const name = t.qualified;
+    const cols = t.columns.map((c) => c.name);
+    const list = cols.slice(0, 6).join(", ");
+    if (reads > 0)
+      out.push({
+        text: `SELECT ${list} FROM ${name} WHERE ${cols[0] ?? "id"} = $1`,
+        callsPerSec: reads,
+        kind: "SELECT",
+        relations: [{ relation: name }],
+        rowsPerCall: 1,
+      });
+    if (ins > 0)
+      out.push({
+        text: `INSERT INTO ${name} (${list}) VALUES (${cols
+          .slice(0, 6)
+          .map((_, i) => `$${i + 1}`)
+          .join(", ")})`,
+        callsPerSec: ins,
+        kind: "INSERT",
+        relations: [{ relation: name, write: "INSERT" }],
+        rowsPerCall: 1,
+      });
+    if (upd > 0)
+      out.push({
+        text: `UPDATE ${name} SET ${cols[1] ?? "x"} = $1 WHERE ${cols[0] ?? "id"} = $2`,
+        callsPerSec: upd,
+        kind: "UPDATE",
+        relations: [{ relation: name, write: "UPDATE" }],
+        rowsPerCall: 1,
+      });
+    if (del > 0)
+      out.push({
+        text: `DELETE FROM ${name} WHERE ${cols[0] ?? "id"} = $1`,
+        callsPerSec: del,
+        kind: "DELETE",
+        relations: [{ relation: name, write: "DELETE" }],
+        rowsPerCall: 1,
+      });
+  }
+  return out;
+}
+
+/** Whether pg_stat_statements can be read, and why not. */
+async function statementsAvailable(client: pg.Client, warnings: string[]): Promise<boolean> {
+  try {
+    const r = await client.query(
+      tagged(
+        "SELECT count(*) FILTER (WHERE query = '<insufficient privilege>')::int AS hidden FROM pg_stat_statements",
+      ),
+    );
+    if (r.rows[0].hidden > 0)
+      warnings.push(
+        "pg_stat_statements hides other users' statements from this role: grant it pg_read_all_stats (GRANT pg_read_all_stats TO <role>) for their text",
+      );
+    return true;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "42P01")
+      warnings.push(
+        "pg_stat_statements is not installed in this database (CREATE EXTENSION pg_stat_statements): rates come from table statistics, per table and operation, without statement text, BEGIN/COMMIT or parameters (coarse)",
+      );
+    else if (code === "55000")
+      warnings.push(
+        "pg_stat_statements is not loaded (shared_preload_libraries): rates come from table statistics (coarse)",
+      );
+    else if (code === "42501")
+      warnings.push(
+        "permission denied for pg_stat_statements: grant pg_read_all_stats to this role; rates come from table statistics (coarse)",
+      );
+    else throw error;
+    return false;
+  }
+}
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Samples the database: two reads `intervalMs` apart. The connection's password is never logged or returned. */
+export async function sampleWorkload(options: SampleOptions = {}): Promise<WorkloadSample> {
+  const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
+  const client = new pg.Client(
+    typeof options.connection === "string"
+      ? { connectionString: options.connection }
+      : (options.connection ?? {}),
+  );
+  try {
+    await client.connect();
+  } catch (error) {
+    throw sampleError("connect", error);
+  }
+  try {
+    await client.query(tagged("SET application_name = 'auditpipe-estimate'"));
+    const warnings: string[] = [];
+    const settings = await readSettings(client);
+    if (!/pgaudit/.test(settings.shared_preload_libraries ?? ""))
+      warnings.push(
+        "pgaudit is not in shared_preload_libraries: add it and restart before applying any configuration",
+      );
+    const useStatements = await statementsAvailable(client, warnings);
+    const catalog = await readCatalog(client);
+    const log = await logContext(client, settings, options.constantLength ?? 4, warnings);
+    const config = await currentConfig(client, settings);
+
+    const before = await snapshot(client, useStatements);
+    const started = Date.now();
+    options.onProgress?.(0, interval);
+    const clientCounts: number[] = [];
+    while (Date.now() - started < interval) {
+      await sleep(Math.min(1000, interval - (Date.now() - started)));
+      const a = await client.query(
+        tagged(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'
+                   AND pid <> pg_backend_pid() AND state NOT IN ('idle') AND datname = current_database()`),
+      );
+      clientCounts.push(a.rows[0].n);
+      options.onProgress?.(Math.min(interval, Date.now() - started), interval);
+    }
+    const after = await snapshot(client, useStatements);
+    const seconds = (Date.now() - started) / 1000;
+
+    const owners = new Map(catalog.tables.map((t) => [t.qualified, t.owner]));
+    const members = new Map<string, boolean>();
+    if (useStatements) {
+      const pairs = await client.query(
+        tagged(`SELECT u.userid::text AS userid, o.owner, pg_has_role(u.userid, o.owner, 'MEMBER') AS m
+                  FROM (SELECT DISTINCT userid FROM pg_stat_statements) u, unnest($1::text[]) o(owner)`),
+        [[...new Set(owners.values())]],
+      );
+      for (const r of pairs.rows) members.set(`${r.userid}|${r.owner}`, r.m);
+    }
+    const visible = (userid: string, parent: string): boolean =>
+      members.get(`${userid}|${owners.get(parent)}`) ?? true;
+
+    const notes: string[] = [];
+    let statements: StatementLoad[];
+    let meanStatementMs: number | undefined;
+    if (useStatements) {
+      const s = statementLoads(before, after, seconds, catalog, visible);
+      statements = s.loads;
+      meanStatementMs = s.calls > 0 ? s.time / s.calls : undefined;
+      notes.push(`pg_stat_statements over ${seconds.toFixed(1)} s: ${statements.length} statements`);
+    } else {
+      statements = tableLoads(before, after, seconds, catalog);
+      notes.push(
+        `table statistics over ${seconds.toFixed(1)} s (no pg_stat_statements): one statement per table and operation, no BEGIN/COMMIT`,
+      );
+    }
+    const tableInsertsPerSec: Record<string, number> = {};
+    for (const t of catalog.tables) {
+      const key = `${t.schema}\u0000${t.name}`;
+      const ins = delta(before.tables.get(key)?.ins ?? 0, after.tables.get(key)?.ins ?? 0) / seconds;
+      if (ins > 0) tableInsertsPerSec[t.qualified] = ins;
+    }
+    const clients = clientCounts.length > 0 ? Math.max(...clientCounts) : 0;
+    const workload: Workload = {
+      transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
+      statements,
+      foreignKeys: catalog.foreignKeys,
+      tableInsertsPerSec,
+      sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
+      ...(clients > 0 ? { clients } : {}),
+      ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
+      log,
+      notes,
+    };
+    return {
+      takenAt: new Date().toISOString(),
+      intervalSec: seconds,
+      database: log.database,
+      workload,
+      catalog,
+      settings,
+      currentConfig: config,
+      statementStats: useStatements,
+      warnings,
+    };
+  } catch (error) {
+    throw sampleError("sample", error);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,123 @@
+/** Switching audit configurations on a live cluster and measuring what pgaudit wrote. */
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AuditConfig } from "@auditpipe/estimate";
+import type { VolumeReport } from "@auditpipe/meter";
+import { type PostgresCluster, repoRoot, sleep } from "@auditpipe/testkit";
+// The CLI's own reader (what `auditpipe analyze` runs); apps are not packages we depend on.
+import { analyzeFiles } from "../../../apps/cli/src/analyze/read-logs.ts";
+
+const lit = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+const ident = (s: string): string => `"${s.replaceAll('"', '""')}"`;
+const onOff = (b: boolean | undefined): string => (b ? "on" : "off");
+
+function quoted(relation: string): string {
+  const [schema, table] = relation.split(".");
+  return `${ident(schema!)}.${ident(table!)}`;
+}
+
+/** ALTER SYSTEM + reload; the audit role's grants replaced by the configuration's. */
+export async function applyConfig(pg: PostgresCluster, c: AuditConfig, auditor: string): Promise<void> {
+  const statements = [
+    `ALTER SYSTEM SET pgaudit.log = ${lit(c.log.join(","))}`,
+    `ALTER SYSTEM SET pgaudit.log_relation = ${onOff(c.logRelation)}`,
+    `ALTER SYSTEM SET pgaudit.log_catalog = ${onOff(c.logCatalog !== false)}`,
+    `ALTER SYSTEM SET pgaudit.log_statement_once = ${onOff(c.logStatementOnce)}`,
+    `ALTER SYSTEM SET pgaudit.log_parameter = ${onOff(c.logParameter)}`,
+    `ALTER SYSTEM SET pgaudit.log_rows = ${onOff(c.logRows)}`,
+    `ALTER SYSTEM SET pgaudit.role = ${lit(c.role ?? "")}`,
+    `REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${ident(auditor)}`,
+    ...(c.grants ?? []).map(
+      (g) =>
+        `GRANT ${g.privileges.join(", ")}${g.columns ? ` (${g.columns.map(ident).join(", ")})` : ""} ON ${quoted(g.relation)} TO ${ident(auditor)}`,
+    ),
+    "SELECT pg_reload_conf()",
+  ];
+  for (const sql of statements) await pg.query(sql);
+  // A new backend must see the new settings before the load starts.
+  const want = c.log.join(",");
+  for (let i = 0; i < 50; i++) {
+    const client = await pg.connect();
+    try {
+      const r = await client.query(
+        "SELECT current_setting('pgaudit.log') AS log, current_setting('pgaudit.role') AS role",
+      );
+      if (r.rows[0].log === want && r.rows[0].role === (c.role ?? "")) return;
+    } finally {
+      await client.end();
+    }
+    await sleep(100);
+  }
+  throw new Error(`pgaudit settings did not take effect: ${want}`);
+}
+
+async function stableSize(file: string): Promise<number> {
+  let last = -1;
+  for (;;) {
+    const size = statSync(file).size;
+    if (size === last) return size;
+    last = size;
+    await sleep(200);
+  }
+}
+
+/** Runs `load` and analyzes the csvlog bytes written meanwhile (a copy of that slice of the file). */
+export async function measureBytes(pg: PostgresCluster, load: () => Promise<unknown>): Promise<VolumeReport> {
+  const file = pg.currentLogfiles().csvlog;
+  if (!file) throw new Error("no csvlog file");
+  const start = await stableSize(file);
+  await load();
+  const end = await stableSize(file);
+  const slice = Buffer.alloc(end - start);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, slice, 0, slice.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  const out = join(mkdtempSync(join(tmpdir(), "auditpipe-slice-")), "slice.csv");
+  writeFileSync(out, slice);
+  return analyzeFiles([out], { format: "csvlog" });
+}
+
+export interface ProofRow {
+  workload: string;
+  config: string;
+  predictedEntries: number;
+  measuredEntries: number;
+  predictedBytes: number;
+  measuredBytes: number;
+}
+
+const START = "<!-- proof:start -->";
+const END = "<!-- proof:end -->";
+
+/** With AUDITPIPE_WRITE_PROOF=1, replaces the table between the proof markers of docs/estimator.md. */
+export function writeProofTable(rows: ProofRow[]): void {
+  const table = [
+    "| workload | configuration | entries/txn predicted | measured | bytes/txn predicted | measured | error |",
+    "|---|---|--:|--:|--:|--:|--:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.workload} | ${r.config} | ${r.predictedEntries.toFixed(2)} | ${r.measuredEntries.toFixed(2)} | ${r.predictedBytes.toFixed(0)} | ${r.measuredBytes.toFixed(0)} | ${((r.predictedBytes / r.measuredBytes - 1) * 100).toFixed(1)}% |`,
+    ),
+  ].join("\n");
+  process.stdout.write(`\n${table}\n`);
+  const doc = join(repoRoot(), "docs", "estimator.md");
+  if (process.env.AUDITPIPE_WRITE_PROOF !== "1" || !existsSync(doc)) return;
+  const text = readFileSync(doc, "utf8");
+  const a = text.indexOf(START);
+  const b = text.indexOf(END);
+  if (a < 0 || b < a) return;
+  writeFileSync(doc, `${text.slice(0, a + START.length)}\n${table}\n${text.slice(b)}`);
+}
