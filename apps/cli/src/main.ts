@@ -1,6 +1,7 @@
 import { ANALYZE_HELP, analyzeCommand, type CommandIO } from "./commands/analyze.ts";
 import { DEMO_HELP, demoCommand } from "./commands/demo.ts";
 import { RUN_HELP, runCommand } from "./commands/run.ts";
+import { verifyCommand } from "./commands/verify.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
 
 export const HELP = `Usage: auditpipe <command> [flags]
@@ -9,6 +10,7 @@ Commands:
   analyze FILE...   report the pgAudit volume in PostgreSQL log files (csvlog, jsonlog, stderr, syslog)
   run               the sidecar: follow the logs, meter, ship to a sink, serve /metrics and /v1/volume
   demo              a live demo: scratch PostgreSQL + pgaudit, pgbench load, the sidecar on its logs
+  verify ARCHIVE    check an S3 archive against its hourly manifest chain (missing, altered, extra objects)
 
 Run 'auditpipe <command> --help' for a command's flags.
 `;
@@ -17,6 +19,7 @@ const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number
   analyze: analyzeCommand,
   run: runCommand,
   demo: (argv, io) => demoCommand(argv, { ...io, stdoutIsTTY: process.stdout.isTTY === true }),
+  verify: verifyCommand,
 };
 
 export { ANALYZE_HELP, DEMO_HELP, RUN_HELP };

@@ -1,0 +1,153 @@
+import { type VerifyReport, verifyArchive } from "@auditpipe/ship";
+import { S3Client } from "@aws-sdk/client-s3";
+import { parseFlags } from "../args.ts";
+import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--from DATE] [--to DATE] [--host H]
+                        [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]
+
+Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every listed
+object downloaded and hashed, every stored object accounted for. Reports missing, altered and
+extra objects, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any
+finding. Credentials come from the AWS SDK's default chain (environment, shared files, web
+identity, instance metadata), never from a flag.
+
+  --from DATE            first hour to verify (YYYY-MM-DD, YYYY-MM-DDTHH or ISO 8601; UTC)
+  --to DATE              last hour to verify (a bare date means the whole day)
+  --host H               one host's chain (default every host under _manifests/)
+  --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
+  --s3-region R          region (default AWS_REGION, else us-east-1 with --s3-endpoint)
+  --s3-force-path-style  path-style URLs (MinIO and most S3-compatible stores)
+  --json                 print the report as one JSON object on stdout and nothing else
+  -h, --help             this text
+`;
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_HOUR = /^\d{4}-\d{2}-\d{2}T\d{2}$/;
+const DAY_MS = 86_400_000;
+/** Findings printed one by one in the readable report; the rest are counted (--json has all). */
+const FINDINGS_SHOWN = 200;
+
+/** `s3://bucket/prefix/` → bucket and prefix without slashes at its ends. */
+function parseArchiveUrl(url: string | undefined): { bucket: string; prefix: string } {
+  if (url === undefined)
+    throw new UsageError(
+      "verify: the archive is missing: give s3://bucket/prefix (see auditpipe verify --help)",
+    );
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(url);
+  if (!m?.[1])
+    throw new UsageError(`verify: the archive must be s3://bucket/prefix (got ${JSON.stringify(url)})`);
+  return { bucket: m[1], prefix: (m[2] ?? "").replace(/^\/+|\/+$/g, "") };
+}
+
+function parseDate(flag: "from" | "to", value: string): Date {
+  let ms: number;
+  if (DATE_ONLY.test(value)) ms = Date.parse(`${value}T00:00:00Z`) + (flag === "to" ? DAY_MS - 1 : 0);
+  else if (DATE_HOUR.test(value)) ms = Date.parse(`${value}:00:00Z`);
+  else ms = Date.parse(value);
+  if (Number.isNaN(ms))
+    throw new UsageError(
+      `verify: --${flag} must be a date: YYYY-MM-DD, YYYY-MM-DDTHH or ISO 8601 (got ${JSON.stringify(value)})`,
+    );
+  return new Date(ms);
+}
+
+function plural(n: number, word: string): string {
+  return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+}
+
+export function renderVerifyReport(report: VerifyReport, archive: string): string {
+  const lines = [`auditpipe verify ${archive}`, ""];
+  for (const c of report.chains)
+    lines.push(
+      c.first === null
+        ? `host ${c.host}: no manifest in range (newest ${c.head ?? "none"})`
+        : `host ${c.host}: ${plural(c.manifests, "manifest")}, hours ${c.first} … ${c.last} UTC`,
+    );
+  if (report.range) lines.push(`verified uploads from ${report.range.from} to ${report.range.to}`);
+  lines.push(
+    `checked ${plural(report.objects, "object")}, ${plural(report.entries, "entry").replace(/entrys$/, "entries")}, ${report.bytes.toLocaleString("en-US")} bytes hashed`,
+  );
+  if (report.pending.length > 0)
+    lines.push(
+      `pending ${plural(report.pending.length, "object")} stored after the last closed manifest (listed by the next)`,
+    );
+  lines.push("");
+  if (report.ok) {
+    lines.push("result: clean, no finding");
+    return `${lines.join("\n")}\n`;
+  }
+  const width = Math.max(...report.findings.map((f) => f.kind.length));
+  for (const f of report.findings.slice(0, FINDINGS_SHOWN)) {
+    lines.push(`${f.kind.toUpperCase().padEnd(width)}  ${f.key}`);
+    lines.push(
+      `${" ".repeat(width)}  ${f.reason}${f.manifest && !f.reason.includes(f.manifest) ? ` (${f.manifest})` : ""}`,
+    );
+  }
+  if (report.findings.length > FINDINGS_SHOWN)
+    lines.push(`… and ${report.findings.length - FINDINGS_SHOWN} more (--json lists them all)`);
+  const counts = Object.entries(report.counts)
+    .filter(([, n]) => n > 0)
+    .map(([kind, n]) => `${n} ${kind}`)
+    .join(", ");
+  lines.push("", `result: ${plural(report.findings.length, "finding")} (${counts})`);
+  return `${lines.join("\n")}\n`;
+}
+
+export async function verifyCommand(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseFlags("verify", argv, {
+    from: { type: "string" },
+    to: { type: "string" },
+    host: { type: "string" },
+    "s3-endpoint": { type: "string" },
+    "s3-region": { type: "string" },
+    "s3-force-path-style": { type: "boolean", default: false },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  });
+  if (values.help) {
+    io.stdout(VERIFY_HELP);
+    return 0;
+  }
+  if (positionals.length > 1)
+    throw new UsageError(`verify: one archive only (got ${positionals.length}: ${positionals.join(" ")})`);
+  const archive = positionals[0];
+  const { bucket, prefix } = parseArchiveUrl(archive);
+  const from = values.from === undefined ? undefined : parseDate("from", String(values.from));
+  const to = values.to === undefined ? undefined : parseDate("to", String(values.to));
+  if (from && to && to < from) throw new UsageError("verify: --to is before --from");
+  const endpoint = values["s3-endpoint"] === undefined ? undefined : String(values["s3-endpoint"]);
+  if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint))
+    throw new UsageError(`verify: --s3-endpoint must be an http(s) URL (got ${JSON.stringify(endpoint)})`);
+  const host = values.host === undefined ? undefined : String(values.host);
+  if (host !== undefined && (host === "" || host.includes("/")))
+    throw new UsageError(`verify: --host must be a host name without '/' (got ${JSON.stringify(host)})`);
+  const region =
+    (values["s3-region"] as string | undefined) ??
+    process.env.AWS_REGION ??
+    process.env.AWS_DEFAULT_REGION ??
+    (endpoint ? "us-east-1" : undefined);
+
+  const client = new S3Client({
+    ...(endpoint ? { endpoint } : {}),
+    ...(region ? { region } : {}),
+    forcePathStyle: values["s3-force-path-style"] === true,
+  });
+  try {
+    const report = await verifyArchive({
+      client,
+      bucket,
+      prefix,
+      ...(host === undefined ? {} : { host }),
+      ...(from ? { from } : {}),
+      ...(to ? { to } : {}),
+    });
+    io.stdout(
+      values.json ? `${JSON.stringify(report, null, 2)}\n` : renderVerifyReport(report, archive ?? ""),
+    );
+    return report.ok ? 0 : EXIT_FAILURE;
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,145 @@
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { ManifestJournal, type UploadedObject } from "@auditpipe/ship";
+import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./_cli.ts";
+
+const CLI = join(import.meta.dirname, "..", "src", "_run.ts");
+const BUCKET = "audit-archive";
+const HOUR = 3_600_000;
+const HOST = "pg-0";
+
+let minio: MinioServer;
+beforeAll(async () => {
+  minio = await startMinio({ buckets: [BUCKET] });
+});
+afterAll(async () => {
+  await minio?.stop();
+});
+
+/** Runs the CLI from source as a user would, with the credentials in the environment only. */
+function verifyCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--conditions=@auditpipe/source", "--import", "tsx", CLI, "verify", ...args],
+      {
+        env: {
+          ...process.env,
+          AWS_ACCESS_KEY_ID: minio.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
+          AWS_REGION: minio.region,
+          AWS_CONFIG_FILE: "/nonexistent",
+          AWS_SHARED_CREDENTIALS_FILE: "/nonexistent",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Two closed hours of objects shaped like the S3 sink's, journaled and manifested. */
+async function buildArchive(prefix: string): Promise<UploadedObject[]> {
+  const client = minio.client();
+  const start = Math.floor(Date.now() / HOUR) * HOUR - HOUR;
+  let t = start;
+  const journal = await ManifestJournal.open({
+    client,
+    bucket: BUCKET,
+    prefix,
+    host: HOST,
+    stateDir: mkdtempSync(join(tmpdir(), "auditpipe-verify-cli-")),
+    now: () => new Date(t),
+  });
+  const objects: UploadedObject[] = [];
+  for (const [i, uploadedAt] of [start + 60_000, start + HOUR + 60_000].entries()) {
+    const body = gzipSync(
+      `${JSON.stringify({ ts: new Date(start).toISOString(), statement: `SELECT ${i}` })}\n`,
+    );
+    const offsets = `${String(i * 100).padStart(16, "0")}-${String(i * 100 + 100).padStart(16, "0")}`;
+    const dt = new Date(start).toISOString();
+    const key = `${prefix}/dt=${dt.slice(0, 10)}/hour=${dt.slice(11, 13)}/${HOST}/fp1-${offsets}.ndjson.gz`;
+    await client.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body, ContentEncoding: "gzip" }),
+    );
+    const o: UploadedObject = {
+      key,
+      sha256: createHash("sha256").update(body).digest("hex"),
+      size: body.length,
+      entries: 1,
+      range: {
+        sourceId: "fp1",
+        sourceName: "/var/log/postgresql/postgresql.csv",
+        start: i * 100,
+        end: i * 100 + 100,
+      },
+      contentEncoding: "gzip",
+      uploadedAt: new Date(uploadedAt).toISOString(),
+    };
+    await journal.record(o);
+    objects.push(o);
+  }
+  t = start + 4 * HOUR; // hours up to the next one closed: the chain covers now
+  await journal.close();
+  return objects;
+}
+
+describe("auditpipe verify", () => {
+  it("exits 0 on an intact archive and 1 with the finding printed once an object is gone", async () => {
+    const objects = await buildArchive("prod/pg");
+    const archive = `s3://${BUCKET}/prod/pg`;
+    const flags = ["--s3-endpoint", minio.endpoint, "--s3-force-path-style"];
+
+    const clean = await verifyCli([archive, ...flags]);
+    expect(clean.stderr).not.toMatch(/error/i);
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toMatch(/^host pg-0: 3 manifests, hours /m);
+    expect(clean.stdout).toMatch(/^checked 2 objects, 2 entries, /m);
+    expect(clean.stdout).toMatch(/^result: clean, no finding$/m);
+
+    const json = await verifyCli([archive, ...flags, "--json", "--host", HOST]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, manifests: 3, objects: 2, findings: [] });
+
+    const victim = objects[0]?.key ?? "";
+    await minio.client().send(new DeleteObjectCommand({ Bucket: BUCKET, Key: victim }));
+    const tampered = await verifyCli([archive, ...flags]);
+    expect(tampered.code).toBe(1);
+    expect(tampered.stdout).toContain(`MISSING  ${victim}`);
+    expect(tampered.stdout).toMatch(/listed, not in the bucket/);
+    expect(tampered.stdout).toMatch(/^result: 1 finding \(1 missing\)$/m);
+
+    const asJson = await verifyCli([archive, ...flags, "--json"]);
+    expect(asJson.code).toBe(1);
+    expect(JSON.parse(asJson.stdout).findings).toEqual([
+      expect.objectContaining({ kind: "missing", key: victim }),
+    ]);
+  });
+
+  it.each([
+    [["verify"], /the archive is missing/],
+    [["verify", "/srv/audit"], /must be s3:\/\/bucket\/prefix/],
+    [["verify", "s3://b/p", "--from", "yesterday"], /--from must be a date/],
+    [["verify", "s3://b/p", "--from", "2026-03-02", "--to", "2026-03-01"], /--to is before --from/],
+    [["verify", "s3://b/p", "--s3-endpoint", "localhost:9000"], /--s3-endpoint must be an http\(s\) URL/],
+    [["verify", "s3://b/p", "--s3-access-key", "x"], /unknown flag --s3-access-key/],
+    [["verify", "s3://b/p", "--host"], /--host needs a value/],
+  ])("%j exits 2 naming what was wrong", async (argv, message) => {
+    const { code, stderr, stdout } = await runCli(argv);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(message);
+    expect(stdout).toBe("");
+  });
+});
