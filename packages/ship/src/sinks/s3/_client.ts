@@ -121,7 +121,8 @@ export async function storedWithSha(
     return head.Metadata?.[SHA256_METADATA] === sha256;
   } catch (error) {
     const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status === 404) return false;
+    // 404: not stored yet. 403: a write-only role without s3:GetObject; upload as if not stored.
+    if (status === 404 || status === 403) return false;
     throw error;
   }
 }
