@@ -13,6 +13,7 @@ import { loggerOptions } from "./_logger.ts";
 import { registerRoutes } from "./_routes.ts";
 import { markSecured } from "./_secured.ts";
 import { AUDITPIPE_ERR_UNAUTHORIZED } from "./errors.ts";
+import { type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";
 
 export interface ApiOptions {
   /** The live meter behind /metrics and /v1/volume. */
@@ -23,6 +24,8 @@ export interface ApiOptions {
   token?: string;
   /** A pino logger (a child with the Authorization header redacted is used), true for a default one, false/omitted for none. */
   logger?: Logger | boolean;
+  /** When set, serves /v1/estimates, /v1/recommendations and /v1/workload from its last sample. */
+  estimator?: EstimatorDeps;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -61,6 +64,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
   registerRoutes(app, { meter: options.meter, readiness: options.readiness });
+  if (options.estimator) registerEstimateRoutes(app, options.estimator);
   await app.ready();
   return app;
 }

@@ -13,3 +13,4 @@ export {
   createError,
 } from "./errors.ts";
 export { DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";
+export { AUDITPIPE_ERR_NO_SAMPLE, type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";

@@ -1,0 +1,121 @@
+/**
+ * The workload file (`auditpipe estimate --workload FILE`, the body of POST /v1/estimates) and
+ * candidate configurations as zod schemas: defaults fill what a planner would not know, and a
+ * wrong field is named in the error.
+ */
+import { z } from "zod";
+import type { AuditConfig, LogContext, Workload } from "./types.ts";
+
+const privilege = z.enum(["SELECT", "INSERT", "UPDATE", "DELETE"]);
+
+const relationUse = z.object({
+  relation: z.string().min(1).describe("Schema-qualified, as pgAudit prints it: public.accounts"),
+  write: z.enum(["INSERT", "UPDATE", "DELETE"]).optional(),
+  columns: z.array(z.string()).optional(),
+  writtenColumns: z.array(z.string()).optional(),
+  locked: z.boolean().optional(),
+  catalog: z.boolean().optional(),
+});
+
+const statement = z.object({
+  text: z.string().describe("Statement text; $n stands for a constant or parameter"),
+  callsPerSec: z.number().nonnegative(),
+  kind: z.enum(["SELECT", "INSERT", "UPDATE", "DELETE", "UTILITY"]),
+  command: z
+    .string()
+    .optional()
+    .describe("Command tag of a UTILITY statement: BEGIN, COMMIT, SET, CREATE TABLE"),
+  relations: z.array(relationUse).default([]),
+  rowsPerCall: z.number().nonnegative().default(1),
+  params: z.number().int().nonnegative().optional(),
+  fkChecksVisible: z.boolean().optional(),
+});
+
+const foreignKey = z.object({
+  child: z.string().min(1),
+  parent: z.string().min(1),
+  columns: z.array(z.string()).min(1),
+  parentColumns: z.array(z.string()).min(1),
+});
+
+/** A planner's defaults: TCP clients, no query ids, csvlog. */
+export const DEFAULT_LOG_CONTEXT: LogContext = {
+  destination: "csvlog",
+  prefix: "%m [%p] ",
+  timezone: "UTC",
+  user: "app",
+  database: "app",
+  application: "",
+  remoteHost: "10.0.0.10",
+  remotePort: 54321,
+  backendType: "client backend",
+  pid: 123456,
+  sessionLine: 1,
+  statementId: 1,
+  vxid: "12/1",
+  xid: 10_000_000,
+  queryIds: false,
+  constantLength: 4,
+};
+
+const logContext = z.object({
+  destination: z.enum(["csvlog", "jsonlog", "stderr", "syslog"]).default(DEFAULT_LOG_CONTEXT.destination),
+  prefix: z.string().default(DEFAULT_LOG_CONTEXT.prefix),
+  timezone: z.string().default(DEFAULT_LOG_CONTEXT.timezone),
+  user: z.string().default(DEFAULT_LOG_CONTEXT.user),
+  database: z.string().default(DEFAULT_LOG_CONTEXT.database),
+  application: z.string().default(DEFAULT_LOG_CONTEXT.application),
+  remoteHost: z.string().default(DEFAULT_LOG_CONTEXT.remoteHost),
+  remotePort: z.number().int().nullable().default(DEFAULT_LOG_CONTEXT.remotePort),
+  backendType: z.string().default(DEFAULT_LOG_CONTEXT.backendType),
+  pid: z.number().int().positive().default(DEFAULT_LOG_CONTEXT.pid),
+  sessionLine: z.number().int().positive().default(1),
+  statementId: z.number().int().positive().default(1),
+  vxid: z.string().default(DEFAULT_LOG_CONTEXT.vxid),
+  xid: z.number().int().nonnegative().default(DEFAULT_LOG_CONTEXT.xid),
+  queryIds: z.boolean().default(false),
+  constantLength: z.number().positive().default(4),
+});
+
+export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
+  transactionsPerSec: z.number().nonnegative(),
+  statements: z.array(statement),
+  foreignKeys: z.array(foreignKey).default([]),
+  tableInsertsPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
+  sessionsPerSec: z.number().nonnegative().optional(),
+  clients: z.number().int().nonnegative().optional(),
+  meanStatementMs: z.number().nonnegative().optional(),
+  log: logContext.default(() => ({ ...DEFAULT_LOG_CONTEXT })),
+  notes: z.array(z.string()).default([]),
+}) as unknown as z.ZodType<Workload, unknown>;
+
+export const auditConfigSchema: z.ZodType<AuditConfig, unknown> = z.object({
+  name: z.string().min(1),
+  log: z.array(z.string()).default(["none"]),
+  logRelation: z.boolean().optional(),
+  logCatalog: z.boolean().optional(),
+  logStatementOnce: z.boolean().optional(),
+  logParameter: z.boolean().optional(),
+  logRows: z.boolean().optional(),
+  logStatement: z.boolean().optional(),
+  role: z.string().optional(),
+  grants: z
+    .array(
+      z.object({
+        relation: z.string().min(1),
+        privileges: z.array(privilege).min(1),
+        columns: z.array(z.string()).optional(),
+      }),
+    )
+    .optional(),
+  pgLogStatement: z.enum(["none", "ddl", "mod", "all"]).optional(),
+  pgLogDuration: z.boolean().optional(),
+}) as unknown as z.ZodType<AuditConfig, unknown>;
+
+/** Parses a workload file's JSON; the error names the field (`statements.0.callsPerSec: ...`). */
+export function parseWorkload(value: unknown): Workload {
+  const result = workloadSchema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw new Error(`workload: ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+}
