@@ -1,5 +1,7 @@
 import { ANALYZE_HELP, analyzeCommand, type CommandIO } from "./commands/analyze.ts";
 import { DEMO_HELP, demoCommand } from "./commands/demo.ts";
+import { ESTIMATE_HELP, estimateCommand } from "./commands/estimate.ts";
+import { RECOMMEND_HELP, recommendCommand } from "./commands/recommend.ts";
 import { RUN_HELP, runCommand } from "./commands/run.ts";
 import { verifyCommand } from "./commands/verify.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
@@ -11,6 +13,8 @@ Commands:
   run               the sidecar: follow the logs, meter, ship to a sink, serve /metrics and /v1/volume
   demo              a live demo: scratch PostgreSQL + pgaudit, pgbench load, the sidecar on its logs
   verify ARCHIVE    check an S3 archive against its hourly manifest chain (missing, altered, extra objects)
+  estimate          predict entries/s, GB/day, $/month and overhead per pgAudit configuration
+  recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
 
 Run 'auditpipe <command> --help' for a command's flags.
 `;
@@ -20,9 +24,11 @@ const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number
   run: runCommand,
   demo: (argv, io) => demoCommand(argv, { ...io, stdoutIsTTY: process.stdout.isTTY === true }),
   verify: verifyCommand,
+  estimate: estimateCommand,
+  recommend: recommendCommand,
 };
 
-export { ANALYZE_HELP, DEMO_HELP, RUN_HELP };
+export { ANALYZE_HELP, DEMO_HELP, ESTIMATE_HELP, RECOMMEND_HELP, RUN_HELP };
 
 const processIO: CommandIO = {
   stdout: (text) => process.stdout.write(text),

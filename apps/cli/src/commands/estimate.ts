@@ -1,0 +1,230 @@
+import { readFileSync } from "node:fs";
+import {
+  type AuditConfig,
+  configByName,
+  DEFAULT_CONFIGS,
+  DEFAULT_PRICE_PER_GB,
+  type Estimate,
+  estimate,
+  parseWorkload,
+  sampleWorkload,
+  type Workload,
+  type WorkloadSample,
+} from "@auditpipe/estimate";
+import type { VolumeReport } from "@auditpipe/meter";
+import { analyzeFiles } from "../analyze/read-logs.ts";
+import { parseFlags } from "../args.ts";
+import { UsageError } from "../usage-error.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const ESTIMATE_HELP: string = `Usage: auditpipe estimate [--db URL | --workload FILE | --log FILE...] [--config NAME...] [--json]
+
+Predicts what each candidate pgAudit configuration would write and cost on a workload:
+entries/s, bytes per entry, MB/hour, GB/day, $/month and the overhead range.
+
+Workload, one of:
+  (none)            sample the database libpq's PG* variables point at (PGHOST, PGPORT,
+                    PGUSER, PGDATABASE; password in ~/.pgpass or PGSERVICEFILE): preferred
+  --db URL          sample this database (postgresql://user@host:port/db). A password in the
+                    URL shows in your shell history and process list: prefer PG* variables
+  --workload FILE   a planned workload (JSON, see docs/estimator.md)
+  --log FILE        observed audit logs (the analyze report): what they hold, and its cost;
+                    repeatable, globs as for analyze
+
+  --config NAME     a preset (ddl,role · write · read · read,write · all · all,-misc ·
+                    all+relation · all+parameter) or a pgaudit.log value; repeatable;
+                    default: the server's current configuration, ddl,role, write, read, all
+  --interval S      seconds between the two reads of the statistics (default 60)
+  --price-per-gb N  $ per GB stored and ingested (default ${DEFAULT_PRICE_PER_GB})
+  --separate-log-disk  the log directory is not on the data disk (lowers the overhead bound)
+  --json            one JSON object on stdout
+  -h, --help        this text
+`;
+
+const pct = (x: number): string => `${(x * 100).toFixed(x < 0.1 ? 1 : 0)}%`;
+const num = (x: number, digits = 0): string =>
+  x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** The table of estimates, one configuration per line. */
+export function renderEstimates(estimates: Estimate[]): string {
+  const head = [
+    "configuration",
+    "entries/s",
+    "B/entry",
+    "MB/hour",
+    "GB/day",
+    "$/month",
+    "throughput",
+    "latency/txn",
+  ];
+  const rows = estimates.map((e) => [
+    e.config,
+    num(e.entriesPerSec, 1),
+    num(e.bytesPerEntry),
+    num(e.mbPerHour, 1),
+    num(e.gbPerDay, 2),
+    num(e.dollarsPerMonth, 2),
+    `-${pct(e.overhead.throughput.low)} to -${pct(e.overhead.throughput.high)}`,
+    `+${e.overhead.latencyMs.low.toFixed(3)}–${e.overhead.latencyMs.high.toFixed(3)} ms`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(head), ...rows.map(line)].join("\n");
+}
+
+export function progressPrinter(io: CommandIO, what: string): (elapsed: number, total: number) => void {
+  let last = -1;
+  return (elapsed, total) => {
+    const s = Math.floor(elapsed / 1000);
+    if (s === last) return;
+    last = s;
+    if (io.stderrIsTTY) io.stderr(`\r${what}: sampling ${s}/${Math.round(total / 1000)} s `);
+    else if (elapsed === 0) io.stderr(`${what}: sampling for ${Math.round(total / 1000)} s\n`);
+    if (io.stderrIsTTY && elapsed >= total) io.stderr("\n");
+  };
+}
+
+function observed(report: VolumeReport, price: number): Record<string, unknown> {
+  const bytesPerEntry = report.entries > 0 ? report.bytes / report.entries : 0;
+  return {
+    entries: report.entries,
+    bytes: report.bytes,
+    seconds: report.span.seconds,
+    entriesPerSec: report.rate.entriesPerSec,
+    bytesPerEntry,
+    mbPerHour: report.rate.mbPerHour,
+    gbPerDay: report.rate.gbPerDay,
+    dollarsPerMonth: report.rate.gbPerDay * 30 * price,
+    byClass: report.byClass,
+  };
+}
+
+/** Seconds from --interval, checked. */
+export function intervalMs(value: string | boolean | string[] | undefined, command: string): number {
+  if (value === undefined) return 60_000;
+  const s = Number(value);
+  if (!Number.isFinite(s) || s < 1 || s > 3600)
+    throw new UsageError(
+      `${command}: --interval must be a number of seconds from 1 to 3600 (got ${JSON.stringify(value)})`,
+    );
+  return s * 1000;
+}
+
+export function priceOf(value: string | boolean | string[] | undefined, command: string): number {
+  if (value === undefined) return DEFAULT_PRICE_PER_GB;
+  const p = Number(value);
+  if (!Number.isFinite(p) || p < 0)
+    throw new UsageError(
+      `${command}: --price-per-gb must be a number of dollars, 0 or more (got ${JSON.stringify(value)})`,
+    );
+  return p;
+}
+
+export async function estimateCommand(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseFlags("estimate", argv, {
+    db: { type: "string" },
+    workload: { type: "string" },
+    log: { type: "string", multiple: true },
+    config: { type: "string", multiple: true },
+    interval: { type: "string" },
+    "price-per-gb": { type: "string" },
+    "separate-log-disk": { type: "boolean", default: false },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  });
+  if (values.help) {
+    io.stdout(ESTIMATE_HELP);
+    return 0;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(
+      `estimate: unexpected argument ${JSON.stringify(positionals[0])} (see auditpipe estimate --help)`,
+    );
+  const logs = (values.log as string[] | undefined) ?? [];
+  if (values.db !== undefined && values.workload !== undefined)
+    throw new UsageError("estimate: give --db or --workload, not both");
+  const price = priceOf(values["price-per-gb"], "estimate");
+  const configs: AuditConfig[] = ((values.config as string[] | undefined) ?? [...DEFAULT_CONFIGS]).map(
+    (name) => {
+      try {
+        return configByName(name);
+      } catch (error) {
+        throw new UsageError(`estimate: --config ${(error as Error).message}`);
+      }
+    },
+  );
+
+  let workload: Workload | undefined;
+  let sample: WorkloadSample | undefined;
+  if (values.workload !== undefined) {
+    const file = String(values.workload);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(file, "utf8"));
+    } catch (error) {
+      throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
+    }
+    try {
+      workload = parseWorkload(raw);
+    } catch (error) {
+      throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
+    }
+  } else if (values.db !== undefined || logs.length === 0) {
+    sample = await sampleWorkload({
+      ...(values.db === undefined ? {} : { connection: String(values.db) }),
+      intervalMs: intervalMs(values.interval, "estimate"),
+      onProgress: progressPrinter(io, "estimate"),
+    });
+    workload = sample.workload;
+    configs.unshift(sample.currentConfig);
+    for (const w of sample.warnings) io.stderr(`estimate: ${w}\n`);
+  }
+
+  const options = { pricePerGb: price, logOnDataDisk: !values["separate-log-disk"] };
+  const estimates = workload ? configs.map((c) => estimate(workload, c, options)) : [];
+  const report = logs.length > 0 ? await analyzeFiles(logs, { format: "auto" }) : undefined;
+
+  if (values.json) {
+    io.stdout(
+      `${JSON.stringify(
+        {
+          ...(sample
+            ? {
+                sample: {
+                  takenAt: sample.takenAt,
+                  intervalSec: sample.intervalSec,
+                  warnings: sample.warnings,
+                },
+              }
+            : {}),
+          ...(workload ? { transactionsPerSec: workload.transactionsPerSec, notes: workload.notes } : {}),
+          estimates,
+          ...(report ? { observed: observed(report, price) } : {}),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    return 0;
+  }
+  if (workload) {
+    io.stdout(
+      `${num(workload.transactionsPerSec, 1)} transactions/s, ${workload.statements.length} statements (${workload.notes.join("; ")})\n\n`,
+    );
+    io.stdout(`${renderEstimates(estimates)}\n\n`);
+    io.stdout(`$/month at $${price}/GB (storage and ingestion, 30 days); decimal units.\n`);
+    const first = estimates.find((e) => e.entriesPerSec > 0) ?? estimates[0];
+    if (first)
+      io.stdout(
+        `Overhead (${first.config}, confidence ${first.overhead.confidence}): ${first.overhead.assumptions.join("; ")}\n`,
+      );
+  }
+  if (report) {
+    const o = observed(report, price);
+    io.stdout(
+      `\nObserved in ${logs.length} log file(s): ${report.entries} entries over ${num(report.span.seconds, 1)} s, ${num(o.bytesPerEntry as number)} B/entry, ${num(report.rate.mbPerHour, 1)} MB/hour, ${num(report.rate.gbPerDay, 2)} GB/day, $${num(o.dollarsPerMonth as number, 2)}/month\n`,
+    );
+  }
+  return 0;
+}
