@@ -10,6 +10,7 @@ import {
   statementEntries,
 } from "./_entries.ts";
 import { withConstants } from "./_sql.ts";
+import { sessionClasses } from "./configs.ts";
 import { overheadRange } from "./overhead.ts";
 import { recordBytes, TYPICAL_QUERY_ID } from "./render.ts";
 import type { AuditConfig, Estimate, LogContext, Rate, StatementLoad, Workload } from "./types.ts";
@@ -197,7 +198,8 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
     entriesPerSec,
     linesPerSec: entriesPerSec + other.lines,
     bytesPerLine: entriesPerSec + other.lines > 0 ? totalBytes / (entriesPerSec + other.lines) : 0,
-    auditing: entriesPerSec > 0 || Boolean(config.role),
+    // Once anything is configured, pgaudit's hooks do work on every statement, logged or not.
+    auditing: sessionClasses(config.log).size > 0 || Boolean(config.role),
     logOnDataDisk: options.logOnDataDisk ?? true,
   });
   const notes: string[] = [];
