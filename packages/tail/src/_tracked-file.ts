@@ -52,6 +52,9 @@ interface OpenBatch {
   openedAt: number;
 }
 
+/** A replayed batch is cut at its recorded end, whatever the limits, unless it grows this many times past them. */
+const REPLAY_SLACK = 4;
+
 /** Bytes per read: large enough to amortise the syscall, small enough to keep memory flat. */
 export const READ_BYTES: number = 1 << 20;
 
@@ -132,6 +135,14 @@ export class TrackedFile {
       // Replaying what was in flight at a crash: the recorded boundaries, not the limits, cut it.
       if (batch.end >= forced[0]!) {
         while (forced.length > 0 && forced[0]! <= batch.end) forced.shift();
+        this.close(Date.now());
+      } else if (
+        batch.records.length >= REPLAY_SLACK * this.limits.maxEntries ||
+        batch.bytes >= REPLAY_SLACK * this.limits.maxBytes
+      ) {
+        // The recorded boundary is not coming (the file changed past the checkpoint's marker):
+        // memory stays bounded; the limits cut again.
+        forced.length = 0;
         this.close(Date.now());
       }
     } else if (batch.records.length >= this.limits.maxEntries || batch.bytes >= this.limits.maxBytes) {
