@@ -11,12 +11,14 @@ function pad(n: number): string {
  * The object key of a batch, Hive-style (`dt=YYYY-MM-DD/hour=HH/...`) so Athena, Trino, Spark
  * and DuckDB can prune by partition. The name is a function of the source range alone: writing
  * the same range again, after a retry or a crash, replaces the object instead of adding a copy.
- * The partition comes from the first entry's timestamp (UTC), so it is stable across replays.
+ * The partition comes from the first entry's timestamp (UTC), so it is stable across replays;
+ * entries without one (a stderr log_line_prefix with no %m or %t) go under `dt=undated/hour=00`,
+ * never under the wall clock, which would give a replay in another hour a second key.
  */
 export function objectKey(batch: Batch, options: { host?: string; extension?: string } = {}): string {
-  const first = batch.records.find((r) => r.ts !== null)?.ts ?? new Date().toISOString();
-  const dt = first.slice(0, 10);
-  const hour = first.slice(11, 13);
+  const first = batch.records.find((r) => r.ts !== null)?.ts;
+  const dt = first ? first.slice(0, 10) : "undated";
+  const hour = first ? first.slice(11, 13) : "00";
   const { sourceId, start, end } = batch.range;
   const host = options.host ? `${options.host}/` : "";
   return `dt=${dt}/hour=${hour}/${host}${sourceId}-${pad(start)}-${pad(end)}${options.extension ?? ".ndjson.gz"}`;

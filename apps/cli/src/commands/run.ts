@@ -15,7 +15,18 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --format F               auto (default), csvlog, jsonlog, stderr or syslog
   --prefix P               log_line_prefix, for stderr and syslog
   --pattern GLOB           file names to follow (default by format: *.csv, *.json, *.log)
-  --sink DIR               local directory for gzip NDJSON objects (default auditpipe-data/archive)
+  --sink DIR|s3://B/P      local directory, or S3 bucket and prefix, for the NDJSON objects
+                           (default auditpipe-data/archive)
+  --s3-endpoint URL        S3-compatible endpoint (MinIO, Ceph, R2, GCS interop)
+  --s3-region R            region (default from the AWS SDK chain; us-east-1 with an endpoint)
+  --s3-force-path-style    path-style URLs (MinIO and most self-hosted stores)
+  --host NAME              host segment of object keys and manifests (default the host name)
+  --spool DIR              durable spool of closed batches (default <state>/spool)
+  --spool-max-bytes N      when the spool holds this much, reading waits (default 1 GiB)
+  --compression C          gzip (default) or zstd
+  --object-lock-mode M     GOVERNANCE or COMPLIANCE: S3 Object Lock on every object
+  --object-lock-days N     retention for Object Lock (default 365)
+  --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
   --state DIR              checkpoints (default auditpipe-data/state)
   --from beginning|end     where to start in files seen for the first time (default beginning)
   --listen HOST:PORT       API address (default 127.0.0.1:9187); non-loopback needs a token
@@ -28,7 +39,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --config FILE            JSON file of the same settings (keys: logDir, pgdata, format, ...)
 
 Every flag can also be set by environment variable (--log-dir: AUDITPIPE_LOG_DIR, ...). The API
-token comes only from AUDITPIPE_API_TOKEN or the config file's apiToken, never from a flag.
+token comes only from AUDITPIPE_API_TOKEN or the config file's apiToken, never from a flag; S3
+credentials only from the AWS SDK's default chain (AWS_* variables, shared files, web identity,
+instance metadata).
 `;
 
 /** SIGTERM must end the process within 10 s; stop() is bounded well inside that. */
@@ -39,8 +52,14 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
     config: { type: "string" },
     help: { type: "boolean", short: "h" },
   };
-  for (const s of SETTINGS)
-    if (s.flag) options[s.flag] = s.list ? { type: "string", multiple: true } : { type: "string" };
+  for (const s of SETTINGS) {
+    if (!s.flag) continue;
+    options[s.flag] = s.boolean
+      ? { type: "boolean" }
+      : s.list
+        ? { type: "string", multiple: true }
+        : { type: "string" };
+  }
   const { values, positionals } = parseFlags("run", argv, options);
   if (values.help) {
     io.stdout(RUN_HELP);

@@ -24,6 +24,16 @@ export interface RunConfig {
   pollIntervalMs: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   apiToken?: string | undefined;
+  s3Endpoint?: string | undefined;
+  s3Region?: string | undefined;
+  s3ForcePathStyle: boolean;
+  host?: string | undefined;
+  spool?: string | undefined;
+  spoolMaxBytes: number;
+  compression: "gzip" | "zstd";
+  objectLockMode?: "GOVERNANCE" | "COMPLIANCE" | undefined;
+  objectLockDays: number;
+  redact: ("literals" | "parameters")[];
 }
 
 export const RunConfigSchema: z.ZodType<RunConfig> = z
@@ -48,13 +58,30 @@ export const RunConfigSchema: z.ZodType<RunConfig> = z
     pollIntervalMs: z.coerce.number().int().positive().default(200),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     apiToken: z.string().min(16, "at least 16 characters").optional(),
+    s3Endpoint: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL" }).optional(),
+    s3Region: z.string().min(1).optional(),
+    s3ForcePathStyle: z
+      .union([z.boolean(), z.enum(["true", "false", "1", "0"])])
+      .transform((v) => v === true || v === "true" || v === "1")
+      .default(false),
+    host: z.string().min(1).optional(),
+    spool: z.string().min(1).optional(),
+    spoolMaxBytes: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(1 << 30),
+    compression: z.enum(["gzip", "zstd"]).default("gzip"),
+    objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
+    objectLockDays: z.coerce.number().int().positive().default(365),
+    redact: z.array(z.enum(["literals", "parameters"])).default([]),
   })
   .strict();
 
 type Key = keyof RunConfig;
 
 /** Flag, environment variable and config key of every setting. */
-export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean }[] = [
+export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; boolean?: boolean }[] = [
   { key: "logDir", flag: "log-dir", env: "AUDITPIPE_LOG_DIR" },
   { key: "pgdata", flag: "pgdata", env: "AUDITPIPE_PGDATA" },
   { key: "format", flag: "format", env: "AUDITPIPE_FORMAT" },
@@ -71,6 +98,21 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean }[
   { key: "pollIntervalMs", flag: "poll-interval-ms", env: "AUDITPIPE_POLL_INTERVAL_MS" },
   { key: "logLevel", flag: "log-level", env: "AUDITPIPE_LOG_LEVEL" },
   { key: "apiToken", env: "AUDITPIPE_API_TOKEN" },
+  { key: "s3Endpoint", flag: "s3-endpoint", env: "AUDITPIPE_S3_ENDPOINT" },
+  { key: "s3Region", flag: "s3-region", env: "AUDITPIPE_S3_REGION" },
+  {
+    key: "s3ForcePathStyle",
+    flag: "s3-force-path-style",
+    env: "AUDITPIPE_S3_FORCE_PATH_STYLE",
+    boolean: true,
+  },
+  { key: "host", flag: "host", env: "AUDITPIPE_HOST" },
+  { key: "spool", flag: "spool", env: "AUDITPIPE_SPOOL" },
+  { key: "spoolMaxBytes", flag: "spool-max-bytes", env: "AUDITPIPE_SPOOL_MAX_BYTES" },
+  { key: "compression", flag: "compression", env: "AUDITPIPE_COMPRESSION" },
+  { key: "objectLockMode", flag: "object-lock-mode", env: "AUDITPIPE_OBJECT_LOCK_MODE" },
+  { key: "objectLockDays", flag: "object-lock-days", env: "AUDITPIPE_OBJECT_LOCK_DAYS" },
+  { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
 ];
 
 function describeSource(key: string, where: Record<string, string>): string {
@@ -124,7 +166,9 @@ export function resolveRunConfig(
     if (!s.flag) continue;
     const value = flags[s.flag];
     if (value === undefined) continue;
-    merged[s.key] = s.list ? (Array.isArray(value) ? value : [String(value)]) : value;
+    merged[s.key] = s.list
+      ? (Array.isArray(value) ? value : [String(value)]).flatMap((v) => v.split(",").map((x) => x.trim()))
+      : value;
     where[s.key] = `--${s.flag}`;
   }
   const result = RunConfigSchema.safeParse(merged);

@@ -1,11 +1,13 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { LiveMeter } from "@auditpipe/meter";
 import { AUDIT_PREFIX, type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
-import { LocalDirSink, type Sink, toShippedRecord } from "@auditpipe/ship";
+import { toShippedRecord } from "@auditpipe/ship";
 import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
 import type { Logger } from "pino";
+import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
 import { resolveLogStream } from "./log-stream.ts";
+import { createSink } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 
 export interface Sidecar {
@@ -31,7 +33,16 @@ function errorCode(error: unknown): string {
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
   const meter = new LiveMeter();
-  const sink: Sink = new LocalDirSink({ dir: config.sink });
+  const configured = await createSink(config, logger);
+  const sink = configured.sink;
+  new Gauge({
+    name: "auditpipe_spool_bytes",
+    help: "Bytes of closed batches in the durable spool, waiting for the store (grows while it is down).",
+    registers: [meter.registry],
+    collect() {
+      this.set(configured.spoolBytes());
+    },
+  });
   const sinkHealth = { failing: false, lastError: "" };
 
   const observer: SourceObserver = {
@@ -155,7 +166,9 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     readiness: () => {
       const reasons: string[] = [];
       if (stopping) reasons.push("shutting down");
-      if (sinkHealth.failing)
+      const sinkProblem = configured.unhealthy();
+      if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
+      else if (sinkHealth.failing)
         reasons.push(`sink ${sink.name} is failing (${sinkHealth.lastError}); data is kept and retried`);
       return { ready: reasons.length === 0, reasons };
     },
@@ -173,7 +186,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       if (ticker) clearInterval(ticker);
       await syslog?.close();
       await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
-      await sink.close();
+      await configured.close();
       await app.close();
     },
   };

@@ -1,0 +1,155 @@
+import { join } from "node:path";
+import {
+  type Batch,
+  LocalDirSink,
+  ManifestJournal,
+  type RedactionMode,
+  redactRecord,
+  S3Sink,
+  type Sink,
+} from "@auditpipe/ship";
+import { S3Client } from "@aws-sdk/client-s3";
+import type { Logger } from "pino";
+import { UsageError } from "../usage-error.ts";
+import type { RunConfig } from "./config.ts";
+
+/** The sink the sidecar writes to, with what the sidecar needs around it. */
+export interface ConfiguredSink {
+  sink: Sink;
+  /** Why the sink is not healthy, or undefined when it is. */
+  unhealthy(): string | undefined;
+  /** For metrics: bytes waiting in the spool (0 for sinks without one). */
+  spoolBytes(): number;
+  close(): Promise<void>;
+}
+
+/** `s3://bucket/prefix` → bucket and prefix; undefined for anything else (a local directory). */
+export function parseS3Url(sink: string): { bucket: string; prefix: string } | undefined {
+  if (!sink.startsWith("s3://")) return undefined;
+  const rest = sink.slice("s3://".length);
+  const slash = rest.indexOf("/");
+  const bucket = slash < 0 ? rest : rest.slice(0, slash);
+  const prefix = slash < 0 ? "" : rest.slice(slash + 1).replace(/^\/+|\/+$/g, "");
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    throw new UsageError(
+      `run: --sink ${sink}: "${bucket}" is not a valid bucket name (expected s3://bucket/prefix)`,
+    );
+  }
+  return { bucket, prefix };
+}
+
+/**
+ * Redaction happens at the sink's door: the sources and the meter see (and count) the original
+ * records; what is stored has literals and/or parameter values replaced, and says so.
+ */
+class RedactingSink implements Sink {
+  readonly name: string;
+  constructor(
+    private readonly inner: Sink,
+    private readonly mode: RedactionMode,
+  ) {
+    this.name = inner.name;
+  }
+  write(batch: Batch): Promise<void> {
+    return this.inner.write({ ...batch, records: batch.records.map((r) => redactRecord(r, this.mode)) });
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** Builds the configured sink: a local directory, or S3 with its spool and manifest journal. */
+export async function createSink(config: RunConfig, logger: Logger): Promise<ConfiguredSink> {
+  const mode: RedactionMode = {
+    literals: config.redact.includes("literals"),
+    parameters: config.redact.includes("parameters"),
+  };
+  const wrap = (sink: Sink): Sink =>
+    mode.literals || mode.parameters ? new RedactingSink(sink, mode) : sink;
+  const s3 = parseS3Url(config.sink);
+  if (!s3) {
+    const sink = new LocalDirSink({ dir: config.sink });
+    return { sink: wrap(sink), unhealthy: () => undefined, spoolBytes: () => 0, close: () => sink.close() };
+  }
+
+  const region = config.s3Region ?? process.env.AWS_REGION ?? (config.s3Endpoint ? "us-east-1" : undefined);
+  const host = config.host;
+  // The journal opens in the background: when the store is down at start-up, the sidecar still
+  // starts (and spools); uploads acknowledged meanwhile wait for the journal before they resolve.
+  let resolveJournal: (j: ManifestJournal) => void = () => {};
+  const journalReady = new Promise<ManifestJournal>((resolve) => {
+    resolveJournal = resolve;
+  });
+  const sink = new S3Sink({
+    bucket: s3.bucket,
+    prefix: s3.prefix,
+    ...(region ? { region } : {}),
+    ...(config.s3Endpoint ? { endpoint: config.s3Endpoint } : {}),
+    forcePathStyle: config.s3ForcePathStyle,
+    ...(host ? { host } : {}),
+    compression: config.compression,
+    spoolDir: config.spool ?? join(config.state, "spool"),
+    spoolMaxBytes: config.spoolMaxBytes,
+    ...(config.objectLockMode
+      ? { objectLock: { mode: config.objectLockMode, days: config.objectLockDays } }
+      : {}),
+    // Journaled (fsynced) before the write resolves: a crash never loses an object's manifest line.
+    onUploaded: async (object) => (await journalReady).record(object),
+    logger: logger.child({ component: "s3" }),
+  });
+  // The journal's client: same store, same settings; manifests go under <prefix>/_manifests/<host>/.
+  const client = new S3Client({
+    ...(region ? { region } : {}),
+    ...(config.s3Endpoint ? { endpoint: config.s3Endpoint } : {}),
+    forcePathStyle: config.s3ForcePathStyle,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000, throwOnRequestTimeout: true },
+  });
+  let closed = false;
+  let opened: ManifestJournal | undefined;
+  const openJournal = async (): Promise<void> => {
+    for (let attempt = 1; !closed; attempt++) {
+      try {
+        opened = await ManifestJournal.open({
+          client,
+          bucket: s3.bucket,
+          prefix: s3.prefix,
+          host: sink.options.host,
+          stateDir: join(config.state, "manifests"),
+          logger: logger.child({ component: "manifest" }),
+        });
+        opened.startTimer();
+        resolveJournal(opened);
+        return;
+      } catch (error) {
+        logger.warn(
+          { attempt, err: { code: (error as { code?: string }).code, name: (error as Error).name } },
+          "cannot open the manifest journal yet; retrying",
+        );
+        await new Promise((r) => setTimeout(r, Math.min(30_000, 1_000 * attempt)));
+      }
+    }
+  };
+  const journalOpening = openJournal();
+  await sink.start(); // uploads what an earlier run left in the spool, in the background
+  logger.info(
+    { bucket: s3.bucket, prefix: s3.prefix, host: sink.options.host, compression: config.compression },
+    "shipping to S3",
+  );
+  return {
+    sink: wrap(sink),
+    unhealthy() {
+      const h = sink.health();
+      return h.state === "ok" ? undefined : `sink s3 ${h.state}: ${h.code ?? ""} ${h.message ?? ""}`.trim();
+    },
+    spoolBytes: () => sink.spoolBytes(),
+    async close() {
+      closed = true;
+      await sink.close();
+      await opened?.close();
+      await journalOpening;
+      client.destroy();
+    },
+  };
+}
