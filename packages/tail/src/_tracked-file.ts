@@ -206,6 +206,10 @@ export class TrackedFile {
     this.readPos += bytesRead;
     this.lastGrowth = now;
     this.parser.push(buffer.subarray(0, bytesRead));
+    // Under steady load the file is never quiet: the age limit must hold while it grows too.
+    const b = this.batch;
+    if (b.end > b.start && this.forcedEnds.length === 0 && now - b.openedAt >= this.limits.maxAgeMs)
+      this.close(now);
     return bytesRead;
   }
 

@@ -62,3 +62,36 @@ describe("FileSource following PostgreSQL's csvlog", () => {
     expect(new Set(shipped)).toEqual(new Set(written));
   });
 });
+
+describe("FileSource batch age under steady load", () => {
+  it("closes batches by age while the file keeps growing (never quiet)", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-age-"));
+    const acks: number[] = [];
+    const sink = {
+      name: "recording",
+      async write(batch: { records: unknown[] }) {
+        acks.push(batch.records.length);
+      },
+      async close() {},
+    };
+    const source = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir: join(work, "state"),
+      sink,
+      batch: { maxEntries: 1_000_000, maxAgeMs: 300 },
+    });
+    try {
+      await pg.pgbench(["-i", "-s", "1", "-q"]);
+      await source.start();
+      await pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "3", "-R", "300"]);
+      // 3 s of steady appends with a 300 ms age limit: many batches, none waiting for quiet.
+      expect(acks.filter((n) => n > 0).length).toBeGreaterThan(5);
+    } finally {
+      await source.stop();
+      await pg.stop();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});

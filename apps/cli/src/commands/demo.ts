@@ -10,7 +10,7 @@ import { startSidecar } from "../run/sidecar.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const DEMO_HELP = `Usage: auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR]
+export const DEMO_HELP = `Usage: auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR | --minio]
 
 A live demo that needs nothing installed beyond the repository's set-up: starts a scratch
 PostgreSQL 15 with pgaudit, runs pgbench against it, and runs the sidecar on its logs into a
@@ -20,6 +20,8 @@ local directory, showing entries/s, MB/hour and GB/day by class every second unt
   --tps N             pgbench's target rate, transactions per second (default 300)
   --duration SECONDS  stop by itself after this long (default: run until Ctrl-C)
   --sink DIR          keep the shipped objects here (default a temp dir, removed at the end)
+  --minio             ship to a local MinIO instead (built by the set-up; bucket "audit"),
+                      with its spool, manifests and S3 keys, as in production
 `;
 
 const num = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
@@ -61,6 +63,7 @@ export async function demoCommand(
     tps: { type: "string", default: "300" },
     duration: { type: "string" },
     sink: { type: "string" },
+    minio: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
   if (values.help) {
@@ -92,10 +95,20 @@ export async function demoCommand(
     ] as const);
   }
 
+  if (values.minio && values.sink)
+    throw new UsageError("demo: --sink and --minio exclude each other: pick one place to ship to");
+
   // The scratch server comes from the test kit: a repository checkout's dev dependency.
-  const { startPostgres } = await import("@auditpipe/testkit");
+  const { startMinio, startPostgres } = await import("@auditpipe/testkit");
   const work = mkdtempSync(join(tmpdir(), "auditpipe-demo-"));
-  const sinkDir = values.sink ? String(values.sink) : join(work, "archive");
+  const minio = values.minio ? await startMinio({ buckets: ["audit"] }) : undefined;
+  if (minio) {
+    // The sink takes credentials from the AWS SDK's chain: here, this process's environment.
+    process.env.AWS_ACCESS_KEY_ID = minio.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = minio.secretAccessKey;
+    process.env.AWS_REGION = minio.region;
+  }
+  const sinkDir = minio ? "s3://audit/demo" : values.sink ? String(values.sink) : join(work, "archive");
   io.stderr(`demo: starting a scratch PostgreSQL 15 with pgaudit.log = '${audit}'...\n`);
   const pg = await startPostgres({
     logDestination: ["csvlog"],
@@ -113,6 +126,7 @@ export async function demoCommand(
       state: join(work, "state"),
       listen: "127.0.0.1:0",
       logLevel: "warn",
+      ...(minio ? { s3Endpoint: minio.endpoint, s3ForcePathStyle: true } : {}),
     });
     const sidecar = await startSidecar(config, logger);
     // pgbench in short rounds, so stopping never waits long for it.
@@ -148,11 +162,21 @@ export async function demoCommand(
       `\ndemo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered and shipped; projected ${dec.format(final.projection.gbPerDay)} GB/day at this load\n`,
     );
     if (values.sink) io.stdout(`demo: the gzip NDJSON objects are in ${sinkDir}\n`);
+    if (minio) {
+      const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
+      const listed = await minio
+        .client()
+        .send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
+      io.stdout(
+        `demo: MinIO at ${minio.endpoint} holds ${listed.KeyCount ?? 0} objects under s3://audit/demo/\n`,
+      );
+    }
     return 0;
   } finally {
     stopping = true;
     await load;
     await pg.stop();
+    await minio?.stop();
     rmSync(work, { recursive: true, force: true });
   }
 }
