@@ -146,6 +146,8 @@ export interface LatencyResult {
   p99Ms: number;
   maxMs: number;
   polls: number;
+  /** VmHWM of that sidecar, which only ever held a small file: the process's floor. */
+  sidecarPeakRssMb: number;
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -209,6 +211,7 @@ export async function tailLatency(
       throw new Error(`only ${countedAt.length} of ${appends} appends were counted`);
     const delays = appendedAt.map((t, i) => countedAt[i]! - t).sort((a, b) => a - b);
     const round = (n: number) => Number(n.toFixed(1));
+    const floor = memoryOf(sidecar.child.pid!).peakMb;
     return {
       appends,
       ratePerSec: Math.round(1000 / intervalMs),
@@ -216,6 +219,7 @@ export async function tailLatency(
       p99Ms: round(quantile(delays, 0.99)),
       maxMs: round(delays.at(-1)!),
       polls,
+      sidecarPeakRssMb: Math.round(floor),
     };
   } finally {
     closeSync(fd);

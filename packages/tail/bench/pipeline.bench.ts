@@ -25,7 +25,9 @@ const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
 ];
 const gc = (globalThis as { gc?: () => void }).gc;
 const load = () => loadavg()[0]!;
-const loads: number[] = [load()];
+/** Load average (1 min) before and after each part, by part: other agents share the machine. */
+const loads: Record<string, [number, number]> = {};
+const round2 = (n: number) => Number(n.toFixed(2));
 console.log(
   `load average ${load().toFixed(2)} on ${cpus().length} cores${load() > 0.5 ? " (busy machine: figures will be low)" : ""}`,
 );
@@ -59,6 +61,7 @@ const doc: Record<string, unknown> = {
 };
 
 if (only.includes("throughput")) {
+  const before = round2(load());
   const throughput: ThroughputResult[] = [];
   for (const { format, file, prefix } of files) {
     const rounds: ThroughputResult["rounds"] = [];
@@ -120,10 +123,11 @@ if (only.includes("throughput")) {
     })),
   );
   doc.throughput = throughput;
-  loads.push(load());
+  loads.throughput = [before, round2(load())];
 }
 
 if (only.includes("rss")) {
+  const before = round2(load());
   const csv = files[0]!;
   const perCopy = (await runParseOnly(csv.file, "csvlog")).entries;
   const rss = [];
@@ -137,26 +141,27 @@ if (only.includes("rss")) {
     rss.push(r);
   }
   doc.rss = rss;
-  loads.push(load());
+  loads.rss = [before, round2(load())];
 }
 
 if (only.includes("latency")) {
+  const before = round2(load());
   const latency = await tailLatency(files[0]!.file, 1000, 10);
   console.log(`  tail latency: p50 ${latency.p50Ms} ms, p99 ${latency.p99Ms} ms, max ${latency.maxMs} ms`);
   doc.latency = latency;
-  loads.push(load());
+  loads.latency = [before, round2(load())];
 }
 
 if (only.includes("pgbench")) {
+  const before = round2(load());
   const impact = await pgbenchImpact(3, 8, 2, load);
   console.log(
     `  pgbench with/without the sidecar: ${impact.medianWith}/${impact.medianWithout} = ${impact.ratio}`,
   );
   doc.pgbench = impact;
-  loads.push(load());
+  loads.pgbench = [before, round2(load())];
 }
 
-doc.loads = loads.map((l) => Number(l.toFixed(2)));
 const dir = join(repoRoot(), ".bench");
 mkdirSync(dir, { recursive: true });
 // Parts not run this time keep their last figures.
@@ -164,4 +169,7 @@ let previous: Record<string, unknown> = {};
 try {
   previous = JSON.parse((await import("node:fs")).readFileSync(join(dir, "pipeline.json"), "utf8"));
 } catch {}
+const previousLoads =
+  typeof previous.loads === "object" && !Array.isArray(previous.loads) ? (previous.loads as object) : {};
+doc.loads = { ...previousLoads, ...loads };
 writeFileSync(join(dir, "pipeline.json"), `${JSON.stringify({ ...previous, ...doc }, null, 2)}\n`);
