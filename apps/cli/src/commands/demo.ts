@@ -27,10 +27,11 @@ local directory, showing entries/s, MB/hour and GB/day by class every second unt
 const num = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 });
 
-function view(v: LiveVolume, url: string, sink: string, elapsed: number): string {
+function view(v: LiveVolume, url: string, sink: string, elapsed: number, pgEnv: string): string {
   const w = v.windows["1m"];
   const lines = [
     `auditpipe demo — ${Math.floor(elapsed)} s — API ${url} — objects in ${sink}`,
+    `database  ${pgEnv} npx auditpipe estimate   (or recommend)`,
     "",
     `entries   ${num.format(v.totals.entries).padStart(12)}   ${num.format(w.entriesPerSec).padStart(8)} /s (1 min)`,
     `log       ${formatBytes(v.totals.bytes).padStart(12)}   ${formatBytes(w.bytesPerSec).padStart(8)}/s`,
@@ -48,7 +49,7 @@ function view(v: LiveVolume, url: string, sink: string, elapsed: number): string
   const shipped = Object.values(v.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
   lines.push(
     "",
-    `shipped   ${num.format(shipped)} entries acknowledged by the local-dir sink`,
+    `shipped   ${num.format(shipped)} entries acknowledged by the ${Object.keys(v.pipeline.sinks).join(", ") || "local-dir"} sink`,
     "Ctrl-C to stop",
   );
   return lines.join("\n");
@@ -114,12 +115,14 @@ export async function demoCommand(
     logDestination: ["csvlog"],
     rotationSizeKb: 10_240,
     pgaudit: { log: audit },
+    preloadLibraries: ["pg_stat_statements"], // so `auditpipe estimate` can sample it
   });
   let stopping = false;
   let load: Promise<unknown> = Promise.resolve();
   const logger = createLogger("warn", false);
   try {
-    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    await pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
     const config = RunConfigSchema.parse({
       pgdata: pg.dataDir,
       sink: sinkDir,
@@ -137,10 +140,11 @@ export async function demoCommand(
 
     const started = Date.now();
     const tty = io.stdoutIsTTY === true;
+    const pgEnv = `PGHOST=${pg.socketDir} PGPORT=${pg.port} PGUSER=postgres PGDATABASE=postgres`;
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         const elapsed = (Date.now() - started) / 1000;
-        const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkDir, elapsed);
+        const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkDir, elapsed, pgEnv);
         io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
         if (duration !== undefined && elapsed >= duration) finish();
       }, 1000);
