@@ -3,6 +3,7 @@ import { DEMO_HELP, demoCommand } from "./commands/demo.ts";
 import { ESTIMATE_HELP, estimateCommand } from "./commands/estimate.ts";
 import { RECOMMEND_HELP, recommendCommand } from "./commands/recommend.ts";
 import { RUN_HELP, runCommand } from "./commands/run.ts";
+import { SERVE_HELP, serveCommand } from "./commands/serve.ts";
 import { verifyCommand } from "./commands/verify.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
 
@@ -15,6 +16,7 @@ Commands:
   verify ARCHIVE    check an S3 archive against its hourly manifest chain (missing, altered, extra objects)
   estimate          predict entries/s, GB/day, $/month and overhead per pgAudit configuration
   recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
+  serve             the REST API alone: estimates, recommendations, the workload of its database
 
 Run 'auditpipe <command> --help' for a command's flags.
 `;
@@ -26,9 +28,10 @@ const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number
   verify: verifyCommand,
   estimate: estimateCommand,
   recommend: recommendCommand,
+  serve: serveCommand,
 };
 
-export { ANALYZE_HELP, DEMO_HELP, ESTIMATE_HELP, RECOMMEND_HELP, RUN_HELP };
+export { ANALYZE_HELP, DEMO_HELP, ESTIMATE_HELP, RECOMMEND_HELP, RUN_HELP, SERVE_HELP };
 
 const processIO: CommandIO = {
   stdout: (text) => process.stdout.write(text),

@@ -27,6 +27,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --object-lock-mode M     GOVERNANCE or COMPLIANCE: S3 Object Lock on every object
   --object-lock-days N     retention for Object Lock (default 365)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
+  --db URL                 also sample this database for the estimate routes (PG* variables
+                           and ~/.pgpass are better than a password in the URL)
+  --sample-interval-ms N   how long each workload sample spans (default 60000)
   --state DIR              checkpoints (default auditpipe-data/state)
   --from beginning|end     where to start in files seen for the first time (default beginning)
   --listen HOST:PORT       API address (default 127.0.0.1:9187); non-loopback needs a token

@@ -34,6 +34,8 @@ export interface RunConfig {
   objectLockMode?: "GOVERNANCE" | "COMPLIANCE" | undefined;
   objectLockDays: number;
   redact: ("literals" | "parameters")[];
+  db?: string | undefined;
+  sampleIntervalMs: number;
 }
 
 export const RunConfigSchema: z.ZodType<RunConfig> = z
@@ -75,6 +77,8 @@ export const RunConfigSchema: z.ZodType<RunConfig> = z
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
     objectLockDays: z.coerce.number().int().positive().default(365),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
+    db: z.string().min(1).optional(),
+    sampleIntervalMs: z.coerce.number().int().min(1000).default(60_000),
   })
   .strict();
 
@@ -113,6 +117,8 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "objectLockMode", flag: "object-lock-mode", env: "AUDITPIPE_OBJECT_LOCK_MODE" },
   { key: "objectLockDays", flag: "object-lock-days", env: "AUDITPIPE_OBJECT_LOCK_DAYS" },
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
+  { key: "db", flag: "db", env: "AUDITPIPE_DB" },
+  { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },
 ];
 
 function describeSource(key: string, where: Record<string, string>): string {

@@ -9,6 +9,7 @@ import type { RunConfig } from "./config.ts";
 import { resolveLogStream } from "./log-stream.ts";
 import { createSink } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
+import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
 
 export interface Sidecar {
   readonly meter: LiveMeter;
@@ -158,10 +159,15 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     logger.info({ listen: syslog.addresses.map((a) => a.url) }, "receiving syslog");
   }
 
+  // With --db the sidecar also samples its database, so the estimate routes answer on this server.
+  const sampler: WorkloadSampler | undefined = config.db
+    ? startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger })
+    : undefined;
   let stopping = false;
   const app = await buildApi({
     meter,
     logger,
+    estimator: { lastSample: () => sampler?.lastSample() },
     ...(config.apiToken ? { token: config.apiToken } : {}),
     readiness: () => {
       const reasons: string[] = [];
@@ -187,6 +193,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       await syslog?.close();
       await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
       await configured.close();
+      await sampler?.stop();
       await app.close();
     },
   };

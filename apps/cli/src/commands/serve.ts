@@ -1,0 +1,81 @@
+import { buildApi, listenApi } from "@auditpipe/api";
+import { LiveMeter } from "@auditpipe/meter";
+import { parseFlags } from "../args.ts";
+import { createLogger } from "../logger.ts";
+import { startWorkloadSampler } from "../run/workload-sampler.ts";
+import { UsageError } from "../usage-error.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT] [--interval SECONDS] [--log-level L]
+
+The REST API on its own, for internal tools: POST /v1/estimates, POST /v1/recommendations,
+GET /v1/workload (the last sample of the configured database), /healthz, /readyz, /metrics and
+the OpenAPI document at /docs/json. It samples its database continuously in the background.
+
+  --db URL             the database to sample (default: libpq's PGHOST, PGPORT, PGUSER, PGDATABASE;
+                       keep the password in ~/.pgpass or a service file, not in the URL)
+  --listen HOST:PORT   default 127.0.0.1:9187; a non-loopback address needs AUDITPIPE_API_TOKEN
+  --interval SECONDS   how long each workload sample spans (default 60)
+  --log-level L        fatal, error, warn, info (default), debug, trace, silent
+
+The bearer token comes only from AUDITPIPE_API_TOKEN (16+ characters), never from a flag.
+`;
+
+export async function serveCommand(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseFlags("serve", argv, {
+    db: { type: "string" },
+    listen: { type: "string", default: process.env.AUDITPIPE_LISTEN ?? "127.0.0.1:9187" },
+    interval: { type: "string", default: "60" },
+    "log-level": { type: "string", default: process.env.AUDITPIPE_LOG_LEVEL ?? "info" },
+    help: { type: "boolean", short: "h", default: false },
+  });
+  if (values.help) {
+    io.stdout(SERVE_HELP);
+    return 0;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(`serve: unexpected argument ${positionals[0]} (serve takes flags only)`);
+  const interval = Number(values.interval);
+  if (!(interval >= 1))
+    throw new UsageError(
+      `serve: --interval must be a number of seconds, at least 1 (got ${JSON.stringify(values.interval)})`,
+    );
+  const level = String(values["log-level"]);
+  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
+    throw new UsageError(
+      `serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(level)})`,
+    );
+  }
+  const token = process.env.AUDITPIPE_API_TOKEN;
+  if (token !== undefined && token.length < 16)
+    throw new UsageError("serve: AUDITPIPE_API_TOKEN: at least 16 characters");
+  const logger = createLogger(level);
+  const sampler = startWorkloadSampler({
+    ...(values.db ? { connection: String(values.db) } : {}),
+    intervalMs: interval * 1000,
+    logger,
+  });
+  const app = await buildApi({
+    meter: new LiveMeter(),
+    logger,
+    ...(token ? { token } : {}),
+    estimator: { lastSample: () => sampler.lastSample() },
+    readiness: () => ({ ready: true, reasons: [] }),
+  });
+  const address = await listenApi(app, String(values.listen), token);
+  const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
+  logger.info({ url }, "API listening");
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off("SIGTERM", stop);
+      process.off("SIGINT", stop);
+      resolve();
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+  await sampler.stop();
+  await app.close();
+  logger.flush();
+  return 0;
+}
