@@ -1,5 +1,36 @@
 #!/usr/bin/env node
 // The built CLI (pnpm build, which the README's set-up runs).
-import { main } from "../dist/main.js";
+//
+// `auditpipe run` is a long-lived sidecar: V8's default heap limit (a quarter of the machine's
+// memory, or more) lets its heap grow to ~370 MB RSS while reading at full speed, though it needs
+// far less. A flag set after start-up (v8.setFlagsFromString) does not change the limit of a heap
+// already created, so unless the caller chose a limit (NODE_OPTIONS or node's own flags), `run`
+// starts itself again under one; signals are forwarded, the exit status is the child's.
+import { spawn } from "node:child_process";
 
-process.exitCode = await main(process.argv.slice(2));
+/** Heap limit for `run`: the in-flight batches (a few 10k-entry batches) plus the API fit in it. */
+const RUN_MAX_OLD_SPACE_MB = 128;
+
+const argv = process.argv.slice(2);
+const chosen = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((flag) =>
+  flag.startsWith("--max-old-space-size"),
+);
+
+if (argv[0] === "run" && !chosen && process.env.AUDITPIPE_NO_REEXEC === undefined) {
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, `--max-old-space-size=${RUN_MAX_OLD_SPACE_MB}`, process.argv[1], ...argv],
+    { stdio: "inherit", env: { ...process.env, AUDITPIPE_NO_REEXEC: "1" } },
+  );
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"])
+    process.on(signal, () => child.kill(signal));
+  child.on("exit", (code, signal) => {
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    } else process.exit(code ?? 1);
+  });
+} else {
+  const { main } = await import("../dist/main.js");
+  process.exitCode = await main(argv);
+}

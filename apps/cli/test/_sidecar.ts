@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { waitUntil } from "@auditpipe/testkit";
 
 const CLI = join(import.meta.dirname, "..", "src", "_run.ts");
+/** The built launcher (`pnpm build` first): what `npx auditpipe` runs. */
+const BIN = join(import.meta.dirname, "..", "bin", "auditpipe.js");
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 
 export interface SidecarProcess {
@@ -14,11 +16,20 @@ export interface SidecarProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `auditpipe run` from source as a real process (so it can be SIGTERMed or killed -9). */
-export function spawnSidecar(args: string[], env: NodeJS.ProcessEnv = {}): SidecarProcess {
+/**
+ * Starts `auditpipe run` from source as a real process (so it can be SIGTERMed or killed -9); with
+ * `built`, through the built launcher `bin/auditpipe.js` instead (benchmarks: no TypeScript loader).
+ */
+export function spawnSidecar(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: { built?: boolean } = {},
+): SidecarProcess {
   const child = spawn(
     process.execPath,
-    ["--conditions=@auditpipe/source", "--import", "tsx", CLI, "run", ...args],
+    options.built
+      ? [BIN, "run", ...args]
+      : ["--conditions=@auditpipe/source", "--import", "tsx", CLI, "run", ...args],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },

@@ -45,18 +45,54 @@ async function stopSidecar(sidecar: SidecarProcess): Promise<void> {
     throw new Error(`sidecar exited with ${code} on SIGTERM:\n${sidecar.stderr().slice(-2000)}`);
 }
 
-/** VmHWM (peak resident set) and VmRSS of a process, in MB (decimal). */
-function memoryOf(pid: number): { peakMb: number; rssMb: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (key: string) =>
-    Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { peakMb: (kb("VmHWM") * 1024) / 1e6, rssMb: (kb("VmRSS") * 1024) / 1e6 };
+/** A process and its descendants (the launcher re-executes node for `run`). */
+function processTree(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {}
+  return [pid, ...children.flatMap(processTree)];
+}
+
+/**
+ * VmHWM (peak resident set) and VmRSS in MB (decimal), summed over the process and its children:
+ * with the launcher's re-exec, what a container's memory limit sees. `workerPeakMb` is the peak of
+ * the process doing the work (the last one started).
+ */
+function memoryOf(pid: number): { peakMb: number; rssMb: number; workerPeakMb: number } {
+  let peakMb = 0;
+  let rssMb = 0;
+  let workerPeakMb = 0;
+  for (const p of processTree(pid)) {
+    let status: string;
+    try {
+      status = readFileSync(`/proc/${p}/status`, "utf8");
+    } catch {
+      continue;
+    }
+    const kb = (key: string) =>
+      Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+    workerPeakMb = (kb("VmHWM") * 1024) / 1e6;
+    peakMb += workerPeakMb;
+    rssMb += (kb("VmRSS") * 1024) / 1e6;
+  }
+  return { peakMb, rssMb, workerPeakMb };
 }
 
 /** User + system CPU seconds a process has used (/proc/<pid>/stat, clock ticks of 10 ms). */
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  let seconds = 0;
+  for (const p of processTree(pid)) {
+    try {
+      const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ");
+      seconds += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {}
+  }
+  return seconds;
 }
 
 export interface RssResult {
@@ -66,7 +102,10 @@ export interface RssResult {
   /** Spawn to the last entry acknowledged by the sink, including start-up (tsx, Fastify, prom-client). */
   seconds: number;
   entriesPerSec: number;
+  /** Summed over the launcher and the node it re-executes (what a container's limit sees). */
   peakRssMb: number;
+  /** The re-executed node alone (the process that reads, parses and ships). */
+  workerPeakRssMb: number;
   /** VmRSS sampled every 250 ms while reading: its range shows whether memory grows with the file. */
   rssSamplesMb: { min: number; max: number; last: number };
 }
@@ -76,6 +115,7 @@ export async function sidecarRss(
   reference: string,
   entriesPerCopy: number,
   copies: number,
+  env: NodeJS.ProcessEnv = {},
 ): Promise<RssResult> {
   const work = workDir("rss");
   try {
@@ -88,7 +128,7 @@ export async function sidecarRss(
     closeSync(fd);
     const expected = entriesPerCopy * copies;
     const t0 = performance.now();
-    const sidecar = spawnSidecar(runArgs(work, logDir));
+    const sidecar = spawnSidecar(runArgs(work, logDir), env, { built: true });
     try {
       const url = await sidecar.url();
       const samples: number[] = [];
@@ -101,7 +141,7 @@ export async function sidecarRss(
         await new Promise((r) => setTimeout(r, 250));
       }
       const seconds = (performance.now() - t0) / 1000;
-      const { peakMb } = memoryOf(sidecar.child.pid!);
+      const { peakMb, workerPeakMb } = memoryOf(sidecar.child.pid!);
       return {
         copies,
         fileBytes: unit.length * copies,
@@ -109,6 +149,7 @@ export async function sidecarRss(
         seconds: Number(seconds.toFixed(1)),
         entriesPerSec: Math.round(expected / seconds),
         peakRssMb: Math.round(peakMb),
+        workerPeakRssMb: Math.round(workerPeakMb),
         rssSamplesMb: {
           min: Math.round(Math.min(...samples)),
           max: Math.round(Math.max(...samples)),
@@ -171,7 +212,7 @@ export async function tailLatency(
   const file = join(logDir, "postgresql-latency.csv");
   const fd = openSync(file, "a");
   writeSync(fd, records[0]!); // the first line: the file's identity
-  const sidecar = spawnSidecar(runArgs(work, logDir));
+  const sidecar = spawnSidecar(runArgs(work, logDir), {}, { built: true });
   try {
     const url = await sidecar.url();
     const counted = async () => (await getJson<Volume>(`${url}/v1/volume`)).totals.entries;
@@ -266,7 +307,7 @@ export async function pgbenchImpact(
       let sidecar: SidecarProcess | undefined;
       if (withSidecar) {
         const dir = join(work, `run-${i}`);
-        sidecar = spawnSidecar(runArgs(dir, pg.logDir, ["--from", "end"]));
+        sidecar = spawnSidecar(runArgs(dir, pg.logDir, ["--from", "end"]), {}, { built: true });
         await sidecar.url();
         await new Promise((r) => setTimeout(r, 1000)); // past start-up
       }
