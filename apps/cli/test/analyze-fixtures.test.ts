@@ -44,6 +44,22 @@ describe("analyze --json on the real fixtures", () => {
     expect(got.rate.gbPerDay).toBeCloseTo(((got.bytes / got.span.seconds) * 86400) / 1e9, 9);
   });
 
+  it.each(rows.filter((r) => !r.file.startsWith("postgresql.csv") && !r.file.startsWith("postgresql.json")))(
+    "$name/$file without --prefix: the prefix is guessed from the first lines and the counts still match",
+    async ({ name, file, expected }) => {
+      const want = expected.formats[file]!;
+      const { code, stdout, stderr } = await runCli(["analyze", "--json", join(CASES_DIR, name, file)]);
+      expect(code).toBe(0);
+      expect(stderr).toContain(`log_line_prefix '${expected.settings.log_line_prefix}'`);
+      const got = JSON.parse(stdout);
+      expect({ entries: got.entries, bytes: got.bytes, malformed: got.malformed }).toEqual({
+        entries: want.entries,
+        bytes: want.bytes,
+        malformed: 0,
+      });
+    },
+  );
+
   it("auto-detects every format (no --format given above) and reads several files of one stream", async () => {
     const dir = join(CASES_DIR, "object-only");
     const { stdout } = await runCli([

@@ -5,6 +5,7 @@ export { createJsonlogParser } from "./jsonlog.ts";
 export { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 export { createParser } from "./parser.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
+export { COMMON_PREFIXES, guessPrefix } from "./prefix-guess.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
 export { createStderrParser, DEFAULT_PREFIX, type StderrParserOptions } from "./stderr.ts";
 export {

@@ -6,6 +6,7 @@ import {
   AUDIT_PREFIX,
   AuditPayloadError,
   createParser,
+  guessPrefix,
   isGzip,
   type LogFormat,
   type LogParser,
@@ -24,6 +25,8 @@ export interface AnalyzeOptions {
   onMalformed?: (file: string, error: MalformedRecord) => void;
   /** Called as bytes are read (on-disk bytes, so compressed for .gz). */
   onProgress?: (done: number, total: number) => void;
+  /** Called when no prefix was given and one was guessed from a stderr/syslog file's first lines. */
+  onPrefixGuessed?: (file: string, prefix: string) => void;
 }
 
 /** Bytes per read: large enough that per-chunk overhead vanishes, small enough for steady progress. */
@@ -87,7 +90,14 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     for await (const chunk of input as AsyncIterable<Buffer>) {
       if (!parser) {
         const format = options.format === "auto" ? (sniffFormat(chunk) ?? "stderr") : options.format;
-        parser = createParser(format, sink, options.prefix === undefined ? {} : { prefix: options.prefix });
+        let prefix = options.prefix;
+        if (prefix === undefined && (format === "stderr" || format === "syslog")) {
+          // No --prefix: try the prefixes servers commonly write on the first whole lines.
+          const head = chunk.subarray(0, chunk.lastIndexOf(0x0a, 256 * 1024) + 1);
+          prefix = guessPrefix(format, head);
+          if (prefix !== undefined) options.onPrefixGuessed?.(file, prefix);
+        }
+        parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);
     }

@@ -13,7 +13,8 @@ decodes every pgAudit entry and reports the audit volume: totals, rate, MB/hour,
 entries and bytes by class, command, audit type, object, user and database.
 
   --format F   log format; auto (default) sniffs it from each file's first bytes
-  --prefix P   log_line_prefix of stderr and syslog logs (default PostgreSQL's '%m [%p] ')
+  --prefix P   log_line_prefix of stderr and syslog logs (default: the common prefix that reads
+               the file's first lines cleanly, e.g. PostgreSQL's '%m [%p] ')
   --json       print the report as one JSON object on stdout and nothing else
   -h, --help   this text
 `;
@@ -71,6 +72,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
 
   let shown = 0;
   let hidden = 0;
+  const guessed = new Set<string>();
   const onMalformed = (file: string, error: MalformedRecord): void => {
     if (shown < MALFORMED_SHOWN) {
       shown++;
@@ -100,6 +102,11 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     format,
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onMalformed,
+    onPrefixGuessed: (file, prefix) => {
+      if (!guessed.has(prefix))
+        io.stderr(`analyze: no --prefix given; ${file} reads cleanly with log_line_prefix '${prefix}'\n`);
+      guessed.add(prefix);
+    },
     ...(showProgress ? { onProgress } : {}),
   });
   if (showProgress) io.stderr("\n");

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import type { LogFormat } from "@auditpipe/parse";
+import { guessPrefix, type LogFormat } from "@auditpipe/parse";
+import { DEFAULT_PATTERNS, globToRegExp } from "@auditpipe/tail";
 import { UsageError } from "../usage-error.ts";
 
 /** Preference when PostgreSQL writes several destinations: the richest format first. */
@@ -56,4 +57,28 @@ export function resolveLogStream(options: {
     );
   }
   return { logDir: options.logDir, format };
+}
+
+/**
+ * Without `--prefix`, the common log_line_prefix that reads the newest log file's first lines
+ * cleanly (undefined when none does, or the directory has no file yet).
+ */
+export function guessStreamPrefix(logDir: string, format: LogFormat, pattern?: string): string | undefined {
+  const match = globToRegExp(pattern ?? DEFAULT_PATTERNS[format]);
+  const files = readdirSync(logDir)
+    .filter((n) => match.test(n) && !n.endsWith(".gz"))
+    .map((n) => ({ path: join(logDir, n), mtime: statSync(join(logDir, n)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const { path } of files) {
+    const fd = openSync(path, "r");
+    try {
+      const head = Buffer.alloc(256 * 1024);
+      const n = readSync(fd, head, 0, head.length, 0);
+      const whole = head.subarray(0, head.lastIndexOf(0x0a, n - 1) + 1);
+      if (whole.length > 0) return guessPrefix(format, whole);
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return undefined;
 }

@@ -6,7 +6,7 @@ import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource }
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
-import { resolveLogStream } from "./log-stream.ts";
+import { guessStreamPrefix, resolveLogStream } from "./log-stream.ts";
 import { createSink } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
@@ -75,13 +75,19 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
 
   const stream = resolveLogStream({ logDir: config.logDir, pgdata: config.pgdata, format: config.format });
+  let prefix = config.prefix;
+  if (stream && prefix === undefined && (stream.format === "stderr" || stream.format === "syslog")) {
+    prefix = guessStreamPrefix(stream.logDir, stream.format, config.pattern);
+    if (prefix !== undefined)
+      logger.info({ prefix }, "no --prefix given: the log reads cleanly with this log_line_prefix");
+  }
   let files: FileSource | undefined;
   if (stream) {
     files = new FileSource({
       logDir: stream.logDir,
       format: stream.format,
       ...(config.pattern ? { pattern: config.pattern } : {}),
-      ...(config.prefix !== undefined ? { prefix: config.prefix } : {}),
+      ...(prefix !== undefined ? { prefix } : {}),
       stateDir: config.state,
       sink,
       from: config.from,
