@@ -48,21 +48,27 @@ describe("FileSource on a 1 GB log file", () => {
       const source = new FileSource({ logDir, format: "csvlog", stateDir: join(work, "state"), sink });
       global.gc?.();
       const baseline = process.memoryUsage().rss;
+      const total = copies * perUnit;
+      // Peak RSS while the first quarter is read, and over the whole file: flat means the second
+      // does not keep growing past the first as the file goes on.
+      let earlyPeak = baseline;
       let peak = baseline;
       const sampler = setInterval(() => {
-        peak = Math.max(peak, process.memoryUsage().rss);
+        const rss = process.memoryUsage().rss;
+        peak = Math.max(peak, rss);
+        if (sink.entries <= total / 4) earlyPeak = Math.max(earlyPeak, rss);
       }, 20);
       await source.start();
       await waitUntil(
-        () => sink.entries >= copies * perUnit,
+        () => sink.entries >= total,
         600_000,
-        () => `read ${sink.entries} of ${copies * perUnit}`,
+        () => `read ${sink.entries} of ${total}`,
         200,
       );
       await source.stop();
       clearInterval(sampler);
 
-      expect(sink.entries).toBe(copies * perUnit);
+      expect(sink.entries).toBe(total);
       // Contiguous ranges covering the whole file: nothing skipped, nothing twice.
       let end = 0;
       for (const [start, stop] of sink.ranges) {
@@ -70,7 +76,8 @@ describe("FileSource on a 1 GB log file", () => {
         end = stop;
       }
       expect(end).toBe(copies * unit.length);
-      expect((peak - baseline) / 1e6).toBeLessThan(150);
+      expect((peak - earlyPeak) / 1e6).toBeLessThan(64); // the last three quarters add little
+      expect((peak - baseline) / 1e6).toBeLessThan(200); // and the whole stays bounded
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
