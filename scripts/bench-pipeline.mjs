@@ -16,7 +16,7 @@ export function renderPipelineSection(s, root) {
     )
       .map(([part, [before, after]]) => `${part} ${before} → ${after}`)
       .join(", ")}.`,
-    "Other agents share this 2-core machine, so a load above ~0.5 means our process did not have its cores to itself: the figures are lower bounds.",
+    "The load average is recorded around each part: on this 2-core machine a load above ~0.5 before a part starts means something else was running, and its figures are lower bounds.",
     "",
     "| what | measured | target | |",
     "|---|---:|---:|---|",
