@@ -56,22 +56,20 @@ describe("auditpipe estimate", () => {
   });
 
   it("--json: session all writes more than session write, 7 entries per TPC-B transaction", async () => {
-    const out = await underLoad([
-      "estimate",
-      "--interval",
-      "2",
-      "--config",
-      "write",
-      "--config",
-      "all",
-      "--json",
-    ]);
+    // pg_stat_database's transaction counts reach shared memory up to a second late (PostgreSQL 15
+    // flushes a backend's stats at most once a second), so a short window jitters: sample 4 s.
+    const out = await underLoad(
+      ["estimate", "--interval", "4", "--config", "write", "--config", "all", "--json"],
+      6,
+    );
     expect(out.code, out.stderr).toBe(0);
     const body = JSON.parse(out.stdout);
     const [, write, all] = body.estimates;
     expect(all.bytesPerSec).toBeGreaterThan(write.bytesPerSec);
-    expect(all.entriesPerTransaction).toBeGreaterThan(6);
-    expect(all.entriesPerTransaction).toBeLessThan(7.2);
+    // 7 per transaction (BEGIN, 3 UPDATEs, SELECT, INSERT, END), give or take that flush lag;
+    // with FK checks or log_relation it would be 10 or more.
+    expect(all.entriesPerTransaction).toBeGreaterThan(5.5);
+    expect(all.entriesPerTransaction).toBeLessThan(8.8);
   });
 
   it("never prints the password of a --db URL", async () => {
