@@ -123,6 +123,9 @@ export class FileSource {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private watcher: FSWatcher | undefined;
+  /** A file appeared, vanished or was renamed since the last scan (inotify told us). */
+  private dirChanged = true;
+  private lastScan = 0;
   private firstScan = true;
   private stopDeadline = Number.POSITIVE_INFINITY;
   /** Sink writes under way, over all files. */
@@ -144,7 +147,10 @@ export class FileSource {
     for (const warning of this.checkpoints.warnings)
       this.logger.warn({ stateDir: this.options.stateDir }, warning);
     try {
-      this.watcher = watch(this.options.logDir, { persistent: false }, () => this.wake?.());
+      this.watcher = watch(this.options.logDir, { persistent: false }, (event) => {
+        if (event === "rename") this.dirChanged = true;
+        this.wake?.();
+      });
       this.watcher.on("error", () => {
         this.watcher?.close();
         this.watcher = undefined; // polling alone still works
@@ -179,7 +185,14 @@ export class FileSource {
   private async run(): Promise<void> {
     try {
       while (!this.stopping) {
-        await this.scan();
+        // Listing the directory and re-hashing first lines on every pass cost PostgreSQL's CPU
+        // under load: scan when a file came or went, and otherwise once per poll interval.
+        const poll = this.options.pollIntervalMs ?? 200;
+        if (this.dirChanged || !this.watcher || Date.now() - this.lastScan >= poll) {
+          this.dirChanged = false;
+          await this.scan();
+          this.lastScan = Date.now();
+        }
         let progressed = false;
         let bytesRead = 0;
         const now = Date.now();
