@@ -4,6 +4,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  statSync,
   truncateSync,
   unlinkSync,
   writeFileSync,
@@ -26,6 +27,26 @@ function fixtureRecords(name: string): string[] {
   return text
     .split(/\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} )/)
     .map((r) => (r.endsWith("\n") ? r : `${r}\n`));
+}
+
+/** A sink that acknowledges nothing until the test opens the gate: the reader stays behind. */
+class GatedSink implements Sink {
+  readonly name = "gated";
+  private open!: () => void;
+  private readonly gate = new Promise<void>((resolve) => {
+    this.open = resolve;
+  });
+  constructor(private readonly inner: Sink) {}
+  release(): void {
+    this.open();
+  }
+  async write(batch: Batch): Promise<void> {
+    await this.gate;
+    await this.inner.write(batch);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
 }
 
 /** A sink that takes its time: the reader falls behind the writer, as with a slow store. */
@@ -65,14 +86,15 @@ describe("FileSource and files that change under it", () => {
     cleanups.push(() => pg.stop());
     const work = workDir();
     const sinkDir = join(work, "sink");
+    const gated = new GatedSink(new LocalDirSink({ dir: sinkDir }));
     const source = new FileSource({
       logDir: pg.logDir,
       format: "csvlog",
       pattern: "postgresql.csv*", // logrotate's copies: postgresql.csv.1
       stateDir: join(work, "state"),
-      // Slow enough that the copy is taken while the source is behind (up to 3 writes are out at
-      // once: 450 ms a write is the 150 ms of one at a time).
-      sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 450),
+      // Nothing is acknowledged until after the truncation: the copy is taken while the source is
+      // behind (it reads at most 3 batches ahead of the sink).
+      sink: gated,
       batch: { maxEntries: 200, maxAgeMs: 100 },
     });
     await source.start();
@@ -80,10 +102,25 @@ describe("FileSource and files that change under it", () => {
     await pg.pgbench(["-i", "-s", "1", "-q"]);
     await pg.pgbench(["-n", "-c", "1", "-t", "300"]);
     const live = join(pg.logDir, "postgresql.csv");
+    // The collector writes asynchronously: let it finish, so nothing lands between copy and
+    // truncate (logrotate's own loss window, which is not what this test is about).
+    let size = -1;
+    await waitUntil(
+      () => {
+        const now = statSync(live).size;
+        const settled = now === size;
+        size = now;
+        return settled;
+      },
+      10_000,
+      () => "log did not settle",
+      300,
+    );
     // What logrotate's copytruncate does: copy, then truncate in place (PostgreSQL appends with O_APPEND).
     copyFileSync(live, `${live}.1`);
     truncateSync(live, 0);
     expect(source.status().some((f) => f.read < readFileSync(`${live}.1`).length)).toBe(true); // really behind
+    gated.release();
     await pg.pgbench(["-n", "-c", "1", "-t", "200"]);
 
     const written = writtenKeysOf([`${live}.1`, live]);
