@@ -1,13 +1,13 @@
 /**
- * PostgreSQL csvlog → LogRecord. A purpose-built splitter: it knows the record ends at the first
- * newline outside quotes, scans quoted fields with `indexOf('"')`, and decodes an ASCII record
- * with one string allocation (fields are substrings of it).
+ * PostgreSQL csvlog → LogRecord. Field boundaries come from a purpose-built splitter in
+ * WebAssembly (CsvFieldScanner: it knows a record ends at the first newline outside quotes). Each
+ * input is also read as one latin1 string (one char per byte, so indexes stay byte offsets): the
+ * fields of an ASCII record are substrings of it; a record with non-ASCII bytes decodes its fields
+ * from the bytes as UTF-8.
  */
 import {
   asBuffer,
   ByteCarry,
-  COMMA,
-  CR,
   isAsciiRange,
   isUtf8Range,
   LF,
@@ -15,6 +15,13 @@ import {
   QUOTE,
   type SliceBuffer,
 } from "./_bytes.ts";
+import {
+  CsvFieldScanner,
+  FIELD_ESCAPED,
+  FIELD_UNQUOTED,
+  SCAN_BAD_QUOTE,
+  SCAN_INCOMPLETE_QUOTED,
+} from "./_csv-fields.ts";
 import { findTimestampLine, NO_PENDING_LINE } from "./_resync.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
@@ -24,23 +31,6 @@ import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts
 const COLUMNS_PG12 = 23;
 const COLUMNS_PG13 = 24;
 const COLUMNS_PG14 = 26;
-/** Field positions kept per record; a longer record is counted, not stored (it is malformed). */
-const MAX_STORED_FIELDS = 27;
-
-const INCOMPLETE = -1;
-const INCOMPLETE_QUOTED = -2;
-const BAD_QUOTE = -3;
-
-/** Bytes that do not end an unquoted field: all but comma, newline and quote (one lookup per byte). */
-const UNQUOTED_BYTE = new Uint8Array(256).fill(1);
-UNQUOTED_BYTE[COMMA] = 0;
-UNQUOTED_BYTE[LF] = 0;
-UNQUOTED_BYTE[QUOTE] = 0;
-
-const UNQUOTED = 0;
-const QUOTED = 1;
-/** Quoted, with doubled quotes inside. */
-const ESCAPED = 2;
 
 /** Reads PostgreSQL csvlog (23, 24 or 26 columns) from chunks split anywhere. */
 export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
@@ -62,15 +52,13 @@ class CsvlogParser implements LogParser {
   private skipScan = 0;
   private skipCode = "";
   private skipReason = "";
-  // Field boundaries of the record being read (absolute indexes into `buf`).
-  private readonly fieldStart = new Int32Array(MAX_STORED_FIELDS);
-  private readonly fieldEnd = new Int32Array(MAX_STORED_FIELDS);
-  private readonly fieldKind = new Uint8Array(MAX_STORED_FIELDS);
-  private fieldCount = 0;
-  // The record being decoded: its text when it is ASCII (fields are substrings), else null.
+  /** Field boundaries of the record being read (indexes into `buf`). */
+  private readonly fields = new CsvFieldScanner();
+  // The input being parsed, as bytes and as latin1 text (same indexes).
   private buf: SliceBuffer = Buffer.alloc(0) as SliceBuffer;
-  private text: string | null = null;
-  private textStart = 0;
+  private chars = "";
+  /** Whether the record being decoded is ASCII: its fields are substrings of `chars`. */
+  private asciiRecord = false;
 
   constructor(sink: RecordSink, maxRecordBytes: number) {
     this.sink = sink;
@@ -142,6 +130,8 @@ class CsvlogParser implements LogParser {
     const len = buf.length;
     this.buf = buf;
     const ascii = isAsciiRange(buf, 0, len);
+    this.chars = buf.latin1Slice(0, len);
+    this.fields.load(buf);
     let pos = 0;
     while (pos < len) {
       if (this.skipping) {
@@ -158,7 +148,7 @@ class CsvlogParser implements LogParser {
         this.skipScan = this.base + keep;
         return keep;
       }
-      const end = this.scan(buf, pos, len);
+      const end = this.fields.scan(pos, len);
       if (end >= 0) {
         const size = end - pos;
         if (size > this.maxRecordBytes) {
@@ -168,7 +158,7 @@ class CsvlogParser implements LogParser {
         }
         continue;
       }
-      if (end === BAD_QUOTE) {
+      if (end === SCAN_BAD_QUOTE) {
         this.startSkip(pos, ParseErrorCode.BAD_CSV, "a quote where csvlog has none: not a record");
         continue;
       }
@@ -181,7 +171,7 @@ class CsvlogParser implements LogParser {
       }
       // A quote still open at the end swallowed later records when a record start follows it;
       // otherwise the last record was simply cut off.
-      if (end === INCOMPLETE_QUOTED && findTimestampLine(buf, pos, len) >= 0) {
+      if (end === SCAN_INCOMPLETE_QUOTED && findTimestampLine(buf, pos, len) >= 0) {
         this.startSkip(pos, ParseErrorCode.UNTERMINATED_QUOTE, "quoted field not closed before end of input");
         continue;
       }
@@ -215,78 +205,9 @@ class CsvlogParser implements LogParser {
     });
   }
 
-  /**
-   * Finds the fields of the record starting at `pos`. Returns the index after its newline, or
-   * INCOMPLETE / INCOMPLETE_QUOTED when `len` comes first, or BAD_QUOTE.
-   */
-  private scan(buf: Uint8Array, pos: number, len: number): number {
-    const starts = this.fieldStart;
-    const ends = this.fieldEnd;
-    const kinds = this.fieldKind;
-    let n = 0;
-    let i = pos;
-    for (;;) {
-      if (i >= len) return INCOMPLETE;
-      let c = buf[i]!;
-      if (c === QUOTE) {
-        const s = i + 1;
-        let kind = QUOTED;
-        let j = s;
-        for (;;) {
-          const q = buf.indexOf(QUOTE, j);
-          if (q < 0) return INCOMPLETE_QUOTED;
-          if (q + 1 >= len) return INCOMPLETE;
-          const d = buf[q + 1];
-          if (d === QUOTE) {
-            kind = ESCAPED;
-            j = q + 2;
-            continue;
-          }
-          if (n < MAX_STORED_FIELDS) {
-            starts[n] = s;
-            ends[n] = q;
-            kinds[n] = kind;
-          }
-          n++;
-          if (d === COMMA) {
-            i = q + 2;
-            break;
-          }
-          this.fieldCount = n;
-          if (d === LF) return q + 2;
-          if (d === CR) {
-            if (q + 2 >= len) return INCOMPLETE;
-            if (buf[q + 2] === LF) return q + 3;
-          }
-          return BAD_QUOTE;
-        }
-      } else {
-        const s = i;
-        while (UNQUOTED_BYTE[c] === 1) {
-          if (++i >= len) return INCOMPLETE;
-          c = buf[i]!;
-        }
-        if (c === QUOTE) return BAD_QUOTE;
-        let e = i;
-        if (c === LF && e > s && buf[e - 1] === CR) e--;
-        if (n < MAX_STORED_FIELDS) {
-          starts[n] = s;
-          ends[n] = e;
-          kinds[n] = UNQUOTED;
-        }
-        n++;
-        i++;
-        if (c === LF) {
-          this.fieldCount = n;
-          return i;
-        }
-      }
-    }
-  }
-
   /** Builds and sends the record whose fields `scan` found; false (skipping) when it is malformed. */
   private emit(buf: SliceBuffer, start: number, end: number, ascii: boolean): boolean {
-    const n = this.fieldCount;
+    const n = this.fields.count;
     if (n !== COLUMNS_PG14 && n !== COLUMNS_PG13 && n !== COLUMNS_PG12) {
       this.startSkip(
         start,
@@ -296,10 +217,9 @@ class CsvlogParser implements LogParser {
       return false;
     }
     if (ascii || isAsciiRange(buf, start, end)) {
-      this.text = buf.latin1Slice(start, end);
-      this.textStart = start;
+      this.asciiRecord = true;
     } else if (isUtf8Range(buf, start, end)) {
-      this.text = null;
+      this.asciiRecord = false;
     } else {
       this.startSkip(start, ParseErrorCode.INVALID_UTF8, "record is not valid UTF-8");
       return false;
@@ -340,16 +260,16 @@ class CsvlogParser implements LogParser {
 
   /** Field k as text; null for an empty unquoted field. */
   private str(k: number): string | null {
-    const s = this.fieldStart[k]!;
-    const e = this.fieldEnd[k]!;
-    const kind = this.fieldKind[k]!;
-    if (kind === UNQUOTED && s === e) return null;
-    const text = this.text;
-    const v = text !== null ? text.slice(s - this.textStart, e - this.textStart) : this.buf.utf8Slice(s, e);
-    return kind === ESCAPED ? v.replaceAll('""', '"') : v;
+    const f = this.fields;
+    const s = f.starts[k]!;
+    const e = f.ends[k]!;
+    const kind = f.kinds[k]!;
+    if (kind === FIELD_UNQUOTED && s === e) return null;
+    const v = this.asciiRecord ? this.chars.slice(s, e) : this.buf.utf8Slice(s, e);
+    return kind === FIELD_ESCAPED ? v.replaceAll('""', '"') : v;
   }
 
   private int(k: number): number | null {
-    return parseIntBytes(this.buf, this.fieldStart[k]!, this.fieldEnd[k]!);
+    return parseIntBytes(this.buf, this.fields.starts[k]!, this.fields.ends[k]!);
   }
 }
