@@ -1,8 +1,5 @@
-import { promisify } from "node:util";
-import { gzip } from "node:zlib";
+import { compress } from "./compression.ts";
 import type { ShippedRecord } from "./types.ts";
-
-const gzipAsync = promisify(gzip);
 
 /**
  * Between two records of a JSON array of shipped records: `},{"ts":`. JSON escapes every `"` inside
@@ -38,5 +35,5 @@ export function encodeNdjson(records: ShippedRecord[]): Buffer {
 
 /** gzip on libuv's thread pool, so compressing one batch overlaps reading the next. */
 export function gzipNdjson(records: ShippedRecord[]): Promise<Buffer> {
-  return gzipAsync(encodeNdjson(records), { level: 6 });
+  return compress(encodeNdjson(records), "gzip");
 }
