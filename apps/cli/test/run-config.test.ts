@@ -29,6 +29,15 @@ describe("auditpipe run settings", () => {
     });
   });
 
+  it("closes batches after a second for a local sink and a minute for S3, unless told otherwise", () => {
+    expect(resolveRunConfig({ "log-dir": "/x" }, {}).batchMaxAgeMs).toBe(1_000);
+    expect(resolveRunConfig({ "log-dir": "/x", sink: "s3://bucket/audit" }, {}).batchMaxAgeMs).toBe(60_000);
+    expect(
+      resolveRunConfig({ "log-dir": "/x", sink: "s3://bucket/audit", "batch-max-age-ms": "5000" }, {})
+        .batchMaxAgeMs,
+    ).toBe(5_000);
+  });
+
   it.each([
     [
       { "log-dir": "/x", format: "xml" },

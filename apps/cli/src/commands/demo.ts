@@ -5,7 +5,7 @@ import type { LiveVolume } from "@auditpipe/meter";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
 import { createLogger } from "../logger.ts";
-import { RunConfigSchema } from "../run/config.ts";
+import { LOCAL_BATCH_MAX_AGE_MS, type RunConfig, RunConfigSchema } from "../run/config.ts";
 import { startSidecar } from "../run/sidecar.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
@@ -123,14 +123,18 @@ export async function demoCommand(
   try {
     await pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
-    const config = RunConfigSchema.parse({
-      pgdata: pg.dataDir,
-      sink: sinkDir,
-      state: join(work, "state"),
-      listen: "127.0.0.1:0",
-      logLevel: "warn",
-      ...(minio ? { s3Endpoint: minio.endpoint, s3ForcePathStyle: true } : {}),
-    });
+    const config: RunConfig = {
+      ...RunConfigSchema.parse({
+        pgdata: pg.dataDir,
+        sink: sinkDir,
+        state: join(work, "state"),
+        listen: "127.0.0.1:0",
+        logLevel: "warn",
+        ...(minio ? { s3Endpoint: minio.endpoint, s3ForcePathStyle: true } : {}),
+      }),
+      // Objects every few seconds, not once a minute as S3 defaults to: a demo shows them arriving.
+      batchMaxAgeMs: minio ? 5_000 : LOCAL_BATCH_MAX_AGE_MS,
+    };
     const sidecar = await startSidecar(config, logger);
     // pgbench in short rounds, so stopping never waits long for it.
     load = (async () => {

@@ -36,7 +36,7 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --syslog URL             udp://HOST:PORT or tcp://HOST:PORT (repeatable)
   --batch-max-entries N    entries per object (default 10000)
   --batch-max-bytes N      log bytes per object (default 8388608)
-  --batch-max-age-ms N     close a batch this long after it opened (default 1000)
+  --batch-max-age-ms N     close a batch this long after it opened (default 1000; 60000 for s3://)
   --poll-interval-ms N     directory poll interval besides fs events (default 200)
   --log-level L            fatal, error, warn, info (default), debug, trace, silent
   --config FILE            JSON file of the same settings (keys: logDir, pgdata, format, ...)

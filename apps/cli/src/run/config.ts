@@ -38,7 +38,10 @@ export interface RunConfig {
   sampleIntervalMs: number;
 }
 
-export const RunConfigSchema: z.ZodType<RunConfig> = z
+/** What the schema yields: batchMaxAgeMs is filled in afterwards, from the sink. */
+type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs"> & { batchMaxAgeMs?: number | undefined };
+
+export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
   .object({
     logDir: z.string().min(1).optional(),
     pgdata: z.string().min(1).optional(),
@@ -56,7 +59,8 @@ export const RunConfigSchema: z.ZodType<RunConfig> = z
       .int()
       .positive()
       .default(8 << 20),
-    batchMaxAgeMs: z.coerce.number().int().positive().default(1_000),
+    // Default depends on the sink (see resolveRunConfig): a batch is an object in S3.
+    batchMaxAgeMs: z.coerce.number().int().positive().optional(),
     pollIntervalMs: z.coerce.number().int().positive().default(200),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     apiToken: z.string().min(16, "at least 16 characters").optional(),
@@ -83,6 +87,18 @@ export const RunConfigSchema: z.ZodType<RunConfig> = z
   .strict();
 
 type Key = keyof RunConfig;
+
+/**
+ * A batch closes after this long when the sink is a local directory: the archive follows the log
+ * within a second. An S3 batch is an object (a PUT, a spool file, a manifest line): a minute, so a
+ * moderately loaded database writes about one object a minute (or one per 10,000 entries).
+ */
+export const LOCAL_BATCH_MAX_AGE_MS = 1_000;
+export const S3_BATCH_MAX_AGE_MS = 60_000;
+
+function defaultBatchMaxAgeMs(sink: string): number {
+  return sink.startsWith("s3://") ? S3_BATCH_MAX_AGE_MS : LOCAL_BATCH_MAX_AGE_MS;
+}
 
 /** Flag, environment variable and config key of every setting. */
 export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; boolean?: boolean }[] = [
@@ -187,7 +203,10 @@ export function resolveRunConfig(
       issue.code === "unrecognized_keys" ? "is not a setting auditpipe run knows" : issue.message;
     throw new UsageError(`run: ${name}: ${message}`);
   }
-  const config = result.data;
+  const config: RunConfig = {
+    ...result.data,
+    batchMaxAgeMs: result.data.batchMaxAgeMs ?? defaultBatchMaxAgeMs(result.data.sink),
+  };
   if (!config.logDir && !config.pgdata && config.syslog.length === 0) {
     throw new UsageError("run: nothing to follow: give --log-dir DIR, --pgdata DIR or --syslog URL");
   }
