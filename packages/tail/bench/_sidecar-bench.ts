@@ -19,14 +19,25 @@ function workDir(tag: string): string {
   return mkdtempSync(join(tmpdir(), `auditpipe-bench-${tag}-`));
 }
 
-function runArgs(work: string, logDir: string, extra: string[] = []): string[] {
+/** Where the sidecar ships: a local directory under the work dir unless told otherwise. */
+export interface SinkUnderTest {
+  /** `--sink`: an s3:// URL. */
+  sink: string;
+  /** Further flags (endpoint, compression, ...). */
+  args: string[];
+  /** The sink's name in GET /v1/volume's `pipeline.sinks`. */
+  name: string;
+}
+
+function runArgs(work: string, logDir: string, extra: string[] = [], sink?: SinkUnderTest): string[] {
   return [
     "--log-dir",
     logDir,
     "--format",
     "csvlog",
     "--sink",
-    join(work, "sink"),
+    sink?.sink ?? join(work, "sink"),
+    ...(sink?.args ?? []),
     "--state",
     join(work, "state"),
     "--listen",
@@ -116,6 +127,7 @@ export async function sidecarRss(
   entriesPerCopy: number,
   copies: number,
   env: NodeJS.ProcessEnv = {},
+  sink?: SinkUnderTest,
 ): Promise<RssResult> {
   const work = workDir("rss");
   try {
@@ -128,14 +140,14 @@ export async function sidecarRss(
     closeSync(fd);
     const expected = entriesPerCopy * copies;
     const t0 = performance.now();
-    const sidecar = spawnSidecar(runArgs(work, logDir), env, { built: true });
+    const sidecar = spawnSidecar(runArgs(work, logDir, [], sink), env, { built: true });
     try {
       const url = await sidecar.url();
       const samples: number[] = [];
       for (;;) {
         const volume = await getJson<Volume>(`${url}/v1/volume`);
         samples.push(memoryOf(sidecar.child.pid!).rssMb);
-        if ((volume.pipeline.sinks["local-dir"]?.entries ?? 0) >= expected) break;
+        if ((volume.pipeline.sinks[sink?.name ?? "local-dir"]?.entries ?? 0) >= expected) break;
         if (performance.now() - t0 > 600_000)
           throw new Error(`sidecar too slow: ${JSON.stringify(volume.totals)}`);
         await new Promise((r) => setTimeout(r, 250));

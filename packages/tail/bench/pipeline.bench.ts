@@ -134,10 +134,10 @@ if (only.includes("rss")) {
   // ~250 MB and ~1 GB: the same file repeated.
   // As docs/operations.md deploys it (NODE_OPTIONS caps the heap, one process), and once as plain
   // `auditpipe run` (the launcher re-executes node with the cap and stays resident).
-  const nodeOptions = { NODE_OPTIONS: "--max-old-space-size=128" };
+  const nodeOptions = { NODE_OPTIONS: "--max-old-space-size=128 --max-semi-space-size=4" };
   for (const [target, env, how] of [
-    [250e6, nodeOptions, "NODE_OPTIONS=--max-old-space-size=128"],
-    [1e9, nodeOptions, "NODE_OPTIONS=--max-old-space-size=128"],
+    [250e6, nodeOptions, `NODE_OPTIONS="${nodeOptions.NODE_OPTIONS}"`],
+    [1e9, nodeOptions, `NODE_OPTIONS="${nodeOptions.NODE_OPTIONS}"`],
     [250e6, {}, "launcher re-exec (no NODE_OPTIONS), launcher + child"],
   ] as const) {
     const copies = Math.max(1, Math.round(target / (await import("node:fs")).statSync(csv.file).size));
