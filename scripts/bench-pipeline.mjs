@@ -40,13 +40,16 @@ export function renderPipelineSection(s, root) {
   lines.push(
     "",
     "Where the time and memory go (profiles with `node --cpu-prof` of `packages/tail/bench/_pipeline.ts`): the pipeline is",
-    "bound by its main thread, which parses, meters, builds the shipped records and JSON-encodes them (one `JSON.stringify`",
-    "per batch, about 2 µs an entry, as much as parsing), with garbage collection about a fifth; gzip runs on libuv's pool",
-    "and, with up to 3 batches in flight, overlaps the next batch's parsing only when a second core is free. Peak RSS is the",
-    "process's floor (Node, Fastify, prom-client: the small-file figure below) plus V8's heap, which with V8's default limit",
-    "grows to ~320 MB RSS (measured from the build, uncapped); capped at 128 MB it peaks near 200 MB, flat from 241 MB to 965 MB",
-    "files. A hand-written NDJSON encoder was measured no faster than V8's JSON.stringify (2.2-2.5 µs per record either way) and",
-    "dropped; gzip level 3 was 8 % faster end to end but 23 % larger objects, so level 6 stays.",
+    "bound by its main thread, which parses (csvlog ~0.8 µs an entry), meters, builds the shipped records and JSON-encodes",
+    "them (`JSON.stringify`, ~1.5 µs an entry on Node 20, the largest single cost), with garbage collection 15-25 %; gzip runs",
+    "on libuv's pool with a 1 MiB output buffer (zlib's 16 KiB default bounced back to the main thread ~25 times a batch and",
+    "cost ~15 % of the throughput). Peak RSS is the process's floor (Node, Fastify, prom-client, the AWS SDK: ~100 MB idle)",
+    "plus V8's heap, which with V8's defaults grows to ~320 MB RSS; with a 128 MB old generation and 4 MB semi-spaces",
+    "(docs/operations.md) it peaks at ~165-180 MB, flat from 241 MB to 965 MB files, and reads ~25 % slower than uncapped",
+    "(a capped old generation is marked about every 100 ms at this allocation rate). Measured and dropped: a hand-written",
+    "NDJSON encoder (slower than JSON.stringify), encoding each record as it is read instead of per batch (less heap,",
+    "~10 % slower), smaller batches (no faster under the cap), and",
+    "gzip level 3 (8 % faster end to end but 23 % larger objects, so level 6 stays).",
     "",
   );
 
