@@ -1,5 +1,5 @@
 import { EXPRESSION_KEYWORDS, PLANNABLE_STATEMENTS, TYPMOD_KEYWORDS } from "./_keywords.ts";
-import { _isIdentCont, lexSql, type SqlToken } from "./lexer.ts";
+import { _continuation, _isIdentCont, lexSql, type SqlToken } from "./lexer.ts";
 
 /** What redactStatement returns. */
 export interface RedactedStatement {
@@ -194,5 +194,19 @@ function placeholder(
   if (form === "zero" && (glued(before) || glued(after))) form = "string";
   // `'$1''$2'` would read back as one string with a doubled quote.
   if (form === "string" && before === 39 /* ' */) form = "param";
+  // A string after another across a newline continues it (`'a'\n'b'` is one constant): there,
+  // the E form, which does not. (The string form is never followed by a newline here: the lexer
+  // joins a string to the next, and a number takes the string form only when a word follows.)
+  if (form === "string" && !glued(before) && continuesPreviousString(out)) return `E'$${n}'`;
   return form === "param" ? `$${n}` : form === "string" ? `'$${n}'` : "0";
+}
+
+/**
+ * Whether a quote appended to `out` would continue the string `out` ends with: only whitespace
+ * with a newline (and line comments) after its last quote. A quote inside a trailing comment
+ * can only make this say yes where no string ends: then the E form is used needlessly, harmlessly.
+ */
+function continuesPreviousString(out: string): boolean {
+  const lastQuote = out.lastIndexOf("'");
+  return lastQuote >= 0 && _continuation(`${out}'`, lastQuote + 1) === out.length + 1;
 }
