@@ -7,6 +7,7 @@ export default defineConfig({
     include: ["packages/*/test/**/*.test.ts", "apps/*/test/**/*.test.ts", "fixtures/test/**/*.test.ts"],
     // Integration tests start real PostgreSQL/MinIO/rsyslog; two cores, so keep workers few.
     maxWorkers: 2,
+    setupFiles: ["./vitest.setup.ts"],
     testTimeout: 120_000,
     hookTimeout: 180_000,
   },
