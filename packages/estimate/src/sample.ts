@@ -371,6 +371,9 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       ? { connectionString: options.connection }
       : (options.connection ?? {}),
   );
+  // The server going away while the client is idle (between the two reads) is an 'error' event,
+  // which would end the process unheard; the next query then fails and is reported as a sample error.
+  client.on("error", () => {});
   try {
     await client.connect();
   } catch (error) {

@@ -185,8 +185,17 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     let admin: pg.Client | undefined;
     const adminClient = async (): Promise<pg.Client> => {
       if (!admin) {
-        admin = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
-        await admin.connect();
+        const client = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
+        // The server stopping under an idle client (Ctrl-C reaches the whole process group) is an
+        // 'error' event: drop the client, so the next query connects again or fails plainly.
+        client.on("error", () => {
+          if (admin === client) admin = undefined;
+        });
+        admin = client;
+        await client.connect().catch((error: unknown) => {
+          admin = undefined;
+          throw error;
+        });
       }
       return admin;
     };
