@@ -23,7 +23,8 @@ const chosen = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/
 if (argv[0] === "run" && !chosen && process.env.AUDITPIPE_NO_REEXEC === undefined) {
   const child = spawn(process.execPath, [...process.execArgv, ...RUN_HEAP_FLAGS, process.argv[1], ...argv], {
     stdio: "inherit",
-    env: { ...process.env, AUDITPIPE_NO_REEXEC: "1" },
+    // The child watches this pid: if the launcher is killed outright, it stops rather than run orphaned.
+    env: { ...process.env, AUDITPIPE_NO_REEXEC: "1", AUDITPIPE_LAUNCHER_PID: String(process.pid) },
   });
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"])
     process.on(signal, () => child.kill(signal));

@@ -47,6 +47,9 @@ credentials only from the AWS SDK's default chain (AWS_* variables, shared files
 instance metadata).
 `;
 
+/** How often a re-executed `run` checks that its launcher is still its parent. */
+const ORPHAN_CHECK_MS = 500;
+
 /** SIGTERM must end the process within 10 s; stop() is bounded well inside that. */
 const FORCE_EXIT_MS = 9_500;
 
@@ -77,7 +80,19 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
   const sidecar = await startSidecar(config, logger);
 
   await new Promise<void>((resolve) => {
+    // Started by bin/auditpipe.js's re-exec: if the launcher dies without passing a signal on
+    // (kill -9), stop as on SIGTERM instead of running on with nobody to stop it.
+    const launcher = Number(process.env.AUDITPIPE_LAUNCHER_PID ?? 0);
+    const orphanWatch =
+      launcher > 0
+        ? setInterval(() => {
+            if (process.ppid === launcher) return;
+            logger.warn({ launcher }, "the launcher is gone");
+            onSignal("SIGTERM");
+          }, ORPHAN_CHECK_MS)
+        : undefined;
     const onSignal = (signal: NodeJS.Signals): void => {
+      clearInterval(orphanWatch);
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
       logger.info({ signal }, "stopping: flushing batches and saving checkpoints");
