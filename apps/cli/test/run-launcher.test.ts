@@ -51,7 +51,7 @@ describe("bin/auditpipe.js run (the launcher's re-exec)", () => {
     try {
       await sidecar.url();
       const launcher = sidecar.child.pid!;
-      [child] = childrenOf(launcher);
+      child = childrenOf(launcher)[0] ?? 0;
       expect(child).toBeGreaterThan(0);
       const cmdline = readFileSync(`/proc/${child}/cmdline`, "utf8").split("\0");
       expect(cmdline).toContain("--max-old-space-size=128");
