@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { duplicates, shippedKeys, writtenKeys } from "../../../packages/tail/test/_sink-oracle.ts";
+import {
+  duplicates,
+  logSettled,
+  shippedKeys,
+  writtenKeys,
+} from "../../../packages/tail/test/_sink-oracle.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
 describe("auditpipe run killed with SIGKILL", () => {
@@ -47,6 +52,7 @@ describe("auditpipe run killed with SIGKILL", () => {
         sidecar = spawnSidecar(args);
       }
       await load;
+      await logSettled(pg.logDir);
       const written = writtenKeys(pg.logDir);
       await waitUntil(
         () => shippedKeys(sinkDir).length >= written.length,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { duplicates, writtenKeys } from "../../../packages/tail/test/_sink-oracle.ts";
+import { duplicates, logSettled, writtenKeys } from "../../../packages/tail/test/_sink-oracle.ts";
 import { s3Keys } from "./_s3-oracle.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
@@ -63,6 +63,7 @@ describe("auditpipe run --sink s3://", () => {
       sidecar = spawnSidecar(args, env);
       await load;
 
+      await logSettled(pg.logDir);
       const written = writtenKeys(pg.logDir);
       const client = minio.client();
       await waitUntil(

@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { duplicates, shippedKeys, writtenKeys } from "../../../packages/tail/test/_sink-oracle.ts";
+import {
+  duplicates,
+  logSettled,
+  shippedKeys,
+  writtenKeys,
+} from "../../../packages/tail/test/_sink-oracle.ts";
 import { getJson, spawnSidecar } from "./_sidecar.ts";
 
 describe("auditpipe run", () => {
@@ -36,6 +41,7 @@ describe("auditpipe run", () => {
       await pg.rotate();
       await load;
 
+      await logSettled(pg.logDir);
       const written = writtenKeys(pg.logDir);
       await waitUntil(
         async () =>

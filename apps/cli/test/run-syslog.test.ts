@@ -44,7 +44,17 @@ describe("auditpipe run --syslog", () => {
       await pg.query("SELECT 'multi\n\tline' AS two_lines, 'ünïcödé' AS text");
       await pg.pgbench(["-i", "-s", "1", "-q"]);
       await pg.pgbench(["-n", "-c", "2", "-t", "50"]);
-      const csv = readFileSync(pg.currentLogfiles().csvlog!);
+      // Backends send syslog straight to rsyslog, but csvlog through the logging collector, which
+      // may still be writing: a marker sent after the load, once in the file, has everything before it.
+      await pg.query("SELECT 'end of the test load' AS marker");
+      const csvlog = pg.currentLogfiles().csvlog!;
+      await waitUntil(
+        () => readFileSync(csvlog, "utf8").includes("end of the test load"),
+        10_000,
+        () => "the logging collector did not write the marker",
+        50,
+      );
+      const csv = readFileSync(csvlog);
       const written = (parse(csv, { relax_column_count: true }) as string[][])
         .filter((r) => r[13]?.startsWith("AUDIT: "))
         .map((r) => `${r[5]}:${r[6]}`);

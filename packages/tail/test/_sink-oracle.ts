@@ -24,6 +24,28 @@ export function shippedKeys(dir: string): string[] {
   return keys;
 }
 
+/**
+ * Waits until the csvlog files of a log dir stop growing (300 ms without a byte): a load that has
+ * returned may still be on its way through the logging collector's pipe into the file.
+ */
+export async function logSettled(logDir: string, timeoutMs = 10_000): Promise<void> {
+  const size = (): number =>
+    readdirSync(logDir)
+      .filter((n) => n.endsWith(".csv"))
+      .reduce((sum, n) => sum + statSync(join(logDir, n)).size, 0);
+  const deadline = Date.now() + timeoutMs;
+  let last = size();
+  let stableSince = Date.now();
+  while (Date.now() - stableSince < 300 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const now = size();
+    if (now !== last) {
+      last = now;
+      stableSince = Date.now();
+    }
+  }
+}
+
 /** What PostgreSQL wrote: audit entries in every csvlog file of a log dir, by csv-parse (not our parser). */
 export function writtenKeys(logDir: string): string[] {
   const keys: string[] = [];
