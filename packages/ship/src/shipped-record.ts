@@ -17,6 +17,10 @@ const DOT = 46;
 function sameSecond(a: string, b: string): boolean {
   const n = a.length;
   if (n !== b.length || n < 24 || a.charCodeAt(19) !== DOT || a.charCodeAt(23) !== 32) return false;
+  for (let i = 20; i < 23; i++) {
+    const d = a.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return false;
+  }
   for (let i = 0; i < 20; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
   for (let i = 23; i < n; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
   return true;

@@ -1,7 +1,9 @@
-import { redactStatement } from "@auditpipe/ship";
+import { lexSql, redactStatement } from "@auditpipe/ship";
 import { describe, expect, it } from "vitest";
 
 const text = (sql: string): string => redactStatement(sql).text;
+const significantCount = (sql: string): number =>
+  lexSql(sql).filter((t) => t.kind !== "whitespace" && t.kind !== "comment").length;
 
 describe("redactStatement: plannable statements get pg_stat_statements' $n", () => {
   it("replaces each string and number, keeps the rest byte for byte", () => {
@@ -97,9 +99,26 @@ describe("redactStatement: utility statements get constants the grammar accepts"
     expect(text("!''\n5e")).toBe("!'$1'\nE'$2'e");
     expect(text("!''\n5e\n-- c\n''")).toBe("!'$1'\nE'$2'e\n-- c\n'$3'");
     expect(text("!'a' /* c */\n5e")).toBe("!'$1' /* c */\n'$2'e"); // a block comment breaks the join
-    for (const sql of ["!''\n5e", "!''\n5e\n-- c\n''", "!'a' /* c */\n5e"]) {
+    // A quote in a line comment between them does not hide the string before.
+    expect(text("SET a = 'x' -- don't\nE'y'")).toBe("SET a = '$1' -- don't\nE'$2'");
+    // Our own placeholders, kept, take the E form too.
+    expect(text("SET a = c.5\n'$7'")).toBe("SET a = c'$8'\nE'$7'");
+    // Nor may a quote right after a string placeholder double it.
+    expect(text("$$x$$'$7'")).toBe("$8'$7'");
+    for (const sql of [
+      "!''\n5e",
+      "!''\n5e\n-- c\n''",
+      "!'a' /* c */\n5e",
+      "SET a = 'x' -- don't\nE'y'",
+      "SET a = $$x$$ -- it's\n$$y$$",
+      "SET a = c.5 -- don't\n'c'",
+      "SET a = c.5\n'$7'",
+      "SELECT y.5\n'$7'",
+      "$$x$$'$7'",
+    ]) {
       const once = text(sql);
       expect(text(once), sql).toBe(once);
+      expect(significantCount(once), sql).toBe(significantCount(sql));
     }
   });
 

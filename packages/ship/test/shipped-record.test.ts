@@ -41,6 +41,9 @@ describe("toShippedRecord: ts", () => {
       "2026-11-23 07:52:08.102 CEST",
       "not a time",
       "2026-11-23 07:52:08.103 CEST",
+      "2026-11-23 07:52:08.1x3 CEST", // not digits: no reuse (a malformed log_time)
+      "2026-11-23 07:52:08.10  CEST",
+      "2026-11-23 07:52:08.104 CEST",
     ];
     for (let round = 0; round < 2; round++) {
       for (const stamp of stamps) {

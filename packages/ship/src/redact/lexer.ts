@@ -301,7 +301,7 @@ function pushString(tokens: SqlToken[], sql: string, start: number, i: number, f
       tokens.push({ kind: "string", form, start, end: n, unterminated: true });
       return n;
     }
-    const resume = _continuation(sql, close);
+    const resume = continuation(sql, close);
     if (resume < 0) {
       const end = form === "unicode" ? withUescape(sql, close) : close;
       tokens.push({ kind: "string", form, start, end });
@@ -333,7 +333,7 @@ function stringBodyEnd(sql: string, i: number, form: SqlStringForm): number {
  * scan.l's quotecontinue: whitespace holding at least one newline (line comments allowed,
  * block comments not), then a quote. Returns the offset after that quote, or -1.
  */
-export function _continuation(sql: string, i: number): number {
+function continuation(sql: string, i: number): number {
   const n = sql.length;
   let newline = false;
   while (i < n) {

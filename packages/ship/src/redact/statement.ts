@@ -1,5 +1,5 @@
 import { EXPRESSION_KEYWORDS, PLANNABLE_STATEMENTS, TYPMOD_KEYWORDS } from "./_keywords.ts";
-import { _continuation, _isIdentCont, lexSql, type SqlToken } from "./lexer.ts";
+import { _isIdentCont, lexSql, type SqlToken } from "./lexer.ts";
 
 /** What redactStatement returns. */
 export interface RedactedStatement {
@@ -58,10 +58,17 @@ export function redactStatement(sql: string): RedactedStatement {
   const parens: boolean[] = [];
   let closedTypmod = false;
 
+  // Whether the previous significant token, as written out, ends in a closing quote; and where it is.
+  let p1Quoted = false;
+  let p1Index = -1;
+
   for (let t = 0; t < tokens.length; t++) {
     const token = tokens[t]!;
     const tk = token.kind;
     if (tk === "whitespace" || tk === "comment") continue;
+    // A string written here would continue the one before it (`'a'<newline>'b'` is one constant).
+    const continuing = p1Quoted && joinsStrings(sql, tokens, p1Index + 1, t);
+    let quoted = false;
 
     if (tk === "string" || tk === "number") {
       const inTypmod = tk === "number" && parens.length > 0 && parens[parens.length - 1] === true;
@@ -72,9 +79,18 @@ export function redactStatement(sql: string): RedactedStatement {
         else
           form = stringTakesParam(word(p1), word(p2), word(p3), p1?.kind, closedTypmod) ? "param" : "string";
         out += sql.slice(copied, token.start);
-        out += placeholder(form, next++, out, sql, token.end);
+        const text = placeholder(form, next++, out, sql, token.end, continuing);
+        out += text;
+        quoted = text.charCodeAt(text.length - 1) === 39; /* ' */
         copied = token.end;
         literals++;
+      } else if (tk === "string") {
+        // Kept as it was (one of our placeholders): it too must not continue the string before it.
+        if (continuing && sql.charCodeAt(token.start) === 39 /* ' */) {
+          out += `${sql.slice(copied, token.start)}E`;
+          copied = token.start;
+        }
+        quoted = !token.unterminated && sql.charCodeAt(token.end - 1) === 39; /* ' */
       }
       if (kind === "unknown") kind = "utility";
     } else if (tk === "identifier") {
@@ -106,6 +122,8 @@ export function redactStatement(sql: string): RedactedStatement {
     p3 = p2;
     p2 = p1;
     p1 = token;
+    p1Quoted = quoted;
+    p1Index = t;
   }
   return { text: copied === 0 ? sql : out + sql.slice(copied), literals };
 }
@@ -186,27 +204,38 @@ function placeholder(
   out: string,
   sql: string,
   end: number,
+  continuing: boolean,
 ): string {
   const before = out.length > 0 ? out.charCodeAt(out.length - 1) : -1;
   const after = end < sql.length ? sql.charCodeAt(end) : -1;
   const glued = (c: number): boolean => c !== -1 && (_isIdentCont(c) || c === 46) /* . */;
   if (form === "param" && glued(before)) form = "string";
   if (form === "zero" && (glued(before) || glued(after))) form = "string";
-  // `'$1''$2'` would read back as one string with a doubled quote.
-  if (form === "string" && before === 39 /* ' */) form = "param";
-  // A string after another across a newline continues it (`'a'\n'b'` is one constant): there,
-  // the E form, which does not. (The string form is never followed by a newline here: the lexer
-  // joins a string to the next, and a number takes the string form only when a word follows.)
-  if (form === "string" && !glued(before) && continuesPreviousString(out)) return `E'$${n}'`;
+  // `'$1''$2'` would read back as one string with a doubled quote, whichever side the quote is on.
+  if (form === "string" && (before === 39 || after === 39) /* ' */ && !glued(before)) form = "param";
+  // After a string across a newline, the E form, which does not continue it. (A string placeholder
+  // is never followed by a newline: the lexer joins a string to the next one, and a number takes
+  // the string form only when a word follows it.)
+  if (form === "string" && continuing) return `E'$${n}'`;
   return form === "param" ? `$${n}` : form === "string" ? `'$${n}'` : "0";
 }
 
 /**
- * Whether a quote appended to `out` would continue the string `out` ends with: only whitespace
- * with a newline (and line comments) after its last quote. A quote inside a trailing comment
- * can only make this say yes where no string ends: then the E form is used needlessly, harmlessly.
+ * scan.l's quotecontinue between tokens `from` and `to` (exclusive): only whitespace and line
+ * comments, with a newline among them.
  */
-function continuesPreviousString(out: string): boolean {
-  const lastQuote = out.lastIndexOf("'");
-  return lastQuote >= 0 && _continuation(`${out}'`, lastQuote + 1) === out.length + 1;
+function joinsStrings(sql: string, tokens: SqlToken[], from: number, to: number): boolean {
+  let newline = false;
+  for (let i = from; i < to; i++) {
+    const t = tokens[i]!;
+    if (t.kind === "comment") {
+      if (sql.charCodeAt(t.start) !== 45 /* - */) return false; // a block comment breaks it
+    } else if (t.kind === "whitespace") {
+      if (!newline) {
+        const text = sql.slice(t.start, t.end);
+        newline = text.includes("\n") || text.includes("\r");
+      }
+    } else return false;
+  }
+  return newline;
 }
