@@ -47,11 +47,12 @@ export async function listenApi(
   app: FastifyInstance,
   listen: string,
   token?: string,
-): Promise<{ address: string; port: number }> {
+): Promise<{ address: string; port: number; url: string }> {
   const { host, port } = parseListenAddress(listen);
   const secured = isSecured(app) ?? (token !== undefined && token !== "");
   if (!isLoopback(host) && !secured) throw new AUDITPIPE_ERR_INSECURE_LISTEN(listen);
   await app.listen({ host, port });
   const bound = app.server.address() as AddressInfo;
-  return { address: bound.address, port: bound.port };
+  const hostPart = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
+  return { address: bound.address, port: bound.port, url: `http://${hostPart}:${bound.port}` };
 }

@@ -1,5 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, type ChildProcessByStdio, spawn } from "node:child_process";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { waitUntil } from "@auditpipe/testkit";
 
 const CLI = join(import.meta.dirname, "..", "src", "_run.ts");
@@ -17,6 +18,22 @@ export interface SidecarProcess {
 }
 
 /**
+ * Any `auditpipe` command as a real process from the repository root, stdout and stderr piped:
+ * from source through tsx, or with `built`, through the built launcher `bin/auditpipe.js`.
+ */
+export function spawnCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: { built?: boolean } = {},
+): ChildProcessByStdio<null, Readable, Readable> {
+  return spawn(
+    process.execPath,
+    options.built ? [BIN, ...argv] : ["--conditions=@auditpipe/source", "--import", "tsx", CLI, ...argv],
+    { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+}
+
+/**
  * Starts `auditpipe run` from source as a real process (so it can be SIGTERMed or killed -9); with
  * `built`, through the built launcher `bin/auditpipe.js` instead (benchmarks: no TypeScript loader).
  */
@@ -25,17 +42,7 @@ export function spawnSidecar(
   env: NodeJS.ProcessEnv = {},
   options: { built?: boolean } = {},
 ): SidecarProcess {
-  const child = spawn(
-    process.execPath,
-    options.built
-      ? [BIN, "run", ...args]
-      : ["--conditions=@auditpipe/source", "--import", "tsx", CLI, "run", ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const child = spawnCli(["run", ...args], env, options);
   let err = "";
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     err += d;

@@ -1,24 +1,9 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { spawnCli } from "./_sidecar.ts";
 
 describe("auditpipe demo", () => {
   it("runs a scratch PostgreSQL, pgbench and the sidecar, shows the live view, and cleans up", async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        "--conditions=@auditpipe/source",
-        "--import",
-        "tsx",
-        join(import.meta.dirname, "..", "src", "_run.ts"),
-        "demo",
-        "--duration",
-        "4",
-        "--tps",
-        "100",
-      ],
-      { cwd: join(import.meta.dirname, "..", "..", ".."), stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const child = spawnCli(["demo", "--duration", "4", "--tps", "100"]);
     let out = "";
     let err = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {

@@ -1,39 +1,19 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";
+import { spawnCli } from "./_sidecar.ts";
 
 describe("auditpipe serve", () => {
   it("samples its database in the background and answers GET /v1/workload and the OpenAPI document", async () => {
     const pg = await startPostgres({ preloadLibraries: ["pg_stat_statements"] });
     await pg.query("CREATE EXTENSION pg_stat_statements");
     await pg.pgbench(["-i", "-s", "1", "-q"]);
-    const child = spawn(
-      process.execPath,
-      [
-        "--conditions=@auditpipe/source",
-        "--import",
-        "tsx",
-        join(import.meta.dirname, "..", "src", "_run.ts"),
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--interval",
-        "1",
-      ],
-      {
-        cwd: join(import.meta.dirname, "..", "..", ".."),
-        env: {
-          ...process.env,
-          PGHOST: pg.socketDir,
-          PGPORT: String(pg.port),
-          PGUSER: "postgres",
-          PGDATABASE: "postgres",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
+    const child = spawnCli(["serve", "--listen", "127.0.0.1:0", "--interval", "1"], {
+      PGHOST: pg.socketDir,
+      PGPORT: String(pg.port),
+      PGUSER: "postgres",
+      PGDATABASE: "postgres",
+    });
     let err = "";
     child.stderr.setEncoding("utf8").on("data", (d: string) => {
       err += d;

@@ -48,18 +48,23 @@ function score(format: LogFormat, prefix: string, head: Uint8Array): { records: 
   return { records, badBytes };
 }
 
+/** How much of a log's beginning a guess reads. */
+const GUESS_BYTES = 256 * 1024;
+
 /**
  * The log_line_prefix that reads the first bytes of a stderr or syslog log cleanly, among
  * COMMON_PREFIXES and any `extra` candidates: the one with the fewest unparsable bytes, then the
- * most records. Undefined when none reads at least one record, or the format has no prefix.
- * Cut `head` at a line boundary; a partial last line counts against every candidate alike.
+ * most records. Only the whole lines in the first 256 KiB of `input` are read. Undefined when none
+ * reads at least one record, there is no whole line, or the format has no prefix.
  */
 export function guessPrefix(
   format: LogFormat,
-  head: Uint8Array,
+  input: Uint8Array,
   extra: readonly string[] = [],
 ): string | undefined {
   if (format !== "stderr" && format !== "syslog") return undefined;
+  const head = input.subarray(0, input.lastIndexOf(0x0a, GUESS_BYTES - 1) + 1);
+  if (head.length === 0) return undefined;
   let best: { prefix: string; records: number; badBytes: number } | undefined;
   for (const prefix of [...extra, ...COMMON_PREFIXES]) {
     const s = score(format, prefix, head);

@@ -40,6 +40,18 @@ function walk(dir: string): { count: number; bytes: number } {
   return { count, bytes };
 }
 
+/** Resolves once the source has read `size` bytes of a file (polled every 2 ms). */
+export function readTo(source: FileSource, size: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      if (source.status().some((f) => f.read >= size)) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 2);
+  });
+}
+
 /**
  * Follows `file` from its first byte until everything in it is acknowledged by the sink and the
  * checkpoint says so (FileSource.stop() after the last byte was read). The clock covers start() to
@@ -80,14 +92,7 @@ export async function runPipeline(file: string, format: LogFormat, prefix?: stri
     });
     const t0 = performance.now();
     await source.start();
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        if (source.status().some((f) => f.read >= size)) {
-          clearInterval(timer);
-          resolve();
-        }
-      }, 2);
-    });
+    await readTo(source, size);
     await source.stop();
     const ms = performance.now() - t0;
     const entries = meter.snapshot().totals.entries;

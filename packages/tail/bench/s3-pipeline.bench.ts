@@ -13,6 +13,7 @@ import { FileSource } from "@auditpipe/tail";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { referenceData } from "../../parse/bench/_reference-data.ts";
+import { readTo } from "./_pipeline.ts";
 import { sidecarRss } from "./_sidecar-bench.ts";
 
 const ROUNDS = 2;
@@ -69,14 +70,7 @@ async function run(
     }, 20);
     const t0 = performance.now();
     await source.start();
-    await new Promise<void>((done) => {
-      const timer = setInterval(() => {
-        if (source.status().some((f) => f.read >= size)) {
-          clearInterval(timer);
-          done();
-        }
-      }, 2);
-    });
+    await readTo(source, size);
     await source.stop();
     const ms = performance.now() - t0;
     clearInterval(sampler);

@@ -93,8 +93,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         let prefix = options.prefix;
         if (prefix === undefined && (format === "stderr" || format === "syslog")) {
           // No --prefix: try the prefixes servers commonly write on the first whole lines.
-          const head = chunk.subarray(0, chunk.lastIndexOf(0x0a, 256 * 1024) + 1);
-          prefix = guessPrefix(format, head);
+          prefix = guessPrefix(format, chunk);
           if (prefix !== undefined) options.onPrefixGuessed?.(file, prefix);
         }
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });

@@ -62,8 +62,7 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
     estimator: { lastSample: () => sampler.lastSample() },
     readiness: () => ({ ready: true, reasons: [] }),
   });
-  const address = await listenApi(app, String(values.listen), token);
-  const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
+  const { url } = await listenApi(app, String(values.listen), token);
   logger.info({ url }, "API listening");
   await new Promise<void>((resolve) => {
     const stop = (): void => {

@@ -74,8 +74,8 @@ export function guessStreamPrefix(logDir: string, format: LogFormat, pattern?: s
     try {
       const head = Buffer.alloc(256 * 1024);
       const n = readSync(fd, head, 0, head.length, 0);
-      const whole = head.subarray(0, head.lastIndexOf(0x0a, n - 1) + 1);
-      if (whole.length > 0) return guessPrefix(format, whole);
+      // A file without a whole line yet tells nothing: try the next newest.
+      if (n > 0 && head.lastIndexOf(0x0a, n - 1) >= 0) return guessPrefix(format, head.subarray(0, n));
     } finally {
       closeSync(fd);
     }

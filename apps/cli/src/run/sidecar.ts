@@ -185,8 +185,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       return { ready: reasons.length === 0, reasons };
     },
   });
-  const address = await listenApi(app, config.listen, config.apiToken);
-  const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
+  const { url } = await listenApi(app, config.listen, config.apiToken);
   logger.info({ url }, "API listening");
 
   return {
