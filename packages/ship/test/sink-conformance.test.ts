@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { LocalDirSink, S3Sink } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
@@ -14,11 +14,12 @@ import {
   useCredentials,
 } from "./_sink-suite.ts";
 
+/** Types from the listing, not a stat per name: the sink may rename a temp file away in between. */
 function walk(dir: string, root = dir, out: Stored = new Map()): Stored {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) walk(path, root, out);
-    else if (!name.includes(".tmp-")) out.set(relative(root, path), readFileSync(path));
+  for (const dirent of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, dirent.name);
+    if (dirent.isDirectory()) walk(path, root, out);
+    else if (!dirent.name.includes(".tmp-")) out.set(relative(root, path), readFileSync(path));
   }
   return out;
 }

@@ -3,25 +3,32 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { csvlogOracle } from "@auditpipe/fixtures/oracle";
 
-/** Every shipped record under a local-dir sink, as `session_id:session_line` keys (duplicates kept). */
-export function shippedKeys(dir: string): string[] {
-  const keys: string[] = [];
-  if (!existsSync(dir)) return keys;
+/**
+ * Every shipped record under a local-dir sink, object by object (duplicates kept). Types come from
+ * the directory listing, not a stat per name: a running sink renames its temp files away between
+ * the two, and a stat of one that just went fails the poll (seen in CI).
+ */
+export function shippedRecords<T = { session_id: string; session_line: number }>(dir: string): T[] {
+  const records: T[] = [];
+  if (!existsSync(dir)) return records;
   const walk = (d: string): void => {
-    for (const name of readdirSync(d)) {
+    for (const dirent of readdirSync(d, { withFileTypes: true })) {
+      const name = dirent.name;
       const path = join(d, name);
-      if (statSync(path).isDirectory()) walk(path);
+      if (dirent.isDirectory()) walk(path);
       else if (name.endsWith(".ndjson.gz")) {
-        for (const line of gunzipSync(readFileSync(path)).toString("utf8").split("\n")) {
-          if (!line) continue;
-          const r = JSON.parse(line) as { session_id: string; session_line: number };
-          keys.push(`${r.session_id}:${r.session_line}`);
-        }
+        for (const line of gunzipSync(readFileSync(path)).toString("utf8").split("\n"))
+          if (line) records.push(JSON.parse(line) as T);
       }
     }
   };
   walk(dir);
-  return keys;
+  return records;
+}
+
+/** Every shipped record under a local-dir sink, as `session_id:session_line` keys (duplicates kept). */
+export function shippedKeys(dir: string): string[] {
+  return shippedRecords(dir).map((r) => `${r.session_id}:${r.session_line}`);
 }
 
 /**
