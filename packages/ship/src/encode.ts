@@ -1,5 +1,4 @@
-import { compress } from "./compression.ts";
-import type { ShippedRecord } from "./types.ts";
+import type { Batch, ShippedRecord, SourceRange } from "./types.ts";
 
 /**
  * Between two records of a JSON array of shipped records: `},{"ts":`. JSON escapes every `"` inside
@@ -33,7 +32,13 @@ export function encodeNdjson(records: ShippedRecord[]): Buffer {
   return array.subarray(1); // past the opening `[`
 }
 
-/** gzip on libuv's thread pool, so compressing one batch overlaps reading the next. */
-export function gzipNdjson(records: ShippedRecord[]): Promise<Buffer> {
-  return compress(encodeNdjson(records), "gzip");
+/** A batch of records built by the caller (the syslog listener, tests): encoded here. */
+export function recordsBatch(range: SourceRange, records: ShippedRecord[], bytes: number): Batch {
+  return {
+    range,
+    ndjson: encodeNdjson(records),
+    entries: records.length,
+    bytes,
+    firstTs: records.find((r) => r.ts !== null)?.ts ?? null,
+  };
 }

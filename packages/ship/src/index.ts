@@ -1,5 +1,5 @@
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
-export { encodeNdjson, gzipNdjson } from "./encode.ts";
+export { encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {

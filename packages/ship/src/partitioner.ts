@@ -15,8 +15,11 @@ function pad(n: number): string {
  * entries without one (a stderr log_line_prefix with no %m or %t) go under `dt=undated/hour=00`,
  * never under the wall clock, which would give a replay in another hour a second key.
  */
-export function objectKey(batch: Batch, options: { host?: string; extension?: string } = {}): string {
-  const first = batch.records.find((r) => r.ts !== null)?.ts;
+export function objectKey(
+  batch: Pick<Batch, "range" | "firstTs">,
+  options: { host?: string; extension?: string } = {},
+): string {
+  const first = batch.firstTs;
   const dt = first ? first.slice(0, 10) : "undated";
   const hour = first ? first.slice(11, 13) : "00";
   const { sourceId, start, end } = batch.range;

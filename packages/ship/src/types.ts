@@ -46,13 +46,21 @@ export interface ShippedRecord {
   redacted?: ("statement" | "parameter")[];
 }
 
-/** What a source hands a sink. */
+/**
+ * What a source hands a sink: the range's audit entries already encoded. Sources encode records as
+ * they read them, a read's worth at a time, so the records die young instead of living in the heap
+ * until their batch closes (which cost more in garbage collection than the encoding itself).
+ */
 export interface Batch {
   range: SourceRange;
-  /** The audit entries in the range, in source order; may be empty (the range held none). */
-  records: ShippedRecord[];
+  /** The entries as NDJSON in the shipped-record format, one line each, in source order; empty when the range held none. */
+  ndjson: Buffer;
+  /** How many entries (lines) `ndjson` holds. */
+  entries: number;
   /** On-disk bytes of the records in the range that carry audit entries. */
   bytes: number;
+  /** The `ts` of the first entry that has one: the object's partition (see objectKey). */
+  firstTs: string | null;
 }
 
 export interface Sink {

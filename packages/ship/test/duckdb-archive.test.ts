@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { parseAuditPayload } from "@auditpipe/parse";
-import { type Batch, S3Sink, toShippedRecord } from "@auditpipe/ship";
+import { recordsBatch, S3Sink, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
 import { startMinio } from "@auditpipe/testkit";
 import { GetObjectCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -45,12 +45,10 @@ describe("the archive, queried with DuckDB", () => {
       spoolDir: join(work, "spool"),
     });
     try {
-      let batch: Batch = {
-        range: { sourceId: "fixture", sourceName: "postgresql.csv", start: 0, end: 0 },
-        records: [],
-        bytes: 0,
-      };
+      let records: ShippedRecord[] = [];
+      let start = 0;
       let offset = 0;
+      const range = () => ({ sourceId: "fixture", sourceName: "postgresql.csv", start, end: offset });
       for (const row of rows) {
         const message = row[13] ?? "";
         const entry = message.startsWith("AUDIT: ") ? parseAuditPayload(message) : undefined;
@@ -64,15 +62,15 @@ describe("the archive, queried with DuckDB", () => {
           applicationName: row[22] || null,
           remoteHost: row[4] || null,
         } as never;
-        if (entry) batch.records.push(toShippedRecord(entry, record, "postgresql.csv", offset));
+        if (entry) records.push(toShippedRecord(entry, record, "postgresql.csv", offset));
         offset += 1;
-        batch.range.end = offset;
-        if (batch.records.length === 200) {
-          await sink.write(batch);
-          batch = { range: { ...batch.range, start: offset, end: offset }, records: [], bytes: 0 };
+        if (records.length === 200) {
+          await sink.write(recordsBatch(range(), records, 0));
+          records = [];
+          start = offset;
         }
       }
-      await sink.write(batch);
+      await sink.write(recordsBatch(range(), records, 0));
 
       // Download the bucket as it is laid out (DuckDB's httpfs would fetch from the network).
       const archive = join(work, "archive");

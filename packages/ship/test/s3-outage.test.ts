@@ -1,5 +1,5 @@
 import { rmSync } from "node:fs";
-import { type Batch, S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
+import { S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
 import type { UploadedObject } from "@auditpipe/ship/sinks/s3";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
@@ -61,7 +61,7 @@ async function makeSink(
 /** Writes batches the way FileSource does: up to 3 in flight, each retried until acknowledged. */
 async function feed(
   sink: S3Sink,
-  batches: Batch[],
+  batches: ReturnType<typeof batch>[],
   onProgress: (done: number) => Promise<void>,
 ): Promise<void> {
   let next = 0;
@@ -77,7 +77,7 @@ async function feed(
 }
 
 /** Every batch in the store exactly once: one object per range, every record once. */
-async function expectStoredOnce(bucket: string, batches: Batch[]): Promise<void> {
+async function expectStoredOnce(bucket: string, batches: ReturnType<typeof batch>[]): Promise<void> {
   const stored = await bucketContents(minio.client(), bucket);
   expect(stored.size).toBe(batches.length);
   const offsets: number[] = [];

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { encodeNdjson, S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
+import { encodeNdjson, recordsBatch, S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
 import type { UploadedObject } from "@auditpipe/ship/sinks/s3";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
@@ -133,11 +133,11 @@ describe("S3Sink", () => {
     const records = Array.from({ length: 3000 }, (_, i) =>
       record(i, undefined, `SELECT '${randomBytes(3000).toString("base64")}'`),
     );
-    const b = {
-      range: { sourceId: "big", sourceName: "big.csv", start: 0, end: 30_000_000 },
+    const b = recordsBatch(
+      { sourceId: "big", sourceName: "big.csv", start: 0, end: 30_000_000 },
       records,
-      bytes: 30_000_000,
-    };
+      30_000_000,
+    );
     await sink.write(b);
     const [o] = uploaded;
     expect(o!.size).toBeGreaterThan(8 << 20);

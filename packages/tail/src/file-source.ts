@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
-import type { Sink } from "@auditpipe/ship";
+import type { RedactionMode, Sink } from "@auditpipe/ship";
 import { readFingerprint, readMarker } from "./_file-identity.ts";
 import { type BatchLimits, type InFlightBatch, type SourceObserver, TrackedFile } from "./_tracked-file.ts";
 import { Checkpointer } from "./checkpoint.ts";
@@ -28,6 +28,11 @@ export interface FileSourceOptions {
   /** Where checkpoints are kept. */
   stateDir: string;
   sink: Sink;
+  /**
+   * Redactions applied to each record before it is encoded for the sink (`--redact`); absent or
+   * all false: none. The observer (metering) sees the original records.
+   */
+  redact?: RedactionMode;
   /** Where to start in a file seen for the first time at start-up; default `beginning`. */
   from?: "beginning" | "end";
   /** How often the directory and files are checked when no fs event arrives; default 200 ms. */
@@ -354,6 +359,7 @@ export class FileSource {
         this.limits,
         this.observer,
         now,
+        this.options.redact?.literals || this.options.redact?.parameters ? this.options.redact : undefined,
       );
       file.mtimeMs = mtimeMs;
       file.size = size;
@@ -464,7 +470,7 @@ export class FileSource {
       try {
         await sink.write(batch);
         f.state = "acked";
-        this.observer.sinkAck?.(sink.name, batch.records.length, batch.bytes, Date.now() - started);
+        this.observer.sinkAck?.(sink.name, batch.entries, batch.bytes, Date.now() - started);
         return;
       } catch (error) {
         this.observer.sinkError?.(sink.name, error);

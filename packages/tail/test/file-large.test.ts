@@ -13,7 +13,7 @@ class CountingSink implements Sink {
   entries = 0;
   ranges: [number, number][] = [];
   async write(batch: Batch): Promise<void> {
-    this.entries += batch.records.length;
+    this.entries += batch.entries;
     this.ranges.push([batch.range.start, batch.range.end]);
   }
   async close(): Promise<void> {}

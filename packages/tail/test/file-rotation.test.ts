@@ -70,8 +70,8 @@ describe("FileSource batch age under steady load", () => {
     const acks: number[] = [];
     const sink = {
       name: "recording",
-      async write(batch: { records: unknown[] }) {
-        acks.push(batch.records.length);
+      async write(batch: { entries: number }) {
+        acks.push(batch.entries);
       },
       async close() {},
     };

@@ -1,13 +1,13 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { LiveMeter } from "@auditpipe/meter";
 import { AUDIT_PREFIX, type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
-import { toShippedRecord } from "@auditpipe/ship";
+import { redactRecord, toShippedRecord } from "@auditpipe/ship";
 import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
 import { guessStreamPrefix, resolveLogStream } from "./log-stream.ts";
-import { createSink } from "./sinks.ts";
+import { createSink, redactionMode } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
 
@@ -35,6 +35,7 @@ function errorCode(error: unknown): string {
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
   const meter = new LiveMeter();
   const configured = await createSink(config, logger);
+  const redact = redactionMode(config);
   const sink = configured.sink;
   new Gauge({
     name: "auditpipe_spool_bytes",
@@ -90,6 +91,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       ...(prefix !== undefined ? { prefix } : {}),
       stateDir: config.state,
       sink,
+      ...(redact ? { redact } : {}),
       from: config.from,
       pollIntervalMs: config.pollIntervalMs,
       batch: {
@@ -139,12 +141,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         }
         if (!entry) return;
         meter.entry(entry, record);
-        ship.add(
-          source.name,
-          toShippedRecord(entry, record, source.name, source.offset),
-          source.offset,
-          record.size,
-        );
+        const shipped = toShippedRecord(entry, record, source.name, source.offset);
+        ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
       },
       onMalformed(error, source) {
         meter.malformed(source, 1);

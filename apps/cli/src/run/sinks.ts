@@ -1,13 +1,5 @@
 import { join } from "node:path";
-import {
-  type Batch,
-  LocalDirSink,
-  ManifestJournal,
-  type RedactionMode,
-  redactRecord,
-  S3Sink,
-  type Sink,
-} from "@auditpipe/ship";
+import { LocalDirSink, ManifestJournal, type RedactionMode, S3Sink, type Sink } from "@auditpipe/ship";
 import { S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
 import { UsageError } from "../usage-error.ts";
@@ -39,37 +31,24 @@ export function parseS3Url(sink: string): { bucket: string; prefix: string } | u
 }
 
 /**
- * Redaction happens at the sink's door: the sources and the meter see (and count) the original
- * records; what is stored has literals and/or parameter values replaced, and says so.
+ * What `--redact` asks for. Redaction happens where records are built, before they are encoded:
+ * the sources and the meter see (and count) the original records; what is stored has literals
+ * and/or parameter values replaced, and says so. Undefined when nothing is redacted.
  */
-class RedactingSink implements Sink {
-  readonly name: string;
-  constructor(
-    private readonly inner: Sink,
-    private readonly mode: RedactionMode,
-  ) {
-    this.name = inner.name;
-  }
-  write(batch: Batch): Promise<void> {
-    return this.inner.write({ ...batch, records: batch.records.map((r) => redactRecord(r, this.mode)) });
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
-/** Builds the configured sink: a local directory, or S3 with its spool and manifest journal. */
-export async function createSink(config: RunConfig, logger: Logger): Promise<ConfiguredSink> {
+export function redactionMode(config: RunConfig): RedactionMode | undefined {
   const mode: RedactionMode = {
     literals: config.redact.includes("literals"),
     parameters: config.redact.includes("parameters"),
   };
-  const wrap = (sink: Sink): Sink =>
-    mode.literals || mode.parameters ? new RedactingSink(sink, mode) : sink;
+  return mode.literals || mode.parameters ? mode : undefined;
+}
+
+/** Builds the configured sink: a local directory, or S3 with its spool and manifest journal. */
+export async function createSink(config: RunConfig, logger: Logger): Promise<ConfiguredSink> {
   const s3 = parseS3Url(config.sink);
   if (!s3) {
     const sink = new LocalDirSink({ dir: config.sink });
-    return { sink: wrap(sink), unhealthy: () => undefined, spoolBytes: () => 0, close: () => sink.close() };
+    return { sink, unhealthy: () => undefined, spoolBytes: () => 0, close: () => sink.close() };
   }
 
   const region = config.s3Region ?? process.env.AWS_REGION ?? (config.s3Endpoint ? "us-east-1" : undefined);
@@ -138,7 +117,7 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
     "shipping to S3",
   );
   return {
-    sink: wrap(sink),
+    sink,
     unhealthy() {
       const h = sink.health();
       return h.state === "ok" ? undefined : `sink s3 ${h.state}: ${h.code ?? ""} ${h.message ?? ""}`.trim();

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import type { Batch, ShippedRecord, Sink } from "@auditpipe/ship";
+import { type Batch, recordsBatch, type ShippedRecord, type Sink } from "@auditpipe/ship";
 
 export interface SyslogShippingOptions {
   sink: Sink;
@@ -64,12 +64,10 @@ export class SyslogShipping {
     if (!p) return;
     this.open.delete(name);
     const sourceId = createHash("sha256").update(`${name}#${this.run}`).digest("hex").slice(0, 16);
-    this.queue.push({
-      range: { sourceId, sourceName: name, start: p.start, end: p.end },
-      records: p.records,
-      bytes: p.bytes,
-    });
-    while (this.queue.length > this.maxQueued) this.options.onDrop?.(this.queue.shift()!.records.length);
+    this.queue.push(
+      recordsBatch({ sourceId, sourceName: name, start: p.start, end: p.end }, p.records, p.bytes),
+    );
+    while (this.queue.length > this.maxQueued) this.options.onDrop?.(this.queue.shift()!.entries);
     this.pump();
   }
 
@@ -82,7 +80,7 @@ export class SyslogShipping {
         try {
           await this.options.sink.write(batch);
           this.queue.shift();
-          this.options.onAck?.(batch.records.length, batch.bytes, Date.now() - started);
+          this.options.onAck?.(batch.entries, batch.bytes, Date.now() - started);
         } catch (error) {
           this.options.onError?.(error);
           await new Promise((r) => setTimeout(r, 1_000));

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { gzipNdjson } from "../encode.ts";
+import { compress } from "../compression.ts";
 import { objectKey } from "../partitioner.ts";
 import type { Batch, Sink } from "../types.ts";
 
@@ -36,11 +36,11 @@ export class LocalDirSink implements Sink {
   }
 
   async write(batch: Batch): Promise<void> {
-    if (batch.records.length === 0) return; // nothing to store; the range is still acknowledged
+    if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
     const path = join(this.dir, objectKey(batch));
     const folder = dirname(path);
     await mkdir(folder, { recursive: true });
-    const body = await gzipNdjson(batch.records);
+    const body = await compress(batch.ndjson, "gzip");
     const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
     try {
       const handle = await open(temp, "w");

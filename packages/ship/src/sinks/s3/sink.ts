@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { compress, ndjsonExtension } from "../../compression.ts";
-import { encodeNdjson } from "../../encode.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import { objectKey } from "../../partitioner.ts";
 import { Spool, type SpoolEntry } from "../../spool.ts";
@@ -120,19 +119,19 @@ export class S3Sink implements Sink {
 
   async write(batch: Batch): Promise<void> {
     this.closedCheck();
-    if (batch.records.length === 0) return; // nothing to store; the range is still acknowledged
+    if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
     const spool = await this.open();
     const o = this.options;
     const key = this.keyOf(batch);
     let body: Buffer | undefined;
     let entry = spool.get(key);
     if (!entry) {
-      body = await compress(encodeNdjson(batch.records), o.compression);
+      body = await compress(batch.ndjson, o.compression);
       const meta = {
         key,
         sha256: createHash("sha256").update(body).digest("hex"),
         size: body.length,
-        entries: batch.records.length,
+        entries: batch.entries,
         range: batch.range,
         contentEncoding: o.compression,
       };
@@ -161,7 +160,7 @@ export class S3Sink implements Sink {
   }
 
   /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.gz`. */
-  keyOf(batch: Batch): string {
+  keyOf(batch: Pick<Batch, "range" | "firstTs">): string {
     const o = this.options;
     const key = objectKey(batch, { host: o.host, extension: ndjsonExtension(o.compression) });
     return o.prefix ? `${o.prefix}/${key}` : key;
