@@ -128,6 +128,8 @@ export class FileSource {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private watcher: FSWatcher | undefined;
+  /** fs.watch failed (or is not supported here): the directory is scanned on every pass. */
+  private watchUnavailable = false;
   /** A file appeared, vanished or was renamed since the last scan (inotify told us). */
   private dirChanged = true;
   private lastScan = 0;
@@ -151,19 +153,37 @@ export class FileSource {
     this.checkpoints = await Checkpointer.load(this.options.stateDir);
     for (const warning of this.checkpoints.warnings)
       this.logger.warn({ stateDir: this.options.stateDir }, warning);
+    this.watch();
+    this.loop = this.run();
+  }
+
+  /**
+   * Watches the directory, so an append or a new file wakes an idle source at once. While the
+   * source is busy it reads on a timer instead and does not watch: PostgreSQL's logger writes
+   * each record with its own write(), and under load the watch woke this process thousands of
+   * times a second, each wake-up taking CPU from PostgreSQL itself.
+   */
+  private watch(): boolean {
+    if (this.watcher || this.watchUnavailable || this.stopping) return false;
     try {
       this.watcher = watch(this.options.logDir, { persistent: false }, (event) => {
         if (event === "rename") this.dirChanged = true;
         this.wake?.();
       });
       this.watcher.on("error", () => {
-        this.watcher?.close();
-        this.watcher = undefined; // polling alone still works
+        this.unwatch();
+        this.watchUnavailable = true; // polling alone still works
       });
+      return true;
     } catch {
-      this.watcher = undefined;
+      this.watchUnavailable = true;
+      return false;
     }
-    this.loop = this.run();
+  }
+
+  private unwatch(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
   }
 
   /** Stops reading, writes what was read, waits (bounded) for the sink's acks, saves checkpoints. */
@@ -171,7 +191,7 @@ export class FileSource {
     if (this.stopping) return this.loop;
     this.stopping = true;
     this.stopDeadline = Date.now() + STOP_DEADLINE_MS;
-    this.watcher?.close();
+    this.unwatch();
     this.wake?.();
     await this.loop;
   }
@@ -193,7 +213,7 @@ export class FileSource {
         // Listing the directory and re-hashing first lines on every pass cost PostgreSQL's CPU
         // under load: scan when a file came or went, and otherwise once per poll interval.
         const poll = this.options.pollIntervalMs ?? 200;
-        if (this.dirChanged || !this.watcher || Date.now() - this.lastScan >= poll) {
+        if (this.dirChanged || this.watchUnavailable || Date.now() - this.lastScan >= poll) {
           this.dirChanged = false;
           await this.scan();
           this.lastScan = Date.now();
@@ -225,9 +245,13 @@ export class FileSource {
         }
         if (!progressed || Date.now() - this.lastSave >= ACK_CHECKPOINT_INTERVAL_MS)
           await this.saveCheckpoints();
-        if (!progressed && !this.stopping) await this.idle();
-        else if (bytesRead < TRICKLE_BYTES && !this.stopping)
+        if (!progressed && !this.stopping) {
+          // A watch opened just now misses what was appended since the last read: look once more first.
+          if (!this.watch()) await this.idle();
+        } else if (bytesRead < TRICKLE_BYTES && !this.stopping) {
+          this.unwatch();
           await new Promise((resolve) => setTimeout(resolve, COALESCE_MS));
+        }
       }
       await this.shutdown();
     } catch (error) {
