@@ -1,5 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
+// @ts-expect-error: a plain .mjs build script without types
+import { assemble, wasmModules } from "../../../scripts/assemble-wasm.mjs";
 import {
   CsvFieldScanner,
   FIELD_ESCAPED,
@@ -9,8 +11,6 @@ import {
   SCAN_INCOMPLETE,
   SCAN_INCOMPLETE_QUOTED,
 } from "../src/_csv-fields.ts";
-// @ts-expect-error: a plain .mjs build script without types
-import { assemble, wasmModules } from "../wasm/assemble.mjs";
 
 /** [start, end, kind] of each field of the record scan() just read. */
 function fieldsOf(s: CsvFieldScanner): [number, number, number][] {
@@ -19,7 +19,7 @@ function fieldsOf(s: CsvFieldScanner): [number, number, number][] {
 
 describe("CsvFieldScanner (wasm/csv-fields.wat)", () => {
   test("the committed module is what the .wat assembles to", async () => {
-    const modules = wasmModules() as { wat: string; ts: string; constName: string }[];
+    const modules = wasmModules("parse") as { wat: string; ts: string; constName: string }[];
     expect(modules.length).toBeGreaterThan(0);
     for (const m of modules) expect(readFileSync(m.ts, "utf8")).toBe(await assemble(m.wat, m.constName));
   });
