@@ -24,6 +24,7 @@ export {
   type VerifyReport,
   verifyArchive,
 } from "./manifest/verify.ts";
+export { type EncodedEntries, NdjsonWriter } from "./ndjson-writer.ts";
 export { objectKey } from "./partitioner.ts";
 export { lexSql, type SqlStringForm, type SqlToken, type SqlTokenKind } from "./redact/lexer.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";

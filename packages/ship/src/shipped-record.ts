@@ -1,52 +1,6 @@
-import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
+import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { isoTimestamp } from "./_iso-timestamp.ts";
 import type { ShippedRecord } from "./types.ts";
-
-/**
- * ISO 8601 UTC of a log timestamp, or null. Consecutive records share the second (and often the
- * millisecond): the last stamp is cached, and a `YYYY-MM-DD HH:MM:SS.mmm zone` stamp that differs
- * from it only in the milliseconds reuses its ISO text (a whole-second zone offset leaves the
- * milliseconds as they are), without parsing or a Date.
- */
-let lastStamp = "";
-let lastIso: string | null = null;
-/** The last stamp's ISO text up to the milliseconds (`2026-11-23T07:52:08.`), when it had them. */
-let lastIsoSecond = "";
-const DOT = 46;
-
-/** Whether `a` and `b` are equal except at the milliseconds (indexes 20–22) of a `.mmm` stamp. */
-function sameSecond(a: string, b: string): boolean {
-  const n = a.length;
-  if (n !== b.length || n < 24 || a.charCodeAt(19) !== DOT || a.charCodeAt(23) !== 32) return false;
-  for (let i = 20; i < 23; i++) {
-    const d = a.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return false;
-  }
-  for (let i = 0; i < 20; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
-  for (let i = 23; i < n; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
-  return true;
-}
-
-function isoTimestamp(stamp: string | null): string | null {
-  if (stamp === null) return null;
-  if (stamp === lastStamp) return lastIso;
-  if (lastIsoSecond !== "" && sameSecond(stamp, lastStamp)) {
-    lastIso = `${lastIsoSecond}${stamp.slice(20, 23)}Z`;
-    lastStamp = stamp;
-    return lastIso;
-  }
-  const ms = parseLogTimestamp(stamp);
-  lastIso = ms === undefined ? null : new Date(ms).toISOString();
-  lastStamp = stamp;
-  // Reusable only when the ISO text carries the stamp's own milliseconds.
-  lastIsoSecond =
-    lastIso !== null &&
-    stamp.length >= 24 &&
-    stamp.charCodeAt(19) === DOT &&
-    lastIso.slice(20, 23) === stamp.slice(20, 23)
-      ? lastIso.slice(0, 20)
-      : "";
-  return lastIso;
-}
 
 /**
  * One audit entry in the shipped-record format. `offset` is the record's byte offset in its

@@ -1,0 +1,184 @@
+/**
+ * NdjsonWriter (the WebAssembly encoder behind every shipped object) against JSON.stringify, line
+ * for line, wherever flushes and takes fall; plus what only the writer has: its committed module,
+ * output that outgrows the first memory estimate, encodes in parts, reused output memory. Random
+ * records are in encode.test.ts, which runs through the same writer.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { LOG_LINE_PREFIX, listCases, readFixture } from "@auditpipe/fixtures";
+import {
+  AUDIT_PREFIX,
+  type AuditEntry,
+  createParser,
+  type LogFormat,
+  type LogRecord,
+  parseAuditPayload,
+} from "@auditpipe/parse";
+import { NdjsonWriter, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
+import { repoRoot } from "@auditpipe/testkit";
+import { describe, expect, it } from "vitest";
+// @ts-expect-error: a plain .mjs build script without types
+import { assemble, wasmModules } from "../../../scripts/assemble-wasm.mjs";
+
+const lines = (records: ShippedRecord[]): string => records.map((r) => `${JSON.stringify(r)}\n`).join("");
+
+/** Every audit entry of every committed fixture (real PostgreSQL + pgaudit logs) with its record. */
+function fixtureEntries(): { entry: AuditEntry; record: LogRecord; source: string }[] {
+  const dir = join(repoRoot(), "fixtures", "cases");
+  const out: { entry: AuditEntry; record: LogRecord; source: string }[] = [];
+  const files: [LogFormat, string][] = [
+    ["csvlog", "postgresql.csv.gz"],
+    ["jsonlog", "postgresql.json.gz"],
+    ["stderr", "postgresql.log.gz"],
+  ];
+  for (const name of listCases(dir)) {
+    for (const [format, file] of files) {
+      const source = `/var/log/postgresql/${name}/${file.replace(".gz", "")}`;
+      const parser = createParser(
+        format,
+        {
+          record(record) {
+            if (!record.message.startsWith(AUDIT_PREFIX)) return;
+            const entry = parseAuditPayload(record.message);
+            if (entry) out.push({ entry, record, source });
+          },
+          malformed() {},
+        },
+        format === "stderr" ? { prefix: LOG_LINE_PREFIX } : {},
+      );
+      parser.push(readFixture(join(dir, name), file));
+      parser.end();
+    }
+  }
+  return out;
+}
+
+/** A record with the given statement; the rest fixed. */
+function record(statement: string, file = "/var/log/postgresql/postgresql.csv", offset = 0): ShippedRecord {
+  return {
+    ts: "2026-11-24T02:06:03.822Z",
+    user: "postgres",
+    database: "postgres",
+    pid: 12289,
+    session_id: "6b04f10b.3001",
+    session_line: 1,
+    application_name: "psql",
+    remote_host: "[local]",
+    audit_type: "SESSION",
+    statement_id: 1,
+    substatement_id: 1,
+    class: "READ",
+    command: "SELECT",
+    object_type: "",
+    object_name: "",
+    statement,
+    parameter: ["a", null, "c"],
+    rows: null,
+    source: { file, offset },
+  };
+}
+
+describe("NdjsonWriter", () => {
+  it("is what wasm/ndjson.wat assembles to", async () => {
+    const modules = wasmModules("ship") as { wat: string; ts: string; constName: string }[];
+    expect(modules.map((m) => m.constName)).toEqual(["NDJSON_WASM"]);
+    for (const m of modules) expect(readFileSync(m.ts, "utf8")).toBe(await assemble(m.wat, m.constName));
+  });
+
+  it("writes each fixture entry as JSON.stringify(toShippedRecord(...)), however flushes and takes fall", () => {
+    const all = fixtureEntries();
+    expect(all.length).toBeGreaterThan(1000);
+    const expected = lines(
+      all.map(({ entry, record, source }) => toShippedRecord(entry, record, source, record.offset)),
+    );
+    for (const [flushEvery, takeEvery] of [
+      [1, 1],
+      [7, 50],
+      [1000, 333],
+      [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY],
+    ] as const) {
+      const writer = new NdjsonWriter();
+      const taken: Buffer[] = [];
+      let entries = 0;
+      for (const [i, { entry, record, source }] of all.entries()) {
+        writer.addEntry(entry, record, source, record.offset);
+        if ((i + 1) % flushEvery === 0) writer.flush();
+        if ((i + 1) % takeEvery === 0) {
+          const t = writer.take();
+          entries += t.entries;
+          taken.push(Buffer.from(t.ndjson)); // a copy: recycled memory is not used here, but be safe
+        }
+      }
+      const last = writer.take();
+      entries += last.entries;
+      taken.push(last.ndjson);
+      expect(entries).toBe(all.length);
+      expect(Buffer.concat(taken).toString("utf8")).toBe(expected);
+    }
+  });
+
+  it("counts entries and keeps the first ts that is not null, per take", () => {
+    const writer = new NdjsonWriter();
+    expect(writer.take()).toEqual({ ndjson: Buffer.alloc(0), entries: 0, firstTs: null });
+    writer.addRecord({ ...record("SELECT 1"), ts: null });
+    writer.addRecord({ ...record("SELECT 2"), ts: "2026-01-02T03:04:05.006Z" });
+    writer.addRecord({ ...record("SELECT 3"), ts: "2026-01-02T03:04:06.000Z" });
+    expect(writer.entries).toBe(3);
+    const t = writer.take();
+    expect([t.entries, t.firstTs]).toEqual([3, "2026-01-02T03:04:05.006Z"]);
+    expect(writer.entries).toBe(0);
+    expect(writer.firstTs).toBeNull();
+  });
+
+  it("writes output past its first memory estimate: every character escaped as \\u00xx", () => {
+    // 200k control characters: 6 bytes each out, against ~1.25 the estimate assumes.
+    const records = [record("\u0001".repeat(200_000)), record('\u001f\u0000"'.repeat(50_000))];
+    const writer = new NdjsonWriter();
+    for (const r of records) writer.addRecord(r);
+    expect(writer.take().ndjson.toString("utf8")).toBe(lines(records));
+  });
+
+  it("encodes a large take in parts (more than a million characters pending)", () => {
+    const records = Array.from({ length: 5 }, (_, i) => record(`SELECT '${"é".repeat(400_000)}${i}'`));
+    const writer = new NdjsonWriter();
+    for (const r of records) writer.addRecord(r);
+    expect(writer.take().ndjson.toString("utf8")).toBe(lines(records));
+  });
+
+  it("reuses an acknowledged output's memory, and ignores memory it did not hand out", () => {
+    const writer = new NdjsonWriter();
+    const batch = Array.from({ length: 500 }, (_, i) => record(`SELECT ${i}`, "/log/a.csv", i * 100));
+    for (const r of batch) writer.addRecord(r);
+    const first = writer.take().ndjson;
+    expect(first.toString("utf8")).toBe(lines(batch));
+    writer.recycle(first);
+    writer.recycle(Buffer.alloc(1 << 20)); // not the writer's: ignored
+    const next = batch.map((r) => ({ ...r, statement: r.statement.toLowerCase() })); // as long: fits
+    for (const r of next) writer.addRecord(r);
+    const second = writer.take().ndjson;
+    expect(second.buffer).toBe(first.buffer);
+    expect(second.toString("utf8")).toBe(lines(next));
+    writer.recycle(second);
+    writer.recycle(second); // given back twice: kept once
+    for (const r of batch) writer.addRecord(r);
+    const third = writer.take().ndjson;
+    for (const r of next) writer.addRecord(r);
+    const fourth = writer.take().ndjson;
+    expect(third.buffer).toBe(first.buffer);
+    expect(fourth.buffer).not.toBe(first.buffer);
+    expect(third.toString("utf8")).toBe(lines(batch));
+    expect(fourth.toString("utf8")).toBe(lines(next));
+  });
+
+  it("names every source right when sources come and go by the hundred", () => {
+    const writer = new NdjsonWriter();
+    for (let round = 0; round < 3; round++) {
+      const records = Array.from({ length: 300 }, (_, i) =>
+        record("SELECT 1", `/var/log/postgresql/postgresql-${round}-${i % 150}.csv`, i),
+      );
+      for (const r of records) writer.addRecord(r);
+      expect(writer.take().ndjson.toString("utf8")).toBe(lines(records));
+    }
+  });
+});
