@@ -70,6 +70,8 @@ export interface Sink {
    * Stores a batch durably. Resolving is the acknowledgement: the source may then forget the
    * range. Writing the same range again must not store its entries twice (keys derive from the
    * range). Rejects when the batch is not stored; the source keeps the range and retries.
+   * Once it resolves, the source may reuse the memory of `batch.ndjson` for a later batch: a
+   * sink that keeps the bytes after acknowledging them copies them.
    */
   write(batch: Batch): Promise<void>;
   /** Flushes and releases resources; no write() after it. */

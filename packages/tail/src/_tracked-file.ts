@@ -10,14 +10,7 @@ import {
   type MalformedRecord,
   parseAuditPayload,
 } from "@auditpipe/parse";
-import {
-  type Batch,
-  encodeNdjson,
-  type RedactionMode,
-  redactRecord,
-  type ShippedRecord,
-  toShippedRecord,
-} from "@auditpipe/ship";
+import { type Batch, NdjsonWriter, type RedactionMode, redactRecord, toShippedRecord } from "@auditpipe/ship";
 
 /** When a batch closes; whichever limit is reached first. */
 export interface BatchLimits {
@@ -51,16 +44,11 @@ export interface InFlightBatch {
   written: Promise<void>;
 }
 
+/** The batch being filled; its entries are in the file's NdjsonWriter. */
 interface OpenBatch {
   start: number;
   end: number;
-  /** Records read and not yet encoded: at most one read's worth (see encodePending). */
-  pending: ShippedRecord[];
-  /** The NDJSON of the records encoded so far, a read's worth each. */
-  encoded: Buffer[];
-  entries: number;
   bytes: number;
-  firstTs: string | null;
   openedAt: number;
 }
 
@@ -69,6 +57,14 @@ const REPLAY_SLACK = 4;
 
 /** Bytes per read: large enough to amortise the syscall, small enough to keep memory flat. */
 export const READ_BYTES: number = 1 << 20;
+/**
+ * Bytes handed to the parser at a time, each followed by encoding what it held. Everything a
+ * slice makes (the parser's text of it, records, the strings pending in the writer) then dies in
+ * V8's young generation: parsed a megabyte at a time, the text alone went to the large-object
+ * space, and under the sidecar's 128 MB heap cap the old generation was marked every few reads
+ * (80 full collections over a 240 MB file).
+ */
+const PARSE_BYTES = 64 << 10;
 
 /**
  * One followed file of one identity: reads from a position, parses incrementally, and cuts the
@@ -95,9 +91,12 @@ export class TrackedFile {
   /** Where the parser's input started: record offsets are relative to it. */
   private base: number;
   private batch: OpenBatch;
+  /** The open batch's entries, encoded after every read (see encodePending). */
+  private readonly writer = new NdjsonWriter();
   /** Batch ends recorded before a crash: the replay cuts exactly there (and only there) until past them. */
   private readonly forcedEnds: number[];
   private parserEnded = false;
+  private readBuffer: Buffer | undefined;
 
   constructor(
     public path: string,
@@ -125,16 +124,7 @@ export class TrackedFile {
   }
 
   private newBatch(start: number, now: number): OpenBatch {
-    return {
-      start,
-      end: start,
-      pending: [],
-      encoded: [],
-      entries: 0,
-      bytes: 0,
-      firstTs: null,
-      openedAt: now,
-    };
+    return { start, end: start, bytes: 0, openedAt: now };
   }
 
   private newParser(): LogParser {
@@ -160,7 +150,7 @@ export class TrackedFile {
         while (forced.length > 0 && forced[0]! <= batch.end) forced.shift();
         this.close(Date.now());
       } else if (
-        batch.entries >= REPLAY_SLACK * this.limits.maxEntries ||
+        this.writer.entries >= REPLAY_SLACK * this.limits.maxEntries ||
         batch.bytes >= REPLAY_SLACK * this.limits.maxBytes
       ) {
         // The recorded boundary is not coming (the file changed past the checkpoint's marker):
@@ -168,7 +158,7 @@ export class TrackedFile {
         forced.length = 0;
         this.close(Date.now());
       }
-    } else if (batch.entries >= this.limits.maxEntries || batch.bytes >= this.limits.maxBytes) {
+    } else if (this.writer.entries >= this.limits.maxEntries || batch.bytes >= this.limits.maxBytes) {
       this.close(Date.now());
     }
   }
@@ -180,13 +170,12 @@ export class TrackedFile {
       try {
         const entry = parseAuditPayload(record.message);
         if (entry) {
-          const b = this.batch;
-          let shipped = toShippedRecord(entry, record, this.path, offset);
-          if (this.redact) shipped = redactRecord(shipped, this.redact);
-          if (b.firstTs === null) b.firstTs = shipped.ts;
-          b.pending.push(shipped);
-          b.entries++;
-          b.bytes += record.size;
+          if (this.redact)
+            this.writer.addRecord(
+              redactRecord(toShippedRecord(entry, record, this.path, offset), this.redact),
+            );
+          else this.writer.addEntry(entry, record, this.path, offset);
+          this.batch.bytes += record.size;
           this.observer.entry?.(entry, record);
         }
       } catch (error) {
@@ -209,30 +198,32 @@ export class TrackedFile {
   }
 
   /**
-   * Encodes the records read since the last call. Called after every read: a record lives for one
-   * read instead of until its batch closes, so it dies in V8's young generation. Kept until the
-   * batch closed, 10k records survived scavenges, were promoted and made the old generation grow
-   * by their size every batch; marking it then cost more than the encoding (a full mark every
-   * ~0.5 s at 17k entries/s).
+   * Encodes the entries read since the last call. Called after every read: what an entry holds
+   * lives for one read instead of until its batch closes, so it dies in V8's young generation.
+   * Kept until the batch closed, 10k records survived scavenges, were promoted and made the old
+   * generation grow by their size every batch; marking it then cost more than the encoding (a
+   * full mark every ~0.5 s at 17k entries/s).
    */
   private encodePending(): void {
-    const b = this.batch;
-    if (b.pending.length === 0) return;
-    b.encoded.push(encodeNdjson(b.pending));
-    b.pending = [];
+    this.writer.flush();
+  }
+
+  /** The sink acknowledged `batch`: its memory may hold a later batch. */
+  recycle(batch: Batch): void {
+    this.writer.recycle(batch.ndjson);
   }
 
   /** Moves the open batch (if it covers any bytes) to `ready`. */
   close(now: number): void {
     const b = this.batch;
     if (b.end <= b.start) return;
-    this.encodePending();
+    const { ndjson, entries, firstTs } = this.writer.take();
     this.ready.push({
       range: { sourceId: this.fingerprint, sourceName: this.path, start: b.start, end: b.end },
-      ndjson: b.encoded.length === 1 ? b.encoded[0]! : Buffer.concat(b.encoded),
-      entries: b.entries,
+      ndjson,
+      entries,
       bytes: b.bytes,
-      firstTs: b.firstTs,
+      firstTs,
     });
     this.batch = this.newBatch(b.end, now);
   }
@@ -245,13 +236,18 @@ export class TrackedFile {
     this.mtimeMs = mtimeMs;
     if (size <= this.readPos) return 0;
     const length = Math.min(READ_BYTES, size - this.readPos);
-    const buffer = Buffer.allocUnsafe(length);
+    // One buffer for every read (parsers copy what they keep): a new megabyte per read was
+    // external memory that V8 counts toward its next full collection.
+    this.readBuffer ??= Buffer.allocUnsafeSlow(READ_BYTES);
+    const buffer = this.readBuffer;
     const { bytesRead } = await this.handle.read(buffer, 0, length, this.readPos);
     if (bytesRead === 0) return 0;
     this.readPos += bytesRead;
     this.lastGrowth = now;
-    this.parser.push(buffer.subarray(0, bytesRead));
-    this.encodePending();
+    for (let at = 0; at < bytesRead; at += PARSE_BYTES) {
+      this.parser.push(buffer.subarray(at, Math.min(at + PARSE_BYTES, bytesRead)));
+      this.encodePending();
+    }
     // Under steady load the file is never quiet: the age limit must hold while it grows too.
     const b = this.batch;
     if (b.end > b.start && this.forcedEnds.length === 0 && now - b.openedAt >= this.limits.maxAgeMs)

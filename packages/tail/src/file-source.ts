@@ -494,6 +494,7 @@ export class FileSource {
       try {
         await sink.write(batch);
         f.state = "acked";
+        file.recycle(batch);
         this.observer.sinkAck?.(sink.name, batch.entries, batch.bytes, Date.now() - started);
         return;
       } catch (error) {
