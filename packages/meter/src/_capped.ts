@@ -3,6 +3,8 @@
  * audit type): a log we do not expect could still hold many, so past `limit` distinct keys the rest
  * are pooled in one overflow tally instead of growing memory and metric cardinality.
  */
+
+import { detached } from "./_detach.ts";
 import type { Tally } from "./volume.ts";
 
 /** Distinct keys kept per capped breakdown; pgAudit has a dozen classes and a few hundred commands. */
@@ -23,7 +25,7 @@ export class CappedTally {
     if (tally === undefined) {
       if (this.map.size >= this.limit) return this.overflow;
       tally = { entries: 0, bytes: 0 };
-      this.map.set(key, tally);
+      this.map.set(detached(key), tally);
     }
     return tally;
   }

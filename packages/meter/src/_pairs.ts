@@ -4,6 +4,7 @@
  * CAPPED_KEYS distinct pairs the rest is pooled in `overflow` (labels class="other",audit_type="other").
  */
 import { CAPPED_KEYS } from "./_capped.ts";
+import { detached } from "./_detach.ts";
 import type { Tally } from "./volume.ts";
 
 export class PairTally {
@@ -18,13 +19,13 @@ export class PairTally {
     if (inner === undefined) {
       if (this.pairs >= this.limit) return this.overflow;
       inner = new Map();
-      this.byClass.set(cls, inner);
+      this.byClass.set(detached(cls), inner);
     }
     let tally = inner.get(auditType);
     if (tally === undefined) {
       if (this.pairs >= this.limit) return this.overflow;
       tally = { entries: 0, bytes: 0 };
-      inner.set(auditType, tally);
+      inner.set(detached(auditType), tally);
       this.pairs += 1;
     }
     return tally;

@@ -11,6 +11,8 @@
  * The slots sit in a binary min-heap on the ranking value: a repeat key only grows, so it sifts
  * down, and heavy keys settle in the leaves where a repeat costs one comparison.
  */
+
+import { detached } from "./_detach.ts";
 import type { Tally } from "./volume.ts";
 
 export interface TopNResult {
@@ -70,8 +72,9 @@ export class TopN {
     }
     if (this.size < this.capacity) {
       const s = this.size++;
-      this.keys[s] = key;
-      this.index.set(key, s);
+      const own = detached(key);
+      this.keys[s] = own;
+      this.index.set(own, s);
       this.rank[s] = bytes;
       this.countedBytes[s] = bytes;
       this.countedEntries[s] = 1;
@@ -83,8 +86,9 @@ export class TopN {
     // Full: the smallest key gives its slot to the newcomer, which inherits its rank as error.
     const s = this.heap[0]!;
     this.index.delete(this.keys[s]!);
-    this.keys[s] = key;
-    this.index.set(key, s);
+    const own = detached(key);
+    this.keys[s] = own;
+    this.index.set(own, s);
     this.rank[s]! += bytes;
     this.countedBytes[s] = bytes;
     this.countedEntries[s] = 1;

@@ -1,4 +1,5 @@
 import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
+import { detached } from "./_detach.ts";
 
 export interface Tally {
   entries: number;
@@ -36,7 +37,7 @@ class Counter {
       tally.entries += 1;
       tally.bytes += bytes;
     } else {
-      this.map.set(key, { entries: 1, bytes });
+      this.map.set(detached(key), { entries: 1, bytes });
     }
   }
   /** Largest first (by bytes, then entries, then key) so reports and JSON read top-down. */
