@@ -113,12 +113,26 @@ export interface RssResult {
   /** Spawn to the last entry acknowledged by the sink, including start-up (tsx, Fastify, prom-client). */
   seconds: number;
   entriesPerSec: number;
+  /**
+   * Steady state: entries acknowledged per second between 10% and 90% of the whole acknowledged
+   * (polled every 100 ms, interpolated), without start-up or the last batch's age limit.
+   */
+  steadyEntriesPerSec: number;
   /** Summed over the launcher and the node it re-executes (what a container's limit sees). */
   peakRssMb: number;
   /** The re-executed node alone (the process that reads, parses and ships). */
   workerPeakRssMb: number;
   /** VmRSS sampled every 250 ms while reading: its range shows whether memory grows with the file. */
   rssSamplesMb: { min: number; max: number; last: number };
+}
+
+/** When `[time, acknowledged]` polls reached `entries`, interpolated between the two polls around it. */
+function whenAcked(acks: [number, number][], entries: number): number {
+  const i = acks.findIndex(([, a]) => a >= entries);
+  if (i <= 0) return acks[Math.max(i, 0)]![0];
+  const [t0, a0] = acks[i - 1]!;
+  const [t1, a1] = acks[i]!;
+  return t0 + ((t1 - t0) * (entries - a0)) / (a1 - a0);
 }
 
 /** The sidecar reads `copies` back-to-back copies of a real csvlog; peak RSS at the end. */
@@ -144,15 +158,24 @@ export async function sidecarRss(
     try {
       const url = await sidecar.url();
       const samples: number[] = [];
+      const acks: [number, number][] = [];
+      let lastRss = 0;
       for (;;) {
         const volume = await getJson<Volume>(`${url}/v1/volume`);
-        samples.push(memoryOf(sidecar.child.pid!).rssMb);
-        if ((volume.pipeline.sinks[sink?.name ?? "local-dir"]?.entries ?? 0) >= expected) break;
+        const acked = volume.pipeline.sinks[sink?.name ?? "local-dir"]?.entries ?? 0;
+        acks.push([performance.now(), acked]);
+        if (performance.now() - lastRss >= 250) {
+          samples.push(memoryOf(sidecar.child.pid!).rssMb);
+          lastRss = performance.now();
+        }
+        if (acked >= expected) break;
         if (performance.now() - t0 > 600_000)
           throw new Error(`sidecar too slow: ${JSON.stringify(volume.totals)}`);
-        await new Promise((r) => setTimeout(r, 250));
+        await new Promise((r) => setTimeout(r, 100));
       }
       const seconds = (performance.now() - t0) / 1000;
+      const steady =
+        (0.8 * expected) / ((whenAcked(acks, 0.9 * expected) - whenAcked(acks, 0.1 * expected)) / 1000);
       const { peakMb, workerPeakMb } = memoryOf(sidecar.child.pid!);
       return {
         copies,
@@ -160,6 +183,7 @@ export async function sidecarRss(
         entries: expected,
         seconds: Number(seconds.toFixed(1)),
         entriesPerSec: Math.round(expected / seconds),
+        steadyEntriesPerSec: Math.round(steady),
         peakRssMb: Math.round(peakMb),
         workerPeakRssMb: Math.round(workerPeakMb),
         rssSamplesMb: {
