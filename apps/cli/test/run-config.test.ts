@@ -50,6 +50,8 @@ describe("auditpipe run settings", () => {
       /run: AUDITPIPE_BATCH_MAX_ENTRIES: .*expected number/i,
     ],
     [{ "log-dir": "/x", syslog: ["http://x"] }, {}, /run: --syslog: .*udp:\/\/ or tcp:\/\//],
+    [{ "log-dir": "/x", nice: "20" }, {}, /run: --nice: .*(<=|at most) ?19/i],
+    [{ "log-dir": "/x" }, { AUDITPIPE_NICE: "lowest" }, /run: AUDITPIPE_NICE: .*expected number/i],
     [{}, {}, /nothing to follow: give --log-dir DIR, --pgdata DIR or --syslog URL/],
     [
       { "log-dir": "/x" },

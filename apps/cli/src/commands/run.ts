@@ -1,6 +1,7 @@
 import { parseFlags } from "../args.ts";
 import { createLogger } from "../logger.ts";
 import { resolveRunConfig, SETTINGS } from "../run/config.ts";
+import { applyNice } from "../run/priority.ts";
 import { startSidecar } from "../run/sidecar.ts";
 import type { CommandIO } from "./analyze.ts";
 
@@ -38,6 +39,8 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --batch-max-bytes N      log bytes per object (default 8388608)
   --batch-max-age-ms N     close a batch this long after it opened (default 1000; 60000 for s3://)
   --poll-interval-ms N     directory poll interval besides fs events (default 200)
+  --nice N                 CPU priority, -20..19 (default: at least 10, so PostgreSQL's own
+                           processes come first; 0 to run at normal priority)
   --log-level L            fatal, error, warn, info (default), debug, trace, silent
   --config FILE            JSON file of the same settings (keys: logDir, pgdata, format, ...)
 
@@ -77,6 +80,7 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
   }
   const config = resolveRunConfig(values, process.env);
   const logger = createLogger(config.logLevel);
+  applyNice(config.nice, logger);
   const sidecar = await startSidecar(config, logger);
 
   await new Promise<void>((resolve) => {

@@ -36,6 +36,8 @@ export interface RunConfig {
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
+  /** CPU priority (nice value, -20..19); absent: at least DEFAULT_NICE (run/priority.ts). */
+  nice?: number | undefined;
 }
 
 /** What the schema yields: batchMaxAgeMs is filled in afterwards, from the sink. */
@@ -83,6 +85,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: z.coerce.number().int().min(1000).default(60_000),
+    nice: z.coerce.number().int().min(-20).max(19).optional(),
   })
   .strict();
 
@@ -135,6 +138,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },
+  { key: "nice", flag: "nice", env: "AUDITPIPE_NICE" },
 ];
 
 function describeSource(key: string, where: Record<string, string>): string {
