@@ -3,6 +3,7 @@
  * tests spawn it) reading a large file for its peak RSS, following a file for the delay from an
  * append to GET /v1/volume, and running beside a pgbench-loaded PostgreSQL for its cost in TPS.
  */
+import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { getJson, type SidecarProcess, spawnSidecar } from "../../../apps/cli/te
 
 interface Volume {
   totals: { records: number; entries: number };
-  pipeline: { sinks: Record<string, { entries: number }> };
+  pipeline: { sinks: Record<string, { entries: number }>; files: { file: string; bytesBehind: number }[] };
 }
 
 function workDir(tag: string): string {
@@ -305,14 +306,33 @@ export async function tailLatency(
   }
 }
 
+/** Without the sidecar; with it; with a nice-10 busy loop using the CPU share the sidecar used. */
+export type PgbenchArm = "without" | "sidecar" | "busy";
+
+export interface PgbenchRun {
+  arm: PgbenchArm;
+  tps: number;
+  load: number;
+  /** sidecar: CPU seconds it used while pgbench ran (every thread). */
+  cpuSeconds?: number;
+  /** sidecar: seconds after pgbench until everything was metered and acknowledged; entries shipped. */
+  catchUpSeconds?: number;
+  entries?: number;
+  /** busy: the share of one core it burned. */
+  share?: number;
+}
+
 export interface PgbenchResult {
   clients: number;
   seconds: number;
-  runs: { sidecar: boolean; tps: number; load: number }[];
+  runs: PgbenchRun[];
   medianWithout: number;
   medianWith: number;
+  medianBusy: number;
   /** medianWith / medianWithout. */
   ratio: number;
+  /** medianBusy / medianWithout. */
+  busyRatio: number;
 }
 
 const median = (xs: number[]) => {
@@ -320,13 +340,39 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
+/** Waits until the sidecar has read every file to its end and the sink acknowledged all it metered. */
+async function caughtUp(url: string, timeoutMs = 120_000): Promise<{ seconds: number; entries: number }> {
+  const t0 = performance.now();
+  let last = -1;
+  for (;;) {
+    const v = await getJson<Volume>(`${url}/v1/volume`);
+    const acked = v.pipeline.sinks["local-dir"]?.entries ?? 0;
+    const behind = v.pipeline.files.reduce((sum, f) => sum + f.bytesBehind, 0);
+    if (behind === 0 && acked === v.totals.entries && acked === last)
+      return { seconds: Number(((performance.now() - t0) / 1000).toFixed(1)), entries: acked };
+    if (performance.now() - t0 > timeoutMs)
+      throw new Error(`sidecar never caught up: ${JSON.stringify(v.totals)}`);
+    last = acked;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A nice-10 process that burns `share` of one core in 100 ms periods (the sidecar's cadence under load). */
+function busyLoop(share: number): ChildProcess {
+  const busyMs = Math.max(1, Math.round(share * 100));
+  const code = `setInterval(() => { const t = performance.now(); while (performance.now() - t < ${busyMs}); }, 100);`;
+  return spawn("nice", ["-n", "10", process.execPath, "-e", code], { stdio: "ignore" });
+}
+
 /**
- * pgbench TPS on a pgaudit (`log = all`, csvlog) cluster without and with the sidecar following its
- * log directory, interleaved (A B B A A B ...) in one session. Each "with" run gets a fresh sidecar
- * (`--from end`, fresh state) that is listening before pgbench starts and is stopped after it.
+ * pgbench TPS on a pgaudit (`log = all`, csvlog) cluster without the sidecar, with it following
+ * the log directory, and with a busy loop using the same CPU share (what any process using that
+ * much CPU costs on this machine), in rotating order. Each sidecar run gets a fresh one (`--from
+ * end`, fresh state) listening before pgbench starts; after pgbench it must catch up (everything
+ * metered and acknowledged) before it is stopped.
  */
 export async function pgbenchImpact(
-  pairs: number,
+  rounds: number,
   seconds: number,
   clients: number,
   loadavg: () => number,
@@ -336,17 +382,26 @@ export async function pgbenchImpact(
   try {
     await pg.pgbench(["-i", "-s", "1", "-q"]);
     await pg.pgbench(["-n", "-c", String(clients), "-j", String(clients), "-T", "3"]); // warm-up
-    const order: boolean[] = [];
-    for (let i = 0; i < pairs; i++) order.push(...(i % 2 === 0 ? [false, true] : [true, false]));
-    const runs: PgbenchResult["runs"] = [];
-    for (const [i, withSidecar] of order.entries()) {
+    const arms: PgbenchArm[] = ["without", "sidecar", "busy"];
+    const order: PgbenchArm[] = [];
+    for (let i = 0; i < rounds; i++) order.push(...arms.slice(i % 3), ...arms.slice(0, i % 3));
+    const runs: PgbenchRun[] = [];
+    const shares: number[] = [];
+    for (const [i, arm] of order.entries()) {
       let sidecar: SidecarProcess | undefined;
-      if (withSidecar) {
-        const dir = join(work, `run-${i}`);
-        sidecar = spawnSidecar(runArgs(dir, pg.logDir, ["--from", "end"]), {}, { built: true });
-        await sidecar.url();
+      let busy: ChildProcess | undefined;
+      let url = "";
+      const share = shares.length > 0 ? median(shares) : 0.15;
+      if (arm === "sidecar") {
+        sidecar = spawnSidecar(
+          runArgs(join(work, `run-${i}`), pg.logDir, ["--from", "end"]),
+          {},
+          { built: true },
+        );
+        url = await sidecar.url();
         await new Promise((r) => setTimeout(r, 1000)); // past start-up
       }
+      if (arm === "busy") busy = busyLoop(share);
       const load = loadavg();
       const cpu0 = sidecar ? cpuSeconds(sidecar.child.pid!) : 0;
       const result = await pg.pgbench([
@@ -358,29 +413,39 @@ export async function pgbenchImpact(
         "-T",
         String(seconds),
       ]);
-      const cpu = sidecar ? Number((cpuSeconds(sidecar.child.pid!) - cpu0).toFixed(2)) : undefined;
-      if (sidecar) await stopSidecar(sidecar);
+      const run: PgbenchRun = { arm, tps: 0, load: Number(load.toFixed(2)) };
+      if (sidecar) {
+        const cpu = cpuSeconds(sidecar.child.pid!) - cpu0;
+        run.cpuSeconds = Number(cpu.toFixed(2));
+        shares.push(cpu / seconds);
+        const done = await caughtUp(url);
+        run.catchUpSeconds = done.seconds;
+        run.entries = done.entries;
+        await stopSidecar(sidecar);
+      }
+      if (busy) {
+        busy.kill("SIGKILL");
+        run.share = Number(share.toFixed(3));
+      }
       const tps = Number(/tps = ([\d.]+)/.exec(result.stdout)?.[1]);
       if (!Number.isFinite(tps)) throw new Error(`no tps in pgbench output:\n${result.stdout}`);
-      runs.push({
-        sidecar: withSidecar,
-        tps: Math.round(tps),
-        load: Number(load.toFixed(2)),
-        ...(cpu === undefined ? {} : { sidecarCpuSeconds: cpu }),
-      });
-      console.log(
-        `  pgbench ${withSidecar ? "with" : "without"} the sidecar: ${tps.toFixed(0)} tps (load ${load.toFixed(2)})`,
-      );
+      run.tps = Math.round(tps);
+      runs.push(run);
+      console.log(`  pgbench, ${arm}: ${tps.toFixed(0)} tps (load ${load.toFixed(2)})`);
     }
-    const medianWithout = median(runs.filter((r) => !r.sidecar).map((r) => r.tps));
-    const medianWith = median(runs.filter((r) => r.sidecar).map((r) => r.tps));
+    const of = (arm: PgbenchArm) => median(runs.filter((r) => r.arm === arm).map((r) => r.tps));
+    const medianWithout = of("without");
+    const medianWith = of("sidecar");
+    const medianBusy = of("busy");
     return {
       clients,
       seconds,
       runs,
       medianWithout,
       medianWith,
+      medianBusy,
       ratio: Number((medianWith / medianWithout).toFixed(3)),
+      busyRatio: Number((medianBusy / medianWithout).toFixed(3)),
     };
   } finally {
     await pg.stop();

@@ -111,7 +111,7 @@ try {
     const b = best!;
     const ratio = b.logBytes / b.stored;
     results.push({
-      name: `FileSource → LiveMeter → S3Sink (MinIO), ${compression}: ${ratio.toFixed(1)}x smaller than the log, peak RSS ${Math.round(peak / 1e6)} MB (in-process)`,
+      name: `FileSource → LiveMeter → S3Sink (MinIO), ${compression}: ${ratio.toFixed(1)}x smaller than the log, in process (this benchmark, heap uncapped: peak RSS ${Math.round(peak / 1e6)} MB)`,
       records: b.entries,
       entries: b.entries,
       entriesPerSec: Math.round(b.entries / (b.ms / 1000)),
@@ -127,33 +127,41 @@ try {
   const NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=4";
   const perCopy = (results[0] as { entries: number }).entries;
   for (const compression of ["gzip", "zstd"] as const) {
-    const bucket = `bench-run-${compression}`;
-    await minio.createBucket(bucket);
-    const r = await sidecarRss(
-      file,
-      perCopy,
-      2,
-      { NODE_OPTIONS },
-      {
-        sink: `s3://${bucket}/audit`,
-        name: "s3",
-        args: [
-          "--s3-endpoint",
-          minio.endpoint,
-          "--s3-region",
-          minio.region,
-          "--s3-force-path-style",
-          "--compression",
-          compression,
-          // Batches close on size here; the last one should not wait out S3's one-minute default.
-          "--batch-max-age-ms",
-          "1000",
-        ],
-      },
-    );
-    console.log(
-      `auditpipe run → MinIO, ${compression}: peak RSS ${r.peakRssMb} MB, ${r.steadyEntriesPerSec} entries/s steady, ${r.entriesPerSec} start-up included`,
-    );
+    // Best of ROUNDS runs by steady rate (like the in-process rows); the peak RSS is the highest.
+    let r: Awaited<ReturnType<typeof sidecarRss>> | undefined;
+    let peakRssMb = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const bucket = `bench-run-${compression}-${round}`;
+      await minio.createBucket(bucket);
+      const run = await sidecarRss(
+        file,
+        perCopy,
+        2,
+        { NODE_OPTIONS },
+        {
+          sink: `s3://${bucket}/audit`,
+          name: "s3",
+          args: [
+            "--s3-endpoint",
+            minio.endpoint,
+            "--s3-region",
+            minio.region,
+            "--s3-force-path-style",
+            "--compression",
+            compression,
+            // Batches close on size here; the last one should not wait out S3's one-minute default.
+            "--batch-max-age-ms",
+            "1000",
+          ],
+        },
+      );
+      console.log(
+        `auditpipe run → MinIO, ${compression} round ${round}: peak RSS ${run.peakRssMb} MB, ${run.steadyEntriesPerSec} entries/s steady, ${run.entriesPerSec} start-up included`,
+      );
+      peakRssMb = Math.max(peakRssMb, run.peakRssMb);
+      if (!r || run.steadyEntriesPerSec > r.steadyEntriesPerSec) r = run;
+    }
+    r = { ...r!, peakRssMb };
     results.push({
       name: `\`auditpipe run --sink s3://\` process (MinIO), ${compression}, NODE_OPTIONS="${NODE_OPTIONS}", ${(r.fileBytes / 1e6).toFixed(0)} MB file, steady state (10–90 % acknowledged; ${r.entriesPerSec.toLocaleString("en-US")} entries/s from spawn to the last acknowledgement): peak RSS ${r.peakRssMb} MB`,
       records: r.entries,
