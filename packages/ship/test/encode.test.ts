@@ -4,44 +4,18 @@
  * (quotes, backslashes, control characters, U+2028/2029, lone surrogates, emoji), awkward numbers
  * (-0, NaN, ±Infinity, huge, tiny) and nulls everywhere nulls are allowed.
  */
-import { join } from "node:path";
-import { LOG_LINE_PREFIX, listCases, readFixture } from "@auditpipe/fixtures";
-import { AUDIT_PREFIX, createParser, type LogFormat, parseAuditPayload } from "@auditpipe/parse";
 import { encodeNdjson, redactRecord, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
-import { repoRoot } from "@auditpipe/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { fixtureAuditEntries } from "./_fixture-entries.ts";
 
 const viaStringify = (records: ShippedRecord[]): string =>
   records.map((r) => `${JSON.stringify(r)}\n`).join("");
 
 function fixtureRecords(): ShippedRecord[] {
-  const dir = join(repoRoot(), "fixtures", "cases");
-  const records: ShippedRecord[] = [];
-  const files: [LogFormat, string][] = [
-    ["csvlog", "postgresql.csv.gz"],
-    ["jsonlog", "postgresql.json.gz"],
-    ["stderr", "postgresql.log.gz"],
-  ];
-  for (const name of listCases(dir)) {
-    for (const [format, file] of files) {
-      const parser = createParser(
-        format,
-        {
-          record(record) {
-            if (!record.message.startsWith(AUDIT_PREFIX)) return;
-            const entry = parseAuditPayload(record.message);
-            if (entry) records.push(toShippedRecord(entry, record, `${name}/${file}`, record.offset));
-          },
-          malformed() {},
-        },
-        format === "stderr" ? { prefix: LOG_LINE_PREFIX } : {},
-      );
-      parser.push(readFixture(join(dir, name), file));
-      parser.end();
-    }
-  }
-  return records;
+  return fixtureAuditEntries().map(({ entry, record, source }) =>
+    toShippedRecord(entry, record, source, record.offset),
+  );
 }
 
 describe("encodeNdjson", () => {

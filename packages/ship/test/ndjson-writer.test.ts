@@ -5,78 +5,18 @@
  * records are in encode.test.ts, which runs through the same writer.
  */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { LOG_LINE_PREFIX, listCases, readFixture } from "@auditpipe/fixtures";
-import {
-  AUDIT_PREFIX,
-  type AuditEntry,
-  createParser,
-  type LogFormat,
-  type LogRecord,
-  parseAuditPayload,
-} from "@auditpipe/parse";
 import { NdjsonWriter, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
-import { repoRoot } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs build script without types
 import { assemble, wasmModules } from "../../../scripts/assemble-wasm.mjs";
+import { fixtureAuditEntries } from "./_fixture-entries.ts";
+import { record as sinkRecord } from "./_sink-suite.ts";
 
 const lines = (records: ShippedRecord[]): string => records.map((r) => `${JSON.stringify(r)}\n`).join("");
 
-/** Every audit entry of every committed fixture (real PostgreSQL + pgaudit logs) with its record. */
-function fixtureEntries(): { entry: AuditEntry; record: LogRecord; source: string }[] {
-  const dir = join(repoRoot(), "fixtures", "cases");
-  const out: { entry: AuditEntry; record: LogRecord; source: string }[] = [];
-  const files: [LogFormat, string][] = [
-    ["csvlog", "postgresql.csv.gz"],
-    ["jsonlog", "postgresql.json.gz"],
-    ["stderr", "postgresql.log.gz"],
-  ];
-  for (const name of listCases(dir)) {
-    for (const [format, file] of files) {
-      const source = `/var/log/postgresql/${name}/${file.replace(".gz", "")}`;
-      const parser = createParser(
-        format,
-        {
-          record(record) {
-            if (!record.message.startsWith(AUDIT_PREFIX)) return;
-            const entry = parseAuditPayload(record.message);
-            if (entry) out.push({ entry, record, source });
-          },
-          malformed() {},
-        },
-        format === "stderr" ? { prefix: LOG_LINE_PREFIX } : {},
-      );
-      parser.push(readFixture(join(dir, name), file));
-      parser.end();
-    }
-  }
-  return out;
-}
-
-/** A record with the given statement; the rest fixed. */
+/** A record with the given statement, source file and offset (an array PARAMETER with a NULL in it). */
 function record(statement: string, file = "/var/log/postgresql/postgresql.csv", offset = 0): ShippedRecord {
-  return {
-    ts: "2026-11-24T02:06:03.822Z",
-    user: "postgres",
-    database: "postgres",
-    pid: 12289,
-    session_id: "6b04f10b.3001",
-    session_line: 1,
-    application_name: "psql",
-    remote_host: "[local]",
-    audit_type: "SESSION",
-    statement_id: 1,
-    substatement_id: 1,
-    class: "READ",
-    command: "SELECT",
-    object_type: "",
-    object_name: "",
-    statement,
-    parameter: ["a", null, "c"],
-    rows: null,
-    source: { file, offset },
-  };
+  return { ...sinkRecord(1, undefined, statement), parameter: ["a", null, "c"], source: { file, offset } };
 }
 
 describe("NdjsonWriter", () => {
@@ -87,7 +27,7 @@ describe("NdjsonWriter", () => {
   });
 
   it("writes each fixture entry as JSON.stringify(toShippedRecord(...)), however flushes and takes fall", () => {
-    const all = fixtureEntries();
+    const all = fixtureAuditEntries();
     expect(all.length).toBeGreaterThan(1000);
     const expected = lines(
       all.map(({ entry, record, source }) => toShippedRecord(entry, record, source, record.offset)),
