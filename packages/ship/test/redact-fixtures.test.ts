@@ -150,6 +150,12 @@ describe("redacted fixture statements parse in a real PostgreSQL", () => {
     "NOTIFY chan, 'payload'",
     "CREATE TYPE mood AS ENUM ('sad', 'ok')",
     "ALTER SYSTEM SET work_mem = '4MB'",
+    // A constant glued to a word: `$1AS` would be trailing junk after a parameter.
+    "SELECT 'x'AS y, 'a'||'b'AS z FROM t WHERE a='x'OR b=$$y$$AND c=E'z'IS NOT NULL",
+    // Type modifiers where a type name goes; data in parentheses after any other AS.
+    "WITH c AS MATERIALIZED (SELECT 42) SELECT CAST(1.5 AS numeric(10,2)), 2::pg_catalog.numeric(10,2), interval '1' minute to second(3), 'x'::character varying(5), TREAT(x AS numeric(3)) FROM c",
+    "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (START WITH 5), v varchar(10), w timestamp(3), i interval(2))",
+    "SELECT second(5), varying(6), public.numeric(7)",
   ];
 
   it("hand-written statements exercising every placeholder rule still parse", async () => {

@@ -4,6 +4,15 @@ import { describe, expect, it } from "vitest";
 const text = (sql: string): string => redactStatement(sql).text;
 const significantCount = (sql: string): number =>
   lexSql(sql).filter((t) => t.kind !== "whitespace" && t.kind !== "comment").length;
+/** Significant tokens as `kind:text`, every constant (and placeholder) as `constant`. */
+const shape = (sql: string): string[] =>
+  lexSql(sql)
+    .filter((t) => t.kind !== "whitespace" && t.kind !== "comment")
+    .map((t) =>
+      t.kind === "string" || t.kind === "number" || t.kind === "parameter"
+        ? "constant"
+        : `${t.kind}:${sql.slice(t.start, t.end)}`,
+    );
 
 describe("redactStatement: plannable statements get pg_stat_statements' $n", () => {
   it("replaces each string and number, keeps the rest byte for byte", () => {
@@ -62,6 +71,42 @@ describe("redactStatement: plannable statements get pg_stat_statements' $n", () 
   it("keeps type modifiers, which are part of the type (pg_stat_statements keeps them too)", () => {
     expect(text("SELECT 1.5::numeric(12,2), 'a'::char(3), x::mytype(4), CAST(y AS vector(3)), f(5)")).toBe(
       "SELECT $1::numeric(12,2), $2::char(3), x::mytype(4), CAST(y AS vector(3)), f($3)",
+    );
+  });
+
+  it("keeps type modifiers only where the grammar has a type name", () => {
+    expect(
+      text(
+        "SELECT CAST(x AS numeric(10,2)), x::varchar(20), timestamp(3) 'a', interval(2) 'b', TREAT(y AS mytype(4)), z::pg_catalog.numeric(10,2), CAST(w AS public.vector(3))",
+      ),
+    ).toBe(
+      "SELECT CAST(x AS numeric(10,2)), x::varchar(20), timestamp(3) '$1', interval(2) '$2', TREAT(y AS mytype(4)), z::pg_catalog.numeric(10,2), CAST(w AS public.vector(3))",
+    );
+    expect(
+      text(
+        "SELECT interval '1' second(3), interval minute to second(2), 'x'::character varying(10), 'y'::bit varying(5)",
+      ),
+    ).toBe(
+      "SELECT interval '$1' second(3), interval minute to second(2), $2::character varying(10), $3::bit varying(5)",
+    );
+    expect(text("CREATE DOMAIN d AS vector(3) DEFAULT 5")).toBe("CREATE DOMAIN d AS vector(3) DEFAULT 0");
+  });
+
+  it("a parenthesis after AS outside a cast, or after a function named like a type word, holds data", () => {
+    // Found by fuzzing: `AS _ (` was taken for the start of a type with modifiers.
+    expect(text("SELECT AS _ (0.0")).toBe("SELECT AS _ ($1");
+    expect(text("WITH c AS MATERIALIZED (SELECT 42) SELECT 1")).toBe(
+      "WITH c AS MATERIALIZED (SELECT $1) SELECT $2",
+    );
+    expect(text("SELECT * FROM f(1) AS t (a) WHERE a = 2")).toBe("SELECT * FROM f($1) AS t (a) WHERE a = $2");
+    expect(text("CREATE TABLE t AS VALUES (1, 2)")).toBe("CREATE TABLE t AS VALUES (0, 0)");
+    expect(text("CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (START WITH 5))")).toBe(
+      "CREATE TABLE t (id int GENERATED ALWAYS AS IDENTITY (START WITH 0))",
+    );
+    // SECOND and VARYING are unreserved: functions may have those names; and a qualified
+    // name is a function outside a type position.
+    expect(text("SELECT second(5), varying(6), public.numeric(7), x SIMILAR TO second(8)")).toBe(
+      "SELECT second($1), varying($2), public.numeric($3), x SIMILAR TO second($4)",
     );
   });
 
@@ -188,5 +233,45 @@ describe("redactStatement: placeholders never fuse with their neighbours", () =>
   ])("%j", (sql, expected) => {
     expect(text(sql)).toBe(expected);
     expect(text(expected)).toBe(expected);
+  });
+
+  // Found by fuzzing: `b.5` is the word b and the number .5, but `b'$1'` is a bit string.
+  it.each([
+    ["SELECT b.5", "SELECT b '$1'"],
+    ["SELECT B.5", "SELECT B '$1'"],
+    ["SELECT x.5", "SELECT x '$1'"],
+    ["SELECT X.5", "SELECT X '$1'"],
+    ["SELECT e.5", "SELECT e '$1'"],
+    ["SELECT E.5", "SELECT E '$1'"],
+    ["SELECT n.5", "SELECT n '$1'"],
+    ["SELECT N.5", "SELECT N '$1'"],
+    ["SELECT 5b.5", "SELECT '$1'b '$2'"],
+    ["SET a = b.5e", "SET a = b '$1'e"],
+    // `u&'$1'` would be a U& string, which also takes a following UESCAPE clause.
+    ["SET a = u&5e UESCAPE", "SET a = u& '$1'e UESCAPE"],
+    ["SET a = U&E'x'", "SET a = U& '$1'"],
+    ["SET a = u&$$x$$", "SET a = u& '$1'"],
+    // Longer words and longer operators are no prefix.
+    ["SELECT ab.5", "SELECT ab'$1'"],
+    ["SET a = u&&5e", "SET a = u&&'$1'e"],
+  ])("after a one-letter word that is a string prefix: %j", (sql, expected) => {
+    expect(text(sql)).toBe(expected);
+    expect(text(expected)).toBe(expected);
+    expect(shape(expected)).toEqual(shape(sql));
+  });
+
+  it.each([
+    // `$1AS` and `$1OR` are syntax errors since PostgreSQL 15 (trailing junk after a parameter).
+    ["SELECT 'x'AS y", "SELECT '$1'AS y"],
+    ["SELECT 1 FROM t WHERE a='x'OR b=1", "SELECT $1 FROM t WHERE a='$2'OR b=$3"],
+    ["SELECT $$x$$_a", "SELECT '$1'_a"],
+    // Our own placeholder right after a string placeholder: `'$8''$7'` would be one string.
+    ["SELECT a.5'$7'", "SELECT a'$8'E'$7'"],
+    // A string placeholder needed on both sides (a word after it, a quote before it).
+    ["SELECT a.5'x'b", "SELECT a'$1'E'$2'b"],
+  ])("before a word, or between quotes: %j", (sql, expected) => {
+    expect(text(sql)).toBe(expected);
+    expect(text(expected)).toBe(expected);
+    expect(shape(expected)).toEqual(shape(sql));
   });
 });

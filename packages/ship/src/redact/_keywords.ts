@@ -83,7 +83,9 @@ export const EXPRESSION_KEYWORDS: ReadonlySet<string> = new Set([
 /**
  * Type names whose parenthesised modifiers gram.y takes as integer constants only
  * (`varchar(10)`, `timestamp(3)`, `interval second(3)`, `numeric(12,2)`): type modifiers are
- * part of the type, not data, and pg_stat_statements keeps them too.
+ * part of the type, not data, and pg_stat_statements keeps them too. All but VARYING and SECOND
+ * are column-name keywords, which cannot name a function; those two count only after the words
+ * that make them part of a type (statement.ts).
  */
 export const TYPMOD_KEYWORDS: ReadonlySet<string> = new Set([
   "CHAR",
@@ -101,3 +103,12 @@ export const TYPMOD_KEYWORDS: ReadonlySet<string> = new Set([
   "INTERVAL",
   "SECOND",
 ]);
+
+/** The types VARYING follows (`character varying(10)`, `bit varying(5)`). */
+export const VARYING_TYPES: ReadonlySet<string> = new Set(["CHAR", "CHARACTER", "NCHAR", "BIT"]);
+
+/**
+ * Calls whose parentheses hold `expression AS type` (gram.y's CAST, TREAT, XMLSERIALIZE; and
+ * CREATE CAST (source AS target)): a name after that AS is a type, with modifiers.
+ */
+export const CAST_CALLS: ReadonlySet<string> = new Set(["CAST", "TREAT", "XMLSERIALIZE"]);

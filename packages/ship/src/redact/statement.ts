@@ -1,5 +1,11 @@
-import { EXPRESSION_KEYWORDS, PLANNABLE_STATEMENTS, TYPMOD_KEYWORDS } from "./_keywords.ts";
-import { _isIdentCont, lexSql, type SqlToken } from "./lexer.ts";
+import {
+  CAST_CALLS,
+  EXPRESSION_KEYWORDS,
+  PLANNABLE_STATEMENTS,
+  TYPMOD_KEYWORDS,
+  VARYING_TYPES,
+} from "./_keywords.ts";
+import { _isIdentCont, _isIdentStart, lexSql, type SqlToken } from "./lexer.ts";
 
 /** What redactStatement returns. */
 export interface RedactedStatement {
@@ -32,7 +38,8 @@ const LONGEST_KEYWORD = 12;
  * - Where PostgreSQL's grammar accepts only a constant, `$n` would not parse: a typed literal
  *   (`interval '1 day'`) and every string in a utility statement (`SET x = '8MB'`, `DO $$...$$`,
  *   a function body) become the string `'$n'`; a number in a utility statement becomes `0`.
- * - Type modifiers (`varchar(10)`, `numeric(12,2)`) are part of the type and stay.
+ * - Type modifiers (`varchar(10)`, `numeric(12,2)`) are part of the type and stay, but only where
+ *   the grammar has a type name (see holdsTypmod).
  * - A minus sign stays outside the placeholder: the lexer cannot tell unary from binary minus,
  *   and `-$1` parses wherever `-1` did.
  *
@@ -49,13 +56,14 @@ export function redactStatement(sql: string): RedactedStatement {
   // Per statement (a logged string may hold several, separated by `;`).
   let kind: "unknown" | "plannable" | "utility" = "unknown";
   let prepare = false;
-  // The last three significant tokens; their words are only computed when a decision needs them.
+  // The last four significant tokens; their words are only computed when a decision needs them.
   let p1: SqlToken | undefined;
   let p2: SqlToken | undefined;
   let p3: SqlToken | undefined;
+  let p4: SqlToken | undefined;
   const word = (token: SqlToken | undefined): string => wordOf(sql, token);
-  // One entry per open parenthesis: does it hold type modifiers?
-  const parens: boolean[] = [];
+  // One entry per open parenthesis: what it holds.
+  const parens: Paren[] = [];
   let closedTypmod = false;
 
   // Whether the previous significant token, as written out, ends in a closing quote; and where it is.
@@ -71,7 +79,7 @@ export function redactStatement(sql: string): RedactedStatement {
     let quoted = false;
 
     if (tk === "string" || tk === "number") {
-      const inTypmod = tk === "number" && parens.length > 0 && parens[parens.length - 1] === true;
+      const inTypmod = tk === "number" && parens[parens.length - 1] === "typmod";
       if (!inTypmod && !(tk === "string" && isPlaceholderString(sql, token))) {
         let form: "param" | "string" | "zero";
         if (kind === "utility") form = tk === "string" ? "string" : "zero";
@@ -79,14 +87,16 @@ export function redactStatement(sql: string): RedactedStatement {
         else
           form = stringTakesParam(word(p1), word(p2), word(p3), p1?.kind, closedTypmod) ? "param" : "string";
         out += sql.slice(copied, token.start);
-        const text = placeholder(form, next++, out, sql, token.end, continuing);
+        const text = placeholder(form, next++, out, sql, token.end, continuing, afterPrefix(sql, tokens, t));
         out += text;
         quoted = text.charCodeAt(text.length - 1) === 39; /* ' */
         copied = token.end;
         literals++;
       } else if (tk === "string") {
-        // Kept as it was (one of our placeholders): it too must not continue the string before it.
-        if (continuing && sql.charCodeAt(token.start) === 39 /* ' */) {
+        // Kept as it was (one of our placeholders): it too must not continue the string before it,
+        // nor double the quote of a string placeholder written right before it (`a.5'$7'`).
+        const adjoining = p1Quoted && copied === token.start;
+        if ((continuing || adjoining) && sql.charCodeAt(token.start) === 39 /* ' */) {
           out += `${sql.slice(copied, token.start)}E`;
           copied = token.start;
         }
@@ -103,14 +113,15 @@ export function redactStatement(sql: string): RedactedStatement {
     } else if (tk === "punctuation") {
       const c = sql.charCodeAt(token.start);
       if (c === 40 /* ( */) {
-        const k1 = p1?.kind;
+        const inCast = parens[parens.length - 1] === "cast";
         parens.push(
-          (k1 === "identifier" && TYPMOD_KEYWORDS.has(word(p1))) ||
-            // `x::vector(3)`, `CAST(x AS vector(3))`: any type's modifiers (after AS, a
-            // parenthesis can otherwise only hold column aliases, never a number).
-            ((k1 === "identifier" || k1 === "quoted-identifier") && isTypeIntro(word(p2))),
+          holdsTypmod(p1, p2, p3, p4, word, inCast)
+            ? "typmod"
+            : p1?.kind === "identifier" && CAST_CALLS.has(word(p1))
+              ? "cast"
+              : "other",
         );
-      } else if (c === 41 /* ) */) closedTypmod = parens.pop() === true;
+      } else if (c === 41 /* ) */) closedTypmod = parens.pop() === "typmod";
       else if (c === 59 /* ; */ && token.end - token.start === 1) {
         kind = "unknown";
         prepare = false;
@@ -119,6 +130,7 @@ export function redactStatement(sql: string): RedactedStatement {
       if (kind === "unknown" && c !== 40 && c !== 59) kind = "utility";
     } else if (kind === "unknown") kind = "utility";
 
+    p4 = p3;
     p3 = p2;
     p2 = p1;
     p1 = token;
@@ -142,9 +154,74 @@ function highestParameter(sql: string, tokens: SqlToken[]): number {
   return highest;
 }
 
-function isTypeIntro(word: string): boolean {
-  return word === "::" || word === "AS";
+/**
+ * What an open parenthesis holds: a type's modifiers, the operands of CAST (whose `AS` is
+ * followed by a type name), or anything else.
+ */
+type Paren = "typmod" | "cast" | "other";
+
+/**
+ * Does a parenthesis opened after these tokens hold type modifiers? Only where gram.y has a type
+ * name: a type keyword (`varchar(20)`, `timestamp(3)`), or any name, possibly schema-qualified,
+ * right after `::`, after the AS of CAST/TREAT/XMLSERIALIZE, or in `CREATE DOMAIN d AS`. After
+ * any other AS a name and a parenthesis are data: `WITH c AS MATERIALIZED (SELECT 1)`,
+ * `AS VALUES (1)`, `AS IDENTITY (START 5)`, a table alias's columns.
+ */
+function holdsTypmod(
+  p1: SqlToken | undefined,
+  p2: SqlToken | undefined,
+  p3: SqlToken | undefined,
+  p4: SqlToken | undefined,
+  word: (token: SqlToken | undefined) => string,
+  inCast: boolean,
+): boolean {
+  if (!isName(p1)) return false;
+  const w2 = word(p2);
+  if (w2 === ".") {
+    // `pg_catalog.numeric(10,2)` is a type only where a type name goes; `public.numeric(5)` is a call.
+    if (!isName(p3)) return false;
+    const w4 = word(p4);
+    return w4 === "::" || (w4 === "AS" && inCast);
+  }
+  if (p1.kind === "identifier") {
+    const w1 = word(p1);
+    // Unreserved, so functions may have these names: `second(5)` is a call.
+    if (w1 === "VARYING") return VARYING_TYPES.has(w2);
+    if (w1 === "SECOND") {
+      // `interval second(3)`, `interval '1' second(3)`, `hour to second(3)`.
+      if (w2 === "TO") return INTERVAL_FIELDS.has(word(p3));
+      return w2 === "INTERVAL" || p2?.kind === "string";
+    }
+    // Column-name keywords cannot name a function: these are always the type.
+    if (TYPMOD_KEYWORDS.has(w1)) return true;
+  }
+  return w2 === "::" || (w2 === "AS" && (inCast || word(p4) === "DOMAIN"));
 }
+
+/** The fields before `TO SECOND` in an interval type (`DAY TO SECOND(3)`). */
+const INTERVAL_FIELDS: ReadonlySet<string> = new Set(["DAY", "HOUR", "MINUTE"]);
+
+function isName(token: SqlToken | undefined): token is SqlToken {
+  return token !== undefined && (token.kind === "identifier" || token.kind === "quoted-identifier");
+}
+
+/**
+ * Is the token before `tokens[t]` a word that a quote right after it would turn into a string
+ * prefix (`b'`, `x'`, `e'`, `n'`, `u&'`)? The lexer gave it a token of its own, so it is one
+ * letter long (it starts a token in the output too: placeholders end in a digit or a quote).
+ */
+function afterPrefix(sql: string, tokens: SqlToken[], t: number): boolean {
+  const before = tokens[t - 1];
+  if (before === undefined || before.end - before.start !== 1) return false;
+  const c = sql[before.start]!;
+  if (before.kind === "identifier") return STRING_PREFIXES.includes(c);
+  if (before.kind !== "operator" || c !== "&") return false;
+  const u = tokens[t - 2];
+  return u?.kind === "identifier" && u.end - u.start === 1 && (sql[u.start] === "u" || sql[u.start] === "U");
+}
+
+/** scan.l's one-letter string prefixes: xb, xh, xe, xn. */
+const STRING_PREFIXES = "bBxXeEnN";
 
 /** Placeholders are short: the length test spares the regex on real constants, however long. */
 function isPlaceholderString(sql: string, token: SqlToken): boolean {
@@ -195,8 +272,9 @@ function stringTakesParam(
 
 /**
  * The placeholder text, adjusted so it cannot fuse with its neighbours when the input had
- * none between them (`a.5` must not become the identifier `a$1`, nor `$'x'` a dollar quote):
- * then the string form, which no identifier or number absorbs.
+ * none between them (`a.5` must not become the identifier `a$1`, nor `$'x'` a dollar quote,
+ * nor `'x'AS` the `$1AS` PostgreSQL 15+ rejects as trailing junk after a parameter): then the
+ * string form, which no identifier or number absorbs.
  */
 function placeholder(
   form: "param" | "string" | "zero",
@@ -205,19 +283,27 @@ function placeholder(
   sql: string,
   end: number,
   continuing: boolean,
+  prefixed: boolean,
 ): string {
   const before = out.length > 0 ? out.charCodeAt(out.length - 1) : -1;
   const after = end < sql.length ? sql.charCodeAt(end) : -1;
   const glued = (c: number): boolean => c !== -1 && (_isIdentCont(c) || c === 46) /* . */;
-  if (form === "param" && glued(before)) form = "string";
+  const wordAfter = after !== -1 && _isIdentStart(after);
+  if (form === "param" && (glued(before) || wordAfter)) form = "string";
   if (form === "zero" && (glued(before) || glued(after))) form = "string";
   // `'$1''$2'` would read back as one string with a doubled quote, whichever side the quote is on.
-  if (form === "string" && (before === 39 || after === 39) /* ' */ && !glued(before)) form = "param";
-  // After a string across a newline, the E form, which does not continue it. (A string placeholder
-  // is never followed by a newline: the lexer joins a string to the next one, and a number takes
-  // the string form only when a word follows it.)
+  if (form === "string" && (before === 39 || after === 39) /* ' */ && !glued(before)) {
+    // A word after it as well: the E form, which starts a new token after a quote.
+    if (!wordAfter) form = "param";
+    else return `E'$${n}'`;
+  }
+  // After a string across a newline, the E form, which does not continue it. (When a string
+  // placeholder is itself followed by a newline and a string, that next one takes the E form.)
   if (form === "string" && continuing) return `E'$${n}'`;
-  return form === "param" ? `$${n}` : form === "string" ? `'$${n}'` : "0";
+  // `b'$1'` would be a bit string (`x`: hex, `e`: escape, `n`: national, `u&`: Unicode); a space
+  // keeps the word a word.
+  if (form === "string") return prefixed ? ` '$${n}'` : `'$${n}'`;
+  return form === "param" ? `$${n}` : "0";
 }
 
 /**
