@@ -1,8 +1,18 @@
-import { type Manifest, type VerifyReport, verifyArchive } from "@auditpipe/ship";
+import { type Manifest, ManifestJournal, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildArchive, getText, HOST, HOUR, putDataObject, sha256 } from "./_manifest.ts";
+import {
+  buildArchive,
+  getText,
+  HOST,
+  HOUR,
+  listKeys,
+  manualClock,
+  putDataObject,
+  sha256,
+  stateDir,
+} from "./_manifest.ts";
 
 const BUCKET = "archive";
 let minio: MinioServer;
@@ -217,6 +227,217 @@ describe("verifyArchive", () => {
     const other = await verify(prefix, { host: "db-2" });
     expect(other.findings).toEqual([
       expect.objectContaining({ kind: "gap", key: `${prefix}/_manifests/db-2/` }),
+    ]);
+  });
+});
+
+/**
+ * Eight closed hours starting two hours before the current one, one upload listed in each. The
+ * store stamps every object with the real time, before the sixth hour (index 5): verified from
+ * there, nothing the older hours list is stored within the verified hours.
+ */
+async function hourlyArchive(): Promise<{ prefix: string; start: number; manifests: string[] }> {
+  const client = minio.client();
+  const prefix = `pg/archive-${++n}`;
+  const start = Math.floor(Date.now() / HOUR) * HOUR - 2 * HOUR;
+  const clock = manualClock(start);
+  const journal = await ManifestJournal.open({
+    client,
+    bucket: BUCKET,
+    prefix,
+    host: HOST,
+    stateDir: stateDir(),
+    now: clock.now,
+  });
+  for (let h = 0; h < 8; h++) {
+    const entryTs = new Date(start + h * HOUR).toISOString();
+    const uploadedAt = start + h * HOUR + 10 * 60_000;
+    const o = { prefix, entryTs, sourceId: "f1", start: h * 100, end: h * 100 + 100, lines: 2, uploadedAt };
+    await journal.record(await putDataObject(client, BUCKET, o));
+  }
+  clock.set(start + 8 * HOUR + 6 * 60_000);
+  await journal.close();
+  return { prefix, start, manifests: await listKeys(client, BUCKET, `${prefix}/_manifests/`) };
+}
+
+const counting: S3Client[] = [];
+afterAll(() => {
+  for (const client of counting) client.destroy();
+});
+
+/** A client of its own (the testkit's is shared) that counts its GetObject calls by key. */
+function countingClient(): { client: S3Client; gets: (keys: readonly string[]) => number[] } {
+  const { endpoint, region, accessKeyId, secretAccessKey } = minio;
+  const client = new S3Client({
+    endpoint,
+    region,
+    forcePathStyle: true,
+    credentials: { accessKeyId, secretAccessKey },
+  });
+  counting.push(client);
+  const counts = new Map<string, number>();
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === "GetObjectCommand") {
+        const key = (args.input as { Key?: string }).Key ?? "";
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+      }
+      return next(args);
+    },
+    { step: "initialize", name: "countGetObject" },
+  );
+  return { client, gets: (keys) => keys.map((k) => counts.get(k) ?? 0) };
+}
+
+const put = (key: string | undefined, body: string): Promise<unknown> =>
+  minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body }));
+const remove = (key: string | undefined): Promise<unknown> =>
+  minio.client().send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }));
+
+describe("verifyArchive --from", () => {
+  it("downloads no manifest older than the first verified hour's predecessor", async () => {
+    const { prefix, start, manifests } = await hourlyArchive();
+    expect(manifests).toHaveLength(8);
+    const from = new Date(start + 5 * HOUR + 1);
+    let counter = countingClient();
+    const report = await verify(prefix, { client: counter.client, from });
+    expect(report.findings).toEqual([]);
+    expect(report.manifests).toBe(3);
+    // Hour 4 is what hour 5 links to; hours 0-3 are listed and never read.
+    expect(counter.gets(manifests)).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+
+    // An old manifest made unreadable: a full verify reports it (and what only it listed), a
+    // ranged one does not read it.
+    await put(manifests[1], "not a manifest");
+    const full = await verify(prefix);
+    expect(full.findings).toEqual([
+      expect.objectContaining({ kind: "broken-chain", key: manifests[1], manifest: manifests[1] }),
+      expect.objectContaining({ kind: "broken-chain", key: manifests[1], manifest: manifests[2] }),
+      expect.objectContaining({ kind: "extra" }),
+    ]);
+    counter = countingClient();
+    expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([]);
+    expect(counter.gets(manifests)).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+  });
+
+  it("still reports a rewritten verified manifest, a removed one and an object gone", async () => {
+    const { prefix, start, manifests } = await hourlyArchive();
+    const client = minio.client();
+    const from = new Date(start + 5 * HOUR);
+    // Hour 6 rewritten to hide its object; hour 7 names the old bytes.
+    const m6 = JSON.parse(await getText(client, BUCKET, manifests[6] ?? "")) as Manifest;
+    const m5 = JSON.parse(await getText(client, BUCKET, manifests[5] ?? "")) as Manifest;
+    await put(manifests[6], `${JSON.stringify({ ...m6, objects: [] }, null, 2)}\n`);
+    await remove(m5.objects[0]?.key);
+    const counter = countingClient();
+    expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([
+      expect.objectContaining({ kind: "broken-chain", key: manifests[6], manifest: manifests[7] }),
+      expect.objectContaining({ kind: "missing", key: m5.objects[0]?.key, manifest: manifests[5] }),
+    ]);
+    expect(counter.gets(manifests.slice(0, 4))).toEqual([0, 0, 0, 0]);
+
+    await remove(manifests[6]);
+    expect((await verify(prefix, { from })).findings).toEqual([
+      expect.objectContaining({ kind: "gap", key: manifests[6], manifest: manifests[7] }),
+      expect.objectContaining({ kind: "missing", key: m5.objects[0]?.key }),
+    ]);
+  });
+
+  it("still checks the link into the first verified hour: the predecessor rewritten or removed", async () => {
+    const { prefix, start, manifests } = await hourlyArchive();
+    const from = new Date(start + 5 * HOUR);
+    const t4 = await getText(minio.client(), BUCKET, manifests[4] ?? "");
+    await put(manifests[4], `${t4}\n`);
+    let counter = countingClient();
+    expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([
+      expect.objectContaining({ kind: "broken-chain", key: manifests[4], manifest: manifests[5] }),
+    ]);
+    expect(counter.gets(manifests.slice(0, 4))).toEqual([0, 0, 0, 0]);
+
+    // Without hour 4, hour 3 is the predecessor: read, and hour 5's link to hour 4 is a gap.
+    await remove(manifests[4]);
+    counter = countingClient();
+    expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([
+      expect.objectContaining({ kind: "gap", key: manifests[4], manifest: manifests[5] }),
+    ]);
+    expect(counter.gets(manifests.slice(0, 4))).toEqual([0, 0, 0, 1]);
+  });
+
+  it("still reports a later manifest that forks from the chain into the verified hours", async () => {
+    const { prefix, start, manifests } = await hourlyArchive();
+    const client = minio.client();
+    // Hour 7 rewritten to follow hour 4, as if hours 5 and 6 had never been.
+    const m7 = JSON.parse(await getText(client, BUCKET, manifests[7] ?? "")) as Manifest;
+    m7.previous = {
+      key: manifests[4] ?? "",
+      sha256: sha256(await getText(client, BUCKET, manifests[4] ?? "")),
+    };
+    await put(manifests[7], `${JSON.stringify(m7, null, 2)}\n`);
+    const fork = expect.objectContaining({
+      kind: "fork",
+      key: manifests[4],
+      reason: expect.stringContaining(`${manifests[5]}, ${manifests[7]}`),
+    });
+    // Hour 5 alone verified: hour 7 is after the range, and still read.
+    const only5 = await verify(prefix, { from: new Date(start + 5 * HOUR), to: new Date(start + 5 * HOUR) });
+    expect(only5.findings).toEqual([fork]);
+    const counter = countingClient();
+    const onward = await verify(prefix, { client: counter.client, from: new Date(start + 5 * HOUR) });
+    expect(onward.findings).toEqual([
+      fork,
+      expect.objectContaining({
+        kind: "reordered",
+        key: manifests[7],
+        reason: expect.stringContaining(manifests[6] ?? ""),
+      }),
+    ]);
+    expect(counter.gets(manifests.slice(0, 4))).toEqual([0, 0, 0, 0]);
+  });
+
+  it("reads the older manifests when a verified one links into them, and reports what a full verify does", async () => {
+    const { prefix, start, manifests } = await hourlyArchive();
+    const client = minio.client();
+    // Hour 5 rewritten to follow hour 2: hour 3 claims hour 2 too, and hour 3 was not read.
+    const m5 = JSON.parse(await getText(client, BUCKET, manifests[5] ?? "")) as Manifest;
+    m5.previous = {
+      key: manifests[2] ?? "",
+      sha256: sha256(await getText(client, BUCKET, manifests[2] ?? "")),
+    };
+    await put(manifests[5], `${JSON.stringify(m5, null, 2)}\n`);
+    const ranged = await verify(prefix, { from: new Date(start + 5 * HOUR) });
+    expect(ranged.findings).toEqual([
+      expect.objectContaining({ kind: "broken-chain", key: manifests[5], manifest: manifests[6] }),
+      expect.objectContaining({
+        kind: "fork",
+        key: manifests[2],
+        reason: expect.stringContaining(`${manifests[3]}, ${manifests[5]}`),
+      }),
+      expect.objectContaining({ kind: "reordered", key: manifests[5] }),
+    ]);
+    expect(ranged.findings).toEqual((await verify(prefix)).findings);
+  });
+
+  it("reads the older manifests before calling an object extra", async () => {
+    // The store stamped everything with the current hour: an object only hour 0 lists is stored
+    // within hours 2-4, yet it is listed, as a full verify sees.
+    const { prefix, manifests } = await archive();
+    const from = new Date(base + 2 * HOUR);
+    let counter = countingClient();
+    expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([]);
+    expect(counter.gets(manifests.slice(0, 1))).toEqual([1]);
+
+    const stray = await putDataObject(minio.client(), BUCKET, {
+      prefix,
+      entryTs: new Date(base).toISOString(),
+      sourceId: "forged",
+      start: 0,
+      end: 10,
+      lines: 1,
+      uploadedAt: Date.now(),
+    });
+    counter = countingClient();
+    expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([
+      expect.objectContaining({ kind: "extra", key: stray.key }),
     ]);
   });
 });

@@ -6,64 +6,137 @@ import { getBytes, listObjects, sha256Hex } from "./_s3.ts";
 import type { Manifest } from "./types.ts";
 import type { VerifyFinding } from "./verify-types.ts";
 
-/** A manifest as found in the bucket: its key, the hash of its exact bytes and what they say. */
-export interface StoredManifest {
+/** A manifest key as listed: its host and hour, before anything is downloaded. */
+export interface ListedManifest {
   key: string;
   host: string;
   hourMs: number;
+}
+
+/** A manifest as found in the bucket: its key, the hash of its exact bytes and what they say. */
+export interface StoredManifest extends ListedManifest {
   sha256: string;
   /** The parsed manifest, or why the bytes are not one. */
   manifest: Manifest | string;
 }
 
+/** The manifests a verification downloaded, and the older ones it could do without. */
+export interface LoadedChains {
+  /** By host, oldest first. */
+  chains: Map<string, StoredManifest[]>;
+  /** By host, oldest first: listed but not downloaded, all older than the host's chain above. */
+  older: Map<string, ListedManifest[]>;
+}
+
 /** Manifests are small; fetch a few at a time. */
 const MANIFEST_FETCHES = 8;
 
-/** Every manifest under `_manifests/` (of one host, or all), grouped by host, oldest first. */
-export async function loadChains(
+/** Items grouped by host, each group oldest first. */
+function byHost<T extends ListedManifest>(items: Iterable<T>): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(item.host);
+    if (group) group.push(item);
+    else groups.set(item.host, [item]);
+  }
+  for (const group of groups.values()) group.sort((a, b) => a.hourMs - b.hourMs);
+  return groups;
+}
+
+/** Every manifest key under `_manifests/` (of one host, or all), grouped by host, oldest first. */
+export async function listChains(
   client: S3Client,
   bucket: string,
   prefix: string,
   host: string | undefined,
   findings: VerifyFinding[],
-): Promise<Map<string, StoredManifest[]>> {
+): Promise<Map<string, ListedManifest[]>> {
   const folder = host === undefined ? joinKey(prefix, `${MANIFEST_DIR}/`) : manifestFolder(prefix, host);
-  const listed = await listObjects(client, bucket, folder);
-  const keys: { key: string; host: string; hourMs: number }[] = [];
-  for (const o of listed) {
+  const keys: ListedManifest[] = [];
+  for (const o of await listObjects(client, bucket, folder)) {
     const parsed = parseManifestKey(prefix, o.key);
     if (parsed) keys.push({ key: o.key, ...parsed });
     else findings.push({ kind: "extra", key: o.key, reason: "in _manifests/ but not named like a manifest" });
   }
-  const loaded = await mapPool(keys, MANIFEST_FETCHES, async (k): Promise<StoredManifest | null> => {
+  return byHost(keys);
+}
+
+/** Downloads and parses manifests; one deleted since the listing is left out, as if never listed. */
+async function fetchManifests(
+  client: S3Client,
+  bucket: string,
+  listed: readonly ListedManifest[],
+): Promise<StoredManifest[]> {
+  const loaded = await mapPool(listed, MANIFEST_FETCHES, async (k): Promise<StoredManifest | null> => {
     const bytes = await getBytes(client, bucket, k.key);
-    if (bytes === null) return null; // deleted between listing and reading: as if never listed
+    if (bytes === null) return null;
     return { ...k, sha256: sha256Hex(bytes), manifest: decodeManifest(bytes) };
   });
-  const chains = new Map<string, StoredManifest[]>();
-  for (const m of loaded) {
-    if (!m) continue;
-    const chain = chains.get(m.host);
-    if (chain) chain.push(m);
-    else chains.set(m.host, [m]);
+  return loaded.filter((m) => m !== null);
+}
+
+/**
+ * Downloads, per host, the manifests from the one before the first at or after `fromHour` on:
+ * the first link is checked against that predecessor's bytes, and later manifests hold the links
+ * to check and the newest listings. The older ones take no part in a link check of the range
+ * (verify reads them with `loadOlder` when something else may depend on them); with `fromHour`
+ * -Infinity everything is downloaded.
+ */
+export async function loadChains(
+  client: S3Client,
+  bucket: string,
+  listing: Map<string, ListedManifest[]>,
+  fromHour: number,
+): Promise<LoadedChains> {
+  const wanted: ListedManifest[] = [];
+  const older = new Map<string, ListedManifest[]>();
+  for (const [host, keys] of listing) {
+    const firstInRange = keys.findIndex((k) => k.hourMs >= fromHour);
+    const start = Math.max(0, (firstInRange === -1 ? keys.length : firstInRange) - 1);
+    wanted.push(...keys.slice(start));
+    if (start > 0) older.set(host, keys.slice(0, start));
   }
-  for (const chain of chains.values()) chain.sort((a, b) => a.hourMs - b.hourMs);
-  return chains;
+  const chains = byHost(await fetchManifests(client, bucket, wanted));
+  // A predecessor deleted since the listing: the one before it takes its place, as in a full load.
+  for (const [host, rest] of older) {
+    let chain = chains.get(host);
+    while (rest.length > 0 && (chain === undefined || (chain[0] as StoredManifest).hourMs >= fromHour)) {
+      const [m] = await fetchManifests(client, bucket, [rest.pop() as ListedManifest]);
+      if (!m) continue;
+      chain = [m, ...(chain ?? [])];
+      chains.set(host, chain);
+    }
+    if (rest.length === 0) older.delete(host);
+  }
+  return { chains, older };
+}
+
+/** Downloads what `loadChains` left out: the chains as a load from the start has them. */
+export async function loadOlder(
+  client: S3Client,
+  bucket: string,
+  loaded: LoadedChains,
+): Promise<LoadedChains> {
+  const older = await fetchManifests(client, bucket, [...loaded.older.values()].flat());
+  const all = [...older, ...[...loaded.chains.values()].flat()];
+  return { chains: byHost(all), older: new Map() };
 }
 
 const short = (sha: string): string => sha.slice(0, 12);
 
 /**
  * The links of one host's chain, for the manifests `inRange` selects: each must name the
- * manifest of the hour before by key and by the SHA-256 of its bytes.
+ * manifest of the hour before by key and by the SHA-256 of its bytes. `older` are the host's
+ * manifests listed before `chain` but not downloaded: a link to one of them is not a gap.
  */
 export function checkChain(
   host: string,
   chain: StoredManifest[],
   inRange: (hourMs: number) => boolean,
+  older: readonly ListedManifest[] = [],
 ): VerifyFinding[] {
   const findings: VerifyFinding[] = [];
-  const byKey = new Set(chain.map((m) => m.key));
+  const byKey = new Set([...older, ...chain].map((m) => m.key));
   chain.forEach((m, i) => {
     if (!inRange(m.hourMs)) return;
     const stored = m.manifest;

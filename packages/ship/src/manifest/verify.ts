@@ -1,20 +1,11 @@
-import { checkChain, loadChains, type StoredManifest } from "./_chain.ts";
-import {
-  dataObjectHost,
-  floorHour,
-  HOUR_MS,
-  hourLabel,
-  joinKey,
-  MANIFEST_DIR,
-  normalizePrefix,
-} from "./_keys.ts";
+import { listChains, loadChains, loadOlder } from "./_chain.ts";
+import { dataObjectHost, floorHour, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
+import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
-import { hashObject, listObjects } from "./_s3.ts";
-import type { UploadedObject } from "./types.ts";
+import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
 import {
   FINDING_KINDS,
   type FindingKind,
-  type VerifiedChain,
   type VerifyFinding,
   type VerifyOptions,
   type VerifyReport,
@@ -32,21 +23,6 @@ export type {
 export const DEFAULT_CLOCK_SKEW_MS: number = 5 * 60_000;
 const DEFAULT_CONCURRENCY = 4;
 
-/** Where a key was last listed: what the bucket must hold now. */
-interface Listing {
-  object: UploadedObject;
-  manifest: string;
-  host: string;
-}
-
-/** The window of upload times one host's verified manifests cover. */
-interface Window {
-  start: number;
-  end: number;
-  /** End of the chain's newest manifest hour: later uploads are pending. */
-  chainEnd: number;
-}
-
 /**
  * Walks the manifest chains of an archive and checks the objects they list: every link by
  * SHA-256, every listed object downloaded and hashed (streamed), every object stored within the
@@ -62,98 +38,23 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   const findings: VerifyFinding[] = [];
   const pending: string[] = [];
 
-  const chains = await loadChains(client, bucket, prefix, options.host, findings);
-  const verified: VerifiedChain[] = [];
-  const windows = new Map<string, Window>();
-  const latest = new Map<string, Listing>();
-  const toCheck = new Set<string>();
-  let manifests = 0;
+  // Listing every manifest is cheap and gives the hours; with --from, the manifests older than
+  // each first one's predecessor are not downloaded unless something below needs them.
+  const listed = await listChains(client, bucket, prefix, options.host, findings);
+  let loaded = await loadChains(client, bucket, listed, fromHour);
+  let reading = readChains(loaded, inRange);
 
-  for (const [host, chain] of [...chains].sort(([a], [b]) => a.localeCompare(b))) {
-    findings.push(...checkChain(host, chain, inRange));
-    const selected = chain.filter((m) => inRange(m.hourMs));
-    manifests += selected.length;
-    const first = selected[0];
-    const last = selected.at(-1);
-    const newest = chain.at(-1) as StoredManifest;
-    verified.push({
-      host,
-      manifests: selected.length,
-      first: first ? hourLabel(first.hourMs) : null,
-      last: last ? hourLabel(last.hourMs) : null,
-      head: newest.key,
-    });
-    if (first && last)
-      windows.set(host, {
-        start: first.hourMs,
-        end: last.hourMs + HOUR_MS,
-        chainEnd: newest.hourMs + HOUR_MS,
-      });
-    for (const m of chain) {
-      if (typeof m.manifest === "string") continue;
-      for (const object of m.manifest.objects) {
-        // The newest listing (a replay that rewrote the key) is what the bucket must hold.
-        const seen = latest.get(object.key);
-        if (!seen || Date.parse(seen.object.uploadedAt) <= Date.parse(object.uploadedAt))
-          latest.set(object.key, { object, manifest: m.key, host });
-        if (inRange(m.hourMs)) toCheck.add(object.key);
-      }
-    }
-  }
-  if (options.host !== undefined && !chains.has(options.host))
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/${options.host}/`),
-      reason: `no manifest for host ${options.host}: nothing can be verified`,
-    });
-  else if (chains.size === 0)
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/`),
-      reason: "no manifest under the prefix: nothing can be verified",
-    });
-  else if (manifests === 0)
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/`),
-      reason: "no manifest in the requested range: nothing can be verified",
-    });
-
-  // Every listed object, downloaded and hashed.
-  let objects = 0;
-  let entries = 0;
-  let bytes = 0;
-  await mapPool([...toCheck].sort(), options.concurrency ?? DEFAULT_CONCURRENCY, async (key) => {
-    const listing = latest.get(key) as Listing;
-    const stored = await hashObject(client, bucket, key);
-    objects++;
-    entries += listing.object.entries;
-    if (stored === null) {
-      findings.push({
-        kind: "missing",
-        key,
-        manifest: listing.manifest,
-        reason: "listed, not in the bucket",
-      });
-      return;
-    }
-    bytes += stored.size;
-    if (stored.sha256 === listing.object.sha256) return;
-    const chainEnd = windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
-    if (stored.lastModified && stored.lastModified.getTime() >= chainEnd - skew) {
-      pending.push(key); // rewritten (a replay) after the last manifest closed: the next one lists it
-      return;
-    }
-    findings.push({
-      kind: "altered",
-      key,
-      manifest: listing.manifest,
-      reason: `sha256 ${stored.sha256.slice(0, 12)}… (${stored.size} bytes), listed ${listing.object.sha256.slice(0, 12)}… (${listing.object.size} bytes)`,
-    });
+  // Every object an in-range manifest lists, downloaded and hashed (all in-range manifests are
+  // downloaded, so this set is final); compared with its newest listing further down.
+  const hashes = new Map<string, Awaited<ReturnType<typeof hashObject>>>();
+  const toCheck = [...reading.toCheck].sort();
+  await mapPool(toCheck, options.concurrency ?? DEFAULT_CONCURRENCY, async (key) => {
+    hashes.set(key, await hashObject(client, bucket, key));
   });
 
-  // Every stored object within the verified hours accounted for.
-  const all = [...windows.values()];
+  // Every stored object within the verified hours accounted for. The windows come from the
+  // in-range manifests and each chain's newest, all downloaded: they are final too.
+  const all = [...reading.windows.values()];
   const overall: Window | null =
     all.length === 0
       ? null
@@ -163,15 +64,78 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
           chainEnd: Math.max(...all.map((w) => w.chainEnd)),
         };
   const manifestDir = joinKey(prefix, `${MANIFEST_DIR}/`);
-  for (const o of await listObjects(client, bucket, prefix === "" ? "" : `${prefix}/`)) {
-    if (o.key.startsWith(manifestDir) || latest.has(o.key)) continue;
+  const account = (o: ListedObject, r: ChainReading): "pending" | "extra" | null => {
+    if (o.key.startsWith(manifestDir) || r.latest.has(o.key)) return null;
     const host = dataObjectHost(prefix, o.key);
-    if (options.host !== undefined && host !== null && host !== options.host) continue;
-    const window = (host !== null ? windows.get(host) : undefined) ?? overall;
-    if (!window) continue;
+    if (options.host !== undefined && host !== null && host !== options.host) return null;
+    const window = (host !== null ? r.windows.get(host) : undefined) ?? overall;
+    if (!window) return null;
     const stored = o.lastModified.getTime();
-    if (stored >= window.chainEnd - skew) pending.push(o.key);
-    else if (stored >= window.start && stored < window.end)
+    if (stored >= window.chainEnd - skew) return "pending";
+    return stored >= window.start && stored < window.end ? "extra" : null;
+  };
+  const stored = await listObjects(client, bucket, prefix === "" ? "" : `${prefix}/`);
+
+  // Manifests left out can still matter: one may list an object that would otherwise be extra
+  // (an old object copied in place), and a link into them may make a fork. Either is rare (a
+  // finding, or close to one): then read them all and report what a load of every manifest does.
+  if (loaded.older.size > 0 && (reading.linksOlder || stored.some((o) => account(o, reading) === "extra"))) {
+    loaded = await loadOlder(client, bucket, loaded);
+    reading = readChains(loaded, inRange);
+  }
+  findings.push(...reading.findings);
+  if (options.host !== undefined && !loaded.chains.has(options.host))
+    findings.push({
+      kind: "gap",
+      key: joinKey(prefix, `${MANIFEST_DIR}/${options.host}/`),
+      reason: `no manifest for host ${options.host}: nothing can be verified`,
+    });
+  else if (loaded.chains.size === 0)
+    findings.push({
+      kind: "gap",
+      key: joinKey(prefix, `${MANIFEST_DIR}/`),
+      reason: "no manifest under the prefix: nothing can be verified",
+    });
+  else if (reading.manifests === 0)
+    findings.push({
+      kind: "gap",
+      key: joinKey(prefix, `${MANIFEST_DIR}/`),
+      reason: "no manifest in the requested range: nothing can be verified",
+    });
+
+  let entries = 0;
+  let bytes = 0;
+  for (const key of toCheck) {
+    const listing = reading.latest.get(key) as Listing;
+    const hashed = hashes.get(key);
+    entries += listing.object.entries;
+    if (!hashed) {
+      findings.push({
+        kind: "missing",
+        key,
+        manifest: listing.manifest,
+        reason: "listed, not in the bucket",
+      });
+      continue;
+    }
+    bytes += hashed.size;
+    if (hashed.sha256 === listing.object.sha256) continue;
+    const chainEnd = reading.windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
+    if (hashed.lastModified && hashed.lastModified.getTime() >= chainEnd - skew) {
+      pending.push(key); // rewritten (a replay) after the last manifest closed: the next one lists it
+      continue;
+    }
+    findings.push({
+      kind: "altered",
+      key,
+      manifest: listing.manifest,
+      reason: `sha256 ${hashed.sha256.slice(0, 12)}… (${hashed.size} bytes), listed ${listing.object.sha256.slice(0, 12)}… (${listing.object.size} bytes)`,
+    });
+  }
+  for (const o of stored) {
+    const kind = account(o, reading);
+    if (kind === "pending") pending.push(o.key);
+    else if (kind === "extra")
       findings.push({
         kind: "extra",
         key: o.key,
@@ -186,12 +150,12 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     ok: findings.length === 0,
     bucket,
     prefix,
-    chains: verified,
+    chains: reading.chains,
     range: overall
       ? { from: new Date(overall.start).toISOString(), to: new Date(overall.end).toISOString() }
       : null,
-    manifests,
-    objects,
+    manifests: reading.manifests,
+    objects: toCheck.length,
     entries,
     bytes,
     pending: pending.sort(),

@@ -1,0 +1,85 @@
+import { checkChain, type LoadedChains, type StoredManifest } from "./_chain.ts";
+import { HOUR_MS, hourLabel } from "./_keys.ts";
+import type { UploadedObject } from "./types.ts";
+import type { VerifiedChain, VerifyFinding } from "./verify-types.ts";
+
+/** Where a key was last listed: what the bucket must hold now. */
+export interface Listing {
+  object: UploadedObject;
+  manifest: string;
+  host: string;
+}
+
+/** The window of upload times one host's verified manifests cover. */
+export interface Window {
+  start: number;
+  end: number;
+  /** End of the chain's newest manifest hour: later uploads are pending. */
+  chainEnd: number;
+}
+
+/** What the downloaded manifests say about the verified hours. */
+export interface ChainReading {
+  /** What the links of the in-range manifests show. */
+  findings: VerifyFinding[];
+  chains: VerifiedChain[];
+  windows: Map<string, Window>;
+  /** Every key a downloaded manifest lists, by its newest listing. */
+  latest: Map<string, Listing>;
+  /** Keys the in-range manifests list: each is downloaded and hashed. */
+  toCheck: Set<string>;
+  /** Manifests in range. */
+  manifests: number;
+  /** An in-range manifest links to a manifest that was not downloaded. */
+  linksOlder: boolean;
+}
+
+/** Checks the links of every chain and collects what the manifests list, for the hours `inRange` selects. */
+export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => boolean): ChainReading {
+  const reading: ChainReading = {
+    findings: [],
+    chains: [],
+    windows: new Map(),
+    latest: new Map(),
+    toCheck: new Set(),
+    manifests: 0,
+    linksOlder: false,
+  };
+  const { latest, toCheck } = reading;
+  for (const [host, chain] of [...loaded.chains].sort(([a], [b]) => a.localeCompare(b))) {
+    const older = loaded.older.get(host) ?? [];
+    reading.findings.push(...checkChain(host, chain, inRange, older));
+    const selected = chain.filter((m) => inRange(m.hourMs));
+    reading.manifests += selected.length;
+    const first = selected[0];
+    const last = selected.at(-1);
+    const newest = chain.at(-1) as StoredManifest;
+    reading.chains.push({
+      host,
+      manifests: selected.length,
+      first: first ? hourLabel(first.hourMs) : null,
+      last: last ? hourLabel(last.hourMs) : null,
+      head: newest.key,
+    });
+    if (first && last)
+      reading.windows.set(host, {
+        start: first.hourMs,
+        end: last.hourMs + HOUR_MS,
+        chainEnd: newest.hourMs + HOUR_MS,
+      });
+    const olderKeys = new Set(older.map((k) => k.key));
+    for (const m of chain) {
+      if (typeof m.manifest === "string") continue;
+      const previous = m.manifest.previous?.key;
+      if (inRange(m.hourMs) && previous !== undefined && olderKeys.has(previous)) reading.linksOlder = true;
+      for (const object of m.manifest.objects) {
+        // The newest listing (a replay that rewrote the key) is what the bucket must hold.
+        const seen = latest.get(object.key);
+        if (!seen || Date.parse(seen.object.uploadedAt) <= Date.parse(object.uploadedAt))
+          latest.set(object.key, { object, manifest: m.key, host });
+        if (inRange(m.hourMs)) toCheck.add(object.key);
+      }
+    }
+  }
+  return reading;
+}
