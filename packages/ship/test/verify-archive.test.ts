@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type Manifest, ManifestJournal, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
@@ -293,6 +294,33 @@ const put = (key: string | undefined, body: string): Promise<unknown> =>
   minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body }));
 const remove = (key: string | undefined): Promise<unknown> =>
   minio.client().send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }));
+
+describe("verifyArchive --to", () => {
+  it("checks the link out of the last verified hour: the next manifest vouches for it", async () => {
+    const { prefix, start, manifests } = await hourlyArchive();
+    const client = minio.client();
+    const range = { from: new Date(start + 3 * HOUR), to: new Date(start + 5 * HOUR) };
+    expect((await verify(prefix, range)).findings).toEqual([]);
+    // Hour 5's object replaced and its manifest rewritten to match, its own link left intact:
+    // only hour 6, after the range, still names the bytes hour 5's manifest had.
+    const m5 = JSON.parse(await getText(client, BUCKET, manifests[5] ?? "")) as Manifest;
+    const object = m5.objects[0]!;
+    const forged = Buffer.from("forged\n");
+    await put(object.key, forged.toString());
+    const sha256 = createHash("sha256").update(forged).digest("hex");
+    const objects = [{ ...object, sha256, size: forged.length }];
+    await put(manifests[5], `${JSON.stringify({ ...m5, objects }, null, 2)}\n`);
+    expect((await verify(prefix, range)).findings).toEqual([
+      expect.objectContaining({ kind: "broken-chain", key: manifests[5], manifest: manifests[6] }),
+    ]);
+    // Hour 6 gone: nothing vouches for hour 5 any more, and the range says so; hour 7's own gap
+    // is outside it.
+    await remove(manifests[6]);
+    expect((await verify(prefix, range)).findings).toEqual([
+      expect.objectContaining({ kind: "gap", key: manifests[6], manifest: manifests[7] }),
+    ]);
+  });
+});
 
 describe("verifyArchive --from", () => {
   it("downloads no manifest older than the first verified hour's predecessor", async () => {
