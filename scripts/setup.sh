@@ -11,7 +11,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 PG_MAJOR=15
 PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]' 2>/dev/null) \
-  || die "node is not installed (need Node 20): install it from Debian's nodejs package or nodejs.org"
+  || die "node is not installed: any Node.js >= 18 can bootstrap the set-up (Debian's nodejs package), which then installs Node.js 24"
 
 # --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog ------------------------------------
 need_apt=()
@@ -50,6 +50,19 @@ fi
 
 say "pnpm install --frozen-lockfile"
 pnpm install --frozen-lockfile --reporter=append-only >/dev/null || die "pnpm install --frozen-lockfile failed"
+
+# --- Node.js 24 ----------------------------------------------------------------------------------
+# The workspace root lists the npm registry's node-linux-<arch> package (the official binary) as an
+# optional dependency: pnpm puts it in node_modules/.bin, so every `pnpm <script>` (build, test,
+# demo) and `npx auditpipe` here run on it, whatever Node.js the machine has.
+node24="$ROOT/node_modules/.bin/node"
+if [ -x "$node24" ]; then
+  say "Node.js $("$node24" --version) for the workspace's scripts (node_modules/.bin/node)"
+elif [ "$(node -p 'process.versions.node.split(".")[0]')" -ge 22 ]; then
+  say "no Node.js 24 package for $(uname -m): using the machine's $(node --version)"
+else
+  die "Node.js $(node --version) is too old and the npm registry has no Node.js 24 binary package for $(uname -sm): install Node.js >= 22.15"
+fi
 
 say "pnpm build"
 pnpm -s build >/dev/null || die "pnpm build failed (run it yourself to see why)"

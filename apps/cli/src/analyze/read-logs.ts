@@ -1,7 +1,7 @@
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { type VolumeReport, VolumeTally } from "@auditpipe/meter";
+import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import {
   AUDIT_PREFIX,
   AuditPayloadError,
