@@ -13,11 +13,12 @@ PG_MAJOR=15
 PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]' 2>/dev/null) \
   || die "node is not installed: any Node.js >= 18 can bootstrap the set-up (Debian's nodejs package), which then installs Node.js 24"
 
-# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog ------------------------------------
+# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog, tini (the Docker image's PID 1, run by a test) ---
 need_apt=()
 [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || need_apt+=("postgresql-$PG_MAJOR")
 [ -f "/usr/lib/postgresql/$PG_MAJOR/lib/pgaudit.so" ] || need_apt+=("postgresql-$PG_MAJOR-pgaudit")
 [ -x /usr/sbin/rsyslogd ] || need_apt+=(rsyslog)
+[ -x /usr/bin/tini ] || need_apt+=(tini)
 if [ ${#need_apt[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_apt[*]} (run as root, or install them yourself)"
   say "apt-get update"
@@ -26,7 +27,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
     || die "apt-get install ${need_apt[*]} failed"
 else
-  say "postgresql-$PG_MAJOR, pgaudit and rsyslog already installed"
+  say "postgresql-$PG_MAJOR, pgaudit, rsyslog and tini already installed"
 fi
 
 # --- MinIO, built from source into the ignored .tools/bin ------------------------------------

@@ -9,8 +9,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import {
+  freePort,
   type NpmRegistry,
   npmEnv,
+  type PostgresCluster,
   repoRoot,
   startNpmRegistry,
   startPostgres,
@@ -24,6 +26,7 @@ import {
   writtenKeys,
 } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
+import { dockerfileRuntime, systemdService } from "./_deploy-files.ts";
 
 const ROOT = repoRoot();
 const VERSION: string = JSON.parse(readFileSync(join(ROOT, "apps", "cli", "package.json"), "utf8")).version;
@@ -40,14 +43,10 @@ function userEnv(cache: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEn
   const path = (process.env.PATH ?? "")
     .split(delimiter)
     .filter((dir) => dir !== "" && !dir.includes("node_modules"));
-  const env = npmEnv({
-    PATH: [dirname(process.execPath), ...path].join(delimiter),
-    npm_config_cache: cache,
-    ...extra,
-  });
+  const env = npmEnv({ PATH: [dirname(process.execPath), ...path].join(delimiter), npm_config_cache: cache });
   delete env.NODE_PATH;
   delete env.NODE_OPTIONS;
-  return env;
+  return { ...env, ...extra };
 }
 
 /** Runs a command to its end; resolves with what it printed (rejects with it when it fails). */
@@ -181,67 +180,164 @@ describe.sequential("the published auditpipe package, as a user installs it", ()
     INSTALL_TIMEOUT_MS,
   );
 
+  /** `npm install -g --prefix`, once for the tests below. */
+  let prefix: string | undefined;
+  async function installGlobally(): Promise<string> {
+    if (prefix) return prefix;
+    const dir = join(work, "prefix");
+    await exec("npm", ["install", "-g", "--prefix", dir, "--registry", registry.url, tarball], {
+      cwd: work,
+      env: userEnv(cache),
+    });
+    expect(existsSync(join(dir, "bin", "auditpipe"))).toBe(true);
+    prefix = dir;
+    return dir;
+  }
+
+  /**
+   * Runs `command` (a sidecar, configured by `env` and its arguments) on a real PostgreSQL's
+   * csvlog, runs pgbench, waits until every entry PostgreSQL wrote is in the local-dir sink
+   * `sinkDir`, then SIGTERMs it: it must exit 0 with every entry shipped once.
+   */
+  async function shipsEveryEntry(
+    pg: PostgresCluster,
+    command: string[],
+    env: NodeJS.ProcessEnv,
+    sinkDir: string,
+    whileRunning: (pid: number) => Promise<void> = async () => {},
+  ): Promise<void> {
+    const [file, ...args] = command;
+    const sidecar: ChildProcess = spawn(file!, args, { cwd: work, env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    sidecar.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => sidecar.on("exit", (code) => resolve(code)));
+    try {
+      await waitUntil(
+        () => /"url":"http:/.test(stderr) || sidecar.exitCode !== null,
+        60_000,
+        () => `no API:\n${stderr}`,
+      );
+      expect(sidecar.exitCode, stderr).toBeNull();
+      await whileRunning(sidecar.pid!);
+
+      await pg.pgbench(["-i", "-s", "1", "-q"]);
+      await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "200"]);
+      await logSettled(pg.logDir);
+      const written = writtenKeys(pg.logDir);
+      expect(written.length).toBeGreaterThan(1000);
+      await waitUntil(
+        () => shippedKeys(sinkDir).length >= written.length,
+        60_000,
+        () => `sink behind: ${shippedKeys(sinkDir).length} of ${written.length}`,
+        200,
+      );
+
+      sidecar.kill("SIGTERM");
+      expect(await exited, stderr).toBe(0);
+      const shipped = shippedKeys(sinkDir);
+      expect(duplicates(shipped)).toEqual([]);
+      expect(new Set(shipped)).toEqual(new Set(written));
+    } finally {
+      if (sidecar.exitCode === null) sidecar.kill("SIGKILL");
+    }
+  }
+
   it(
     "npm install -g --prefix: the installed `auditpipe run` ships every entry of a real PostgreSQL's log and exits 0 on SIGTERM",
     async () => {
-      const prefix = join(work, "prefix");
-      await exec("npm", ["install", "-g", "--prefix", prefix, "--registry", registry.url, tarball], {
-        cwd: work,
-        env: userEnv(cache),
-      });
-      const bin = join(prefix, "bin", "auditpipe");
-      expect(existsSync(bin)).toBe(true);
-
+      const bin = join(await installGlobally(), "bin", "auditpipe");
       const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
-      const sinkDir = join(work, "sink");
-      let sidecar: ChildProcess | undefined;
+      const out = mkdtempSync(join(work, "global-"));
       try {
-        sidecar = spawn(
-          bin,
+        await shipsEveryEntry(
+          pg,
           [
+            bin,
             "run",
             "--pgdata",
             pg.dataDir,
             "--sink",
-            sinkDir,
+            join(out, "sink"),
             "--state",
-            join(work, "state"),
+            join(out, "state"),
             "--listen",
             "127.0.0.1:0",
             "--batch-max-age-ms",
             "200",
           ],
-          { cwd: work, env: userEnv(cache), stdio: ["ignore", "ignore", "pipe"] },
+          userEnv(cache),
+          join(out, "sink"),
         );
-        let stderr = "";
-        sidecar.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-        const exited = new Promise<number | null>((resolve) => sidecar?.on("exit", (code) => resolve(code)));
-        await waitUntil(
-          () => /"url":"http:/.test(stderr) || sidecar?.exitCode !== null,
-          60_000,
-          () => `no API:\n${stderr}`,
-        );
-        expect(sidecar.exitCode).toBeNull();
-
-        await pg.pgbench(["-i", "-s", "1", "-q"]);
-        await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "200"]);
-        await logSettled(pg.logDir);
-        const written = writtenKeys(pg.logDir);
-        expect(written.length).toBeGreaterThan(1000);
-        await waitUntil(
-          () => shippedKeys(sinkDir).length >= written.length,
-          60_000,
-          () => `sink behind: ${shippedKeys(sinkDir).length} of ${written.length}`,
-          200,
-        );
-
-        sidecar.kill("SIGTERM");
-        expect(await exited).toBe(0);
-        const shipped = shippedKeys(sinkDir);
-        expect(duplicates(shipped)).toEqual([]);
-        expect(new Set(shipped)).toEqual(new Set(written));
       } finally {
-        if (sidecar?.exitCode === null) sidecar.kill("SIGKILL");
+        await pg.stop();
+      }
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    "deploy/Dockerfile: its ENTRYPOINT + CMD under its ENV run as one process under tini, answer its HEALTHCHECK, and ship every entry",
+    async () => {
+      const installed = await installGlobally();
+      const image = dockerfileRuntime(readFileSync(join(ROOT, "deploy", "Dockerfile"), "utf8"));
+      expect(image.command.slice(0, 2)).toEqual(["/usr/bin/tini", "--"]);
+      const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+      const volume = mkdtempSync(join(work, "volume-"));
+      const port = await freePort();
+      // What the image's paths are here: /opt/auditpipe is the install prefix, the state volume a
+      // temp dir; the log directory and the listen port are what `docker run -e` would set.
+      const here = (value: string) =>
+        value
+          .replaceAll("/opt/auditpipe", installed)
+          .replaceAll("/var/lib/auditpipe", volume)
+          .replaceAll(":9187", `:${port}`);
+      const env = userEnv(cache, {
+        ...Object.fromEntries(Object.entries(image.env).map(([k, v]) => [k, here(v)])),
+        AUDITPIPE_LOG_DIR: pg.logDir,
+        AUDITPIPE_FORMAT: "csvlog",
+        AUDITPIPE_BATCH_MAX_AGE_MS: "200",
+      });
+      try {
+        await shipsEveryEntry(pg, image.command.map(here), env, join(volume, "archive"), async (tini) => {
+          // One sidecar process under tini: the image's NODE_OPTIONS carry the heap limits.
+          const children = readFileSync(`/proc/${tini}/task/${tini}/children`, "utf8").trim().split(/\s+/);
+          expect(children).toHaveLength(1);
+          expect(readFileSync(`/proc/${children[0]}/task/${children[0]}/children`, "utf8").trim()).toBe("");
+          const [node, ...check] = image.healthcheck.map(here);
+          await exec(node === "node" ? process.execPath : node!, check, { cwd: work, env });
+        });
+      } finally {
+        await pg.stop();
+      }
+    },
+    INSTALL_TIMEOUT_MS,
+  );
+
+  it(
+    "deploy/auditpipe.service: its ExecStart under its Environment= ships every entry and exits 0 on SIGTERM",
+    async () => {
+      const installed = await installGlobally();
+      const unit = systemdService(readFileSync(join(ROOT, "deploy", "auditpipe.service"), "utf8"));
+      const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+      const stateDir = mkdtempSync(join(work, "state-directory-"));
+      // The unit's paths here: the installed command, this cluster's data directory, a temp
+      // StateDirectory. It sets no --listen: the default port is moved to a free one (the variable
+      // yields to flags, so the unit's own arguments stay as written). User= is not switched.
+      const here = (value: string) =>
+        value
+          .replace(/^\/usr\/local\/bin\/auditpipe$/, join(installed, "bin", "auditpipe"))
+          .replace("/var/lib/postgresql/15/main", pg.dataDir)
+          .replaceAll("/var/lib/auditpipe", stateDir);
+      const env = userEnv(cache, {
+        ...unit.env,
+        AUDITPIPE_LISTEN: `127.0.0.1:${await freePort()}`,
+        AUDITPIPE_BATCH_MAX_AGE_MS: "200",
+      });
+      try {
+        await shipsEveryEntry(pg, unit.execStart.map(here), env, join(stateDir, "archive"), async (pid) => {
+          expect(readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()).toBe(""); // one process
+        });
+      } finally {
         await pg.stop();
       }
     },
