@@ -11,6 +11,7 @@ Commands:
   verify ARCHIVE    check an S3 archive against its hourly manifest chain (missing, altered, extra objects)
   estimate          predict entries/s, GB/day, $/month and overhead per pgAudit configuration
   recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
+  advise FILE...    what makes audit logs big: the noise, the change that removes it, what it gives up
   serve             the REST API alone: estimates, recommendations, the workload of its database
 
 Run 'auditpipe <command> --help' for a command's flags; 'auditpipe --version' for the version.
@@ -32,6 +33,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   verify: async () => (await import("./commands/verify.ts")).verifyCommand,
   estimate: async () => (await import("./commands/estimate.ts")).estimateCommand,
   recommend: async () => (await import("./commands/recommend.ts")).recommendCommand,
+  advise: async () => (await import("./commands/advise.ts")).adviseCommand,
   serve: async () => (await import("./commands/serve.ts")).serveCommand,
 };
 
