@@ -125,6 +125,30 @@ export interface RssResult {
   workerPeakRssMb: number;
   /** VmRSS sampled every 250 ms while reading: its range shows whether memory grows with the file. */
   rssSamplesMb: { min: number; max: number; last: number };
+  /**
+   * CPU (user + system, every thread of every process of the sidecar, from /proc) per entry:
+   * between 10 % and 90 % acknowledged, and from spawn to the last acknowledgement.
+   */
+  cpuMicrosPerEntry: { steady: number; all: number };
+}
+
+/** CPU a sidecar uses to start (spawn → API answering) and over its first seconds idle. */
+export interface StartCpuResult {
+  toReadySeconds: number;
+  /** CPU seconds from spawn until the API answered. */
+  cpuToReady: number;
+  /** CPU seconds from spawn until `idleSeconds` after that, with nothing to read. */
+  cpuFirstSeconds: number;
+  idleSeconds: number;
+}
+
+/** CPU seconds at time `t`, interpolated between the `[time, cpu]` samples around it. */
+function cpuAt(samples: [number, number][], t: number): number {
+  const i = samples.findIndex(([time]) => time >= t);
+  if (i <= 0) return samples[Math.max(i, 0)]![1];
+  const [t0, c0] = samples[i - 1]!;
+  const [t1, c1] = samples[i]!;
+  return c0 + ((c1 - c0) * (t - t0)) / Math.max(1e-9, t1 - t0);
 }
 
 /** When `[time, acknowledged]` polls reached `entries`, interpolated between the two polls around it. */
@@ -160,11 +184,14 @@ export async function sidecarRss(
       const url = await sidecar.url();
       const samples: number[] = [];
       const acks: [number, number][] = [];
+      const cpu: [number, number][] = [];
       let lastRss = 0;
       for (;;) {
         const volume = await getJson<Volume>(`${url}/v1/volume`);
         const acked = volume.pipeline.sinks[sink?.name ?? "local-dir"]?.entries ?? 0;
-        acks.push([performance.now(), acked]);
+        const now = performance.now();
+        acks.push([now, acked]);
+        cpu.push([now, cpuSeconds(sidecar.child.pid!)]);
         if (performance.now() - lastRss >= 250) {
           samples.push(memoryOf(sidecar.child.pid!).rssMb);
           lastRss = performance.now();
@@ -175,8 +202,9 @@ export async function sidecarRss(
         await new Promise((r) => setTimeout(r, 100));
       }
       const seconds = (performance.now() - t0) / 1000;
-      const steady =
-        (0.8 * expected) / ((whenAcked(acks, 0.9 * expected) - whenAcked(acks, 0.1 * expected)) / 1000);
+      const [from, to] = [whenAcked(acks, 0.1 * expected), whenAcked(acks, 0.9 * expected)];
+      const steady = (0.8 * expected) / ((to - from) / 1000);
+      const steadyCpu = cpuAt(cpu, to) - cpuAt(cpu, from);
       const { peakMb, workerPeakMb } = memoryOf(sidecar.child.pid!);
       return {
         copies,
@@ -192,6 +220,40 @@ export async function sidecarRss(
           max: Math.round(Math.max(...samples)),
           last: Math.round(samples.at(-1)!),
         },
+        cpuMicrosPerEntry: {
+          steady: Number(((steadyCpu / (0.8 * expected)) * 1e6).toFixed(2)),
+          all: Number(((cpu.at(-1)![1] / expected) * 1e6).toFixed(2)),
+        },
+      };
+    } finally {
+      await stopSidecar(sidecar);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A sidecar started on an empty log directory, as deployed (NODE_OPTIONS with the heap limits,
+ * one process): CPU until its API answers, and over its first `idleSeconds` with nothing to do.
+ */
+export async function sidecarStartCpu(idleSeconds = 3, env: NodeJS.ProcessEnv = {}): Promise<StartCpuResult> {
+  const work = workDir("start");
+  try {
+    const logDir = join(work, "log");
+    mkdirSync(logDir);
+    const t0 = performance.now();
+    const sidecar = spawnSidecar(runArgs(work, logDir), env, { built: true });
+    try {
+      await sidecar.url();
+      const toReady = (performance.now() - t0) / 1000;
+      const cpuToReady = cpuSeconds(sidecar.child.pid!);
+      await new Promise((r) => setTimeout(r, Math.max(0, idleSeconds * 1000 - (performance.now() - t0))));
+      return {
+        toReadySeconds: Number(toReady.toFixed(2)),
+        cpuToReady: Number(cpuToReady.toFixed(2)),
+        cpuFirstSeconds: Number(cpuSeconds(sidecar.child.pid!).toFixed(2)),
+        idleSeconds,
       };
     } finally {
       await stopSidecar(sidecar);

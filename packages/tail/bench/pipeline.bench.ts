@@ -14,7 +14,7 @@ import type { LogFormat } from "@auditpipe/parse";
 import { repoRoot } from "@auditpipe/testkit";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
-import { pgbenchImpact, sidecarRss, tailLatency } from "./_sidecar-bench.ts";
+import { pgbenchImpact, sidecarRss, sidecarStartCpu, tailLatency } from "./_sidecar-bench.ts";
 
 const ROUNDS = 3;
 const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
@@ -148,6 +148,11 @@ if (only.includes("rss")) {
     rss.push(r);
   }
   doc.rss = rss;
+  // Start-up CPU, best of three (a start is short: one slow start on a busy machine says little).
+  const starts = [];
+  for (let i = 0; i < 3; i++) starts.push(await sidecarStartCpu(3, nodeOptions));
+  doc.startCpu = starts.sort((a, b) => a.cpuToReady - b.cpuToReady)[0];
+  console.log(`  sidecar start: ${JSON.stringify(doc.startCpu)}`);
   loads.rss = [before, round2(load())];
 }
 
