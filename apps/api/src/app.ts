@@ -13,6 +13,7 @@ import { loggerOptions } from "./_logger.ts";
 import { registerRoutes } from "./_routes.ts";
 import { markSecured } from "./_secured.ts";
 import { AUDITPIPE_ERR_UNAUTHORIZED } from "./errors.ts";
+import { type AdviceDeps, registerAdviceRoutes } from "./routes-advice.ts";
 import { type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";
 
 export interface ApiOptions {
@@ -26,6 +27,8 @@ export interface ApiOptions {
   logger?: Logger | boolean;
   /** When set, serves /v1/estimates, /v1/recommendations and /v1/workload from its last sample. */
   estimator?: EstimatorDeps;
+  /** When set, serves /v1/advice (the sidecar: what its audit log's noise is, what to change). */
+  advisor?: AdviceDeps;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
@@ -65,6 +68,7 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   });
   registerRoutes(app, { meter: options.meter, readiness: options.readiness });
   if (options.estimator) registerEstimateRoutes(app, options.estimator);
+  if (options.advisor) registerAdviceRoutes(app, options.advisor);
   await app.ready();
   return app;
 }

@@ -13,4 +13,10 @@ export {
   createError,
 } from "./errors.ts";
 export { DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";
+export {
+  type AdviceDeps,
+  AUDITPIPE_ERR_NO_ADVICE,
+  adviceSchema,
+  registerAdviceRoutes,
+} from "./routes-advice.ts";
 export { AUDITPIPE_ERR_NO_SAMPLE, type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";

@@ -20,6 +20,7 @@ import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { logSettled } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
+import { spawnSidecar } from "./_sidecar.ts";
 
 const CASES = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases");
 const work = mkdtempSync(join(tmpdir(), "auditpipe-advise-"));
@@ -142,6 +143,51 @@ describe("the advice, proven on a real PostgreSQL", () => {
       expect(a.byClass.WRITE.entries).toBe(b.byClass.WRITE.entries);
       expect(a.byClass.MISC).toBeUndefined();
     } finally {
+      await pg.stop();
+    }
+  });
+});
+
+describe("GET /v1/advice from the running sidecar", () => {
+  it("404 before any entry, then the live advice over a real PostgreSQL's log, statements as fingerprints", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    const sidecar = spawnSidecar([
+      "--pgdata",
+      pg.dataDir,
+      "--sink",
+      join(work, "live-sink"),
+      "--state",
+      join(work, "live-state"),
+      "--listen",
+      "127.0.0.1:0",
+    ]);
+    try {
+      const url = await sidecar.url();
+      const first = await fetch(`${url}/v1/advice`);
+      // Start-up itself may already have logged (CREATE EXTENSION): then there is advice at once.
+      if (first.status === 404)
+        expect(JSON.stringify(await first.json())).toContain("AUDITPIPE_ERR_NO_ADVICE");
+      await pg.pgbench(["-i", "-s", "1", "-q"]);
+      await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "100"]);
+      let advice: AdviceJson & { topStatementsSampled: boolean } = { items: [] } as never;
+      await waitUntil(
+        async () => {
+          const response = await fetch(`${url}/v1/advice`);
+          if (response.status !== 200) return false;
+          advice = (await response.json()) as typeof advice;
+          return advice.items.some((i) => i.kind === "transaction-control") && advice.entries >= 200 * 6;
+        },
+        30_000,
+        () => `no advice on the transaction control: ${JSON.stringify(advice.items?.map((i) => i.kind))}`,
+        200,
+      );
+      expect(advice.topStatementsSampled).toBe(true);
+      expect(advice.items.find((i) => i.kind === "transaction-control")!.givesUp).toMatch(/no longer logged/);
+      for (const { fingerprint } of advice.topStatements)
+        expect(fingerprint).not.toMatch(/'[^']*'|\b\d{2,}\b/);
+    } finally {
+      sidecar.child.kill("SIGKILL");
+      await sidecar.exited;
       await pg.stop();
     }
   });

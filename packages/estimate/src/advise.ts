@@ -56,6 +56,16 @@ export interface Advice {
   items: AdviceItem[];
   /** The statements writing the most bytes, by fingerprint (no values). */
   topStatements: { fingerprint: string; entries: number; bytes: number; share: number }[];
+  /** Whether topStatements are estimated from a sample of the entries (the live sidecar). */
+  topStatementsSampled: boolean;
+}
+
+export interface AdviceTallyOptions {
+  /**
+   * Fingerprint one entry in this many (its bytes weighted by it) for the top statements: 1 (every
+   * entry) for logs read once; the live sidecar samples, since lexing costs a few µs an entry.
+   */
+  fingerprintEvery?: number;
 }
 
 export interface AdviseOptions {
@@ -85,11 +95,18 @@ const TRANSACTION_CONTROL = new Set([
   "COMMIT PREPARED",
   "PREPARE TRANSACTION",
 ]);
-/** What health checks and connection poolers send: a SELECT of constants or server functions. */
+/**
+ * What health checks and connection poolers send: a SELECT of a constant or a server function.
+ * Matched on the raw text (cheap enough for the sidecar's hot path), short statements only.
+ */
 const HEALTH_CHECK =
-  /^select (\?|version\(\)|now\(\)|current_timestamp|pg_is_in_recovery\(\)|current_setting\(\?\))( as \w+)?;?$/;
-/** The query PostgreSQL's RI triggers run for a foreign-key check (ri_triggers.c). */
-const FK_CHECK = /^select \? from only .* for key share of /;
+  /^\s*select\s+(\d+|'[^']*'|\$\d+|version\(\)|now\(\)|current_timestamp|pg_is_in_recovery\(\))(\s+as\s+\w+)?\s*;?\s*$/i;
+const HEALTH_CHECK_MAX_CHARS = 80;
+/** The query PostgreSQL's RI triggers run for a foreign-key check (ri_triggers.c builds it so). */
+const isForeignKeyCheck = (text: string): boolean =>
+  text.startsWith("SELECT 1 FROM ONLY ") && text.includes(" FOR KEY SHARE OF ");
+/** Distinct roles, objects and fingerprints kept; the rest are counted without their key. */
+const MAX_KEYS = 1000;
 const CATALOG_SCHEMAS = /^(pg_catalog|information_schema)\./;
 /** `<previously logged>`: what log_statement_once prints instead of a repeated statement. */
 const PREVIOUSLY_LOGGED = "<previously logged>";
@@ -112,15 +129,18 @@ const add = (t: Tally, bytes: number): void => {
 };
 const tally = (): Tally => ({ entries: 0, bytes: 0 });
 
-/** The value of `key`, created with `make` the first time. */
-function slot<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+/** The value of `key`, created with `make` the first time; past MAX_KEYS keys, a shared overflow value. */
+function slot<K, V>(map: Map<K, V>, key: K, make: () => V, overflow: K): V {
   let value = map.get(key);
   if (value === undefined) {
+    if (map.size >= MAX_KEYS) return slot(map, overflow, make, overflow);
     value = make();
     map.set(key, value);
   }
   return value;
 }
+/** The key under which entries past MAX_KEYS are counted (never reported as a key). */
+const OTHER = "\u0000other";
 
 export class AdviceTally {
   private entries = 0;
@@ -144,6 +164,15 @@ export class AdviceTally {
   private statementOnceSeen = false;
   /** (session, statement id) → seen, for repeated text. */
   private lastStatement = new Map<string, number>();
+  private readonly fingerprintEvery: number;
+  private sinceFingerprint = 0;
+  /** Whether top statements are estimated from a sample of the entries. */
+  private readonly sampled: boolean;
+
+  constructor(options: AdviceTallyOptions = {}) {
+    this.fingerprintEvery = Math.max(1, Math.floor(options.fingerprintEvery ?? 1));
+    this.sampled = this.fingerprintEvery > 1;
+  }
 
   add(entry: AuditEntry, record: LogRecord): void {
     const size = record.size;
@@ -157,31 +186,45 @@ export class AdviceTally {
       }
     }
     const cls = entry.class.toUpperCase();
-    add(slot(this.byClass, cls, tally), size);
+    add(slot(this.byClass, cls, tally, OTHER), size);
     if (entry.auditType === "SESSION") this.sessionClassesSeen.add(cls);
 
     const command = entry.command.toUpperCase();
     const text = STATEMENT_MARKERS.has(entry.statement) ? "" : entry.statement;
-    const print = text ? fingerprint(text) : "";
+    let print = "";
+    if (text && ++this.sinceFingerprint >= this.fingerprintEvery) {
+      this.sinceFingerprint = 0;
+      print = fingerprint(text);
+    }
     if (cls === "MISC" && (command === "SET" || command === "RESET")) add(this.sets, size);
     else if (cls === "MISC" && TRANSACTION_CONTROL.has(command)) add(this.transactionControl, size);
     if (CATALOG_SCHEMAS.test(entry.objectName)) add(this.catalog, size);
     const role = record.user ?? "";
-    if (cls === "READ" && entry.objectName === "" && HEALTH_CHECK.test(print)) {
-      add(slot(this.healthByRole, role, tally), size);
-    }
-    if (cls === "READ" && FK_CHECK.test(print) && entry.objectName !== "") {
+    if (
+      cls === "READ" &&
+      entry.objectName === "" &&
+      text.length <= HEALTH_CHECK_MAX_CHARS &&
+      HEALTH_CHECK.test(text)
+    )
+      add(slot(this.healthByRole, role, tally, OTHER), size);
+    if (cls === "READ" && entry.objectName !== "" && isForeignKeyCheck(text))
       add(
-        slot(this.fkByObject, entry.objectName, () => ({ ...tally(), object: entry.auditType === "OBJECT" })),
+        slot(
+          this.fkByObject,
+          entry.objectName,
+          () => ({ ...tally(), object: entry.auditType === "OBJECT" }),
+          OTHER,
+        ),
         size,
       );
-    }
     if (cls === "READ" && entry.auditType === "SESSION") add(this.sessionRead, size);
-    const r = slot(this.byRole, role, () => ({ ...tally(), read: 0 }));
+    const r = slot(this.byRole, role, () => ({ ...tally(), read: 0 }), OTHER);
     add(r, size);
     if (cls === "READ") r.read += size;
     if (print) {
-      add(slot(this.byFingerprint, print, tally), size);
+      const t = slot(this.byFingerprint, print, tally, OTHER);
+      t.entries += this.fingerprintEvery;
+      t.bytes += size * this.fingerprintEvery;
     }
 
     if (entry.statement === PREVIOUSLY_LOGGED) this.statementOnceSeen = true;
@@ -251,7 +294,9 @@ export class AdviceTally {
       sql: alterLog(without("MISC_SET")),
       givesUp: "changes of session settings (SET search_path, SET ROLE is still ROLE) are no longer logged",
     });
-    const health = [...this.healthByRole].sort((a, b) => b[1].bytes - a[1].bytes);
+    const health = [...this.healthByRole]
+      .filter(([k]) => k !== OTHER)
+      .sort((a, b) => b[1].bytes - a[1].bytes);
     for (const [role, t] of health) {
       const all = this.byRole.get(role);
       const dedicated = role !== "" && all !== undefined && t.bytes >= 0.9 * all.bytes;
@@ -279,7 +324,7 @@ export class AdviceTally {
       givesUp:
         "statements that touch only system catalogs (psql's \\d, ORM introspection) are not logged; one that also touches a user table still is",
     });
-    const fk = [...this.fkByObject].sort((a, b) => b[1].bytes - a[1].bytes);
+    const fk = [...this.fkByObject].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
     for (const [object, t] of fk.filter(([, f]) => f.object)) {
       const role = options.auditRole;
       item({
@@ -320,7 +365,10 @@ export class AdviceTally {
         givesUp:
           "no entry: each statement's text is still logged once, with its first entry; a reader joins the later entries to it by statement ID",
       });
-    for (const [role, t] of [...this.byRole].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 3)) {
+    for (const [role, t] of [...this.byRole]
+      .filter(([k]) => k !== OTHER)
+      .sort((a, b) => b[1].bytes - a[1].bytes)
+      .slice(0, 3)) {
       if (
         role === "" ||
         share(t.bytes) < ROLE_SHARE ||
@@ -352,6 +400,7 @@ export class AdviceTally {
 
     items.sort((a, b) => b.bytes - a.bytes);
     const topStatements = [...this.byFingerprint]
+      .filter(([k]) => k !== OTHER)
       .sort((a, b) => b[1].bytes - a[1].bytes)
       .slice(0, top)
       .map(([print, t]) => ({
@@ -368,6 +417,7 @@ export class AdviceTally {
       pgauditLog,
       items: items.slice(0, top),
       topStatements,
+      topStatementsSampled: this.sampled,
     };
   }
 }

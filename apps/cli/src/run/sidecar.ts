@@ -1,4 +1,5 @@
 import { buildApi, listenApi } from "@auditpipe/api";
+import { AdviceTally } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
 import { AUDIT_PREFIX, type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
 import { redactRecord, toShippedRecord } from "@auditpipe/ship";
@@ -21,6 +22,8 @@ export interface Sidecar {
 
 /** How long shutdown waits for the sink; SIGTERM must end within 10 s. */
 const SHUTDOWN_SINK_MS = 7_000;
+/** The live advisor lexes one statement in this many for its top statements (a few µs each). */
+const ADVICE_FINGERPRINT_EVERY = 16;
 
 function errorCode(error: unknown): string {
   const code =
@@ -46,10 +49,15 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     },
   });
   const sinkHealth = { failing: false, lastError: "" };
+  /** GET /v1/advice; statements fingerprinted one in ADVICE_FINGERPRINT_EVERY (lexing is the cost). */
+  const advisor = new AdviceTally({ fingerprintEvery: ADVICE_FINGERPRINT_EVERY });
 
   const observer: SourceObserver = {
     recordsRead: (source, count) => meter.recordsRead(source, count),
-    entry: (entry, record) => meter.entry(entry, record),
+    entry: (entry, record) => {
+      meter.entry(entry, record);
+      advisor.add(entry, record);
+    },
     malformed: (source, error) => {
       meter.malformed(source, 1);
       logger.warn(
@@ -141,6 +149,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         }
         if (!entry) return;
         meter.entry(entry, record);
+        advisor.add(entry, record);
         const shipped = toShippedRecord(entry, record, source.name, source.offset);
         ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
       },
@@ -172,6 +181,12 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     meter,
     logger,
     estimator: { lastSample: () => sampler?.lastSample() },
+    advisor: {
+      advice: () => {
+        const advice = advisor.advice();
+        return advice.entries > 0 ? advice : undefined;
+      },
+    },
     ...(config.apiToken ? { token: config.apiToken } : {}),
     readiness: () => {
       const reasons: string[] = [];
