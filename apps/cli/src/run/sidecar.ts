@@ -75,98 +75,9 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     checkpointSaved: () => meter.checkpointSaved(),
   };
 
-  const stream = resolveLogStream({ logDir: config.logDir, pgdata: config.pgdata, format: config.format });
-  let prefix = config.prefix;
-  if (stream && prefix === undefined && (stream.format === "stderr" || stream.format === "syslog")) {
-    prefix = guessStreamPrefix(stream.logDir, stream.format, config.pattern);
-    if (prefix !== undefined)
-      logger.info({ prefix }, "no --prefix given: the log reads cleanly with this log_line_prefix");
-  }
-  let files: FileSource | undefined;
-  if (stream) {
-    files = new FileSource({
-      logDir: stream.logDir,
-      format: stream.format,
-      ...(config.pattern ? { pattern: config.pattern } : {}),
-      ...(prefix !== undefined ? { prefix } : {}),
-      stateDir: config.state,
-      sink,
-      ...(redact ? { redact } : {}),
-      from: config.from,
-      pollIntervalMs: config.pollIntervalMs,
-      batch: {
-        maxEntries: config.batchMaxEntries,
-        maxBytes: config.batchMaxBytes,
-        maxAgeMs: config.batchMaxAgeMs,
-      },
-      observer,
-      logger,
-    });
-    await files.start();
-    logger.info(
-      { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
-      "following log files",
-    );
-  }
-
-  let syslog: SyslogSource | undefined;
-  let shipping: SyslogShipping | undefined;
-  let ticker: NodeJS.Timeout | undefined;
-  if (config.syslog.length > 0) {
-    const ship = new SyslogShipping({
-      sink,
-      maxEntries: config.batchMaxEntries,
-      maxAgeMs: config.batchMaxAgeMs,
-      onAck: (entries, bytes, latencyMs) => observer.sinkAck?.(sink.name, entries, bytes, latencyMs),
-      onError: (error) => observer.sinkError?.(sink.name, error),
-      onDrop: (entries) => logger.error({ entries }, "sink unavailable too long: dropped syslog entries"),
-    });
-    shipping = ship;
-    syslog = await startSyslogSource({
-      listen: config.syslog,
-      ...(config.prefix !== undefined ? { prefix: config.prefix } : {}),
-      onRecord(record: LogRecord, source) {
-        meter.recordsRead(source.name, 1);
-        if (!record.message.startsWith(AUDIT_PREFIX)) return;
-        let entry: AuditEntry | undefined;
-        try {
-          entry = parseAuditPayload(record.message);
-        } catch (error) {
-          meter.malformed(source.name, 1);
-          logger.warn(
-            { source: source.name, offset: source.offset, code: errorCode(error) },
-            "malformed audit entry skipped",
-          );
-          return;
-        }
-        if (!entry) return;
-        meter.entry(entry, record);
-        const shipped = toShippedRecord(entry, record, source.name, source.offset);
-        ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
-      },
-      onMalformed(error, source) {
-        meter.malformed(source, 1);
-        logger.warn({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
-      },
-    });
-    const listening = syslog;
-    ticker = setInterval(() => {
-      ship.tick();
-      const s = listening.stats();
-      meter.syslogStats({
-        received: s.received,
-        reassembled: s.reassembled,
-        incomplete: s.incomplete,
-        malformed: s.malformed,
-      });
-    }, 200);
-    logger.info({ listen: syslog.addresses.map((a) => a.url) }, "receiving syslog");
-  }
-
-  // With --db the sidecar also samples its database, so the estimate routes answer on this server.
-  const sampler: WorkloadSampler | undefined = config.db
-    ? startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger })
-    : undefined;
+  // The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics
+  // must not ship unmonitored, so a busy or unusable address ends the start-up here.
+  let sampler: WorkloadSampler | undefined;
   let stopping = false;
   const app = await buildApi({
     meter,
@@ -183,21 +94,124 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       return { ready: reasons.length === 0, reasons };
     },
   });
-  const { url } = await listenApi(app, config.listen, config.apiToken);
+  let url: string;
+  try {
+    ({ url } = await listenApi(app, config.listen, config.apiToken, config.listenSetting));
+  } catch (error) {
+    await app.close();
+    await configured.close();
+    throw error;
+  }
   logger.info({ url }, "API listening");
 
-  return {
-    meter,
-    url,
-    async stop() {
-      if (stopping) return;
-      stopping = true;
-      if (ticker) clearInterval(ticker);
-      await syslog?.close();
-      await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
-      await configured.close();
-      await sampler?.stop();
-      await app.close();
-    },
+  let files: FileSource | undefined;
+  let syslog: SyslogSource | undefined;
+  let shipping: SyslogShipping | undefined;
+  let ticker: NodeJS.Timeout | undefined;
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    if (ticker) clearInterval(ticker);
+    await syslog?.close();
+    await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
+    await configured.close();
+    await sampler?.stop();
+    await app.close();
   };
+
+  try {
+    const stream = resolveLogStream({ logDir: config.logDir, pgdata: config.pgdata, format: config.format });
+    let prefix = config.prefix;
+    if (stream && prefix === undefined && (stream.format === "stderr" || stream.format === "syslog")) {
+      prefix = guessStreamPrefix(stream.logDir, stream.format, config.pattern);
+      if (prefix !== undefined)
+        logger.info({ prefix }, "no --prefix given: the log reads cleanly with this log_line_prefix");
+    }
+    if (stream) {
+      files = new FileSource({
+        logDir: stream.logDir,
+        format: stream.format,
+        ...(config.pattern ? { pattern: config.pattern } : {}),
+        ...(prefix !== undefined ? { prefix } : {}),
+        stateDir: config.state,
+        sink,
+        ...(redact ? { redact } : {}),
+        from: config.from,
+        pollIntervalMs: config.pollIntervalMs,
+        batch: {
+          maxEntries: config.batchMaxEntries,
+          maxBytes: config.batchMaxBytes,
+          maxAgeMs: config.batchMaxAgeMs,
+        },
+        observer,
+        logger,
+      });
+      await files.start();
+      logger.info(
+        { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
+        "following log files",
+      );
+    }
+
+    if (config.syslog.length > 0) {
+      const ship = new SyslogShipping({
+        sink,
+        maxEntries: config.batchMaxEntries,
+        maxAgeMs: config.batchMaxAgeMs,
+        onAck: (entries, bytes, latencyMs) => observer.sinkAck?.(sink.name, entries, bytes, latencyMs),
+        onError: (error) => observer.sinkError?.(sink.name, error),
+        onDrop: (entries) => logger.error({ entries }, "sink unavailable too long: dropped syslog entries"),
+      });
+      shipping = ship;
+      syslog = await startSyslogSource({
+        listen: config.syslog,
+        ...(config.prefix !== undefined ? { prefix: config.prefix } : {}),
+        onRecord(record: LogRecord, source) {
+          meter.recordsRead(source.name, 1);
+          if (!record.message.startsWith(AUDIT_PREFIX)) return;
+          let entry: AuditEntry | undefined;
+          try {
+            entry = parseAuditPayload(record.message);
+          } catch (error) {
+            meter.malformed(source.name, 1);
+            logger.warn(
+              { source: source.name, offset: source.offset, code: errorCode(error) },
+              "malformed audit entry skipped",
+            );
+            return;
+          }
+          if (!entry) return;
+          meter.entry(entry, record);
+          const shipped = toShippedRecord(entry, record, source.name, source.offset);
+          ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
+        },
+        onMalformed(error, source) {
+          meter.malformed(source, 1);
+          logger.warn({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
+        },
+      });
+      const listening = syslog;
+      ticker = setInterval(() => {
+        ship.tick();
+        const s = listening.stats();
+        meter.syslogStats({
+          received: s.received,
+          reassembled: s.reassembled,
+          incomplete: s.incomplete,
+          malformed: s.malformed,
+        });
+      }, 200);
+      logger.info({ listen: syslog.addresses.map((a) => a.url) }, "receiving syslog");
+    }
+
+    // With --db the sidecar also samples its database, so the estimate routes answer on this server.
+    if (config.db)
+      sampler = startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger });
+  } catch (error) {
+    // A source that cannot start: stop what did, so the process ends instead of running on half-started.
+    await stop().catch(() => {});
+    throw error;
+  }
+
+  return { meter, url, stop };
 }
