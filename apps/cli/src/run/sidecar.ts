@@ -6,7 +6,8 @@ import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource }
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
-import { guessStreamPrefix, resolveLogStream } from "./log-stream.ts";
+import { resolveLogLinePrefix } from "./log-prefix.ts";
+import { resolveLogStream } from "./log-stream.ts";
 import { createSink, redactionMode } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
@@ -33,6 +34,22 @@ function errorCode(error: unknown): string {
  * and the HTTP API with /metrics, /v1/volume, /healthz and /readyz.
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
+  const stream = resolveLogStream({
+    logDir: config.logDir,
+    pgdata: config.pgdata,
+    format: config.format,
+    syslog: config.syslog.length > 0,
+  });
+  const needsPrefix = stream?.format === "stderr" || stream?.format === "syslog";
+  const prefix = await resolveLogLinePrefix(
+    config,
+    needsPrefix
+      ? `the ${stream.format} log in ${stream.logDir}`
+      : config.syslog.length > 0
+        ? "--syslog"
+        : undefined,
+    logger,
+  );
   const meter = new LiveMeter();
   const configured = await createSink(config, logger);
   const redact = redactionMode(config);
@@ -120,13 +137,6 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
 
   try {
-    const stream = resolveLogStream({ logDir: config.logDir, pgdata: config.pgdata, format: config.format });
-    let prefix = config.prefix;
-    if (stream && prefix === undefined && (stream.format === "stderr" || stream.format === "syslog")) {
-      prefix = guessStreamPrefix(stream.logDir, stream.format, config.pattern);
-      if (prefix !== undefined)
-        logger.info({ prefix }, "no --prefix given: the log reads cleanly with this log_line_prefix");
-    }
     if (stream) {
       files = new FileSource({
         logDir: stream.logDir,
