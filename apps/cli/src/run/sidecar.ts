@@ -8,6 +8,7 @@ import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
+import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
 import { createSink, redactionMode } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
@@ -63,13 +64,19 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     },
   });
   const sinkHealth = { failing: false, lastError: "" };
+  const malformedInput = new MalformedWatch(meter.registry, logger);
 
   const observer: SourceObserver = {
-    recordsRead: (source, count) => meter.recordsRead(source, count),
+    recordsRead: (source, count) => {
+      meter.recordsRead(source, count);
+      malformedInput.read(count);
+    },
     entry: (entry, record) => meter.entry(entry, record),
     malformed: (source, error) => {
       meter.malformed(source, 1);
-      logger.warn(
+      malformedInput.malformed(source, error.code, error.offset);
+      // One summary per window at warn or error (MalformedWatch); each record only at debug.
+      logger.debug(
         { file: source, offset: error.offset, size: error.size, code: error.code },
         "malformed record skipped",
       );
@@ -104,6 +111,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     readiness: () => {
       const reasons: string[] = [];
       if (stopping) reasons.push("shutting down");
+      const malformed = malformedInput.reason();
+      if (malformed) reasons.push(malformed);
       const sinkProblem = configured.unhealthy();
       if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
       else if (sinkHealth.failing)
@@ -125,10 +134,12 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   let syslog: SyslogSource | undefined;
   let shipping: SyslogShipping | undefined;
   let ticker: NodeJS.Timeout | undefined;
+  const malformedTicker = setInterval(() => malformedInput.tick(), MALFORMED_WINDOW_MS);
   const stop = async (): Promise<void> => {
     if (stopping) return;
     stopping = true;
     if (ticker) clearInterval(ticker);
+    clearInterval(malformedTicker);
     await syslog?.close();
     await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
     await configured.close();
@@ -178,13 +189,15 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         ...(config.prefix !== undefined ? { prefix: config.prefix } : {}),
         onRecord(record: LogRecord, source) {
           meter.recordsRead(source.name, 1);
+          malformedInput.read(1);
           if (!record.message.startsWith(AUDIT_PREFIX)) return;
           let entry: AuditEntry | undefined;
           try {
             entry = parseAuditPayload(record.message);
           } catch (error) {
             meter.malformed(source.name, 1);
-            logger.warn(
+            malformedInput.malformed(source.name, errorCode(error), source.offset);
+            logger.debug(
               { source: source.name, offset: source.offset, code: errorCode(error) },
               "malformed audit entry skipped",
             );
@@ -197,7 +210,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         },
         onMalformed(error, source) {
           meter.malformed(source, 1);
-          logger.warn({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
+          malformedInput.malformed(source, error.code);
+          logger.debug({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
         },
       });
       const listening = syslog;
