@@ -14,7 +14,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --log-dir DIR            PostgreSQL's log_directory
   --pgdata DIR             the data directory: current_logfiles names the files and format
   --format F               auto (default), csvlog, jsonlog, stderr or syslog
-  --prefix P               log_line_prefix, for stderr and syslog
+  --prefix P               log_line_prefix, for stderr and syslog; never guessed: without it,
+                           learned from --db (SHOW log_line_prefix) or --pgdata's configuration,
+                           else run refuses to start
   --pattern GLOB           file names to follow (default by format: *.csv, *.json, *.log)
   --sink DIR|s3://B/P      local directory, or S3 bucket and prefix, for the NDJSON objects
                            (default auditpipe-data/archive)
