@@ -147,95 +147,95 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     await app.close();
   };
 
-  try {
-    if (stream) {
-      files = new FileSource({
-        logDir: stream.logDir,
-        format: stream.format,
-        ...(config.pattern ? { pattern: config.pattern } : {}),
-        ...(prefix !== undefined ? { prefix } : {}),
-        stateDir: config.state,
-        sink,
-        ...(redact ? { redact } : {}),
-        from: config.from,
-        pollIntervalMs: config.pollIntervalMs,
-        batch: {
-          maxEntries: config.batchMaxEntries,
-          maxBytes: config.batchMaxBytes,
-          maxAgeMs: config.batchMaxAgeMs,
-        },
-        observer,
-        logger,
-      });
-      await files.start();
-      logger.info(
-        { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
-        "following log files",
-      );
-    }
-
-    if (config.syslog.length > 0) {
-      const ship = new SyslogShipping({
-        sink,
-        maxEntries: config.batchMaxEntries,
-        maxAgeMs: config.batchMaxAgeMs,
-        onAck: (entries, bytes, latencyMs) => observer.sinkAck?.(sink.name, entries, bytes, latencyMs),
-        onError: (error) => observer.sinkError?.(sink.name, error),
-        onDrop: (entries) => logger.error({ entries }, "sink unavailable too long: dropped syslog entries"),
-      });
-      shipping = ship;
-      syslog = await startSyslogSource({
-        listen: config.syslog,
-        ...(config.prefix !== undefined ? { prefix: config.prefix } : {}),
-        onRecord(record: LogRecord, source) {
-          meter.recordsRead(source.name, 1);
-          malformedInput.read(1);
-          if (!record.message.startsWith(AUDIT_PREFIX)) return;
-          let entry: AuditEntry | undefined;
-          try {
-            entry = parseAuditPayload(record.message);
-          } catch (error) {
-            meter.malformed(source.name, 1);
-            malformedInput.malformed(source.name, errorCode(error), source.offset);
-            logger.debug(
-              { source: source.name, offset: source.offset, code: errorCode(error) },
-              "malformed audit entry skipped",
-            );
-            return;
-          }
-          if (!entry) return;
-          meter.entry(entry, record);
-          const shipped = toShippedRecord(entry, record, source.name, source.offset);
-          ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
-        },
-        onMalformed(error, source) {
-          meter.malformed(source, 1);
-          malformedInput.malformed(source, error.code);
-          logger.debug({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
-        },
-      });
-      const listening = syslog;
-      ticker = setInterval(() => {
-        ship.tick();
-        const s = listening.stats();
-        meter.syslogStats({
-          received: s.received,
-          reassembled: s.reassembled,
-          incomplete: s.incomplete,
-          malformed: s.malformed,
-        });
-      }, 200);
-      logger.info({ listen: syslog.addresses.map((a) => a.url) }, "receiving syslog");
-    }
-
-    // With --db the sidecar also samples its database, so the estimate routes answer on this server.
-    if (config.db)
-      sampler = startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger });
-  } catch (error) {
-    // A source that cannot start: stop what did, so the process ends instead of running on half-started.
+  // A source that cannot start: stop what did, so the process ends instead of running on half-started.
+  const abortStart = async (error: unknown): Promise<never> => {
     await stop().catch(() => {});
     throw error;
+  };
+
+  if (stream) {
+    files = new FileSource({
+      logDir: stream.logDir,
+      format: stream.format,
+      ...(config.pattern ? { pattern: config.pattern } : {}),
+      ...(prefix !== undefined ? { prefix } : {}),
+      stateDir: config.state,
+      sink,
+      ...(redact ? { redact } : {}),
+      from: config.from,
+      pollIntervalMs: config.pollIntervalMs,
+      batch: {
+        maxEntries: config.batchMaxEntries,
+        maxBytes: config.batchMaxBytes,
+        maxAgeMs: config.batchMaxAgeMs,
+      },
+      observer,
+      logger,
+    });
+    await files.start().catch(abortStart);
+    logger.info(
+      { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
+      "following log files",
+    );
   }
+
+  if (config.syslog.length > 0) {
+    const ship = new SyslogShipping({
+      sink,
+      maxEntries: config.batchMaxEntries,
+      maxAgeMs: config.batchMaxAgeMs,
+      onAck: (entries, bytes, latencyMs) => observer.sinkAck?.(sink.name, entries, bytes, latencyMs),
+      onError: (error) => observer.sinkError?.(sink.name, error),
+      onDrop: (entries) => logger.error({ entries }, "sink unavailable too long: dropped syslog entries"),
+    });
+    shipping = ship;
+    syslog = await startSyslogSource({
+      listen: config.syslog,
+      ...(prefix !== undefined ? { prefix } : {}),
+      onRecord(record: LogRecord, source) {
+        meter.recordsRead(source.name, 1);
+        malformedInput.read(1);
+        if (!record.message.startsWith(AUDIT_PREFIX)) return;
+        let entry: AuditEntry | undefined;
+        try {
+          entry = parseAuditPayload(record.message);
+        } catch (error) {
+          meter.malformed(source.name, 1);
+          malformedInput.malformed(source.name, errorCode(error), source.offset);
+          logger.debug(
+            { source: source.name, offset: source.offset, code: errorCode(error) },
+            "malformed audit entry skipped",
+          );
+          return;
+        }
+        if (!entry) return;
+        meter.entry(entry, record);
+        const shipped = toShippedRecord(entry, record, source.name, source.offset);
+        ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
+      },
+      onMalformed(error, source) {
+        meter.malformed(source, 1);
+        malformedInput.malformed(source, error.code);
+        logger.debug({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
+      },
+    }).catch(abortStart);
+    const listening = syslog;
+    ticker = setInterval(() => {
+      ship.tick();
+      const s = listening.stats();
+      meter.syslogStats({
+        received: s.received,
+        reassembled: s.reassembled,
+        incomplete: s.incomplete,
+        malformed: s.malformed,
+      });
+    }, 200);
+    logger.info({ listen: syslog.addresses.map((a) => a.url) }, "receiving syslog");
+  }
+
+  // With --db the sidecar also samples its database, so the estimate routes answer on this server.
+  if (config.db)
+    sampler = startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger });
 
   return { meter, url, stop };
 }
