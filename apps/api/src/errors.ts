@@ -83,15 +83,20 @@ export const AUDITPIPE_ERR_INTERNAL: ApiErrorConstructor = createError(
   "Internal server error (see the server log)",
   500,
 );
-/** Startup, not HTTP: `--listen` could not be read. */
+/** Startup, not HTTP: `--listen` (or the variable or config key named first) could not be read. */
 export const AUDITPIPE_ERR_BAD_LISTEN: ApiErrorConstructor = createError(
   "AUDITPIPE_ERR_BAD_LISTEN",
-  "--listen %s: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:9187, [::1]:9187 or 0.0.0.0:9187",
+  "%s %s: expected HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:9187, [::1]:9187 or 0.0.0.0:9187",
 );
 /** Startup, not HTTP: a non-loopback address without a token would expose the audit volume to anyone. */
 export const AUDITPIPE_ERR_INSECURE_LISTEN: ApiErrorConstructor = createError(
   "AUDITPIPE_ERR_INSECURE_LISTEN",
-  "--listen %s is not a loopback address and no API token is set: set a token (every route but /healthz and /readyz then requires `Authorization: Bearer <token>`) or listen on 127.0.0.1",
+  "%s %s is not a loopback address and no API token is set: set AUDITPIPE_API_TOKEN (16+ characters; every route but /healthz and /readyz then requires `Authorization: Bearer <token>`) or listen on 127.0.0.1",
+);
+/** Startup, not HTTP: the address is valid but cannot be bound (in use, not on this host, no permission). */
+export const AUDITPIPE_ERR_LISTEN_FAILED: ApiErrorConstructor = createError(
+  "AUDITPIPE_ERR_LISTEN_FAILED",
+  "%s %s: cannot listen there: %s",
 );
 
 /** A 400 naming the input and what was expected. */

@@ -8,11 +8,12 @@ export {
   AUDITPIPE_ERR_BAD_REQUEST,
   AUDITPIPE_ERR_INSECURE_LISTEN,
   AUDITPIPE_ERR_INTERNAL,
+  AUDITPIPE_ERR_LISTEN_FAILED,
   AUDITPIPE_ERR_NOT_FOUND,
   AUDITPIPE_ERR_UNAUTHORIZED,
   createError,
 } from "./errors.ts";
-export { DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";
+export { checkListenSecurity, DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";
 export {
   type AdviceDeps,
   AUDITPIPE_ERR_NO_ADVICE,

@@ -2,7 +2,11 @@
 import { type AddressInfo, BlockList, isIP } from "node:net";
 import type { FastifyInstance } from "fastify";
 import { isSecured } from "./_secured.ts";
-import { AUDITPIPE_ERR_BAD_LISTEN, AUDITPIPE_ERR_INSECURE_LISTEN } from "./errors.ts";
+import {
+  AUDITPIPE_ERR_BAD_LISTEN,
+  AUDITPIPE_ERR_INSECURE_LISTEN,
+  AUDITPIPE_ERR_LISTEN_FAILED,
+} from "./errors.ts";
 
 /** The default of `auditpipe run --listen`: loopback only. */
 export const DEFAULT_LISTEN = "127.0.0.1:9187";
@@ -10,8 +14,11 @@ export const DEFAULT_LISTEN = "127.0.0.1:9187";
 const HOSTNAME =
   /^(?=.{1,253}$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$/;
 
-/** `127.0.0.1:9187`, `[::1]:9187`, `0.0.0.0:9187`, `localhost:9187` → host and port. */
-export function parseListenAddress(listen: string): { host: string; port: number } {
+/**
+ * `127.0.0.1:9187`, `[::1]:9187`, `0.0.0.0:9187`, `localhost:9187` → host and port. `setting` is
+ * where the value came from (`--listen`, `AUDITPIPE_LISTEN`, a config key), for the error.
+ */
+export function parseListenAddress(listen: string, setting = "--listen"): { host: string; port: number } {
   const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(listen) ?? /^([^:[\]]+):(\d{1,5})$/.exec(listen);
   const host = m?.[1];
   const port = Number(m?.[2]);
@@ -20,7 +27,7 @@ export function parseListenAddress(listen: string): { host: string; port: number
     host !== undefined &&
     (bracketed ? isIP(host) === 6 : isIP(host) === 4 || (isIP(host) === 0 && HOSTNAME.test(host)));
   if (!hostOk || !Number.isInteger(port) || port > 65_535)
-    throw new AUDITPIPE_ERR_BAD_LISTEN(JSON.stringify(listen));
+    throw new AUDITPIPE_ERR_BAD_LISTEN(setting, JSON.stringify(listen));
   return { host, port };
 }
 
@@ -38,20 +45,40 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
+/** Refuses a non-loopback address without a token (see listenApi), before anything is bound. */
+export function checkListenSecurity(listen: string, secured: boolean, setting = "--listen"): void {
+  const { host } = parseListenAddress(listen, setting);
+  if (!isLoopback(host) && !secured) throw new AUDITPIPE_ERR_INSECURE_LISTEN(setting, listen);
+}
+
+const BIND_FAILURES: Record<string, string> = {
+  EADDRINUSE:
+    "the address is in use (EADDRINUSE): another process listens on that port; stop it or choose another port",
+  EADDRNOTAVAIL: "no interface of this host has that address (EADDRNOTAVAIL)",
+  EACCES: "permission denied (EACCES): ports below 1024 need privileges",
+  ENOTFOUND: "the host name does not resolve (ENOTFOUND)",
+};
+
 /**
  * Binds the app. A non-loopback address needs a token: the volume and metrics tell an outsider
  * which users touch which tables. `token` is the one the app was built with (buildApi records it,
- * so an app built without one is refused even if a token is passed here).
+ * so an app built without one is refused even if a token is passed here). `setting` names where
+ * `listen` came from in every error.
  */
 export async function listenApi(
   app: FastifyInstance,
   listen: string,
   token?: string,
+  setting = "--listen",
 ): Promise<{ address: string; port: number; url: string }> {
-  const { host, port } = parseListenAddress(listen);
-  const secured = isSecured(app) ?? (token !== undefined && token !== "");
-  if (!isLoopback(host) && !secured) throw new AUDITPIPE_ERR_INSECURE_LISTEN(listen);
-  await app.listen({ host, port });
+  const { host, port } = parseListenAddress(listen, setting);
+  checkListenSecurity(listen, isSecured(app) ?? (token !== undefined && token !== ""), setting);
+  try {
+    await app.listen({ host, port });
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code ?? "");
+    throw new AUDITPIPE_ERR_LISTEN_FAILED(setting, listen, BIND_FAILURES[code] ?? (code || String(error)));
+  }
   const bound = app.server.address() as AddressInfo;
   const hostPart = bound.address.includes(":") ? `[${bound.address}]` : bound.address;
   return { address: bound.address, port: bound.port, url: `http://${hostPart}:${bound.port}` };

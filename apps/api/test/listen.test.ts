@@ -70,10 +70,30 @@ describe("listenApi", () => {
       const error = await listenApi(app, listen).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ApiError);
       expect((error as ApiError).code).toBe("AUDITPIPE_ERR_INSECURE_LISTEN");
-      expect((error as ApiError).message).toMatch(/set a token/);
+      expect((error as ApiError).message).toMatch(/--listen .* set AUDITPIPE_API_TOKEN/);
       expect(app.server.listening).toBe(false);
     },
   );
+
+  it("names the setting the address came from, and says why a busy port cannot be bound", async () => {
+    expect(() => parseListenAddress("nope", "AUDITPIPE_LISTEN")).toThrow(
+      /^AUDITPIPE_LISTEN "nope": expected HOST:PORT/,
+    );
+    const fx = new Fixture();
+    const first = await buildApi({ meter: fx.meter, readiness: fx.readiness });
+    try {
+      const { port } = await listenApi(first, "127.0.0.1:0");
+      app = await buildApi({ meter: fx.meter, readiness: fx.readiness });
+      await expect(listenApi(app, `127.0.0.1:${port}`, undefined, "AUDITPIPE_LISTEN")).rejects.toMatchObject({
+        code: "AUDITPIPE_ERR_LISTEN_FAILED",
+        message: expect.stringMatching(
+          /^AUDITPIPE_LISTEN 127\.0\.0\.1:\d+: cannot listen there: the address is in use \(EADDRINUSE\)/,
+        ),
+      });
+    } finally {
+      await first.close();
+    }
+  });
 
   it("refuses an app built without a token even when listenApi is given one", async () => {
     const fx = new Fixture();

@@ -39,5 +39,6 @@ export {
 } from "./recommend.ts";
 export { expandPrefix, type RecordFields, recordBytes, renderRecord, TYPICAL_QUERY_ID } from "./render.ts";
 export { DEFAULT_INTERVAL_MS, type SampleOptions, sampleWorkload, type WorkloadSample } from "./sample.ts";
+export { showSetting } from "./show-setting.ts";
 export type * from "./types.ts";
 export { auditConfigSchema, DEFAULT_LOG_CONTEXT, parseWorkload, workloadSchema } from "./workload-schema.ts";

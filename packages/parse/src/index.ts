@@ -5,7 +5,13 @@ export { createJsonlogParser } from "./jsonlog.ts";
 export { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 export { createParser } from "./parser.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
-export { COMMON_PREFIXES, guessPrefix } from "./prefix-guess.ts";
+export {
+  COMMON_PREFIXES,
+  guessPrefix,
+  guessPrefixes,
+  type PrefixGuess,
+  type PrefixRival,
+} from "./prefix-guess.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
 export {
   isSqlIdentCont,

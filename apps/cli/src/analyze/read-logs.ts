@@ -7,12 +7,13 @@ import {
   type AuditEntry,
   AuditPayloadError,
   createParser,
-  guessPrefix,
+  guessPrefixes,
   isGzip,
   type LogFormat,
   type LogParser,
   type LogRecord,
   type MalformedRecord,
+  type PrefixGuess,
   parseAuditPayload,
   type RecordSink,
   sniffFormat,
@@ -28,8 +29,24 @@ export interface AnalyzeOptions {
   onProgress?: (done: number, total: number) => void;
   /** Called with every decoded audit entry and its record (advise). */
   onEntry?: (entry: AuditEntry, record: LogRecord) => void;
-  /** Called when no prefix was given and one was guessed from a stderr/syslog file's first lines. */
-  onPrefixGuessed?: (file: string, prefix: string) => void;
+  /**
+   * No prefix was given for a stderr/syslog file: called with what its first lines say (undefined
+   * when no common prefix reads them). Returns the prefix to read the file with, or throws.
+   */
+  onPrefixGuess?: (file: string, guess: PrefixGuess | undefined) => string | undefined;
+  /** Called after each file with what it held: a file with bytes but no record could not be read. */
+  onFileRead?: (file: string, summary: FileSummary) => void;
+}
+
+export interface FileSummary {
+  /** The format it was read as, and the one its first line looks like. */
+  format: LogFormat;
+  sniffed: LogFormat | undefined;
+  /** Whether the format came from --format rather than from the file. */
+  formatGiven: boolean;
+  prefix: string | undefined;
+  records: number;
+  malformed: number;
 }
 
 /** Bytes per read: large enough that per-chunk overhead vanishes, small enough for steady progress. */
@@ -67,9 +84,13 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     if (gzip) raw.on("error", (error) => input.destroy(error));
 
     let parser: LogParser | undefined;
+    let summary: FileSummary | undefined;
+    let records = 0;
+    let malformed = 0;
     const sink: RecordSink = {
       record(record: LogRecord): void {
         tally.addRecord();
+        records++;
         if (!record.message.startsWith(AUDIT_PREFIX)) return;
         try {
           const entry = parseAuditPayload(record.message);
@@ -90,23 +111,34 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
       },
       malformed(error: MalformedRecord): void {
         tally.addMalformed();
+        malformed++;
         options.onMalformed?.(file, error);
       },
     };
     for await (const chunk of input as AsyncIterable<Buffer>) {
       if (!parser) {
-        const format = options.format === "auto" ? (sniffFormat(chunk) ?? "stderr") : options.format;
+        const sniffed = sniffFormat(chunk);
+        const format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
         let prefix = options.prefix;
         if (prefix === undefined && (format === "stderr" || format === "syslog")) {
           // No --prefix: try the prefixes servers commonly write on the first whole lines.
-          prefix = guessPrefix(format, chunk);
-          if (prefix !== undefined) options.onPrefixGuessed?.(file, prefix);
+          const guess = guessPrefixes(format, chunk);
+          prefix = options.onPrefixGuess ? options.onPrefixGuess(file, guess) : guess?.prefix;
         }
+        summary = {
+          format,
+          sniffed,
+          formatGiven: options.format !== "auto",
+          prefix,
+          records: 0,
+          malformed: 0,
+        };
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);
     }
     parser?.end();
+    if (summary) options.onFileRead?.(file, { ...summary, records, malformed });
   }
   return tally.report();
 }

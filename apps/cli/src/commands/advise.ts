@@ -4,7 +4,7 @@ import { analyzeFiles } from "../analyze/read-logs.ts";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
 import { UsageError } from "../usage-error.ts";
-import { type CommandIO, resolveFiles } from "./analyze.ts";
+import { acceptPrefixGuess, type CommandIO, resolveFiles } from "./analyze.ts";
 
 export const ADVISE_HELP: string = `Usage: auditpipe advise [--format F] [--prefix P] [--pgaudit-log VALUE] [--audit-role R] [--sql FILE] [--json] FILE...
 
@@ -92,10 +92,7 @@ export async function adviseCommand(argv: string[], io: CommandIO): Promise<numb
     format,
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onEntry: (entry, record) => tally.add(entry, record),
-    onPrefixGuessed: (file, prefix) =>
-      io.stderr(
-        `advise: no --prefix given; ${file} read with log_line_prefix '${prefix}' (SHOW log_line_prefix to be sure)\n`,
-      ),
+    onPrefixGuess: acceptPrefixGuess("advise", io),
   });
   let advice: Advice;
   try {

@@ -1,10 +1,11 @@
 import { existsSync, statSync } from "node:fs";
-import type { MalformedRecord } from "@auditpipe/parse";
+import type { MalformedRecord, PrefixGuess } from "@auditpipe/parse";
 import { glob } from "tinyglobby";
-import { analyzeFiles } from "../analyze/read-logs.ts";
+import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
+import { analyzeFiles, type FileSummary } from "../analyze/read-logs.ts";
 import { formatBytes, renderReport } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
-import { UsageError } from "../usage-error.ts";
+import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 
 export const ANALYZE_HELP = `Usage: auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--json] FILE...
 
@@ -13,8 +14,12 @@ decodes every pgAudit entry and reports the audit volume: totals, rate, MB/hour,
 entries and bytes by class, command, audit type, object, user and database.
 
   --format F   log format; auto (default) sniffs it from each file's first bytes
-  --prefix P   log_line_prefix of stderr and syslog logs (default: the common prefix that reads
-               the file's first lines cleanly, e.g. PostgreSQL's '%m [%p] ')
+  --prefix P   log_line_prefix of stderr and syslog logs (SHOW log_line_prefix on the server);
+               default: the common prefix that reads the file's first lines cleanly, e.g.
+               PostgreSQL's '%m [%p] ', unless another reads them into different values
+
+Exits 1 when nothing in a file could be read (wrong --format or --prefix), 2 when the lines
+do not tell which log_line_prefix wrote them (give --prefix).
   --json       print the report as one JSON object on stdout and nothing else
   -h, --help   this text
 `;
@@ -51,6 +56,34 @@ export async function resolveFiles(patterns: string[], command = "analyze"): Pro
   return files;
 }
 
+/**
+ * What analyze and advise do with a log_line_prefix guessed from a stderr/syslog file's first
+ * lines: use it only when no other common prefix reads them differently (else a usage error
+ * showing both readings), warn loudly when no prefix reads every line, say which was used.
+ */
+export function acceptPrefixGuess(
+  command: string,
+  io: CommandIO,
+): (file: string, guess: PrefixGuess | undefined) => string | undefined {
+  const guessed = new Set<string>();
+  return (file, guess) => {
+    // Nothing reads it: the file is reported as unreadable once it has been read.
+    if (!guess) return undefined;
+    if (guess.rivals.length > 0) throw new UsageError(`${command}: ${describeAmbiguity(file, guess)}`);
+    if (guess.badBytes > 0) {
+      io.stderr(
+        `${command}: WARNING: no common log_line_prefix reads every line of ${file}: with '${guess.prefix}', ${guess.badBytes} of the first ${guess.sampleBytes} bytes do not parse (counted as malformed). Run SHOW log_line_prefix; on the server and pass it with --prefix\n`,
+      );
+    } else if (!guessed.has(guess.prefix)) {
+      io.stderr(
+        `${command}: no --prefix given; ${file} reads cleanly with log_line_prefix '${guess.prefix}' and with no other common one (SHOW log_line_prefix; on the server tells for sure)\n`,
+      );
+    }
+    guessed.add(guess.prefix);
+    return guess.prefix;
+  };
+}
+
 export async function analyzeCommand(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseFlags("analyze", argv, {
     format: { type: "string", default: "auto" },
@@ -72,7 +105,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
 
   let shown = 0;
   let hidden = 0;
-  const guessed = new Set<string>();
+  const unreadable: [string, FileSummary][] = [];
   const onMalformed = (file: string, error: MalformedRecord): void => {
     if (shown < MALFORMED_SHOWN) {
       shown++;
@@ -102,15 +135,22 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     format,
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onMalformed,
-    onPrefixGuessed: (file, prefix) => {
-      if (!guessed.has(prefix))
-        io.stderr(`analyze: no --prefix given; ${file} reads cleanly with log_line_prefix '${prefix}'\n`);
-      guessed.add(prefix);
+    onPrefixGuess: acceptPrefixGuess("analyze", io),
+    onFileRead: (file, summary) => {
+      if (summary.records === 0 && summary.malformed > 0) unreadable.push([file, summary]);
     },
     ...(showProgress ? { onProgress } : {}),
   });
   if (showProgress) io.stderr("\n");
   if (hidden > 0) io.stderr(`analyze: … and ${hidden} more malformed records (counted in the report)\n`);
+  if (unreadable.length > 0) {
+    // A report of 0 entries from a file nothing was read from would pass for "no auditing".
+    for (const [file, summary] of unreadable)
+      io.stderr(
+        `analyze: nothing in ${file} could be read as ${summary.format} (${summary.malformed} malformed stretch${summary.malformed === 1 ? "" : "es"}, no log record): ${unreadableHint(summary, values.prefix !== undefined)}\n`,
+      );
+    return EXIT_FAILURE;
+  }
   io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, files));
   return 0;
 }

@@ -134,6 +134,7 @@ export async function demoCommand(
       }),
       // Objects every few seconds, not once a minute as S3 defaults to: a demo shows them arriving.
       batchMaxAgeMs: minio ? 5_000 : LOCAL_BATCH_MAX_AGE_MS,
+      listenSetting: "listen",
     };
     const sidecar = await startSidecar(config, logger);
     // pgbench in short rounds, so stopping never waits long for it.

@@ -12,9 +12,12 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
 /readyz. Stops cleanly on SIGTERM/SIGINT: flushes, waits for the sink, checkpoints.
 
   --log-dir DIR            PostgreSQL's log_directory
-  --pgdata DIR             the data directory: current_logfiles names the files and format
+  --pgdata DIR             the data directory: current_logfiles names the files and format,
+                           its configuration files the log_line_prefix
   --format F               auto (default), csvlog, jsonlog, stderr or syslog
-  --prefix P               log_line_prefix, for stderr and syslog
+  --prefix P               log_line_prefix, for stderr and syslog; never guessed: without it,
+                           learned from --db (SHOW log_line_prefix) or --pgdata's configuration,
+                           else run refuses to start
   --pattern GLOB           file names to follow (default by format: *.csv, *.json, *.log)
   --sink DIR|s3://B/P      local directory, or S3 bucket and prefix, for the NDJSON objects
                            (default auditpipe-data/archive)
@@ -28,8 +31,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --object-lock-mode M     GOVERNANCE or COMPLIANCE: S3 Object Lock on every object
   --object-lock-days N     retention for Object Lock (default 365)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
-  --db URL                 also sample this database for the estimate routes (PG* variables
-                           and ~/.pgpass are better than a password in the URL)
+  --db URL                 also sample this database for the estimate routes, and ask it for
+                           log_line_prefix (PG* variables and ~/.pgpass are better than a
+                           password in the URL)
   --sample-interval-ms N   how long each workload sample spans (default 60000)
   --state DIR              checkpoints (default auditpipe-data/state)
   --from beginning|end     where to start in files seen for the first time (default beginning)

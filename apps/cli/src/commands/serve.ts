@@ -1,6 +1,7 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { LiveMeter } from "@auditpipe/meter";
 import { parseFlags } from "../args.ts";
+import { checkListenSetting } from "../listen-setting.ts";
 import { createLogger } from "../logger.ts";
 import { startWorkloadSampler } from "../run/workload-sampler.ts";
 import { UsageError } from "../usage-error.ts";
@@ -49,6 +50,14 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   const token = process.env.AUDITPIPE_API_TOKEN;
   if (token !== undefined && token.length < 16)
     throw new UsageError("serve: AUDITPIPE_API_TOKEN: at least 16 characters");
+  const listen = String(values.listen);
+  // Checked before the sampler starts, so a bad address ends the command instead of leaving it running.
+  const listenSetting = argv.some((a) => a === "--listen" || a.startsWith("--listen="))
+    ? "--listen"
+    : process.env.AUDITPIPE_LISTEN
+      ? "AUDITPIPE_LISTEN"
+      : "--listen";
+  checkListenSetting("serve", listen, listenSetting, token !== undefined);
   const logger = createLogger(level);
   const sampler = startWorkloadSampler({
     ...(values.db ? { connection: String(values.db) } : {}),
@@ -62,7 +71,14 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
     estimator: { lastSample: () => sampler.lastSample() },
     readiness: () => ({ ready: true, reasons: [] }),
   });
-  const { url } = await listenApi(app, String(values.listen), token);
+  let url: string;
+  try {
+    ({ url } = await listenApi(app, listen, token, listenSetting));
+  } catch (error) {
+    await sampler.stop();
+    await app.close();
+    throw error;
+  }
   logger.info({ url }, "API listening");
   await new Promise<void>((resolve) => {
     const stop = (): void => {

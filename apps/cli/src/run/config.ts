@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { checkListenSetting } from "../listen-setting.ts";
 import { UsageError } from "../usage-error.ts";
 
 /**
@@ -38,10 +39,14 @@ export interface RunConfig {
   sampleIntervalMs: number;
   /** CPU priority (nice value, -20..19); absent: at least DEFAULT_NICE (run/priority.ts). */
   nice?: number | undefined;
+  /** Where `listen` came from (`--listen`, `AUDITPIPE_LISTEN`, a config key), for errors. */
+  listenSetting: string;
 }
 
 /** What the schema yields: batchMaxAgeMs is filled in afterwards, from the sink. */
-type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs"> & { batchMaxAgeMs?: number | undefined };
+type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting"> & {
+  batchMaxAgeMs?: number | undefined;
+};
 
 export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
   .object({
@@ -210,7 +215,9 @@ export function resolveRunConfig(
   const config: RunConfig = {
     ...result.data,
     batchMaxAgeMs: result.data.batchMaxAgeMs ?? defaultBatchMaxAgeMs(result.data.sink),
+    listenSetting: where.listen ?? "--listen",
   };
+  checkListenSetting("run", config.listen, config.listenSetting, config.apiToken !== undefined);
   if (!config.logDir && !config.pgdata && config.syslog.length === 0) {
     throw new UsageError("run: nothing to follow: give --log-dir DIR, --pgdata DIR or --syslog URL");
   }

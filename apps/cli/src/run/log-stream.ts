@@ -1,7 +1,6 @@
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import { guessPrefix, type LogFormat } from "@auditpipe/parse";
-import { DEFAULT_PATTERNS, globToRegExp } from "@auditpipe/tail";
+import type { LogFormat } from "@auditpipe/parse";
 import { UsageError } from "../usage-error.ts";
 
 /** Preference when PostgreSQL writes several destinations: the richest format first. */
@@ -16,12 +15,15 @@ export function resolveLogStream(options: {
   logDir?: string | undefined;
   pgdata?: string | undefined;
   format: LogFormat | "auto";
+  /** Syslog is received too: a data directory without log files then only gives settings. */
+  syslog?: boolean;
 }): { logDir: string; format: LogFormat } | undefined {
   if (options.pgdata) {
     let text: string;
     try {
       text = readFileSync(join(options.pgdata, "current_logfiles"), "utf8");
     } catch {
+      if (options.syslog && !options.logDir) return undefined;
       throw new UsageError(
         `run: --pgdata ${options.pgdata}: no current_logfiles there (is logging_collector on, and is this a data directory?)`,
       );
@@ -57,28 +59,4 @@ export function resolveLogStream(options: {
     );
   }
   return { logDir: options.logDir, format };
-}
-
-/**
- * Without `--prefix`, the common log_line_prefix that reads the newest log file's first lines
- * cleanly (undefined when none does, or the directory has no file yet).
- */
-export function guessStreamPrefix(logDir: string, format: LogFormat, pattern?: string): string | undefined {
-  const match = globToRegExp(pattern ?? DEFAULT_PATTERNS[format]);
-  const files = readdirSync(logDir)
-    .filter((n) => match.test(n) && !n.endsWith(".gz"))
-    .map((n) => ({ path: join(logDir, n), mtime: statSync(join(logDir, n)).mtimeMs }))
-    .sort((a, b) => b.mtime - a.mtime);
-  for (const { path } of files) {
-    const fd = openSync(path, "r");
-    try {
-      const head = Buffer.alloc(256 * 1024);
-      const n = readSync(fd, head, 0, head.length, 0);
-      // A file without a whole line yet tells nothing: try the next newest.
-      if (n > 0 && head.lastIndexOf(0x0a, n - 1) >= 0) return guessPrefix(format, head.subarray(0, n));
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return undefined;
 }

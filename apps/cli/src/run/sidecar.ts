@@ -7,7 +7,9 @@ import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource }
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
-import { guessStreamPrefix, resolveLogStream } from "./log-stream.ts";
+import { resolveLogLinePrefix } from "./log-prefix.ts";
+import { resolveLogStream } from "./log-stream.ts";
+import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
 import { createSink, redactionMode } from "./sinks.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
@@ -36,6 +38,22 @@ function errorCode(error: unknown): string {
  * and the HTTP API with /metrics, /v1/volume, /healthz and /readyz.
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
+  const stream = resolveLogStream({
+    logDir: config.logDir,
+    pgdata: config.pgdata,
+    format: config.format,
+    syslog: config.syslog.length > 0,
+  });
+  const needsPrefix = stream?.format === "stderr" || stream?.format === "syslog";
+  const prefix = await resolveLogLinePrefix(
+    config,
+    needsPrefix
+      ? `the ${stream.format} log in ${stream.logDir}`
+      : config.syslog.length > 0
+        ? "--syslog"
+        : undefined,
+    logger,
+  );
   const meter = new LiveMeter();
   const configured = await createSink(config, logger);
   const redact = redactionMode(config);
@@ -51,16 +69,22 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const sinkHealth = { failing: false, lastError: "" };
   /** GET /v1/advice; statements fingerprinted one in ADVICE_FINGERPRINT_EVERY (lexing is the cost). */
   const advisor = new AdviceTally({ fingerprintEvery: ADVICE_FINGERPRINT_EVERY });
+  const malformedInput = new MalformedWatch(meter.registry, logger);
 
   const observer: SourceObserver = {
-    recordsRead: (source, count) => meter.recordsRead(source, count),
+    recordsRead: (source, count) => {
+      meter.recordsRead(source, count);
+      malformedInput.read(count);
+    },
     entry: (entry, record) => {
       meter.entry(entry, record);
       advisor.add(entry, record);
     },
     malformed: (source, error) => {
       meter.malformed(source, 1);
-      logger.warn(
+      malformedInput.malformed(source, error.code, error.offset);
+      // One summary per window at warn or error (MalformedWatch); each record only at debug.
+      logger.debug(
         { file: source, offset: error.offset, size: error.size, code: error.code },
         "malformed record skipped",
       );
@@ -83,14 +107,66 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     checkpointSaved: () => meter.checkpointSaved(),
   };
 
-  const stream = resolveLogStream({ logDir: config.logDir, pgdata: config.pgdata, format: config.format });
-  let prefix = config.prefix;
-  if (stream && prefix === undefined && (stream.format === "stderr" || stream.format === "syslog")) {
-    prefix = guessStreamPrefix(stream.logDir, stream.format, config.pattern);
-    if (prefix !== undefined)
-      logger.info({ prefix }, "no --prefix given: the log reads cleanly with this log_line_prefix");
+  // The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics
+  // must not ship unmonitored, so a busy or unusable address ends the start-up here.
+  let sampler: WorkloadSampler | undefined;
+  let stopping = false;
+  const app = await buildApi({
+    meter,
+    logger,
+    estimator: { lastSample: () => sampler?.lastSample() },
+    advisor: {
+      advice: () => {
+        const advice = advisor.advice();
+        return advice.entries > 0 ? advice : undefined;
+      },
+    },
+    ...(config.apiToken ? { token: config.apiToken } : {}),
+    readiness: () => {
+      const reasons: string[] = [];
+      if (stopping) reasons.push("shutting down");
+      const malformed = malformedInput.reason();
+      if (malformed) reasons.push(malformed);
+      const sinkProblem = configured.unhealthy();
+      if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
+      else if (sinkHealth.failing)
+        reasons.push(`sink ${sink.name} is failing (${sinkHealth.lastError}); data is kept and retried`);
+      return { ready: reasons.length === 0, reasons };
+    },
+  });
+  let url: string;
+  try {
+    ({ url } = await listenApi(app, config.listen, config.apiToken, config.listenSetting));
+  } catch (error) {
+    await app.close();
+    await configured.close();
+    throw error;
   }
+  logger.info({ url }, "API listening");
+
   let files: FileSource | undefined;
+  let syslog: SyslogSource | undefined;
+  let shipping: SyslogShipping | undefined;
+  let ticker: NodeJS.Timeout | undefined;
+  const malformedTicker = setInterval(() => malformedInput.tick(), MALFORMED_WINDOW_MS);
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    if (ticker) clearInterval(ticker);
+    clearInterval(malformedTicker);
+    await syslog?.close();
+    await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
+    await configured.close();
+    await sampler?.stop();
+    await app.close();
+  };
+
+  // A source that cannot start: stop what did, so the process ends instead of running on half-started.
+  const abortStart = async (error: unknown): Promise<never> => {
+    await stop().catch(() => {});
+    throw error;
+  };
+
   if (stream) {
     files = new FileSource({
       logDir: stream.logDir,
@@ -110,16 +186,13 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       observer,
       logger,
     });
-    await files.start();
+    await files.start().catch(abortStart);
     logger.info(
       { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
       "following log files",
     );
   }
 
-  let syslog: SyslogSource | undefined;
-  let shipping: SyslogShipping | undefined;
-  let ticker: NodeJS.Timeout | undefined;
   if (config.syslog.length > 0) {
     const ship = new SyslogShipping({
       sink,
@@ -132,16 +205,18 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     shipping = ship;
     syslog = await startSyslogSource({
       listen: config.syslog,
-      ...(config.prefix !== undefined ? { prefix: config.prefix } : {}),
+      ...(prefix !== undefined ? { prefix } : {}),
       onRecord(record: LogRecord, source) {
         meter.recordsRead(source.name, 1);
+        malformedInput.read(1);
         if (!record.message.startsWith(AUDIT_PREFIX)) return;
         let entry: AuditEntry | undefined;
         try {
           entry = parseAuditPayload(record.message);
         } catch (error) {
           meter.malformed(source.name, 1);
-          logger.warn(
+          malformedInput.malformed(source.name, errorCode(error), source.offset);
+          logger.debug(
             { source: source.name, offset: source.offset, code: errorCode(error) },
             "malformed audit entry skipped",
           );
@@ -155,9 +230,10 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       },
       onMalformed(error, source) {
         meter.malformed(source, 1);
-        logger.warn({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
+        malformedInput.malformed(source, error.code);
+        logger.debug({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
       },
-    });
+    }).catch(abortStart);
     const listening = syslog;
     ticker = setInterval(() => {
       ship.tick();
@@ -173,46 +249,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   }
 
   // With --db the sidecar also samples its database, so the estimate routes answer on this server.
-  const sampler: WorkloadSampler | undefined = config.db
-    ? startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger })
-    : undefined;
-  let stopping = false;
-  const app = await buildApi({
-    meter,
-    logger,
-    estimator: { lastSample: () => sampler?.lastSample() },
-    advisor: {
-      advice: () => {
-        const advice = advisor.advice();
-        return advice.entries > 0 ? advice : undefined;
-      },
-    },
-    ...(config.apiToken ? { token: config.apiToken } : {}),
-    readiness: () => {
-      const reasons: string[] = [];
-      if (stopping) reasons.push("shutting down");
-      const sinkProblem = configured.unhealthy();
-      if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
-      else if (sinkHealth.failing)
-        reasons.push(`sink ${sink.name} is failing (${sinkHealth.lastError}); data is kept and retried`);
-      return { ready: reasons.length === 0, reasons };
-    },
-  });
-  const { url } = await listenApi(app, config.listen, config.apiToken);
-  logger.info({ url }, "API listening");
+  if (config.db)
+    sampler = startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger });
 
-  return {
-    meter,
-    url,
-    async stop() {
-      if (stopping) return;
-      stopping = true;
-      if (ticker) clearInterval(ticker);
-      await syslog?.close();
-      await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
-      await configured.close();
-      await sampler?.stop();
-      await app.close();
-    },
-  };
+  return { meter, url, stop };
 }
