@@ -30,6 +30,8 @@ export interface SourceObserver {
   bytesBehind?(file: string, bytes: number): void;
   fileGone?(file: string): void;
   truncation?(file: string): void;
+  /** Bytes `[from, to)` of a file will never be read (deleted or truncated before they were); logged by the source. */
+  dataLost?(file: string, from: number, to: number): void;
   sinkAck?(sink: string, entries: number, bytes: number, latencyMs: number): void;
   sinkError?(sink: string, error: unknown): void;
   checkpointSaved?(): void;

@@ -20,6 +20,11 @@ export interface FileCheckpoint {
   inflightEnds?: number[];
   /** Rotated away and read to its end: nothing more will come. */
   done: boolean;
+  /**
+   * The file's size when the checkpoint was saved: if the file is gone or truncated before it was
+   * read to the end, `[position, size)` is what is known to be given up. Absent in older files.
+   */
+  size?: number;
   /** ISO 8601 time of the last change. */
   modified: string;
 }
@@ -65,6 +70,11 @@ export class Checkpointer {
   private saved = 0;
   /** Why a state file was set aside on load (unreadable); for the caller's log. */
   readonly warnings: string[] = [];
+  /**
+   * No state file was found: this is the very first start (`--from end` applies only now). The
+   * first save() writes the file even if it holds no checkpoint, so the next start is not fresh.
+   */
+  fresh = true;
 
   private constructor(private readonly dir: string) {}
 
@@ -88,8 +98,10 @@ export class Checkpointer {
         continue;
       }
       for (const entry of entries) checkpointer.byFingerprint.set(entry.fingerprint, { ...entry });
+      checkpointer.fresh = false;
       break;
     }
+    if (checkpointer.fresh) checkpointer.changes++;
     return checkpointer;
   }
 

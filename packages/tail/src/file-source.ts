@@ -1,6 +1,6 @@
 import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import type { RedactionMode, Sink } from "@auditpipe/ship";
 import { readFingerprint, readMarker } from "./_file-identity.ts";
@@ -39,7 +39,10 @@ export interface FileSourceOptions {
    * all false: none. The observer (metering) sees the original records.
    */
   redact?: RedactionMode;
-  /** Where to start in a file seen for the first time at start-up; default `beginning`. */
+  /**
+   * Where to start in the files present at the very first start (no checkpoint state yet); default
+   * `beginning`. Files that appear later, or while the source was stopped, are always read from 0.
+   */
   from?: "beginning" | "end";
   /** How often the directory and files are checked when no fs event arrives; default 200 ms. */
   pollIntervalMs?: number;
@@ -58,6 +61,23 @@ export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
   stderr: "*.log",
   syslog: "*.log",
 };
+/** What FileSource reports about files and the directory it cannot read (logged, and in health()). */
+export const FileSourceErrorCode = {
+  /** A matching file could not be opened or read (permissions, I/O error): retried every scan. */
+  FILE_UNREADABLE: "AUDITPIPE_ERR_FILE_UNREADABLE",
+  /** The log directory could not be listed: nothing is taken as gone until a listing works again. */
+  LOG_DIR_UNLISTABLE: "AUDITPIPE_ERR_LOG_DIR_UNLISTABLE",
+} as const;
+export type FileSourceErrorCode = (typeof FileSourceErrorCode)[keyof typeof FileSourceErrorCode];
+
+/** What keeps the source from seeing every file now; empty when all is well. */
+export interface FileSourceHealth {
+  /** The directory listing failed (its errno code, e.g. `EACCES`); files already open are read on. */
+  listing?: string;
+  /** Matching files that could not be opened or read, with the errno code. */
+  unreadable: { path: string; code: string }[];
+}
+
 /** Sink retries back off exponentially up to this, with jitter. */
 const MAX_RETRY_DELAY_MS = 30_000;
 /** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
@@ -147,6 +167,10 @@ export class FileSource {
   private dirChanged = true;
   private lastScan = 0;
   private firstScan = true;
+  /** Why the last listing of the directory failed (errno code); undefined while listings work. */
+  private listingError: string | undefined;
+  /** Matching paths that could not be opened or read, with the errno code: retried every scan. */
+  private readonly unreadable = new Map<string, string>();
   private stopDeadline = Number.POSITIVE_INFINITY;
   /** Sink writes under way, over all files. */
   private readonly writes = new Set<Promise<void>>();
@@ -166,6 +190,9 @@ export class FileSource {
     this.checkpoints = await Checkpointer.load(this.options.stateDir);
     for (const warning of this.checkpoints.warnings)
       this.logger.warn({ stateDir: this.options.stateDir }, warning);
+    // Record the first start at once: `from: end` applies to the files present now, never again.
+    this.fresh = this.checkpoints.fresh;
+    await this.checkpoints.save();
     this.watch();
     this.loop = this.run();
   }
@@ -219,6 +246,17 @@ export class FileSource {
       acked: f.acked,
     }));
   }
+
+  /** What keeps the source from seeing every file now (for /readyz and metrics). */
+  health(): FileSourceHealth {
+    return {
+      ...(this.listingError ? { listing: this.listingError } : {}),
+      unreadable: [...this.unreadable].map(([path, code]) => ({ path, code })),
+    };
+  }
+
+  /** No state existed at start: the very first start, where `from: end` applies. */
+  private fresh = false;
 
   private async run(): Promise<void> {
     try {
@@ -304,15 +342,43 @@ export class FileSource {
   /** Lists the directory: new files are opened and tracked; vanished or replaced ones marked gone. */
   private async scan(): Promise<void> {
     const dir = this.options.logDir;
-    const names = (await readdir(dir).catch(() => [] as string[]))
-      .filter((n) => this.pattern.test(n) && !n.endsWith(".gz"))
-      .sort();
+    let listed: string[];
+    try {
+      listed = await readdir(dir);
+    } catch (error) {
+      // A failed listing says nothing about the files: taken as "no files", it let finished
+      // files' checkpoints go and read them again from 0. Open files are read on meanwhile.
+      const code = errnoCode(error);
+      if (this.listingError !== code)
+        this.logger.warn(
+          { dir, code: FileSourceErrorCode.LOG_DIR_UNLISTABLE, err: code },
+          "log directory cannot be listed; reading open files on and retrying",
+        );
+      this.listingError = code;
+      return;
+    }
+    if (this.listingError !== undefined) {
+      this.logger.info({ dir }, "log directory can be listed again");
+      this.listingError = undefined;
+    }
+    const names = listed.filter((n) => this.pattern.test(n) && !n.endsWith(".gz")).sort();
     const seen = new Set<string>();
     const inodes = new Map<string, number>();
+    /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
+    const unknown = new Set<string>();
     for (const name of names) {
       const path = join(dir, name);
-      const info = await stat(path).catch(() => undefined);
-      if (!info?.isFile()) continue;
+      let info: Awaited<ReturnType<typeof stat>>;
+      try {
+        info = await stat(path);
+      } catch (error) {
+        if (errnoCode(error) !== "ENOENT") {
+          unknown.add(path);
+          this.markUnreadable(path, error);
+        }
+        continue;
+      }
+      if (!info.isFile()) continue;
       inodes.set(path, info.ino);
     }
     // Paths whose inode a tracked file holds need no look: the file is known.
@@ -325,11 +391,13 @@ export class FileSource {
         if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
         continue;
       }
-      await this.discover(path, seen);
+      if (!(await this.discover(path, seen))) unknown.add(path);
     }
+    for (const path of this.unreadable.keys())
+      if (!names.includes(basename(path))) this.markReadable(path, "no longer in the directory");
     for (const file of this.files.values()) {
       if (file.gone) continue;
-      if (inodes.get(file.path) !== file.ino) {
+      if (!unknown.has(file.path) && inodes.get(file.path) !== file.ino) {
         // Deleted or replaced: keep reading through the open handle, then let it go.
         file.gone = true;
         this.logger.info(
@@ -344,22 +412,49 @@ export class FileSource {
         await this.truncated(file);
       }
     }
-    this.pruneCheckpoints(seen);
+    // Only a listing where every matching file was identified tells which files are gone.
+    if (unknown.size === 0) this.pruneCheckpoints(seen);
     this.firstScan = false;
   }
 
-  /** A path no tracked file holds: a new log file, a copy of a known one, or a finished one. */
-  private async discover(path: string, seen: Set<string>): Promise<void> {
+  /** A path that cannot be opened or read: reported once (and again if the reason changes), retried. */
+  private markUnreadable(path: string, error: unknown): void {
+    const code = errnoCode(error);
+    if (this.unreadable.get(path) === code) return;
+    this.unreadable.set(path, code);
+    this.logger.warn(
+      { file: path, code: FileSourceErrorCode.FILE_UNREADABLE, err: code },
+      "log file cannot be read; following the other files and retrying it",
+    );
+  }
+
+  private markReadable(path: string, why: string): void {
+    if (!this.unreadable.delete(path)) return;
+    this.logger.info({ file: path }, `log file no longer unreadable: ${why}`);
+  }
+
+  /**
+   * A path no tracked file holds: a new log file, a copy of a known one, or a finished one. False
+   * when the file could not be opened or read (reported, and tried again next scan).
+   */
+  private async discover(path: string, seen: Set<string>): Promise<boolean> {
     let handle: FileHandle | undefined;
     try {
-      handle = await open(path, "r");
-      const fingerprint = await readFingerprint(handle);
-      if (fingerprint === undefined) return; // first line not written yet: next scan
+      let fingerprint: string | undefined;
+      try {
+        handle = await open(path, "r");
+        fingerprint = await readFingerprint(handle);
+      } catch (error) {
+        this.markUnreadable(path, error);
+        return false;
+      }
+      this.markReadable(path, "it is read now");
+      if (fingerprint === undefined) return true; // first line not written yet: next scan
       seen.add(fingerprint);
       const tracked = this.files.get(fingerprint);
       if (tracked) {
         tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
-        return;
+        return true;
       }
       const { size, ino, mtimeMs } = await handle.stat();
       const checkpoint = this.checkpoints.get(fingerprint);
@@ -375,13 +470,14 @@ export class FileSource {
             { file: path },
             "file no longer holds what its checkpoint says was read; reading it again from the start",
           );
+          if (!checkpoint.done) this.givenUp(path, checkpoint.position, checkpoint.size, "truncated or rewritten");
         } else if (checkpoint.done && size === checkpoint.position) {
-          return; // finished earlier and unchanged
+          return true; // finished earlier and unchanged
         } else {
           start = checkpoint.position;
           inflightEnds = Checkpointer.inflightEnds(checkpoint);
         }
-      } else if (this.firstScan && this.options.from === "end") {
+      } else if (this.firstScan && this.fresh && this.options.from === "end") {
         start = size;
       }
       const now = Date.now();
@@ -405,6 +501,7 @@ export class FileSource {
       this.files.set(fingerprint, file);
       this.logger.info({ file: path, fingerprint, from: start, size }, "following file");
       if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
+      return true;
     } finally {
       await handle?.close();
     }
@@ -436,10 +533,7 @@ export class FileSource {
       }
       await handle.close();
     }
-    this.logger.warn(
-      { file: file.path, lostAfter: file.readPos },
-      "file truncated before it was read to the end; what was written after the last read is lost",
-    );
+    this.givenUp(file.path, file.readPos, file.size, "truncated before it was read to the end");
     file.gone = true;
     file.finish(Date.now());
   }
@@ -565,6 +659,7 @@ export class FileSource {
         inflightEnd: p.inflightEnds.at(-1) ?? null,
         inflightEnds: p.inflightEnds,
         done: p.done,
+        size: p.file.size,
       });
     }
     this.pendingMarkers.clear();
@@ -583,6 +678,7 @@ export class FileSource {
       inflightEnd: null,
       inflightEnds: [],
       done: true,
+      size: file.size,
     });
     this.files.delete(file.fingerprint);
     await file.handle.close();
@@ -590,13 +686,31 @@ export class FileSource {
     this.logger.info({ file: file.path, position: file.acked }, "file finished");
   }
 
-  /** Checkpoints of files that are finished and no longer in the directory are dropped. */
+  /**
+   * Checkpoints of files no longer in the directory are dropped (called only after a listing in
+   * which every matching file was identified). One not finished is a file deleted, or truncated
+   * or replaced, while the source was stopped or before it was opened: what it held past the
+   * checkpoint is given up, and said so.
+   */
   private pruneCheckpoints(seen: Set<string>): void {
     for (const entry of this.checkpoints.entries()) {
-      if (entry.done && !seen.has(entry.fingerprint) && !this.files.has(entry.fingerprint)) {
-        this.checkpoints.delete(entry.fingerprint);
-      }
+      if (seen.has(entry.fingerprint) || this.files.has(entry.fingerprint)) continue;
+      if (!entry.done) this.givenUp(entry.path, entry.position, entry.size, "gone before it was read to the end");
+      this.checkpoints.delete(entry.fingerprint);
     }
+  }
+
+  /**
+   * Bytes of a file that will never be read: from `from` to at least `knownEnd` (the size last
+   * seen; what was appended after that is unknown). Logged at warn with the range, and counted.
+   */
+  private givenUp(path: string, from: number, knownEnd: number | undefined, why: string): void {
+    const to = Math.max(from, knownEnd ?? from);
+    this.observer.dataLost?.(path, from, to);
+    this.logger.warn(
+      { file: path, from, to, bytes: to - from },
+      `file ${why}: unread data from byte ${from} on is given up (at least ${to - from} bytes were seen)`,
+    );
   }
 
   private async shutdown(): Promise<void> {
@@ -610,6 +724,11 @@ export class FileSource {
     for (const file of this.files.values()) await file.handle.close();
     this.files.clear();
   }
+}
+
+function errnoCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : describe(error);
 }
 
 function describe(error: unknown): string {

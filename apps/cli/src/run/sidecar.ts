@@ -8,6 +8,7 @@ import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
 import { guessStreamPrefix, resolveLogStream } from "./log-stream.ts";
 import { createSink, redactionMode } from "./sinks.ts";
+import { SourceHealth } from "./source-health.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
 
@@ -46,6 +47,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     },
   });
   const sinkHealth = { failing: false, lastError: "" };
+  const sourceHealth = new SourceHealth(meter.registry);
 
   const observer: SourceObserver = {
     recordsRead: (source, count) => meter.recordsRead(source, count),
@@ -73,6 +75,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
+    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
   };
 
   const stream = resolveLogStream({ logDir: config.logDir, pgdata: config.pgdata, format: config.format });
@@ -102,6 +105,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       observer,
       logger,
     });
+    sourceHealth.follow(files);
     await files.start();
     logger.info(
       { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
@@ -176,6 +180,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     readiness: () => {
       const reasons: string[] = [];
       if (stopping) reasons.push("shutting down");
+      reasons.push(...sourceHealth.reasons());
       const sinkProblem = configured.unhealthy();
       if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
       else if (sinkHealth.failing)
