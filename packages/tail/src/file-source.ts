@@ -470,7 +470,8 @@ export class FileSource {
             { file: path },
             "file no longer holds what its checkpoint says was read; reading it again from the start",
           );
-          if (!checkpoint.done) this.givenUp(path, checkpoint.position, checkpoint.size, "truncated or rewritten");
+          if (!checkpoint.done)
+            this.givenUp(path, checkpoint.position, checkpoint.size, "truncated or rewritten");
         } else if (checkpoint.done && size === checkpoint.position) {
           return true; // finished earlier and unchanged
         } else {
@@ -695,7 +696,8 @@ export class FileSource {
   private pruneCheckpoints(seen: Set<string>): void {
     for (const entry of this.checkpoints.entries()) {
       if (seen.has(entry.fingerprint) || this.files.has(entry.fingerprint)) continue;
-      if (!entry.done) this.givenUp(entry.path, entry.position, entry.size, "gone before it was read to the end");
+      if (!entry.done)
+        this.givenUp(entry.path, entry.position, entry.size, "gone before it was read to the end");
       this.checkpoints.delete(entry.fingerprint);
     }
   }

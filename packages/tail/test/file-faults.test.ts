@@ -11,9 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Batch, LocalDirSink, type Sink } from "@auditpipe/ship";
 import { CHECKPOINT_FILE, type FileCheckpoint, FileSource, type SourceLogger } from "@auditpipe/tail";
-import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
+import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { duplicates, logSettled, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
+import { duplicates, logSettled, rotateToNewFile, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
 
 /** A logger that keeps what FileSource says, to wait on and check. */
 function capturingLogger(): SourceLogger & { lines: { level: string; obj: object; msg: string }[] } {
@@ -39,8 +39,9 @@ class SlowSink implements Sink {
 }
 
 function savedCheckpoints(stateDir: string): FileCheckpoint[] {
-  return (JSON.parse(readFileSync(join(stateDir, CHECKPOINT_FILE), "utf8")) as { checkpoints: FileCheckpoint[] })
-    .checkpoints;
+  return (
+    JSON.parse(readFileSync(join(stateDir, CHECKPOINT_FILE), "utf8")) as { checkpoints: FileCheckpoint[] }
+  ).checkpoints;
 }
 
 /** The audit entries PostgreSQL wrote to one file (csv-parse oracle), as `session_id:session_line`. */
@@ -52,23 +53,6 @@ function keysOf(file: string): string[] {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/**
- * pg_rotate_logfile() until PostgreSQL writes to a file of another name: within the second the
- * current file was opened, log_filename's %S gives the same name and the file is only reopened.
- */
-async function rotateToNewFile(pg: PostgresCluster): Promise<void> {
-  const before = pg.currentLogfiles().csvlog;
-  await waitUntil(
-    async () => {
-      await pg.rotate();
-      return pg.currentLogfiles().csvlog !== before;
-    },
-    10_000,
-    () => "PostgreSQL did not rotate to a new file",
-    20,
-  );
 }
 
 describe("FileSource under directory and file faults", () => {
@@ -128,7 +112,8 @@ describe("FileSource under directory and file faults", () => {
     await waitUntil(
       () => shippedKeys(sinkDir).length >= secondKeys.length,
       20_000,
-      () => `the file rotated in while stopped was not read from its start: ${JSON.stringify(again.status())}`,
+      () =>
+        `the file rotated in while stopped was not read from its start: ${JSON.stringify(again.status())}`,
       100,
     );
     await again.stop();
@@ -184,10 +169,7 @@ describe("FileSource under directory and file faults", () => {
       // Until the source has scanned the directory while it was gone (today's code takes that
       // for "every file deleted"; the fix reports the failed listing).
       await waitUntil(
-        () =>
-          logger.lines
-            .slice(marks)
-            .some((l) => /cannot be listed|removed or replaced/.test(l.msg)),
+        () => logger.lines.slice(marks).some((l) => /cannot be listed|removed or replaced/.test(l.msg)),
         10_000,
         () => "the source did not look at the directory while it was away",
         20,
@@ -218,7 +200,10 @@ describe("FileSource under directory and file faults", () => {
     expect(truncations).toBe(0);
     expect(
       logger.lines.some(
-        (l) => l.level === "warn" && (l.obj as { err?: string }).err === "ENOENT" && /cannot be listed/.test(l.msg),
+        (l) =>
+          l.level === "warn" &&
+          (l.obj as { err?: string }).err === "ENOENT" &&
+          /cannot be listed/.test(l.msg),
       ),
     ).toBe(true);
     expect(source.health()).toEqual({ unreadable: [] });
