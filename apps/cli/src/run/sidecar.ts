@@ -9,6 +9,7 @@ import type { RunConfig } from "./config.ts";
 import { guessStreamPrefix, resolveLogStream } from "./log-stream.ts";
 import { createSink, redactionMode } from "./sinks.ts";
 import { SourceHealth } from "./source-health.ts";
+import { lockStateDir } from "./state-lock.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
 
@@ -34,6 +35,8 @@ function errorCode(error: unknown): string {
  * and the HTTP API with /metrics, /v1/volume, /healthz and /readyz.
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
+  // Before anything in the state directory is touched: one sidecar per state directory.
+  const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
   const configured = await createSink(config, logger);
   const redact = redactionMode(config);
@@ -203,6 +206,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       await configured.close();
       await sampler?.stop();
       await app.close();
+      await lock.release();
     },
   };
 }
