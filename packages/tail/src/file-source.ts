@@ -226,11 +226,14 @@ export class FileSource {
     this.watcher = undefined;
   }
 
-  /** Stops reading, writes what was read, waits (bounded) for the sink's acks, saves checkpoints. */
-  async stop(): Promise<void> {
+  /**
+   * Stops reading, writes what was read, waits for the sink's acks at most `waitMs` (default
+   * STOP_DEADLINE_MS), saves checkpoints.
+   */
+  async stop(waitMs: number = STOP_DEADLINE_MS): Promise<void> {
     if (this.stopping) return this.loop;
     this.stopping = true;
-    this.stopDeadline = Date.now() + STOP_DEADLINE_MS;
+    this.stopDeadline = Date.now() + waitMs;
     this.unwatch();
     this.wake?.();
     await this.loop;
@@ -559,7 +562,23 @@ export class FileSource {
       // Backpressure (a batch is ready and the sink has enough) or draining: wait for a write.
       const waitFor = drain && mine.length > 0 ? mine.map((f) => f.written) : [...this.writes];
       if (waitFor.length === 0) return;
-      await Promise.race(waitFor);
+      if (!this.stopping) {
+        await Promise.race(waitFor);
+        continue;
+      }
+      // Stopping: never past the deadline. A sink that retries inside write() (S3 with its spool,
+      // an endpoint down) does not return at it, and waiting on made SIGTERM overrun its 10 s;
+      // what is still being written is re-read from the checkpoint on the next start.
+      const left = this.stopDeadline - Date.now();
+      if (left <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        ...waitFor,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, left);
+        }),
+      ]);
+      clearTimeout(timer);
     }
   }
 

@@ -23,6 +23,11 @@ export interface Sidecar {
 
 /** How long shutdown waits for the sink; SIGTERM must end within 10 s. */
 const SHUTDOWN_SINK_MS = 7_000;
+/**
+ * How long shutdown waits for a sink that is failing: no acknowledgement is coming, and the S3
+ * sink spools a batch before its first upload attempt, so waiting keeps nothing safer.
+ */
+const SHUTDOWN_FAILING_SINK_MS = 1_000;
 
 function errorCode(error: unknown): string {
   const code =
@@ -202,7 +207,10 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       stopping = true;
       if (ticker) clearInterval(ticker);
       await syslog?.close();
-      await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
+      const failing = sinkHealth.failing || configured.unhealthy() !== undefined;
+      const waitMs = failing ? SHUTDOWN_FAILING_SINK_MS : SHUTDOWN_SINK_MS; // files are re-read
+      // Syslog has no file to re-read: it gets the full wait whatever the sink's state.
+      await Promise.all([files?.stop(waitMs), shipping?.flush(SHUTDOWN_SINK_MS)]);
       await configured.close();
       await sampler?.stop();
       await app.close();
