@@ -3,8 +3,16 @@ import { join } from "node:path";
 
 /** One followed file's progress. Everything before `position` was acknowledged by the sink. */
 export interface FileCheckpoint {
-  /** The file's identity: a hash of its first line. */
+  /**
+   * The file's identity: a hash of its first line, or for a second file starting with the same
+   * line, that hash salted with its device and inode (see `head`).
+   */
   fingerprint: string;
+  /** Hash of the first line when it differs from `fingerprint` (a collision); absent: the same. */
+  head?: string;
+  /** Device and inode the file had: tells apart files starting with the same line. Absent in older files. */
+  dev?: number;
+  ino?: number;
   /** Where the file was last seen (for people; the fingerprint is what identifies it). */
   path: string;
   position: number;

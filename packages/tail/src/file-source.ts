@@ -3,7 +3,7 @@ import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import type { RedactionMode, Sink } from "@auditpipe/ship";
-import { readFingerprint, readMarker } from "./_file-identity.ts";
+import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
 import {
   type BatchLimits,
   type InFlightBatch,
@@ -11,7 +11,7 @@ import {
   type SourceObserver,
   TrackedFile,
 } from "./_tracked-file.ts";
-import { Checkpointer } from "./checkpoint.ts";
+import { Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
 
 export type { BatchLimits, SourceObserver } from "./_tracked-file.ts";
 
@@ -151,7 +151,7 @@ export function globToRegExp(glob: string): RegExp {
  * through its open handle.
  */
 export class FileSource {
-  private readonly files = new Map<string, TrackedFile>(); // by fingerprint
+  private readonly files = new Map<string, TrackedFile>(); // by identity (TrackedFile.fingerprint)
   private readonly limits: BatchLimits;
   private readonly pattern: RegExp;
   private readonly observer: SourceObserver;
@@ -366,7 +366,7 @@ export class FileSource {
     }
     const names = listed.filter((n) => this.pattern.test(n) && !n.endsWith(".gz")).sort();
     const seen = new Set<string>();
-    const inodes = new Map<string, number>();
+    const inodes = new Map<string, string>(); // path → device:inode
     /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
     const unknown = new Set<string>();
     for (const name of names) {
@@ -382,11 +382,12 @@ export class FileSource {
         continue;
       }
       if (!info.isFile()) continue;
-      inodes.set(path, info.ino);
+      inodes.set(path, inodeKey(info.dev, info.ino));
     }
     // Paths whose inode a tracked file holds need no look: the file is known.
-    const trackedInodes = new Map<number, TrackedFile>();
-    for (const file of this.files.values()) if (!file.gone) trackedInodes.set(file.ino, file);
+    const trackedInodes = new Map<string, TrackedFile>();
+    for (const file of this.files.values())
+      if (!file.gone) trackedInodes.set(inodeKey(file.dev, file.ino), file);
     for (const [path, ino] of inodes) {
       const known = trackedInodes.get(ino);
       if (known) {
@@ -394,13 +395,13 @@ export class FileSource {
         if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
         continue;
       }
-      if (!(await this.discover(path, seen))) unknown.add(path);
+      if (!(await this.discover(path, seen, inodes))) unknown.add(path);
     }
     for (const path of this.unreadable.keys())
       if (!names.includes(basename(path))) this.markReadable(path, "no longer in the directory");
     for (const file of this.files.values()) {
       if (file.gone) continue;
-      if (!unknown.has(file.path) && inodes.get(file.path) !== file.ino) {
+      if (!unknown.has(file.path) && inodes.get(file.path) !== inodeKey(file.dev, file.ino)) {
         // Deleted or replaced: keep reading through the open handle, then let it go.
         file.gone = true;
         this.logger.info(
@@ -411,7 +412,7 @@ export class FileSource {
       const { size } = await file.handle.stat();
       // Shorter than what was read, or a different first line: truncated, or rewritten in place
       // (truncate-on-rotation reusing the name) faster than a scan could see it shrink.
-      if (size < file.readPos || (!file.gone && (await readFingerprint(file.handle)) !== file.fingerprint)) {
+      if (size < file.readPos || (!file.gone && (await readFingerprint(file.handle)) !== file.head)) {
         await this.truncated(file);
       }
     }
@@ -440,7 +441,7 @@ export class FileSource {
    * A path no tracked file holds: a new log file, a copy of a known one, or a finished one. False
    * when the file could not be opened or read (reported, and tried again next scan).
    */
-  private async discover(path: string, seen: Set<string>): Promise<boolean> {
+  private async discover(path: string, seen: Set<string>, inodes: Map<string, string>): Promise<boolean> {
     let handle: FileHandle | undefined;
     try {
       let fingerprint: string | undefined;
@@ -453,14 +454,19 @@ export class FileSource {
       }
       this.markReadable(path, "it is read now");
       if (fingerprint === undefined) return true; // first line not written yet: next scan
-      seen.add(fingerprint);
-      const tracked = this.files.get(fingerprint);
-      if (tracked) {
-        tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
-        return true;
+      const { size, ino, dev, mtimeMs } = await handle.stat();
+      for (const tracked of this.files.values()) {
+        if (tracked.gone || tracked.head !== fingerprint) continue;
+        if (await this.isCopyOf(handle, size, tracked)) {
+          seen.add(tracked.fingerprint);
+          tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
+          return true;
+        }
+        tracked.aliases.delete(path); // taken for a copy while it held only the shared first lines
       }
-      const { size, ino, mtimeMs } = await handle.stat();
-      const checkpoint = this.checkpoints.get(fingerprint);
+      const checkpoint = await this.checkpointOf(fingerprint, dev, ino, path, inodes);
+      const id = checkpoint?.fingerprint ?? this.newId(path, fingerprint, dev, ino);
+      seen.add(id);
       let start = 0;
       let inflightEnds: number[] = [];
       if (checkpoint) {
@@ -489,7 +495,7 @@ export class FileSource {
         path,
         handle,
         ino,
-        fingerprint,
+        id,
         this.options.format,
         this.options.prefix,
         start,
@@ -501,14 +507,72 @@ export class FileSource {
       );
       file.mtimeMs = mtimeMs;
       file.size = size;
+      file.dev = dev;
+      file.head = fingerprint;
       handle = undefined; // owned by the tracked file now
-      this.files.set(fingerprint, file);
-      this.logger.info({ file: path, fingerprint, from: start, size }, "following file");
+      this.files.set(id, file);
+      this.logger.info({ file: path, fingerprint: id, from: start, size }, "following file");
       if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
       return true;
     } finally {
       await handle?.close();
     }
+  }
+
+  /**
+   * Whether a file that starts with a followed file's first line is a copy of it (copytruncate):
+   * the same bytes as far as both go, or the followed file is truncated already (its copy then
+   * holds the rest). Otherwise it is another file that happens to start with the same line.
+   */
+  private async isCopyOf(handle: FileHandle, size: number, tracked: TrackedFile): Promise<boolean> {
+    const now = await tracked.handle.stat();
+    if (now.size < tracked.readPos || (await readFingerprint(tracked.handle)) !== tracked.head) return true;
+    return samePrefix(handle, tracked.handle, Math.min(size, now.size));
+  }
+
+  /**
+   * The checkpoint of a file not followed now. Its own (same first line, device and inode) if there
+   * is one; otherwise one with the same first line whose file is no longer in the directory with
+   * that line (moved, or copied by copytruncate while stopped), or that recorded no inode (older
+   * state). The marker check that follows tells whether the content still is what was read.
+   */
+  private async checkpointOf(
+    head: string,
+    dev: number,
+    ino: number,
+    path: string,
+    inodes: Map<string, string>,
+  ): Promise<FileCheckpoint | undefined> {
+    const candidates = this.checkpoints
+      .entries()
+      .filter((c) => (c.head ?? c.fingerprint) === head && !this.files.has(c.fingerprint));
+    const own = candidates.find((c) => c.ino === ino && c.dev === dev);
+    if (own) return own;
+    for (const c of candidates) {
+      if (c.ino === undefined || c.dev === undefined) return c;
+      const holder = [...inodes].find(([, key]) => key === inodeKey(c.dev!, c.ino!))?.[0];
+      if (holder === undefined || holder === path) return c;
+      const handle = await open(holder, "r").catch(() => undefined);
+      if (!handle) continue;
+      try {
+        if ((await readFingerprint(handle).catch(() => undefined)) !== head) return c;
+      } finally {
+        await handle.close();
+      }
+    }
+    return undefined;
+  }
+
+  /** The identity of a file seen for the first time: its first line's hash, unless that is taken. */
+  private newId(path: string, head: string, dev: number, ino: number): string {
+    const taken = this.files.has(head) || this.checkpoints.get(head) !== undefined;
+    if (!taken) return head;
+    const id = collisionId(head, dev, ino);
+    this.logger.warn(
+      { file: path, fingerprint: head, id },
+      "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
+    );
+    return id;
   }
 
   /**
@@ -520,17 +584,16 @@ export class FileSource {
     for (const alias of file.aliases) {
       const handle = await open(alias, "r").catch(() => undefined);
       if (!handle) continue;
-      if (
-        (await readFingerprint(handle)) === file.fingerprint &&
-        (await handle.stat()).size >= file.readPos
-      ) {
+      if ((await readFingerprint(handle)) === file.head && (await handle.stat()).size >= file.readPos) {
         this.logger.warn(
           { file: file.path, copy: alias },
           "file truncated; reading the rest of its old content from its copy",
         );
         await file.handle.close();
         file.handle = handle;
-        file.ino = (await handle.stat()).ino;
+        const copy = await handle.stat();
+        file.ino = copy.ino;
+        file.dev = copy.dev;
         file.path = alias;
         file.aliases.delete(alias);
         return;
@@ -680,6 +743,7 @@ export class FileSource {
         inflightEnds: p.inflightEnds,
         done: p.done,
         size: p.file.size,
+        ...identity(p.file),
       });
     }
     this.pendingMarkers.clear();
@@ -699,6 +763,7 @@ export class FileSource {
       inflightEnds: [],
       done: true,
       size: file.size,
+      ...identity(file),
     });
     this.files.delete(file.fingerprint);
     await file.handle.close();
@@ -745,6 +810,15 @@ export class FileSource {
     for (const file of this.files.values()) await file.handle.close();
     this.files.clear();
   }
+}
+
+function inodeKey(dev: number, ino: number): string {
+  return `${dev}:${ino}`;
+}
+
+/** What a checkpoint records of a file's identity besides its key. */
+function identity(file: TrackedFile): Pick<FileCheckpoint, "head" | "dev" | "ino"> {
+  return { ...(file.head !== file.fingerprint ? { head: file.head } : {}), dev: file.dev, ino: file.ino };
 }
 
 function errnoCode(error: unknown): string {

@@ -80,12 +80,15 @@ export function duplicates(keys: string[]): string[] {
  * pg_rotate_logfile() until PostgreSQL writes to a file of another name: within the second the
  * current file was opened, log_filename's %S gives the same name and the file is only reopened.
  */
-export async function rotateToNewFile(pg: PostgresCluster): Promise<void> {
-  const before = pg.currentLogfiles().csvlog;
+export async function rotateToNewFile(
+  pg: PostgresCluster,
+  destination: "csvlog" | "jsonlog" | "stderr" = "csvlog",
+): Promise<void> {
+  const before = pg.currentLogfiles()[destination];
   await waitUntil(
     async () => {
       await pg.rotate();
-      return pg.currentLogfiles().csvlog !== before;
+      return pg.currentLogfiles()[destination] !== before;
     },
     10_000,
     () => "PostgreSQL did not rotate to a new file",
