@@ -543,6 +543,9 @@ export class FileSource {
     path: string,
     inodes: Map<string, string>,
   ): Promise<FileCheckpoint | undefined> {
+    // The common case without a list walk (every finished file in the directory comes here at every scan).
+    const byHead = this.checkpoints.get(head);
+    if (byHead && !this.files.has(head) && byHead.ino === ino && byHead.dev === dev) return byHead;
     const candidates = this.checkpoints
       .entries()
       .filter((c) => (c.head ?? c.fingerprint) === head && !this.files.has(c.fingerprint));
