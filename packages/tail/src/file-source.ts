@@ -417,7 +417,7 @@ export class FileSource {
       }
     }
     // Only a listing where every matching file was identified tells which files are gone.
-    if (unknown.size === 0) this.pruneCheckpoints(seen);
+    if (unknown.size === 0) this.pruneCheckpoints(seen, inodes);
     this.firstScan = false;
   }
 
@@ -780,11 +780,21 @@ export class FileSource {
    * or replaced, while the source was stopped or before it was opened: what it held past the
    * checkpoint is given up, and said so.
    */
-  private pruneCheckpoints(seen: Set<string>): void {
+  private pruneCheckpoints(seen: Set<string>, inodes: Map<string, string>): void {
     for (const entry of this.checkpoints.entries()) {
       if (seen.has(entry.fingerprint) || this.files.has(entry.fingerprint)) continue;
+      // The name still there holds other content: truncated or replaced, then written anew.
+      const replaced = inodes.has(entry.path);
+      if (!entry.done && replaced) this.observer.truncation?.(entry.path);
       if (!entry.done)
-        this.givenUp(entry.path, entry.position, entry.size, "gone before it was read to the end");
+        this.givenUp(
+          entry.path,
+          entry.position,
+          entry.size,
+          replaced
+            ? "truncated or replaced before it was read to the end"
+            : "gone before it was read to the end",
+        );
       this.checkpoints.delete(entry.fingerprint);
     }
   }

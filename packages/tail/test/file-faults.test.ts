@@ -251,6 +251,7 @@ describe("FileSource under directory and file faults", () => {
 
     const logger = capturingLogger();
     const lost: { file: string; from: number; to: number }[] = [];
+    const truncated: string[] = [];
     const second = new FileSource({
       logDir: pg.logDir,
       format: "csvlog",
@@ -259,7 +260,10 @@ describe("FileSource under directory and file faults", () => {
       batch: { maxAgeMs: 50 },
       pollIntervalMs: 50,
       logger,
-      observer: { dataLost: (file, from, to) => lost.push({ file, from, to }) },
+      observer: {
+        dataLost: (file, from, to) => lost.push({ file, from, to }),
+        truncation: (file) => truncated.push(file),
+      },
     });
     await second.start();
     cleanups.push(() => second.stop());
@@ -276,6 +280,7 @@ describe("FileSource under directory and file faults", () => {
       to: saved.get(file)!.size!,
     }));
     expect(lost.sort((a, b) => a.file.localeCompare(b.file))).toEqual(expected);
+    expect(truncated).toEqual([newer]); // the deleted file is not a truncation; the truncated one is
     for (const range of expected)
       expect(
         logger.lines.some(
