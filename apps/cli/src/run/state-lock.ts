@@ -28,7 +28,8 @@ const MAX_SOCKET_PATH_BYTES = 103;
 const ANSWER_TIMEOUT_MS = 2_000;
 /** A takeover mutex older than this was left by a process that died in the middle of one. */
 const STALE_MUTEX_MS = 10_000;
-const MAX_ATTEMPTS = 100;
+/** Taking the lock (a dead holder's socket being replaced by another starter) gives up after this long. */
+const TAKE_TIMEOUT_MS = 30_000;
 
 /** The state directory is held by another live process (or cannot be locked). */
 export class StateLockError extends Error {
@@ -62,7 +63,8 @@ export async function lockStateDir(dir: string): Promise<StateLock> {
   await rm(ownPath, { force: true }); // left by an earlier process that had this PID
   const server = await listen(ownPath);
   try {
-    for (let attempt = 1; ; attempt++) {
+    const deadline = Date.now() + TAKE_TIMEOUT_MS;
+    for (;;) {
       try {
         await link(ownPath, lockPath);
         break;
@@ -78,7 +80,10 @@ export async function lockStateDir(dir: string): Promise<StateLock> {
           holder.pid,
         );
       if (holder.state === "dead") await removeStale(lockPath);
-      if (attempt >= MAX_ATTEMPTS) throw new StateLockError(`--state ${dir}: could not take the state lock`);
+      if (Date.now() > deadline)
+        throw new StateLockError(
+          `--state ${dir}: could not take the state lock within ${TAKE_TIMEOUT_MS / 1000} s`,
+        );
     }
   } catch (error) {
     await close(server);
