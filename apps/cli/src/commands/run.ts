@@ -10,7 +10,7 @@ export const RUN_HELP = `Usage: auditpipe run (--log-dir DIR | --pgdata DIR | --
 Follows PostgreSQL's log files (through rotation, with checkpoints) and/or receives syslog,
 meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume, /healthz and
 /readyz. Stops cleanly on SIGTERM, SIGINT or SIGHUP: flushes, waits for the sink (at most
-about 8 s), checkpoints, exits 0 within 10 s.
+7 s; 1 s if it is failing), checkpoints, exits 0 within 10 s.
 
   --log-dir DIR            PostgreSQL's log_directory
   --pgdata DIR             the data directory: current_logfiles names the files and format
