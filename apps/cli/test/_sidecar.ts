@@ -24,13 +24,25 @@ export interface SidecarProcess {
 export function spawnCli(
   argv: string[],
   env: NodeJS.ProcessEnv = {},
-  options: { built?: boolean } = {},
+  options: SpawnOptions = {},
 ): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(
     process.execPath,
     options.built ? [BIN, ...argv] : ["--conditions=@auditpipe/source", "--import", "tsx", CLI, ...argv],
-    { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
+    },
   );
+}
+
+export interface SpawnOptions {
+  /** Through the built launcher `bin/auditpipe.js` instead of the TypeScript source. */
+  built?: boolean;
+  /** Run as this OS user (the test runs as root): e.g. `postgres`, the owner of the log files. */
+  user?: { uid: number; gid: number };
 }
 
 /**
@@ -40,7 +52,7 @@ export function spawnCli(
 export function spawnSidecar(
   args: string[],
   env: NodeJS.ProcessEnv = {},
-  options: { built?: boolean } = {},
+  options: SpawnOptions = {},
 ): SidecarProcess {
   const child = spawnCli(["run", ...args], env, options);
   let err = "";

@@ -39,3 +39,26 @@ export async function readMarker(handle: FileHandle, position: number): Promise<
   const bytes = await readAt(handle, start, position - start);
   return bytes.length === position - start ? digest(bytes) : "";
 }
+
+/**
+ * Bytes compared before a file whose first line is a tracked file's is taken for a copy of it
+ * (copytruncate's) rather than another file: with a short log_line_prefix (`[%p] `) two files
+ * can start with the same line, and they part within a few lines.
+ */
+export const COPY_COMPARE_BYTES: number = 16 << 10;
+
+/** Whether two files hold the same bytes over the first `length` bytes (up to COPY_COMPARE_BYTES). */
+export async function samePrefix(a: FileHandle, b: FileHandle, length: number): Promise<boolean> {
+  const n = Math.min(length, COPY_COMPARE_BYTES);
+  const [x, y] = await Promise.all([readAt(a, 0, n), readAt(b, 0, n)]);
+  return x.equals(y);
+}
+
+/**
+ * The identity of a second file that starts with the same line as one already known (by
+ * checkpoint or followed): the first-line hash salted with its device and inode, so that
+ * checkpoints and object keys stay apart. Same form as a fingerprint.
+ */
+export function collisionId(fingerprint: string, dev: number, ino: number): string {
+  return digest(Buffer.from(`${fingerprint}:${dev}:${ino}`));
+}

@@ -30,6 +30,8 @@ export interface SourceObserver {
   bytesBehind?(file: string, bytes: number): void;
   fileGone?(file: string): void;
   truncation?(file: string): void;
+  /** Bytes `[from, to)` of a file will never be read (deleted or truncated before they were); logged by the source. */
+  dataLost?(file: string, from: number, to: number): void;
   sinkAck?(sink: string, entries: number, bytes: number, latencyMs: number): void;
   sinkError?(sink: string, error: unknown): void;
   checkpointSaved?(): void;
@@ -85,6 +87,10 @@ export class TrackedFile {
   mtimeMs = 0;
   /** The path no longer names this file (deleted or replaced): drain through the handle, then finish. */
   gone = false;
+  /** Device of the file (with `ino`, its identity while it is followed). */
+  dev = 0;
+  /** Hash of the first line (equal to `fingerprint`, unless another file started with the same line). */
+  head: string;
   /** Other paths holding the same content (a copytruncate copy): where to keep reading if truncated. */
   readonly aliases: Set<string> = new Set<string>();
   private parser: LogParser;
@@ -113,6 +119,7 @@ export class TrackedFile {
     /** Applied to each record before it is encoded (`--redact`); metering sees the original. */
     private readonly redact: RedactionMode | undefined,
   ) {
+    this.head = fingerprint;
     this.readPos = start;
     this.acked = start;
     this.base = start;

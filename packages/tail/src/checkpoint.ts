@@ -3,8 +3,16 @@ import { join } from "node:path";
 
 /** One followed file's progress. Everything before `position` was acknowledged by the sink. */
 export interface FileCheckpoint {
-  /** The file's identity: a hash of its first line. */
+  /**
+   * The file's identity: a hash of its first line, or for a second file starting with the same
+   * line, that hash salted with its device and inode (see `head`).
+   */
   fingerprint: string;
+  /** Hash of the first line when it differs from `fingerprint` (a collision); absent: the same. */
+  head?: string;
+  /** Device and inode the file had: tells apart files starting with the same line. Absent in older files. */
+  dev?: number;
+  ino?: number;
   /** Where the file was last seen (for people; the fingerprint is what identifies it). */
   path: string;
   position: number;
@@ -20,6 +28,11 @@ export interface FileCheckpoint {
   inflightEnds?: number[];
   /** Rotated away and read to its end: nothing more will come. */
   done: boolean;
+  /**
+   * The file's size when the checkpoint was saved: if the file is gone or truncated before it was
+   * read to the end, `[position, size)` is what is known to be given up. Absent in older files.
+   */
+  size?: number;
   /** ISO 8601 time of the last change. */
   modified: string;
 }
@@ -65,6 +78,11 @@ export class Checkpointer {
   private saved = 0;
   /** Why a state file was set aside on load (unreadable); for the caller's log. */
   readonly warnings: string[] = [];
+  /**
+   * No state file was found: this is the very first start (`--from end` applies only now). The
+   * first save() writes the file even if it holds no checkpoint, so the next start is not fresh.
+   */
+  fresh = true;
 
   private constructor(private readonly dir: string) {}
 
@@ -88,8 +106,10 @@ export class Checkpointer {
         continue;
       }
       for (const entry of entries) checkpointer.byFingerprint.set(entry.fingerprint, { ...entry });
+      checkpointer.fresh = false;
       break;
     }
+    if (checkpointer.fresh) checkpointer.changes++;
     return checkpointer;
   }
 

@@ -1,9 +1,9 @@
 import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import type { RedactionMode, Sink } from "@auditpipe/ship";
-import { readFingerprint, readMarker } from "./_file-identity.ts";
+import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
 import {
   type BatchLimits,
   type InFlightBatch,
@@ -11,7 +11,7 @@ import {
   type SourceObserver,
   TrackedFile,
 } from "./_tracked-file.ts";
-import { Checkpointer } from "./checkpoint.ts";
+import { Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
 
 export type { BatchLimits, SourceObserver } from "./_tracked-file.ts";
 
@@ -39,7 +39,10 @@ export interface FileSourceOptions {
    * all false: none. The observer (metering) sees the original records.
    */
   redact?: RedactionMode;
-  /** Where to start in a file seen for the first time at start-up; default `beginning`. */
+  /**
+   * Where to start in the files present at the very first start (no checkpoint state yet); default
+   * `beginning`. Files that appear later, or while the source was stopped, are always read from 0.
+   */
   from?: "beginning" | "end";
   /** How often the directory and files are checked when no fs event arrives; default 200 ms. */
   pollIntervalMs?: number;
@@ -58,6 +61,23 @@ export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
   stderr: "*.log",
   syslog: "*.log",
 };
+/** What FileSource reports about files and the directory it cannot read (logged, and in health()). */
+export const FileSourceErrorCode = {
+  /** A matching file could not be opened or read (permissions, I/O error): retried every scan. */
+  FILE_UNREADABLE: "AUDITPIPE_ERR_FILE_UNREADABLE",
+  /** The log directory could not be listed: nothing is taken as gone until a listing works again. */
+  LOG_DIR_UNLISTABLE: "AUDITPIPE_ERR_LOG_DIR_UNLISTABLE",
+} as const;
+export type FileSourceErrorCode = (typeof FileSourceErrorCode)[keyof typeof FileSourceErrorCode];
+
+/** What keeps the source from seeing every file now; empty when all is well. */
+export interface FileSourceHealth {
+  /** The directory listing failed (its errno code, e.g. `EACCES`); files already open are read on. */
+  listing?: string;
+  /** Matching files that could not be opened or read, with the errno code. */
+  unreadable: { path: string; code: string }[];
+}
+
 /** Sink retries back off exponentially up to this, with jitter. */
 const MAX_RETRY_DELAY_MS = 30_000;
 /** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
@@ -131,7 +151,7 @@ export function globToRegExp(glob: string): RegExp {
  * through its open handle.
  */
 export class FileSource {
-  private readonly files = new Map<string, TrackedFile>(); // by fingerprint
+  private readonly files = new Map<string, TrackedFile>(); // by identity (TrackedFile.fingerprint)
   private readonly limits: BatchLimits;
   private readonly pattern: RegExp;
   private readonly observer: SourceObserver;
@@ -147,6 +167,10 @@ export class FileSource {
   private dirChanged = true;
   private lastScan = 0;
   private firstScan = true;
+  /** Why the last listing of the directory failed (errno code); undefined while listings work. */
+  private listingError: string | undefined;
+  /** Matching paths that could not be opened or read, with the errno code: retried every scan. */
+  private readonly unreadable = new Map<string, string>();
   private stopDeadline = Number.POSITIVE_INFINITY;
   /** Sink writes under way, over all files. */
   private readonly writes = new Set<Promise<void>>();
@@ -166,6 +190,9 @@ export class FileSource {
     this.checkpoints = await Checkpointer.load(this.options.stateDir);
     for (const warning of this.checkpoints.warnings)
       this.logger.warn({ stateDir: this.options.stateDir }, warning);
+    // Record the first start at once: `from: end` applies to the files present now, never again.
+    this.fresh = this.checkpoints.fresh;
+    await this.checkpoints.save();
     this.watch();
     this.loop = this.run();
   }
@@ -199,11 +226,14 @@ export class FileSource {
     this.watcher = undefined;
   }
 
-  /** Stops reading, writes what was read, waits (bounded) for the sink's acks, saves checkpoints. */
-  async stop(): Promise<void> {
+  /**
+   * Stops reading, writes what was read, waits for the sink's acks at most `waitMs` (default
+   * STOP_DEADLINE_MS), saves checkpoints.
+   */
+  async stop(waitMs: number = STOP_DEADLINE_MS): Promise<void> {
     if (this.stopping) return this.loop;
     this.stopping = true;
-    this.stopDeadline = Date.now() + STOP_DEADLINE_MS;
+    this.stopDeadline = Date.now() + waitMs;
     this.unwatch();
     this.wake?.();
     await this.loop;
@@ -219,6 +249,17 @@ export class FileSource {
       acked: f.acked,
     }));
   }
+
+  /** What keeps the source from seeing every file now (for /readyz and metrics). */
+  health(): FileSourceHealth {
+    return {
+      ...(this.listingError ? { listing: this.listingError } : {}),
+      unreadable: [...this.unreadable].map(([path, code]) => ({ path, code })),
+    };
+  }
+
+  /** No state existed at start: the very first start, where `from: end` applies. */
+  private fresh = false;
 
   private async run(): Promise<void> {
     try {
@@ -304,20 +345,49 @@ export class FileSource {
   /** Lists the directory: new files are opened and tracked; vanished or replaced ones marked gone. */
   private async scan(): Promise<void> {
     const dir = this.options.logDir;
-    const names = (await readdir(dir).catch(() => [] as string[]))
-      .filter((n) => this.pattern.test(n) && !n.endsWith(".gz"))
-      .sort();
+    let listed: string[];
+    try {
+      listed = await readdir(dir);
+    } catch (error) {
+      // A failed listing says nothing about the files: taken as "no files", it let finished
+      // files' checkpoints go and read them again from 0. Open files are read on meanwhile.
+      const code = errnoCode(error);
+      if (this.listingError !== code)
+        this.logger.warn(
+          { dir, code: FileSourceErrorCode.LOG_DIR_UNLISTABLE, err: code },
+          "log directory cannot be listed; reading open files on and retrying",
+        );
+      this.listingError = code;
+      return;
+    }
+    if (this.listingError !== undefined) {
+      this.logger.info({ dir }, "log directory can be listed again");
+      this.listingError = undefined;
+    }
+    const names = listed.filter((n) => this.pattern.test(n) && !n.endsWith(".gz")).sort();
     const seen = new Set<string>();
-    const inodes = new Map<string, number>();
+    const inodes = new Map<string, string>(); // path → device:inode
+    /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
+    const unknown = new Set<string>();
     for (const name of names) {
       const path = join(dir, name);
-      const info = await stat(path).catch(() => undefined);
-      if (!info?.isFile()) continue;
-      inodes.set(path, info.ino);
+      let info: Awaited<ReturnType<typeof stat>>;
+      try {
+        info = await stat(path);
+      } catch (error) {
+        if (errnoCode(error) !== "ENOENT") {
+          unknown.add(path);
+          this.markUnreadable(path, error);
+        }
+        continue;
+      }
+      if (!info.isFile()) continue;
+      inodes.set(path, inodeKey(info.dev, info.ino));
     }
     // Paths whose inode a tracked file holds need no look: the file is known.
-    const trackedInodes = new Map<number, TrackedFile>();
-    for (const file of this.files.values()) if (!file.gone) trackedInodes.set(file.ino, file);
+    const trackedInodes = new Map<string, TrackedFile>();
+    for (const file of this.files.values())
+      if (!file.gone) trackedInodes.set(inodeKey(file.dev, file.ino), file);
     for (const [path, ino] of inodes) {
       const known = trackedInodes.get(ino);
       if (known) {
@@ -325,11 +395,13 @@ export class FileSource {
         if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
         continue;
       }
-      await this.discover(path, seen);
+      if (!(await this.discover(path, seen, inodes))) unknown.add(path);
     }
+    for (const path of this.unreadable.keys())
+      if (!names.includes(basename(path))) this.markReadable(path, "no longer in the directory");
     for (const file of this.files.values()) {
       if (file.gone) continue;
-      if (inodes.get(file.path) !== file.ino) {
+      if (!unknown.has(file.path) && inodes.get(file.path) !== inodeKey(file.dev, file.ino)) {
         // Deleted or replaced: keep reading through the open handle, then let it go.
         file.gone = true;
         this.logger.info(
@@ -340,29 +412,61 @@ export class FileSource {
       const { size } = await file.handle.stat();
       // Shorter than what was read, or a different first line: truncated, or rewritten in place
       // (truncate-on-rotation reusing the name) faster than a scan could see it shrink.
-      if (size < file.readPos || (!file.gone && (await readFingerprint(file.handle)) !== file.fingerprint)) {
+      if (size < file.readPos || (!file.gone && (await readFingerprint(file.handle)) !== file.head)) {
         await this.truncated(file);
       }
     }
-    this.pruneCheckpoints(seen);
+    // Only a listing where every matching file was identified tells which files are gone.
+    if (unknown.size === 0) this.pruneCheckpoints(seen, inodes);
     this.firstScan = false;
   }
 
-  /** A path no tracked file holds: a new log file, a copy of a known one, or a finished one. */
-  private async discover(path: string, seen: Set<string>): Promise<void> {
+  /** A path that cannot be opened or read: reported once (and again if the reason changes), retried. */
+  private markUnreadable(path: string, error: unknown): void {
+    const code = errnoCode(error);
+    if (this.unreadable.get(path) === code) return;
+    this.unreadable.set(path, code);
+    this.logger.warn(
+      { file: path, code: FileSourceErrorCode.FILE_UNREADABLE, err: code },
+      "log file cannot be read; following the other files and retrying it",
+    );
+  }
+
+  private markReadable(path: string, why: string): void {
+    if (!this.unreadable.delete(path)) return;
+    this.logger.info({ file: path }, `log file no longer unreadable: ${why}`);
+  }
+
+  /**
+   * A path no tracked file holds: a new log file, a copy of a known one, or a finished one. False
+   * when the file could not be opened or read (reported, and tried again next scan).
+   */
+  private async discover(path: string, seen: Set<string>, inodes: Map<string, string>): Promise<boolean> {
     let handle: FileHandle | undefined;
     try {
-      handle = await open(path, "r");
-      const fingerprint = await readFingerprint(handle);
-      if (fingerprint === undefined) return; // first line not written yet: next scan
-      seen.add(fingerprint);
-      const tracked = this.files.get(fingerprint);
-      if (tracked) {
-        tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
-        return;
+      let fingerprint: string | undefined;
+      try {
+        handle = await open(path, "r");
+        fingerprint = await readFingerprint(handle);
+      } catch (error) {
+        this.markUnreadable(path, error);
+        return false;
       }
-      const { size, ino, mtimeMs } = await handle.stat();
-      const checkpoint = this.checkpoints.get(fingerprint);
+      this.markReadable(path, "it is read now");
+      if (fingerprint === undefined) return true; // first line not written yet: next scan
+      const { size, ino, dev, mtimeMs } = await handle.stat();
+      for (const tracked of this.files.values()) {
+        if (tracked.gone || tracked.head !== fingerprint) continue;
+        if (await this.isCopyOf(handle, size, tracked)) {
+          seen.add(tracked.fingerprint);
+          tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
+          return true;
+        }
+        tracked.aliases.delete(path); // taken for a copy while it held only the shared first lines
+      }
+      const checkpoint = await this.checkpointOf(fingerprint, dev, ino, path, inodes);
+      const id = checkpoint?.fingerprint ?? this.newId(path, fingerprint, dev, ino);
+      seen.add(id);
       let start = 0;
       let inflightEnds: number[] = [];
       if (checkpoint) {
@@ -375,13 +479,15 @@ export class FileSource {
             { file: path },
             "file no longer holds what its checkpoint says was read; reading it again from the start",
           );
+          if (!checkpoint.done)
+            this.givenUp(path, checkpoint.position, checkpoint.size, "truncated or rewritten");
         } else if (checkpoint.done && size === checkpoint.position) {
-          return; // finished earlier and unchanged
+          return true; // finished earlier and unchanged
         } else {
           start = checkpoint.position;
           inflightEnds = Checkpointer.inflightEnds(checkpoint);
         }
-      } else if (this.firstScan && this.options.from === "end") {
+      } else if (this.firstScan && this.fresh && this.options.from === "end") {
         start = size;
       }
       const now = Date.now();
@@ -389,7 +495,7 @@ export class FileSource {
         path,
         handle,
         ino,
-        fingerprint,
+        id,
         this.options.format,
         this.options.prefix,
         start,
@@ -401,13 +507,75 @@ export class FileSource {
       );
       file.mtimeMs = mtimeMs;
       file.size = size;
+      file.dev = dev;
+      file.head = fingerprint;
       handle = undefined; // owned by the tracked file now
-      this.files.set(fingerprint, file);
-      this.logger.info({ file: path, fingerprint, from: start, size }, "following file");
+      this.files.set(id, file);
+      this.logger.info({ file: path, fingerprint: id, from: start, size }, "following file");
       if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
+      return true;
     } finally {
       await handle?.close();
     }
+  }
+
+  /**
+   * Whether a file that starts with a followed file's first line is a copy of it (copytruncate):
+   * the same bytes as far as both go, or the followed file is truncated already (its copy then
+   * holds the rest). Otherwise it is another file that happens to start with the same line.
+   */
+  private async isCopyOf(handle: FileHandle, size: number, tracked: TrackedFile): Promise<boolean> {
+    const now = await tracked.handle.stat();
+    if (now.size < tracked.readPos || (await readFingerprint(tracked.handle)) !== tracked.head) return true;
+    return samePrefix(handle, tracked.handle, Math.min(size, now.size));
+  }
+
+  /**
+   * The checkpoint of a file not followed now. Its own (same first line, device and inode) if there
+   * is one; otherwise one with the same first line whose file is no longer in the directory with
+   * that line (moved, or copied by copytruncate while stopped), or that recorded no inode (older
+   * state). The marker check that follows tells whether the content still is what was read.
+   */
+  private async checkpointOf(
+    head: string,
+    dev: number,
+    ino: number,
+    path: string,
+    inodes: Map<string, string>,
+  ): Promise<FileCheckpoint | undefined> {
+    // The common case without a list walk (every finished file in the directory comes here at every scan).
+    const byHead = this.checkpoints.get(head);
+    if (byHead && !this.files.has(head) && byHead.ino === ino && byHead.dev === dev) return byHead;
+    const candidates = this.checkpoints
+      .entries()
+      .filter((c) => (c.head ?? c.fingerprint) === head && !this.files.has(c.fingerprint));
+    const own = candidates.find((c) => c.ino === ino && c.dev === dev);
+    if (own) return own;
+    for (const c of candidates) {
+      if (c.ino === undefined || c.dev === undefined) return c;
+      const holder = [...inodes].find(([, key]) => key === inodeKey(c.dev!, c.ino!))?.[0];
+      if (holder === undefined || holder === path) return c;
+      const handle = await open(holder, "r").catch(() => undefined);
+      if (!handle) continue;
+      try {
+        if ((await readFingerprint(handle).catch(() => undefined)) !== head) return c;
+      } finally {
+        await handle.close();
+      }
+    }
+    return undefined;
+  }
+
+  /** The identity of a file seen for the first time: its first line's hash, unless that is taken. */
+  private newId(path: string, head: string, dev: number, ino: number): string {
+    const taken = this.files.has(head) || this.checkpoints.get(head) !== undefined;
+    if (!taken) return head;
+    const id = collisionId(head, dev, ino);
+    this.logger.warn(
+      { file: path, fingerprint: head, id },
+      "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
+    );
+    return id;
   }
 
   /**
@@ -419,27 +587,23 @@ export class FileSource {
     for (const alias of file.aliases) {
       const handle = await open(alias, "r").catch(() => undefined);
       if (!handle) continue;
-      if (
-        (await readFingerprint(handle)) === file.fingerprint &&
-        (await handle.stat()).size >= file.readPos
-      ) {
+      if ((await readFingerprint(handle)) === file.head && (await handle.stat()).size >= file.readPos) {
         this.logger.warn(
           { file: file.path, copy: alias },
           "file truncated; reading the rest of its old content from its copy",
         );
         await file.handle.close();
         file.handle = handle;
-        file.ino = (await handle.stat()).ino;
+        const copy = await handle.stat();
+        file.ino = copy.ino;
+        file.dev = copy.dev;
         file.path = alias;
         file.aliases.delete(alias);
         return;
       }
       await handle.close();
     }
-    this.logger.warn(
-      { file: file.path, lostAfter: file.readPos },
-      "file truncated before it was read to the end; what was written after the last read is lost",
-    );
+    this.givenUp(file.path, file.readPos, file.size, "truncated before it was read to the end");
     file.gone = true;
     file.finish(Date.now());
   }
@@ -464,7 +628,23 @@ export class FileSource {
       // Backpressure (a batch is ready and the sink has enough) or draining: wait for a write.
       const waitFor = drain && mine.length > 0 ? mine.map((f) => f.written) : [...this.writes];
       if (waitFor.length === 0) return;
-      await Promise.race(waitFor);
+      if (!this.stopping) {
+        await Promise.race(waitFor);
+        continue;
+      }
+      // Stopping: never past the deadline. A sink that retries inside write() (S3 with its spool,
+      // an endpoint down) does not return at it, and waiting on made SIGTERM overrun its 10 s;
+      // what is still being written is re-read from the checkpoint on the next start.
+      const left = this.stopDeadline - Date.now();
+      if (left <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        ...waitFor,
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, left);
+        }),
+      ]);
+      clearTimeout(timer);
     }
   }
 
@@ -565,6 +745,8 @@ export class FileSource {
         inflightEnd: p.inflightEnds.at(-1) ?? null,
         inflightEnds: p.inflightEnds,
         done: p.done,
+        size: p.file.size,
+        ...identity(p.file),
       });
     }
     this.pendingMarkers.clear();
@@ -583,6 +765,8 @@ export class FileSource {
       inflightEnd: null,
       inflightEnds: [],
       done: true,
+      size: file.size,
+      ...identity(file),
     });
     this.files.delete(file.fingerprint);
     await file.handle.close();
@@ -590,13 +774,42 @@ export class FileSource {
     this.logger.info({ file: file.path, position: file.acked }, "file finished");
   }
 
-  /** Checkpoints of files that are finished and no longer in the directory are dropped. */
-  private pruneCheckpoints(seen: Set<string>): void {
+  /**
+   * Checkpoints of files no longer in the directory are dropped (called only after a listing in
+   * which every matching file was identified). One not finished is a file deleted, or truncated
+   * or replaced, while the source was stopped or before it was opened: what it held past the
+   * checkpoint is given up, and said so.
+   */
+  private pruneCheckpoints(seen: Set<string>, inodes: Map<string, string>): void {
     for (const entry of this.checkpoints.entries()) {
-      if (entry.done && !seen.has(entry.fingerprint) && !this.files.has(entry.fingerprint)) {
-        this.checkpoints.delete(entry.fingerprint);
-      }
+      if (seen.has(entry.fingerprint) || this.files.has(entry.fingerprint)) continue;
+      // The name still there holds other content: truncated or replaced, then written anew.
+      const replaced = inodes.has(entry.path);
+      if (!entry.done && replaced) this.observer.truncation?.(entry.path);
+      if (!entry.done)
+        this.givenUp(
+          entry.path,
+          entry.position,
+          entry.size,
+          replaced
+            ? "truncated or replaced before it was read to the end"
+            : "gone before it was read to the end",
+        );
+      this.checkpoints.delete(entry.fingerprint);
     }
+  }
+
+  /**
+   * Bytes of a file that will never be read: from `from` to at least `knownEnd` (the size last
+   * seen; what was appended after that is unknown). Logged at warn with the range, and counted.
+   */
+  private givenUp(path: string, from: number, knownEnd: number | undefined, why: string): void {
+    const to = Math.max(from, knownEnd ?? from);
+    this.observer.dataLost?.(path, from, to);
+    this.logger.warn(
+      { file: path, from, to, bytes: to - from },
+      `file ${why}: unread data from byte ${from} on is given up (at least ${to - from} bytes were seen)`,
+    );
   }
 
   private async shutdown(): Promise<void> {
@@ -610,6 +823,20 @@ export class FileSource {
     for (const file of this.files.values()) await file.handle.close();
     this.files.clear();
   }
+}
+
+function inodeKey(dev: number, ino: number): string {
+  return `${dev}:${ino}`;
+}
+
+/** What a checkpoint records of a file's identity besides its key. */
+function identity(file: TrackedFile): Pick<FileCheckpoint, "head" | "dev" | "ino"> {
+  return { ...(file.head !== file.fingerprint ? { head: file.head } : {}), dev: file.dev, ino: file.ino };
+}
+
+function errnoCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : describe(error);
 }
 
 function describe(error: unknown): string {

@@ -4,6 +4,8 @@ export {
   DEFAULT_BATCH_LIMITS,
   DEFAULT_PATTERNS,
   FileSource,
+  FileSourceErrorCode,
+  type FileSourceHealth,
   type FileSourceOptions,
   globToRegExp,
   type SourceLogger,

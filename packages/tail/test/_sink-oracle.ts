@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { csvlogOracle } from "@auditpipe/fixtures/oracle";
+import { type PostgresCluster, waitUntil } from "@auditpipe/testkit";
 
 /**
  * Every shipped record under a local-dir sink, object by object (duplicates kept). Types come from
@@ -73,4 +74,24 @@ export function duplicates(keys: string[]): string[] {
     seen.add(k);
   }
   return dups;
+}
+
+/**
+ * pg_rotate_logfile() until PostgreSQL writes to a file of another name: within the second the
+ * current file was opened, log_filename's %S gives the same name and the file is only reopened.
+ */
+export async function rotateToNewFile(
+  pg: PostgresCluster,
+  destination: "csvlog" | "jsonlog" | "stderr" = "csvlog",
+): Promise<void> {
+  const before = pg.currentLogfiles()[destination];
+  await waitUntil(
+    async () => {
+      await pg.rotate();
+      return pg.currentLogfiles()[destination] !== before;
+    },
+    10_000,
+    () => "PostgreSQL did not rotate to a new file",
+    20,
+  );
 }

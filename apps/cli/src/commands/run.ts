@@ -9,7 +9,8 @@ export const RUN_HELP = `Usage: auditpipe run (--log-dir DIR | --pgdata DIR | --
 
 Follows PostgreSQL's log files (through rotation, with checkpoints) and/or receives syslog,
 meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume, /healthz and
-/readyz. Stops cleanly on SIGTERM/SIGINT: flushes, waits for the sink, checkpoints.
+/readyz. Stops cleanly on SIGTERM, SIGINT or SIGHUP: flushes, waits for the sink (at most
+7 s; 1 s if it is failing), checkpoints, exits 0 within 10 s.
 
   --log-dir DIR            PostgreSQL's log_directory
   --pgdata DIR             the data directory: current_logfiles names the files and format,
@@ -36,7 +37,8 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
                            password in the URL)
   --sample-interval-ms N   how long each workload sample spans (default 60000)
   --state DIR              checkpoints (default auditpipe-data/state)
-  --from beginning|end     where to start in files seen for the first time (default beginning)
+  --from beginning|end     where to start in the files there at the very first start (no
+                           state yet; default beginning); later files are read from their start
   --listen HOST:PORT       API address (default 127.0.0.1:9187); non-loopback needs a token
   --syslog URL             udp://HOST:PORT or tcp://HOST:PORT (repeatable)
   --batch-max-entries N    entries per object (default 10000)
@@ -56,6 +58,13 @@ instance metadata).
 
 /** How often a re-executed `run` checks that its launcher is still its parent. */
 const ORPHAN_CHECK_MS = 500;
+
+/**
+ * Each stops the sidecar cleanly and exits 0. SIGHUP too: there is no log file to reopen (logs go
+ * to stderr) and no reload (settings are read at start), and a hangup must not kill the process
+ * mid-write; under a supervisor that restarts it (systemd's Restart=always), SIGHUP is a reload.
+ */
+const STOP_SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
 
 /** SIGTERM must end the process within 10 s; stop() is bounded well inside that. */
 const FORCE_EXIT_MS = 9_500;
@@ -85,37 +94,53 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
   const config = resolveRunConfig(values, process.env);
   const logger = createLogger(config.logLevel);
   applyNice(config.nice, logger);
-  const sidecar = await startSidecar(config, logger);
 
-  await new Promise<void>((resolve) => {
-    // Started by bin/auditpipe.js's re-exec: if the launcher dies without passing a signal on
-    // (kill -9), stop as on SIGTERM instead of running on with nobody to stop it.
-    const launcher = Number(process.env.AUDITPIPE_LAUNCHER_PID ?? 0);
-    const orphanWatch =
-      launcher > 0
-        ? setInterval(() => {
-            if (process.ppid === launcher) return;
-            logger.warn({ launcher }, "the launcher is gone");
-            onSignal("SIGTERM");
-          }, ORPHAN_CHECK_MS)
-        : undefined;
-    const onSignal = (signal: NodeJS.Signals): void => {
-      clearInterval(orphanWatch);
-      process.off("SIGTERM", onSignal);
-      process.off("SIGINT", onSignal);
-      logger.info({ signal }, "stopping: flushing batches and saving checkpoints");
-      setTimeout(() => {
-        logger.error("shutdown took too long; exiting (unacknowledged data is re-read on the next start)");
-        process.exit(1);
-      }, FORCE_EXIT_MS).unref();
-      sidecar.stop().then(resolve, (error: unknown) => {
-        logger.error({ err: error }, "error while stopping");
-        resolve();
-      });
-    };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
-  });
+  // Handled from before start-up (a signal then stops the sidecar once it has started, instead of
+  // killing it mid-start), and every one after the first is only noted: a launcher forwards what
+  // the process group also got (a terminal hangup, systemd's control-group kill), and a second
+  // SIGTERM must not kill a shutdown that is saving checkpoints. The force-exit timer bounds it.
+  let requested: NodeJS.Signals | undefined;
+  let stopNow: (() => void) | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (requested) {
+      logger.info({ signal }, "already stopping");
+      return;
+    }
+    requested = signal;
+    logger.info({ signal }, "stopping: flushing batches and saving checkpoints");
+    setTimeout(() => {
+      logger.error("shutdown took too long; exiting (unacknowledged data is re-read on the next start)");
+      process.exit(1);
+    }, FORCE_EXIT_MS).unref();
+    stopNow?.();
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+  try {
+    const sidecar = await startSidecar(config, logger);
+    await new Promise<void>((resolve) => {
+      // Started by bin/auditpipe.js's re-exec: if the launcher dies without passing a signal on
+      // (kill -9), stop as on SIGTERM instead of running on with nobody to stop it.
+      const launcher = Number(process.env.AUDITPIPE_LAUNCHER_PID ?? 0);
+      const orphanWatch =
+        launcher > 0
+          ? setInterval(() => {
+              if (process.ppid === launcher) return;
+              logger.warn({ launcher }, "the launcher is gone");
+              onSignal("SIGTERM");
+            }, ORPHAN_CHECK_MS)
+          : undefined;
+      stopNow = () => {
+        clearInterval(orphanWatch);
+        sidecar.stop().then(resolve, (error: unknown) => {
+          logger.error({ err: error }, "error while stopping");
+          resolve();
+        });
+      };
+      if (requested) stopNow();
+    });
+  } finally {
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+  }
   logger.info("stopped");
   logger.flush();
   return 0;

@@ -11,6 +11,8 @@ import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
 import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
 import { createSink, redactionMode } from "./sinks.ts";
+import { SourceHealth } from "./source-health.ts";
+import { lockStateDir } from "./state-lock.ts";
 import { SyslogShipping } from "./syslog-shipping.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
 
@@ -26,6 +28,11 @@ export interface Sidecar {
 const SHUTDOWN_SINK_MS = 7_000;
 /** The live advisor lexes one statement in this many for its top statements (a few µs each). */
 const ADVICE_FINGERPRINT_EVERY = 16;
+/**
+ * How long shutdown waits for a sink that is failing: no acknowledgement is coming, and the S3
+ * sink spools a batch before its first upload attempt, so waiting keeps nothing safer.
+ */
+const SHUTDOWN_FAILING_SINK_MS = 1_000;
 
 function errorCode(error: unknown): string {
   const code =
@@ -54,8 +61,13 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         : undefined,
     logger,
   );
+  // Before anything in the state directory is touched: one sidecar per state directory.
+  const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
-  const configured = await createSink(config, logger);
+  const configured = await createSink(config, logger).catch(async (error: unknown) => {
+    await lock.release();
+    throw error;
+  });
   const redact = redactionMode(config);
   const sink = configured.sink;
   new Gauge({
@@ -70,6 +82,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   /** GET /v1/advice; statements fingerprinted one in ADVICE_FINGERPRINT_EVERY (lexing is the cost). */
   const advisor = new AdviceTally({ fingerprintEvery: ADVICE_FINGERPRINT_EVERY });
   const malformedInput = new MalformedWatch(meter.registry, logger);
+  const sourceHealth = new SourceHealth(meter.registry);
 
   const observer: SourceObserver = {
     recordsRead: (source, count) => {
@@ -105,6 +118,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
+    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
   };
 
   // The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics
@@ -125,6 +139,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     readiness: () => {
       const reasons: string[] = [];
       if (stopping) reasons.push("shutting down");
+      reasons.push(...sourceHealth.reasons());
       const malformed = malformedInput.reason();
       if (malformed) reasons.push(malformed);
       const sinkProblem = configured.unhealthy();
@@ -140,6 +155,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   } catch (error) {
     await app.close();
     await configured.close();
+    await lock.release();
     throw error;
   }
   logger.info({ url }, "API listening");
@@ -155,10 +171,14 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     if (ticker) clearInterval(ticker);
     clearInterval(malformedTicker);
     await syslog?.close();
-    await Promise.all([files?.stop(), shipping?.flush(SHUTDOWN_SINK_MS)]);
+    const failing = sinkHealth.failing || configured.unhealthy() !== undefined;
+    const waitMs = failing ? SHUTDOWN_FAILING_SINK_MS : SHUTDOWN_SINK_MS; // files are re-read
+    // Syslog has no file to re-read: it gets the full wait whatever the sink's state.
+    await Promise.all([files?.stop(waitMs), shipping?.flush(SHUTDOWN_SINK_MS)]);
     await configured.close();
     await sampler?.stop();
     await app.close();
+    await lock.release();
   };
 
   // A source that cannot start: stop what did, so the process ends instead of running on half-started.
@@ -186,6 +206,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       observer,
       logger,
     });
+    sourceHealth.follow(files);
     await files.start().catch(abortStart);
     logger.info(
       { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },

@@ -87,6 +87,8 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
   });
   let closed = false;
   let opened: ManifestJournal | undefined;
+  /** Ends the opener's wait between attempts: close() must not sit out a backoff of up to 30 s. */
+  let wakeOpener: (() => void) | undefined;
   const openJournal = async (): Promise<void> => {
     for (let attempt = 1; !closed; attempt++) {
       try {
@@ -106,7 +108,13 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
           { attempt, err: { code: (error as { code?: string }).code, name: (error as Error).name } },
           "cannot open the manifest journal yet; retrying",
         );
-        await new Promise((r) => setTimeout(r, Math.min(30_000, 1_000 * attempt)));
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(30_000, 1_000 * attempt));
+          wakeOpener = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
       }
     }
   };
@@ -125,6 +133,7 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
     spoolBytes: () => sink.spoolBytes(),
     async close() {
       closed = true;
+      wakeOpener?.();
       await sink.close();
       await opened?.close();
       await journalOpening;

@@ -1,0 +1,297 @@
+import {
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Batch, LocalDirSink, type Sink } from "@auditpipe/ship";
+import { CHECKPOINT_FILE, type FileCheckpoint, FileSource, type SourceLogger } from "@auditpipe/tail";
+import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+import { duplicates, logSettled, rotateToNewFile, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
+
+/** A logger that keeps what FileSource says, to wait on and check. */
+function capturingLogger(): SourceLogger & { lines: { level: string; obj: object; msg: string }[] } {
+  const lines: { level: string; obj: object; msg: string }[] = [];
+  const keep = (level: string) => (obj: object, msg: string) => lines.push({ level, obj, msg });
+  return { lines, info: keep("info"), warn: keep("warn"), error: keep("error") };
+}
+
+/** A sink that takes its time, so the source is still behind when the test stops it. */
+class SlowSink implements Sink {
+  readonly name = "slow";
+  constructor(
+    private readonly inner: Sink,
+    private readonly delayMs: number,
+  ) {}
+  async write(batch: Batch): Promise<void> {
+    await new Promise((r) => setTimeout(r, this.delayMs));
+    await this.inner.write(batch);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+function savedCheckpoints(stateDir: string): FileCheckpoint[] {
+  return (
+    JSON.parse(readFileSync(join(stateDir, CHECKPOINT_FILE), "utf8")) as { checkpoints: FileCheckpoint[] }
+  ).checkpoints;
+}
+
+/** The audit entries PostgreSQL wrote to one file (csv-parse oracle), as `session_id:session_line`. */
+function keysOf(file: string): string[] {
+  const dir = mkdtempSync(join(tmpdir(), "auditpipe-oracle-"));
+  try {
+    copyFileSync(file, join(dir, "0.csv"));
+    return writtenKeys(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe("FileSource under directory and file faults", () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.reverse()) await c();
+    cleanups.length = 0;
+  });
+  const workDir = (): string => {
+    const dir = mkdtempSync(join(tmpdir(), "auditpipe-faults-"));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  };
+
+  it("--from end skips only what was there at the very first start, not a file rotated in while stopped", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    cleanups.push(() => pg.stop());
+    const work = workDir();
+    const sinkDir = join(work, "sink");
+    const stateDir = join(work, "state");
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    await logSettled(pg.logDir);
+    const first = pg.currentLogfiles().csvlog!;
+    const skipped = new Set(keysOf(first)); // there at the very first start: `end` skips these
+    expect(skipped.size).toBeGreaterThan(10);
+    const options = {
+      logDir: pg.logDir,
+      format: "csvlog" as const,
+      stateDir,
+      sink: new LocalDirSink({ dir: sinkDir }),
+      from: "end" as const,
+      batch: { maxAgeMs: 50 },
+      pollIntervalMs: 50,
+    };
+    const once = new FileSource(options);
+    await once.start();
+    cleanups.push(() => once.stop());
+    await waitUntil(
+      () => once.status().some((f) => f.path === first && f.read === f.size && f.size > 0),
+      10_000,
+      () => `not following ${first} from its end: ${JSON.stringify(once.status())}`,
+    );
+    await once.stop();
+
+    // While the sidecar is stopped, PostgreSQL rotates and writes a new file.
+    await rotateToNewFile(pg);
+    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
+    await logSettled(pg.logDir);
+    const second = pg.currentLogfiles().csvlog!;
+    expect(second).not.toBe(first);
+    const secondKeys = keysOf(second);
+    expect(secondKeys.length).toBeGreaterThan(500);
+
+    const again = new FileSource({ ...options, sink: new LocalDirSink({ dir: sinkDir }) });
+    await again.start();
+    cleanups.push(() => again.stop());
+    await waitUntil(
+      () => shippedKeys(sinkDir).length >= secondKeys.length,
+      20_000,
+      () =>
+        `the file rotated in while stopped was not read from its start: ${JSON.stringify(again.status())}`,
+      100,
+    );
+    await again.stop();
+    const shipped = shippedKeys(sinkDir);
+    expect(duplicates(shipped)).toEqual([]);
+    // Everything but what was there at the very first start (pg_rotate_logfile()'s own entry, in
+    // the first file, came after it).
+    expect(new Set(shipped)).toEqual(new Set(writtenKeys(pg.logDir).filter((k) => !skipped.has(k))));
+    expect(shipped.filter((k) => skipped.has(k))).toEqual([]);
+  });
+
+  it("a log directory that briefly cannot be listed is an error, not an empty directory: nothing is read twice", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    cleanups.push(() => pg.stop());
+    const work = workDir();
+    const sinkDir = join(work, "sink");
+    const logger = capturingLogger();
+    let truncations = 0;
+    const source = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir: join(work, "state"),
+      sink: new LocalDirSink({ dir: sinkDir }),
+      batch: { maxAgeMs: 50 },
+      pollIntervalMs: 50,
+      quietMs: 20,
+      logger,
+      observer: { truncation: () => truncations++ },
+    });
+    await source.start();
+    cleanups.push(() => source.stop());
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    await rotateToNewFile(pg);
+    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
+    await rotateToNewFile(pg);
+    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
+    await logSettled(pg.logDir);
+    const before = writtenKeys(pg.logDir);
+    // Caught up, and the two rotated files finished and let go (their checkpoints say done).
+    await waitUntil(
+      () => shippedKeys(sinkDir).length >= before.length && source.status().length === 1,
+      30_000,
+      () => `not caught up: ${JSON.stringify(source.status())}`,
+      100,
+    );
+
+    // The directory goes away for a moment (as root, chmod 000 would not stop a listing; a
+    // directory renamed away fails readdir with ENOENT just as a remount or a lost mount would).
+    const away = `${pg.logDir}.away`;
+    const marks = logger.lines.length;
+    renameSync(pg.logDir, away);
+    try {
+      // Until the source has scanned the directory while it was gone (today's code takes that
+      // for "every file deleted"; the fix reports the failed listing).
+      await waitUntil(
+        () => logger.lines.slice(marks).some((l) => /cannot be listed|removed or replaced/.test(l.msg)),
+        10_000,
+        () => "the source did not look at the directory while it was away",
+        20,
+      );
+    } finally {
+      renameSync(away, pg.logDir);
+    }
+    const back = logger.lines.length;
+    await waitUntil(
+      () => logger.lines.slice(back).some((l) => /listed again|following file/.test(l.msg)),
+      10_000,
+      () => "the source did not see the directory come back",
+      20,
+    );
+    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
+    await logSettled(pg.logDir);
+    const written = writtenKeys(pg.logDir);
+    await waitUntil(
+      () => shippedKeys(sinkDir).length >= written.length,
+      30_000,
+      () => `behind: ${JSON.stringify(source.status())}`,
+      100,
+    );
+    await source.stop();
+    const shipped = shippedKeys(sinkDir);
+    expect(duplicates(shipped)).toEqual([]);
+    expect(new Set(shipped)).toEqual(new Set(written));
+    expect(truncations).toBe(0);
+    expect(
+      logger.lines.some(
+        (l) =>
+          l.level === "warn" &&
+          (l.obj as { err?: string }).err === "ENOENT" &&
+          /cannot be listed/.test(l.msg),
+      ),
+    ).toBe(true);
+    expect(source.health()).toEqual({ unreadable: [] });
+  });
+
+  it("data given up because a file was deleted or truncated while stopped is counted and logged with its range", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    cleanups.push(() => pg.stop());
+    const work = workDir();
+    const stateDir = join(work, "state");
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    await pg.pgbench(["-n", "-c", "1", "-t", "1500"]); // ~3 MB: read well behind a slow sink
+    await rotateToNewFile(pg);
+    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
+    await logSettled(pg.logDir);
+    const [older, newer] = pg.logFiles().filter((f) => f.endsWith(".csv"));
+    expect(newer).toBeDefined();
+
+    const slowSinkDir = join(work, "sink-first");
+    const first = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir,
+      sink: new SlowSink(new LocalDirSink({ dir: slowSinkDir }), 300),
+      batch: { maxEntries: 100, maxAgeMs: 50 },
+    });
+    await first.start();
+    cleanups.push(() => first.stop());
+    await waitUntil(
+      () => shippedKeys(slowSinkDir).length > 0,
+      20_000,
+      () => "nothing acknowledged",
+      50,
+    );
+    await first.stop();
+    const saved = new Map(savedCheckpoints(stateDir).map((c) => [c.path, c]));
+    const olderCheckpoint = saved.get(older!)!;
+    expect(olderCheckpoint.position).toBeLessThan(olderCheckpoint.size!); // really stopped behind
+
+    // While stopped: the older file is deleted, the newer one truncated (PostgreSQL writes on into it).
+    unlinkSync(older!);
+    truncateSync(newer!, 0);
+    await pg.query("SELECT 'after truncation' AS marker");
+    await logSettled(pg.logDir);
+
+    const logger = capturingLogger();
+    const lost: { file: string; from: number; to: number }[] = [];
+    const truncated: string[] = [];
+    const second = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir,
+      sink: new LocalDirSink({ dir: join(work, "sink-second") }),
+      batch: { maxAgeMs: 50 },
+      pollIntervalMs: 50,
+      logger,
+      observer: {
+        dataLost: (file, from, to) => lost.push({ file, from, to }),
+        truncation: (file) => truncated.push(file),
+      },
+    });
+    await second.start();
+    cleanups.push(() => second.stop());
+    await waitUntil(
+      () => lost.length >= 2,
+      10_000,
+      () => `given-up ranges reported: ${JSON.stringify(lost)}`,
+      20,
+    );
+    await second.stop();
+    const expected = [older!, newer!].map((file) => ({
+      file,
+      from: saved.get(file)!.position,
+      to: saved.get(file)!.size!,
+    }));
+    expect(lost.sort((a, b) => a.file.localeCompare(b.file))).toEqual(expected);
+    expect(truncated).toEqual([newer]); // the deleted file is not a truncation; the truncated one is
+    for (const range of expected)
+      expect(
+        logger.lines.some(
+          (l) =>
+            l.level === "warn" &&
+            (l.obj as { file?: string }).file === range.file &&
+            (l.obj as { from?: number }).from === range.from &&
+            (l.obj as { to?: number }).to === range.to,
+        ),
+      ).toBe(true);
+    // Reported once: the next start has nothing left to give up.
+    expect(savedCheckpoints(stateDir).some((c) => c.path === older)).toBe(false);
+  });
+});
