@@ -12,5 +12,6 @@ export {
   AUDITPIPE_ERR_UNAUTHORIZED,
   createError,
 } from "./errors.ts";
+export { type ApiLimits, DEFAULT_API_LIMITS } from "./limits.ts";
 export { DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";
 export { AUDITPIPE_ERR_NO_SAMPLE, type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";
