@@ -1,3 +1,9 @@
+export {
+  backoffDelay,
+  isOutOfFiles,
+  type OutOfFilesRetryOptions,
+  retryWhileOutOfFiles,
+} from "./backoff.ts";
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
 export { encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails } from "./errors.ts";
