@@ -13,9 +13,15 @@ import { logSettled, shippedRecords } from "../../../packages/tail/test/_sink-or
 import { runCli } from "./_cli.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
+const PREFIX = "%m [%p] %q%u@%d ";
+
 describe("a statement with a byte that is not UTF-8 (SQL_ASCII database)", () => {
   it("is counted by analyze and shipped by run with its bytes escaped and a flag", async () => {
-    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    const pg = await startPostgres({
+      logDestination: ["csvlog", "jsonlog", "stderr"],
+      logLinePrefix: PREFIX,
+      pgaudit: { log: "all" },
+    });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-sql-ascii-"));
     try {
       await pg.query(
@@ -33,24 +39,35 @@ describe("a statement with a byte that is not UTF-8 (SQL_ASCII database)", () =>
       );
       const psql = await pg.psql("", { database: "legacy", args: ["-v", "ON_ERROR_STOP=1", "-f", script] });
       expect(psql.code, psql.stderr).toBe(0);
-      const csv = pg.currentLogfiles().csvlog!;
+      const logs = pg.currentLogfiles();
+      const csv = logs.csvlog!;
       await waitUntil(
-        () => readFileSync(csv).includes("SELECT 'plain'"),
+        () => [csv, logs.jsonlog!, logs.stderr!].every((f) => readFileSync(f).includes("SELECT 'plain'")),
         10_000,
-        () => "the statements did not reach the csvlog",
+        () => "the statements did not reach every log file",
       );
       await logSettled(pg.logDir);
       const raw = readFileSync(csv);
       expect(raw.includes(Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x27]))).toBe(true); // "caf\xe9'" as logged
 
-      const analyzed = await runCli(["analyze", "--json", csv]);
-      expect(analyzed.code, analyzed.stderr).toBe(0);
-      const report = JSON.parse(analyzed.stdout) as {
-        malformed: number;
-        byDatabase: Record<string, unknown>;
-      };
-      expect(report.malformed).toBe(0);
-      expect(report.byDatabase.legacy).toEqual({ entries: 2, bytes: expect.any(Number) });
+      // Every file format PostgreSQL writes: the entry is counted, nothing is malformed.
+      for (const [format, file] of [
+        ["csvlog", csv],
+        ["jsonlog", logs.jsonlog!],
+        ["stderr", logs.stderr!],
+      ] as const) {
+        const analyzed = await runCli(["analyze", "--json", "--format", format, "--prefix", PREFIX, file]);
+        expect(analyzed.code, `${format}: ${analyzed.stderr}`).toBe(0);
+        const report = JSON.parse(analyzed.stdout) as {
+          malformed: number;
+          byDatabase: Record<string, unknown>;
+        };
+        expect([format, report.malformed, report.byDatabase.legacy]).toEqual([
+          format,
+          0,
+          { entries: 2, bytes: expect.any(Number) },
+        ]);
+      }
 
       const sinkDir = join(work, "sink");
       const sidecar = spawnSidecar([

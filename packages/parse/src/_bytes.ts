@@ -138,6 +138,37 @@ export function decodeEscaped(buf: SliceBuffer, start: number, end: number): str
   return out + buf.utf8Slice(run, end);
 }
 
+/**
+ * decodeEscaped for a line of JSON text, whose strings must come out of JSON.parse escaped the
+ * same way: a byte that is not UTF-8 becomes the JSON text `\\xNN` (the value `\xNN`), and an
+ * escaped backslash `\\` becomes `\\\\` (the value `\\`); JSON's other escapes pass through.
+ */
+export function decodeEscapedJson(buf: SliceBuffer, start: number, end: number): string {
+  let out = "";
+  let run = start;
+  let i = start;
+  while (i < end) {
+    const b = buf[i]!;
+    if (b === BACKSLASH) {
+      if (buf[i + 1] === BACKSLASH) {
+        out += `${buf.utf8Slice(run, i)}\\\\\\\\`;
+        run = i + 2;
+      }
+      i += 2; // an escape: the next byte is ASCII (" \ / b f n r t u)
+      continue;
+    }
+    const n = utf8SequenceLength(buf, i, end);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    out += `${buf.utf8Slice(run, i)}\\\\x${HEX[b >> 4]}${HEX[b & 15]}`;
+    i += 1;
+    run = i;
+  }
+  return out + buf.utf8Slice(run, end);
+}
+
 /** `text` with every backslash doubled: the same convention for text decoded before a bad byte showed up. */
 export function doubleBackslashes(text: string): string {
   return text.replaceAll("\\", "\\\\");
