@@ -33,7 +33,8 @@ describe("request logs", () => {
     const fx = new Fixture();
     const { lines, logger } = captured();
     if (useDefault) {
-      // Fastify's own pino writes to stdout: capture it there.
+      // Fastify's own pino writes to stdout, through process.stdout.write when that was replaced
+      // before the logger is built (pino checks): capture it there.
       const write = process.stdout.write.bind(process.stdout);
       process.stdout.write = ((chunk: string | Uint8Array) => {
         lines.push(...chunk.toString().split("\n").filter(Boolean));
