@@ -5,6 +5,7 @@
  */
 import type { FastifyError, FastifyInstance } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { pathOnly } from "./_logger.ts";
 import {
   ApiError,
   AUDITPIPE_ERR_BAD_REQUEST,
@@ -43,7 +44,7 @@ export function installErrorHandlers(app: FastifyInstance): void {
     return reply.code(apiError.statusCode).send(apiError.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
-    const error = new AUDITPIPE_ERR_NOT_FOUND(request.method, request.url.split("?")[0] ?? "");
+    const error = new AUDITPIPE_ERR_NOT_FOUND(request.method, pathOnly(request.url));
     return reply.code(404).send(error.toBody());
   });
 }

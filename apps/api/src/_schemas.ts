@@ -39,8 +39,20 @@ export const liveVolumeSchema: z.ZodType<LiveVolume> = z
     }),
     windows: z.object({ "1m": windowStats, "5m": windowStats, "1h": windowStats }),
     projection: z
-      .object({ window: windowName, seconds: z.number(), mbPerHour: z.number(), gbPerDay: z.number() })
-      .describe("Rates extrapolated from one window; decimal units (1 GB = 1e9 bytes)."),
+      .object({
+        window: windowName,
+        seconds: z.number().describe("Seconds of log time (by the entries' timestamps) the window covers."),
+        asOf: z.string().nullable().describe("ISO 8601 time of the newest entry; null before any."),
+        mbPerHour: z.number().nullable(),
+        gbPerDay: z.number().nullable(),
+        reason: z
+          .string()
+          .nullable()
+          .describe("Why mbPerHour and gbPerDay are null (under 60 s of log time); null when given."),
+      })
+      .describe(
+        "Rates extrapolated from the last 5 minutes of log time, not from read speed; decimal units (1 GB = 1e9 bytes).",
+      ),
     byClass: breakdown,
     byCommand: breakdown,
     byAuditType: breakdown,

@@ -13,6 +13,7 @@ import { loggerOptions } from "./_logger.ts";
 import { registerRoutes } from "./_routes.ts";
 import { markSecured } from "./_secured.ts";
 import { AUDITPIPE_ERR_UNAUTHORIZED } from "./errors.ts";
+import { type ApiLimits, DEFAULT_API_LIMITS, serverOptions } from "./limits.ts";
 import { type AdviceDeps, registerAdviceRoutes } from "./routes-advice.ts";
 import { type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";
 
@@ -29,15 +30,20 @@ export interface ApiOptions {
   estimator?: EstimatorDeps;
   /** When set, serves /v1/advice (the sidecar: what its audit log's noise is, what to change). */
   advisor?: AdviceDeps;
+  /** Connection limits (timeouts, a cap on open connections); defaults in DEFAULT_API_LIMITS. */
+  limits?: Partial<ApiLimits>;
 }
 
 export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   const token = options.token === "" ? undefined : options.token;
+  const limits: ApiLimits = { ...DEFAULT_API_LIMITS, ...options.limits };
   const app = Fastify({
     ...loggerOptions(options.logger),
+    ...serverOptions(limits),
     // Nothing the API accepts has a body; keep a stray one small.
     bodyLimit: 64 * 1024,
   }) as unknown as FastifyInstance;
+  app.server.maxConnections = limits.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandlers(app);

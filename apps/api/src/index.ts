@@ -13,6 +13,7 @@ export {
   AUDITPIPE_ERR_UNAUTHORIZED,
   createError,
 } from "./errors.ts";
+export { type ApiLimits, DEFAULT_API_LIMITS } from "./limits.ts";
 export { checkListenSecurity, DEFAULT_LISTEN, isLoopback, listenApi, parseListenAddress } from "./listen.ts";
 export {
   type AdviceDeps,

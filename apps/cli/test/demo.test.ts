@@ -15,7 +15,10 @@ describe("auditpipe demo", () => {
     const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
     expect(err).toContain("starting a scratch PostgreSQL 15");
     expect(code).toBe(0);
-    expect(out).toMatch(/^projected +[\d,.]+ MB\/hour +[\d,.]+ GB\/day$/m);
+    // 4 s of pgbench is too little log time to project a day from: the view says so.
+    expect(out).toMatch(
+      /^projected not yet: the entries span [\d.]+ s of log time; a projection needs at least 60 s/m,
+    );
     expect(out).toMatch(/^WRITE +[\d,]+ /m);
     const final = /demo: ([\d,]+) audit entries .* metered and shipped/.exec(out);
     expect(Number(final?.[1]?.replaceAll(",", ""))).toBeGreaterThan(100);

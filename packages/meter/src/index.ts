@@ -10,4 +10,5 @@ export {
   type WindowName,
   type WindowStats,
 } from "./live.ts";
+export { MIN_PROJECTION_SECONDS, type Projection, projectVolume } from "./projection.ts";
 export { type Breakdown, type Tally, type VolumeReport, VolumeTally } from "./volume.ts";

@@ -6,7 +6,7 @@
  * tallies and three bounded heavy-hitter sketches; no allocation for keys already seen and no
  * prom-client call. Everything else is per record batch, per file or per sink batch.
  */
-import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
 import type { Registry } from "prom-client";
 import { exactBreakdown, type LiveBreakdown, sketchedBreakdown } from "./_breakdown.ts";
 import { CappedTally } from "./_capped.ts";
@@ -14,6 +14,7 @@ import { PairTally } from "./_pairs.ts";
 import { PrometheusMetrics } from "./_prometheus.ts";
 import { TopN } from "./_top-n.ts";
 import { RollingWindows, WINDOWS, type WindowName, type WindowStats } from "./_windows.ts";
+import { type Projection, projectVolume } from "./projection.ts";
 
 export type { LiveBreakdown } from "./_breakdown.ts";
 export type { WindowName, WindowStats } from "./_windows.ts";
@@ -61,8 +62,12 @@ export interface LiveVolume {
     malformed: number;
   };
   windows: Record<WindowName, WindowStats>;
-  /** Rates extrapolated from one window (its `seconds` may be shorter than its length early on). */
-  projection: { window: WindowName; seconds: number; mbPerHour: number; gbPerDay: number };
+  /**
+   * Rates extrapolated from the last 5 minutes of log time (by the entries' timestamps, not by
+   * when they were read): `seconds` of log time covered, `asOf` the newest entry's time.
+   * mbPerHour and gbPerDay are null, with `reason`, below MIN_PROJECTION_SECONDS.
+   */
+  projection: { window: WindowName; seconds: number; asOf: string | null } & Projection;
   byClass: LiveBreakdown;
   byCommand: LiveBreakdown;
   byAuditType: LiveBreakdown;
@@ -91,6 +96,12 @@ export class LiveMeter {
   private readonly now: () => number;
   private readonly startMs: number;
   private readonly windows: RollingWindows;
+  /** Bytes by the entries' own timestamps (log time), from the first timestamped entry on. */
+  private logTime: RollingWindows | undefined;
+  private logTimeEntries = 0;
+  private newestLogMs = Number.NEGATIVE_INFINITY;
+  private lastStamp = "";
+  private lastStampMs: number | undefined;
   private readonly pairs = new PairTally();
   private readonly commands = new CappedTally();
   private readonly users: TopN;
@@ -121,7 +132,8 @@ export class LiveMeter {
       malformed: () => this.malformedCount,
       truncations: () => this.truncations,
       window: (name) => this.window(name),
-      projectedBytesPerDay: () => this.window(PROJECTION_WINDOW).bytesPerSec * 86_400,
+      // NaN while not meaningful: an alert on it does not fire on a few seconds of data.
+      projectedBytesPerDay: () => (this.projection().gbPerDay ?? Number.NaN) * 1e9,
       checkpointAgeSeconds: () => (this.now() - (this.lastCheckpointMs ?? this.startMs)) / 1000,
       filesBehind: () => this.behind,
       syslog: () => ({ ...this.syslog }),
@@ -135,6 +147,7 @@ export class LiveMeter {
     this.entries += 1;
     this.bytes += bytes;
     this.windows.add(this.now(), bytes);
+    this.addLogTime(record.timestamp, bytes);
     const pair = this.pairs.slot(entry.class, entry.auditType);
     pair.entries += 1;
     pair.bytes += bytes;
@@ -204,7 +217,6 @@ export class LiveMeter {
     const windows = {} as Record<WindowName, WindowStats>;
     for (const name of Object.keys(WINDOWS) as WindowName[])
       windows[name] = this.windows.read(nowMs, WINDOWS[name]);
-    const projected = windows[PROJECTION_WINDOW];
     return {
       startedAt: new Date(this.startMs).toISOString(),
       uptimeSeconds: Math.max(0, nowMs - this.startMs) / 1000,
@@ -215,12 +227,7 @@ export class LiveMeter {
         malformed: this.malformedCount,
       },
       windows,
-      projection: {
-        window: PROJECTION_WINDOW,
-        seconds: projected.seconds,
-        mbPerHour: (projected.bytesPerSec * 3600) / 1e6,
-        gbPerDay: (projected.bytesPerSec * 86_400) / 1e9,
-      },
+      projection: this.projection(),
       byClass: exactBreakdown(this.pairs.sums(true), this.pairs.overflow, limit),
       byCommand: exactBreakdown(this.commands.map, this.commands.overflow, limit),
       byAuditType: exactBreakdown(this.pairs.sums(false), this.pairs.overflow, limit),
@@ -237,6 +244,38 @@ export class LiveMeter {
           this.lastCheckpointMs === null ? null : Math.max(0, nowMs - this.lastCheckpointMs) / 1000,
         syslog: { ...this.syslog },
       },
+    };
+  }
+
+  /** Consecutive records share timestamps: each distinct one is parsed once. */
+  private addLogTime(stamp: string | null, bytes: number): void {
+    if (stamp === null) return;
+    if (stamp !== this.lastStamp) {
+      this.lastStamp = stamp;
+      this.lastStampMs = parseLogTimestamp(stamp);
+    }
+    const ms = this.lastStampMs;
+    if (ms === undefined) return;
+    this.logTime ??= new RollingWindows(ms);
+    // An entry older than the newest lands in the newest second (RollingWindows never rewrites
+    // the past): files are read oldest first, so this is rare and moves bytes by seconds only.
+    this.logTime.add(ms, bytes);
+    this.logTimeEntries += 1;
+    if (ms > this.newestLogMs) this.newestLogMs = ms;
+  }
+
+  private projection(): LiveVolume["projection"] {
+    const window = WINDOWS[PROJECTION_WINDOW];
+    if (this.logTime === undefined) {
+      const none = projectVolume(0, this.entries > 0 ? null : 0, this.entries);
+      return { window: PROJECTION_WINDOW, seconds: 0, asOf: null, ...none };
+    }
+    const w = this.logTime.read(this.newestLogMs, window);
+    return {
+      window: PROJECTION_WINDOW,
+      seconds: w.seconds,
+      asOf: new Date(this.newestLogMs).toISOString(),
+      ...projectVolume(w.bytes, w.seconds, this.logTimeEntries),
     };
   }
 

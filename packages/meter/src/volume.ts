@@ -1,5 +1,6 @@
 import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
 import { detached } from "./_detach.ts";
+import { projectVolume } from "./projection.ts";
 
 export interface Tally {
   entries: number;
@@ -18,7 +19,17 @@ export interface VolumeReport {
   malformed: number;
   /** First to last audit entry, by the records' timestamps (ISO 8601), or null without entries. */
   span: { start: string | null; end: string | null; seconds: number };
-  rate: { entriesPerSec: number; bytesPerSec: number; mbPerHour: number; gbPerDay: number };
+  /**
+   * Rates over the span. mbPerHour and gbPerDay are null when the span is shorter than
+   * MIN_PROJECTION_SECONDS of log time, with the reason in `reason` (null when they are given).
+   */
+  rate: {
+    entriesPerSec: number;
+    bytesPerSec: number;
+    mbPerHour: number | null;
+    gbPerDay: number | null;
+    reason: string | null;
+  };
   byClass: Breakdown;
   byCommand: Breakdown;
   byAuditType: Breakdown;
@@ -117,8 +128,7 @@ export class VolumeTally {
       rate: {
         entriesPerSec: perSec(this.entries),
         bytesPerSec,
-        mbPerHour: (bytesPerSec * 3600) / 1e6,
-        gbPerDay: (bytesPerSec * 86400) / 1e9,
+        ...projectVolume(this.bytes, hasSpan ? seconds : null, this.entries),
       },
       byClass: this.byClass.toObject(),
       byCommand: this.byCommand.toObject(),

@@ -18,7 +18,8 @@ describe("rolling windows", () => {
     for (const w of [windows["1m"], windows["5m"], windows["1h"]]) {
       expect(w).toEqual({ entries: 10, bytes: 1000, seconds: 2, entriesPerSec: 5, bytesPerSec: 500 });
     }
-    expect(projection).toEqual({ window: "5m", seconds: 2, mbPerHour: 1.8, gbPerDay: 0.0432 });
+    // The projection is by log time, which these records (no timestamps) do not have: projection.test.ts.
+    expect(projection.gbPerDay).toBeNull();
   });
 
   it("drops each second out of the 1 m, 5 m and 1 h windows as they pass", () => {
@@ -50,15 +51,13 @@ describe("rolling windows", () => {
       feed(meter, 20, 250);
       clock.advance(1000);
     }
-    const { windows, projection } = meter.snapshot();
+    const { windows } = meter.snapshot();
     // The window ends at the start of a fresh (empty) second: length-1 full seconds are covered.
     expect(windows["1m"].entries).toBe(59 * 20);
     expect(windows["1m"].entriesPerSec).toBeCloseTo(20, 10);
     expect(windows["5m"].bytesPerSec).toBeCloseTo(5000, 10);
     expect(windows["1h"].entries).toBe(3599 * 20);
     expect(windows["1h"].seconds).toBe(3599);
-    expect(projection.gbPerDay).toBeCloseTo((5000 * 86_400) / 1e9, 10);
-    expect(projection.mbPerHour).toBeCloseTo(18, 10);
   });
 
   it("forgets everything after a long idle spell and counts what comes next", () => {

@@ -93,3 +93,83 @@ export function parseIntBytes(buf: Uint8Array, start: number, end: number): numb
   }
   return neg ? -n : n;
 }
+
+/** Length of the well-formed UTF-8 sequence at `i` (1–4), or 0 when the byte there starts none. */
+function utf8SequenceLength(buf: Uint8Array, i: number, end: number): number {
+  const b = buf[i]!;
+  if (b < 0x80) return 1;
+  const cont = (k: number, lo = 0x80, hi = 0xbf): boolean =>
+    i + k < end && buf[i + k]! >= lo && buf[i + k]! <= hi;
+  if (b >= 0xc2 && b <= 0xdf) return cont(1) ? 2 : 0;
+  if (b === 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
+  if ((b >= 0xe1 && b <= 0xec) || b === 0xee || b === 0xef) return cont(1) && cont(2) ? 3 : 0;
+  if (b === 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0; // no UTF-16 surrogates
+  if (b === 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (b >= 0xf1 && b <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (b === 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+const HEX = "0123456789abcdef";
+
+/**
+ * Bytes [start, end) as text with nothing lost, for a record that is not all UTF-8 (a SQL_ASCII
+ * database logs its clients' bytes as they came): well-formed UTF-8 is decoded, every other byte
+ * becomes the four characters `\xNN` (lowercase hex), and every backslash is doubled, so the
+ * original bytes can be told apart from the escapes and restored. The shipped-record docs
+ * (docs/archive.md) describe it with the `invalid_utf8` flag that marks such records.
+ */
+export function decodeEscaped(buf: SliceBuffer, start: number, end: number): string {
+  let out = "";
+  let run = start; // start of the pending stretch of well-formed UTF-8 without backslashes
+  let i = start;
+  while (i < end) {
+    const b = buf[i]!;
+    const n = b === BACKSLASH ? 0 : utf8SequenceLength(buf, i, end);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    out += buf.utf8Slice(run, i);
+    out += b === BACKSLASH ? "\\\\" : `\\x${HEX[b >> 4]}${HEX[b & 15]}`;
+    i += 1;
+    run = i;
+  }
+  return out + buf.utf8Slice(run, end);
+}
+
+/**
+ * decodeEscaped for a line of JSON text, whose strings must come out of JSON.parse escaped the
+ * same way: a byte that is not UTF-8 becomes the JSON text `\\xNN` (the value `\xNN`), and an
+ * escaped backslash `\\` becomes `\\\\` (the value `\\`); JSON's other escapes pass through.
+ */
+export function decodeEscapedJson(buf: SliceBuffer, start: number, end: number): string {
+  let out = "";
+  let run = start;
+  let i = start;
+  while (i < end) {
+    const b = buf[i]!;
+    if (b === BACKSLASH) {
+      if (buf[i + 1] === BACKSLASH) {
+        out += `${buf.utf8Slice(run, i)}\\\\\\\\`;
+        run = i + 2;
+      }
+      i += 2; // an escape: the next byte is ASCII (" \ / b f n r t u)
+      continue;
+    }
+    const n = utf8SequenceLength(buf, i, end);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    out += `${buf.utf8Slice(run, i)}\\\\x${HEX[b >> 4]}${HEX[b & 15]}`;
+    i += 1;
+    run = i;
+  }
+  return out + buf.utf8Slice(run, end);
+}
+
+/** `text` with every backslash doubled: the same convention for text decoded before a bad byte showed up. */
+export function doubleBackslashes(text: string): string {
+  return text.replaceAll("\\", "\\\\");
+}

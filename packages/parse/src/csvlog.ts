@@ -3,11 +3,12 @@
  * WebAssembly (CsvFieldScanner: it knows a record ends at the first newline outside quotes). Each
  * input is also read as one latin1 string (one char per byte, so indexes stay byte offsets): the
  * fields of an ASCII record are substrings of it; a record with non-ASCII bytes decodes its fields
- * from the bytes as UTF-8.
+ * from the bytes as UTF-8, and one with bytes that are not UTF-8 escapes them (decodeEscaped).
  */
 import {
   asBuffer,
   ByteCarry,
+  decodeEscaped,
   isAsciiRange,
   isUtf8Range,
   LF,
@@ -59,6 +60,8 @@ class CsvlogParser implements LogParser {
   private chars = "";
   /** Whether the record being decoded is ASCII: its fields are substrings of `chars`. */
   private asciiRecord = false;
+  /** Whether the record being decoded is not UTF-8: its fields are decoded with escapes. */
+  private escaped = false;
 
   constructor(sink: RecordSink, maxRecordBytes: number) {
     this.sink = sink;
@@ -216,13 +219,15 @@ class CsvlogParser implements LogParser {
       );
       return false;
     }
+    this.escaped = false;
     if (ascii || isAsciiRange(buf, start, end)) {
       this.asciiRecord = true;
     } else if (isUtf8Range(buf, start, end)) {
       this.asciiRecord = false;
     } else {
-      this.startSkip(start, ParseErrorCode.INVALID_UTF8, "record is not valid UTF-8");
-      return false;
+      // Not UTF-8 (a SQL_ASCII database): kept, with the bytes escaped and the record flagged.
+      this.asciiRecord = false;
+      this.escaped = true;
     }
     const record: LogRecord = {
       offset: this.base + start,
@@ -254,6 +259,7 @@ class CsvlogParser implements LogParser {
       leaderPid: n === COLUMNS_PG14 ? this.int(24) : null,
       queryId: n === COLUMNS_PG14 ? this.str(25) : null,
     };
+    if (this.escaped) record.invalidUtf8 = true;
     this.sink.record(record);
     return true;
   }
@@ -265,7 +271,11 @@ class CsvlogParser implements LogParser {
     const e = f.ends[k]!;
     const kind = f.kinds[k]!;
     if (kind === FIELD_UNQUOTED && s === e) return null;
-    const v = this.asciiRecord ? this.chars.slice(s, e) : this.buf.utf8Slice(s, e);
+    const v = this.asciiRecord
+      ? this.chars.slice(s, e)
+      : this.escaped
+        ? decodeEscaped(this.buf, s, e)
+        : this.buf.utf8Slice(s, e);
     return kind === FIELD_ESCAPED ? v.replaceAll('""', '"') : v;
   }
 

@@ -7,6 +7,7 @@ import {
   asBuffer,
   BACKSLASH,
   ByteCarry,
+  decodeEscapedJson,
   isAsciiRange,
   isUtf8Range,
   LF,
@@ -190,10 +191,19 @@ class JsonlogParser implements LogParser {
     } else if (isUtf8Range(buf, start, nl)) {
       this.text = null;
     } else {
-      this.malformed(ParseErrorCode.INVALID_UTF8, "line is not valid UTF-8", start, end);
+      // Not UTF-8 (a SQL_ASCII database): kept, with the bytes escaped and the record flagged.
+      this.text = null;
+      const record = this.slowPath(decodeEscapedJson(buf, start, nl), start, end);
+      if (record === undefined) {
+        this.malformed(ParseErrorCode.INVALID_JSON, "line is not a jsonlog object", start, end);
+      } else {
+        record.invalidUtf8 = true;
+        this.sink.record(record);
+      }
       return;
     }
-    const record = this.scan(buf, start, nl, end) ?? this.slowPath(buf, start, nl, end);
+    const record =
+      this.scan(buf, start, nl, end) ?? this.slowPath(this.text ?? buf.utf8Slice(start, nl), start, end);
     if (record === undefined) {
       this.malformed(ParseErrorCode.INVALID_JSON, "line is not a jsonlog object", start, end);
     } else {
@@ -461,8 +471,7 @@ class JsonlogParser implements LogParser {
   }
 
   /** Any other valid JSON object: JSON.parse, keeping integers as printed (query_id is 64-bit). */
-  private slowPath(buf: SliceBuffer, start: number, nl: number, end: number): LogRecord | undefined {
-    const line = this.text ?? buf.utf8Slice(start, nl);
+  private slowPath(line: string, start: number, end: number): LogRecord | undefined {
     let obj: unknown;
     try {
       obj = JSON.parse(line);

@@ -8,11 +8,12 @@
  * the parser holds one record back. Offsets and sizes count every line of a record, newlines
  * included. Lines that do not match the prefix (an extension writing raw to stderr, garbage)
  * are reported as PREFIX_MISMATCH together with any tab-led lines after them; a line with bytes
- * that are not UTF-8 makes its whole record INVALID_UTF8. PostgreSQL ends every line with `\n`,
+ * that are not UTF-8 (a SQL_ASCII database) is kept with them escaped and its record flagged
+ * `invalidUtf8` (see decodeEscaped). PostgreSQL ends every line with `\n`,
  * so a last line without one is TRUNCATED_RECORD (the record it belongs to is dropped with it).
  */
 import { isUtf8 } from "node:buffer";
-import type { SliceBuffer } from "./_bytes.ts";
+import { decodeEscaped, doubleBackslashes, type SliceBuffer } from "./_bytes.ts";
 import { LineSplitter } from "./_stderr-lines.ts";
 import { appendTo, finishRecord, newRecord, secondaryKind } from "./_stderr-record.ts";
 import { ParseErrorCode } from "./errors.ts";
@@ -63,8 +64,11 @@ export class StderrAssembler {
     private readonly maxRecordBytes: number,
   ) {}
 
-  /** A line starting with a tab: `text` is the line without it (null: not UTF-8). */
-  continuation(text: string | null, offset: number, size: number): void {
+  /**
+   * A line starting with a tab: `text` is the line without it (null: not UTF-8 and not escaped;
+   * `escaped`: decoded by decodeEscaped).
+   */
+  continuation(text: string | null, offset: number, size: number, escaped = false): void {
     if (!this.pending) {
       this.startBad(ParseErrorCode.PREFIX_MISMATCH, offset, size);
       return;
@@ -73,11 +77,28 @@ export class StderrAssembler {
     if (this.bad !== null) return;
     if (text === null) this.bad = ParseErrorCode.INVALID_UTF8;
     else if (this.size > this.maxRecordBytes) this.bad = ParseErrorCode.RECORD_TOO_LARGE;
-    else if (this.record !== null) appendTo(this.record, this.kind, text, false);
+    else if (this.record !== null) appendTo(this.record, this.kind, this.sameEscaping(text, escaped), false);
   }
 
-  /** Any other line (null: not UTF-8). */
-  head(line: string | null, offset: number, size: number): void {
+  /**
+   * Text of a line for the record being built: once one line of a record was escaped, backslashes
+   * are doubled in all of it (the escaping of decodeEscaped covers the whole record).
+   */
+  private sameEscaping(text: string, escaped: boolean): string {
+    const rec = this.record;
+    if (rec === null || escaped === (rec.invalidUtf8 === true)) return text;
+    if (!escaped) return doubleBackslashes(text);
+    const fields = rec as unknown as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      const value = fields[key];
+      if (typeof value === "string") fields[key] = doubleBackslashes(value);
+    }
+    rec.invalidUtf8 = true;
+    return text;
+  }
+
+  /** Any other line (null: not UTF-8 and not escaped; `escaped`: decoded by decodeEscaped). */
+  head(line: string | null, offset: number, size: number, escaped = false): void {
     if (line === null) {
       this.startBad(ParseErrorCode.INVALID_UTF8, offset, size);
       return;
@@ -98,7 +119,7 @@ export class StderrAssembler {
         return;
       }
       this.kind = kind;
-      appendTo(rec, kind, line.slice(msgStart), true);
+      appendTo(rec, kind, this.sameEscaping(line.slice(msgStart), escaped), true);
       return;
     }
     this.flush();
@@ -107,6 +128,7 @@ export class StderrAssembler {
     this.size = size;
     this.kind = 0;
     this.record = newRecord(offset, f, line.slice(msgStart));
+    if (escaped) this.record.invalidUtf8 = true;
     this.bad = size > this.maxRecordBytes ? ParseErrorCode.RECORD_TOO_LARGE : null;
   }
 
@@ -171,8 +193,12 @@ export function createStderrParser(sink: RecordSink, options: StderrParserOption
   const lines = new LineSplitter(
     {
       line(buf, start, end, offset) {
-        if (buf[start] === TAB) asm.continuation(decodeUtf8(buf, start + 1, end), offset, end - start + 1);
-        else asm.head(decodeUtf8(buf, start, end), offset, end - start + 1);
+        const from = buf[start] === TAB ? start + 1 : start;
+        let text = decodeUtf8(buf, from, end);
+        const escaped = text === null;
+        if (text === null) text = decodeEscaped(buf as SliceBuffer, from, end);
+        if (from > start) asm.continuation(text, offset, end - start + 1, escaped);
+        else asm.head(text, offset, end - start + 1, escaped);
       },
       partial(buf, start, end, offset) {
         asm.truncated(buf[start] === TAB, offset, end - start);

@@ -45,6 +45,12 @@ export interface LogRecord {
   backendType: string | null;
   leaderPid: number | null;
   queryId: string | null;
+  /**
+   * Set when the record held bytes that are not UTF-8 (a SQL_ASCII database logs its clients'
+   * bytes as they came): in every text field each such byte is written `\xNN` and each backslash
+   * `\\`, so nothing is lost and the original bytes can be restored. Absent otherwise.
+   */
+  invalidUtf8?: true;
 }
 
 /** Why a stretch of input could not be read as a record. Parsers report it and carry on. */

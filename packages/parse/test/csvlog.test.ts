@@ -222,17 +222,20 @@ describe("csvlog bad input", () => {
     ]);
   });
 
-  it("reports invalid UTF-8 without decoding the record", () => {
-    const bad = Buffer.concat([
-      enc(good[0]!.slice(0, 100)),
-      Buffer.from([0xc3, 0x28]),
-      enc(good[0]!.slice(100)),
-    ]);
-    const { records, malformed } = collect(createCsvlogParser, [bad, enc(good[1]!)]);
-    expect(records.map((r) => r.message)).toEqual(["two"]);
-    expect(malformed).toEqual([
-      { code: ParseErrorCode.INVALID_UTF8, reason: expect.any(String), offset: 0, size: bad.length },
-    ]);
+  it("keeps a record that is not UTF-8 (SQL_ASCII), its bytes escaped and the record flagged", () => {
+    // Hand-made: a Latin-1 "é" (0xe9) where UTF-8 is expected, beside valid UTF-8 and a backslash.
+    const [head, tail] = line26(1, "café ü \\ ok").split("é");
+    const bad = Buffer.concat([enc(head!), Buffer.from([0xe9]), enc(tail!)]);
+    for (const step of [bad.length, 7, 1]) {
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < bad.length; i += step) chunks.push(bad.subarray(i, i + step));
+      const { records, malformed } = collect(createCsvlogParser, [...chunks, enc(good[1]!)]);
+      expect(malformed).toEqual([]);
+      expect(records.map((r) => [r.message, r.invalidUtf8, r.user, r.size])).toEqual([
+        ["caf\\xe9 ü \\\\ ok", true, "alice", bad.length],
+        ["two", undefined, "alice", enc(good[1]!).length],
+      ]);
+    }
   });
 
   it("skips a record larger than maxRecordBytes, also when it arrives in pieces", () => {

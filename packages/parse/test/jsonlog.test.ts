@@ -104,7 +104,31 @@ describe("jsonlog", () => {
     });
   });
 
-  it("reports invalid JSON, invalid UTF-8, truncation and over-long lines, and goes on", () => {
+  it("keeps a line that is not UTF-8 (SQL_ASCII), its bytes escaped and the record flagged", () => {
+    // Hand-made: a Latin-1 "é" (0xe9) inside a string, beside a JSON escape, an escaped backslash
+    // and valid UTF-8, as PostgreSQL's jsonlog writes a SQL_ASCII database's statement.
+    const bad = Buffer.concat([
+      enc('{"timestamp":"2024-05-01 12:00:00.000 UTC","user":"caf'),
+      Buffer.from([0xe9]),
+      enc(String.raw`","message":"a\\b \"q\" \n ü `),
+      Buffer.from([0xff]),
+      enc('","pid":7}\n'),
+    ]);
+    const good = enc(`${String.raw`{"timestamp":"t","message":"a\\b"}`}\n`);
+    for (const step of [bad.length, 3, 1]) {
+      const input = Buffer.concat([bad, good]);
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < input.length; i += step) chunks.push(input.subarray(i, i + step));
+      const { records, malformed } = collect(createJsonlogParser, chunks);
+      expect(malformed).toEqual([]);
+      expect(records.map((r) => [r.user, r.message, r.pid, r.invalidUtf8, r.size])).toEqual([
+        ["caf\\xe9", 'a\\\\b "q" \n ü \\xff', 7, true, bad.length],
+        [null, "a\\b", null, undefined, good.length],
+      ]);
+    }
+  });
+
+  it("reports invalid JSON (with or without bytes that are not UTF-8), truncation and over-long lines, and goes on", () => {
     const good = '{"timestamp":"t","message":"ok"}\n';
     const parts = [
       enc(`{"timestamp":"t","message":"bad\\x"}\n`),
@@ -128,7 +152,7 @@ describe("jsonlog", () => {
       expect(malformed.map((m) => m.code)).toEqual([
         ParseErrorCode.INVALID_JSON,
         ParseErrorCode.INVALID_JSON,
-        ParseErrorCode.INVALID_UTF8,
+        ParseErrorCode.INVALID_JSON, // not UTF-8, and not JSON once its byte is escaped either
         ParseErrorCode.RECORD_TOO_LARGE,
         ParseErrorCode.TRUNCATED_RECORD,
       ]);

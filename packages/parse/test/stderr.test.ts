@@ -95,21 +95,25 @@ describe("stderr parser on bad input", () => {
     ]);
   });
 
-  it("reports invalid UTF-8 as malformed, split anywhere, without throwing", () => {
-    const a = Buffer.from(line(1, "LOG:  before"));
+  it("keeps a record that is not UTF-8 (SQL_ASCII), its bytes escaped and flagged, split anywhere", () => {
+    // Hand-made: Latin-1 bytes (0xc3 0x28 is no UTF-8) in a head line and in a DETAIL line after a
+    // UTF-8 line with a backslash, whose backslash is doubled too once the record is flagged.
+    const a = Buffer.from(line(1, "LOG:  before \\"));
     const bad = Buffer.concat([
-      Buffer.from(line(2, "LOG:  caf").slice(0, -1)),
+      Buffer.from(line(2, "LOG:  a \\ b")),
+      Buffer.from(line(2, "DETAIL:  caf").slice(0, -1)),
       Buffer.from([0xc3, 0x28, 0x0a]),
     ]);
     const c = Buffer.from(line(3, "LOG:  after é"));
     const data = Buffer.concat([a, bad, c]);
     for (const sizes of [[data.length], [1], [7, 3]]) {
       const got = parseStderr(data, P, sizes);
-      expect(got.records.map((r) => r.message)).toEqual(["before", "after é"]);
-      expect(got.malformed).toEqual([
-        expect.objectContaining({ code: ParseErrorCode.INVALID_UTF8, offset: a.length, size: bad.length }),
+      expect(got.malformed).toEqual([]);
+      expect(got.records.map((r) => [r.message, r.detail, r.invalidUtf8, r.size])).toEqual([
+        ["before \\", null, undefined, a.length],
+        ["a \\\\ b", "caf\\xc3(", true, bad.length],
+        ["after é", null, undefined, c.length],
       ]);
-      expect(got.malformed[0]!.reason).not.toContain("caf");
     }
   });
 

@@ -28,6 +28,28 @@ export const SinkErrorCode = {
 
 export type SinkErrorCode = (typeof SinkErrorCode)[keyof typeof SinkErrorCode];
 
+/**
+ * Each code in a few words, with no bucket, endpoint or path: for answers anyone may read (the
+ * unauthenticated `/readyz`), where the full message (which names them) must not go.
+ */
+const SINK_ERROR_REASONS: Record<SinkErrorCode, string> = {
+  AUDITPIPE_ERR_SINK_CONFIG: "a sink option is missing or invalid",
+  AUDITPIPE_ERR_SINK_NO_BUCKET: "the bucket does not exist",
+  AUDITPIPE_ERR_SINK_ACCESS_DENIED: "the credentials may not write there",
+  AUDITPIPE_ERR_SINK_BAD_CREDENTIALS: "no credentials, or the store rejected them",
+  AUDITPIPE_ERR_SINK_NO_OBJECT_LOCK: "the bucket has no Object Lock",
+  AUDITPIPE_ERR_SINK_UNREACHABLE: "the store does not answer or keeps failing",
+  AUDITPIPE_ERR_SINK_REJECTED: "the store refused the request",
+  AUDITPIPE_ERR_SINK_SPOOL: "the spool directory cannot be written or read",
+  AUDITPIPE_ERR_SINK_HOOK_FAILED: "the upload hook failed",
+  AUDITPIPE_ERR_SINK_CLOSED: "the sink is closed",
+};
+
+/** The reason for a sink error code, without locations; an unknown code is returned as is. */
+export function sinkErrorReason(code: string): string {
+  return (SINK_ERROR_REASONS as Record<string, string>)[code] ?? code;
+}
+
 /** What the store said, for logs and support: never request headers, never credentials. */
 export interface SinkErrorDetails {
   /** Whether writing again later can succeed without anyone changing anything. */

@@ -1,6 +1,12 @@
+export {
+  backoffDelay,
+  isOutOfFiles,
+  type OutOfFilesRetryOptions,
+  retryWhileOutOfFiles,
+} from "./backoff.ts";
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
 export { encodeNdjson, recordsBatch } from "./encode.ts";
-export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails } from "./errors.ts";
+export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,

@@ -47,6 +47,8 @@ const FIXED_LITERALS = [
   "}}\n",
   '},"redacted":',
   "}\n",
+  '},"invalid_utf8":true}\n',
+  '},"invalid_utf8":true,"redacted":',
 ] as const;
 /** Their ids. */
 const L_TS = 0;
@@ -73,6 +75,8 @@ const L_CLOSE = 20;
 const L_END = 21;
 const L_REDACTED = 22;
 const L_END_REDACTED = 23;
+const L_END_INVALID_UTF8 = 24;
+const L_INVALID_UTF8_REDACTED = 25;
 /** Per-source literals (`,"source":{"file":"…","offset":`) kept at most; more start the table afresh. */
 const MAX_SOURCE_LITERALS = 64;
 
@@ -205,7 +209,7 @@ export class NdjsonWriter {
     this.int(entry.rows);
     this.lit(this.sourceLiteral(sourceName));
     this.int(offset);
-    this.lit(L_END);
+    this.lit(record.invalidUtf8 ? L_END_INVALID_UTF8 : L_END);
     this.entryDone();
   }
 
@@ -243,9 +247,9 @@ export class NdjsonWriter {
     this.lit(this.sourceLiteral(r.source.file));
     this.int(r.source.offset);
     if (r.redacted === undefined) {
-      this.lit(L_END);
+      this.lit(r.invalid_utf8 ? L_END_INVALID_UTF8 : L_END);
     } else {
-      this.lit(L_REDACTED);
+      this.lit(r.invalid_utf8 ? L_INVALID_UTF8_REDACTED : L_REDACTED);
       this.parameter(r.redacted);
       this.lit(L_END_REDACTED);
     }

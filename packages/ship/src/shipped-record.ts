@@ -32,5 +32,6 @@ export function toShippedRecord(
     parameter: entry.parameter,
     rows: entry.rows,
     source: { file: sourceName, offset },
+    ...(record.invalidUtf8 ? { invalid_utf8: true as const } : {}),
   };
 }

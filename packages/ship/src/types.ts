@@ -40,6 +40,11 @@ export interface ShippedRecord {
   /** Where the record is in its source: the file (or listener) and the record's byte offset. */
   source: { file: string; offset: number };
   /**
+   * True when the logged record held bytes that are not UTF-8 (a SQL_ASCII database): in its text
+   * fields each such byte is `\xNN` and each backslash `\\`. Absent otherwise. See docs/archive.md.
+   */
+  invalid_utf8?: true;
+  /**
    * Fields that went through redaction (`--redact literals` → "statement", `--redact parameters`
    * → "parameter"); absent when the record is as PostgreSQL logged it. See docs/redaction.md.
    */

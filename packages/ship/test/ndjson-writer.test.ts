@@ -5,7 +5,7 @@
  * records are in encode.test.ts, which runs through the same writer.
  */
 import { readFileSync } from "node:fs";
-import { NdjsonWriter, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
+import { NdjsonWriter, redactRecord, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs build script without types
 import { assemble, wasmModules } from "../../../scripts/assemble-wasm.mjs";
@@ -56,6 +56,28 @@ describe("NdjsonWriter", () => {
       expect(entries).toBe(all.length);
       expect(Buffer.concat(taken).toString("utf8")).toBe(expected);
     }
+  });
+
+  it("writes the invalid_utf8 flag of a record that was not UTF-8, with and without redaction", () => {
+    const { entry, record: logged, source } = fixtureAuditEntries()[0]!;
+    const flagged = { ...logged, invalidUtf8: true as const };
+    const shipped = toShippedRecord(entry, flagged, source, 7);
+    expect(shipped.invalid_utf8).toBe(true);
+    const redacted = redactRecord(shipped, { literals: true, parameters: false });
+    const writer = new NdjsonWriter();
+    writer.addEntry(entry, flagged, source, 7);
+    writer.addRecord(shipped);
+    writer.addRecord(redacted);
+    writer.addEntry(entry, logged, source, 7);
+    const text = writer.take().ndjson.toString("utf8");
+    expect(text).toBe(lines([shipped, shipped, redacted, toShippedRecord(entry, logged, source, 7)]));
+    expect(text.split("\n").map((l) => l.includes('"invalid_utf8":true'))).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 
   it("counts entries and keeps the first ts that is not null, per take", () => {

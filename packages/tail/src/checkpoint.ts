@@ -1,5 +1,6 @@
 import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { type OutOfFilesRetryOptions, retryWhileOutOfFiles } from "@auditpipe/ship";
 
 /** One followed file's progress. Everything before `position` was acknowledged by the sink. */
 export interface FileCheckpoint {
@@ -84,11 +85,19 @@ export class Checkpointer {
    */
   fresh = true;
 
-  private constructor(private readonly dir: string) {}
+  private constructor(
+    private readonly dir: string,
+    private readonly outOfFiles: OutOfFilesRetryOptions,
+  ) {}
 
-  static async load(dir: string): Promise<Checkpointer> {
+  /**
+   * `outOfFiles.onRetry` reports a save that waits for a file descriptor (EMFILE/ENFILE): a save
+   * is retried until it can open its files, never given up, so a burst of connections elsewhere in
+   * the process cannot stop the source.
+   */
+  static async load(dir: string, outOfFiles: OutOfFilesRetryOptions = {}): Promise<Checkpointer> {
     await mkdir(dir, { recursive: true });
-    const checkpointer = new Checkpointer(dir);
+    const checkpointer = new Checkpointer(dir, outOfFiles);
     for (const name of [TEMP_FILE, CHECKPOINT_FILE]) {
       let text: string;
       try {
@@ -146,15 +155,17 @@ export class Checkpointer {
     const changes = this.changes;
     const body: CheckpointFile = { version: 1, checkpoints: this.entries() };
     const temp = join(this.dir, TEMP_FILE);
-    const handle = await open(temp, "w");
-    try {
-      await handle.writeFile(`${JSON.stringify(body, null, 1)}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(temp, join(this.dir, CHECKPOINT_FILE));
-    await fsyncPath(this.dir);
+    await retryWhileOutOfFiles(async () => {
+      const handle = await open(temp, "w");
+      try {
+        await handle.writeFile(`${JSON.stringify(body, null, 1)}\n`);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, join(this.dir, CHECKPOINT_FILE));
+      await fsyncPath(this.dir);
+    }, this.outOfFiles);
     this.saved = changes;
     return true;
   }

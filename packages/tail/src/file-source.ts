@@ -187,7 +187,13 @@ export class FileSource {
     const info = await stat(this.options.logDir).catch(() => undefined);
     if (!info?.isDirectory())
       throw new Error(`log directory ${this.options.logDir} does not exist or is not a directory`);
-    this.checkpoints = await Checkpointer.load(this.options.stateDir);
+    this.checkpoints = await Checkpointer.load(this.options.stateDir, {
+      onRetry: ({ attempt, code, delayMs }) =>
+        this.logger.warn(
+          { dir: this.options.stateDir, code, attempt, delayMs: Math.round(delayMs) },
+          "cannot open the checkpoint file (out of file descriptors); retrying",
+        ),
+    });
     for (const warning of this.checkpoints.warnings)
       this.logger.warn({ stateDir: this.options.stateDir }, warning);
     // Record the first start at once: `from: end` applies to the files present now, never again.

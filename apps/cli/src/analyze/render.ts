@@ -47,7 +47,9 @@ export function renderReport(report: VolumeReport, files: string[]): string {
       ? `span             ${span.start} → ${span.end}  (${dec.format(span.seconds)} s)`
       : "span             no audit entries",
     `rate             ${dec.format(rate.entriesPerSec)} entries/s, ${formatBytes(rate.bytesPerSec)}/s`,
-    `projected        ${dec.format(rate.mbPerHour)} MB/hour, ${dec.format(rate.gbPerDay)} GB/day at the observed rate`,
+    rate.gbPerDay === null || rate.mbPerHour === null
+      ? `projected        not meaningful: ${rate.reason}`
+      : `projected        ${dec.format(rate.mbPerHour)} MB/hour, ${dec.format(rate.gbPerDay)} GB/day at the observed rate`,
     "",
     ...table("class", report.byClass, report.bytes, 20),
     ...table("audit type", report.byAuditType, report.bytes, 5),
@@ -56,7 +58,5 @@ export function renderReport(report: VolumeReport, files: string[]): string {
     ...table("top users", report.byUser, report.bytes, 10),
     ...table("top databases", report.byDatabase, report.bytes, 10),
   ];
-  if (span.seconds === 0 && report.entries > 0)
-    lines.push("(all entries share one timestamp: no rate can be measured)");
   return `${lines.join("\n").trimEnd()}\n`;
 }

@@ -35,15 +35,19 @@ function view(v: LiveVolume, url: string, sink: string, elapsed: number, pgEnv: 
     "",
     `entries   ${num.format(v.totals.entries).padStart(12)}   ${num.format(w.entriesPerSec).padStart(8)} /s (1 min)`,
     `log       ${formatBytes(v.totals.bytes).padStart(12)}   ${formatBytes(w.bytesPerSec).padStart(8)}/s`,
-    `projected ${dec.format(v.projection.mbPerHour).padStart(9)} MB/hour   ${dec.format(v.projection.gbPerDay).padStart(8)} GB/day`,
+    v.projection.gbPerDay === null || v.projection.mbPerHour === null
+      ? `projected not yet: ${v.projection.reason}`
+      : `projected ${dec.format(v.projection.mbPerHour).padStart(9)} MB/hour   ${dec.format(v.projection.gbPerDay).padStart(8)} GB/day`,
     "",
     `${"class".padEnd(10)} ${"entries".padStart(10)} ${"bytes".padStart(11)} ${"GB/day".padStart(9)}`,
   ];
   const total = Math.max(1, v.totals.bytes);
   for (const [key, t] of Object.entries(v.byClass.keys)) {
-    const gbDay = (v.projection.gbPerDay * t.bytes) / total; // the class's share of the projection
+    // The class's share of the projection, once there is one.
+    const gbDay =
+      v.projection.gbPerDay === null ? "-" : dec.format((v.projection.gbPerDay * t.bytes) / total);
     lines.push(
-      `${key.padEnd(10)} ${num.format(t.entries).padStart(10)} ${formatBytes(t.bytes).padStart(11)} ${dec.format(gbDay).padStart(9)}`,
+      `${key.padEnd(10)} ${num.format(t.entries).padStart(10)} ${formatBytes(t.bytes).padStart(11)} ${gbDay.padStart(9)}`,
     );
   }
   const shipped = Object.values(v.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
@@ -168,7 +172,7 @@ export async function demoCommand(
     await sidecar.stop();
     const final = sidecar.meter.snapshot();
     io.stdout(
-      `\ndemo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered and shipped; projected ${dec.format(final.projection.gbPerDay)} GB/day at this load\n`,
+      `\ndemo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered and shipped; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}\n`,
     );
     if (values.sink) io.stdout(`demo: the gzip NDJSON objects are in ${sinkDir}\n`);
     if (minio) {

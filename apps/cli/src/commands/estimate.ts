@@ -95,7 +95,8 @@ function observed(report: VolumeReport, price: number): Record<string, unknown> 
     bytesPerEntry,
     mbPerHour: report.rate.mbPerHour,
     gbPerDay: report.rate.gbPerDay,
-    dollarsPerMonth: report.rate.gbPerDay * 30 * price,
+    dollarsPerMonth: report.rate.gbPerDay === null ? null : report.rate.gbPerDay * 30 * price,
+    ...(report.rate.reason === null ? {} : { reason: report.rate.reason }),
     byClass: report.byClass,
   };
 }
@@ -223,7 +224,11 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
   if (report) {
     const o = observed(report, price);
     io.stdout(
-      `\nObserved in ${logs.length} log file(s): ${report.entries} entries over ${num(report.span.seconds, 1)} s, ${num(o.bytesPerEntry as number)} B/entry, ${num(report.rate.mbPerHour, 1)} MB/hour, ${num(report.rate.gbPerDay, 2)} GB/day, $${num(o.dollarsPerMonth as number, 2)}/month\n`,
+      `\nObserved in ${logs.length} log file(s): ${report.entries} entries over ${num(report.span.seconds, 1)} s, ${num(o.bytesPerEntry as number)} B/entry, ${
+        report.rate.mbPerHour === null || report.rate.gbPerDay === null
+          ? `no projection: ${report.rate.reason}`
+          : `${num(report.rate.mbPerHour, 1)} MB/hour, ${num(report.rate.gbPerDay, 2)} GB/day, $${num(o.dollarsPerMonth as number, 2)}/month`
+      }\n`,
     );
   }
   return 0;

@@ -48,6 +48,14 @@ type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting"> & {
   batchMaxAgeMs?: number | undefined;
 };
 
+/**
+ * A number: a JSON number from the config file, or the digits of a flag or variable. Only strings
+ * are converted (z.coerce.number() took `true` for 1 and `[7]` for 7).
+ */
+function numeric<T extends z.ZodType<number>>(schema: T) {
+  return z.preprocess((v) => (typeof v === "string" && v.trim() !== "" ? Number(v) : v), schema);
+}
+
 export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
   .object({
     logDir: z.string().min(1).optional(),
@@ -60,15 +68,11 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     listen: z.string().min(1).default("127.0.0.1:9187"),
     syslog: z.array(z.string().regex(/^(udp|tcp):\/\//, "a udp:// or tcp:// URL")).default([]),
     from: z.enum(["beginning", "end"]).default("beginning"),
-    batchMaxEntries: z.coerce.number().int().positive().default(10_000),
-    batchMaxBytes: z.coerce
-      .number()
-      .int()
-      .positive()
-      .default(8 << 20),
+    batchMaxEntries: numeric(z.number().int().positive()).default(10_000),
+    batchMaxBytes: numeric(z.number().int().positive()).default(8 << 20),
     // Default depends on the sink (see resolveRunConfig): a batch is an object in S3.
-    batchMaxAgeMs: z.coerce.number().int().positive().optional(),
-    pollIntervalMs: z.coerce.number().int().positive().default(200),
+    batchMaxAgeMs: numeric(z.number().int().positive()).optional(),
+    pollIntervalMs: numeric(z.number().int().positive()).default(200),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     apiToken: z.string().min(16, "at least 16 characters").optional(),
     s3Endpoint: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL" }).optional(),
@@ -79,18 +83,14 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
       .default(false),
     host: z.string().min(1).optional(),
     spool: z.string().min(1).optional(),
-    spoolMaxBytes: z.coerce
-      .number()
-      .int()
-      .positive()
-      .default(1 << 30),
+    spoolMaxBytes: numeric(z.number().int().positive()).default(1 << 30),
     compression: z.enum(["gzip", "zstd"]).default("gzip"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
-    objectLockDays: z.coerce.number().int().positive().default(365),
+    objectLockDays: numeric(z.number().int().positive()).default(365),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
-    sampleIntervalMs: z.coerce.number().int().min(1000).default(60_000),
-    nice: z.coerce.number().int().min(-20).max(19).optional(),
+    sampleIntervalMs: numeric(z.number().int().min(1000)).default(60_000),
+    nice: numeric(z.number().int().min(-20).max(19)).optional(),
   })
   .strict();
 
@@ -164,7 +164,8 @@ export function resolveRunConfig(
   if (configPath) {
     let text: string;
     try {
-      text = readFileSync(configPath, "utf8");
+      // A UTF-8 byte order mark (Windows editors write one) is not part of the JSON.
+      text = readFileSync(configPath, "utf8").replace(/^\uFEFF/, "");
     } catch {
       throw new UsageError(`run: --config ${configPath}: cannot read the file`);
     }

@@ -1,5 +1,12 @@
 import { join } from "node:path";
-import { LocalDirSink, ManifestJournal, type RedactionMode, S3Sink, type Sink } from "@auditpipe/ship";
+import {
+  LocalDirSink,
+  ManifestJournal,
+  type RedactionMode,
+  S3Sink,
+  type Sink,
+  sinkErrorReason,
+} from "@auditpipe/ship";
 import { S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
 import { UsageError } from "../usage-error.ts";
@@ -128,7 +135,11 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
     sink,
     unhealthy() {
       const h = sink.health();
-      return h.state === "ok" ? undefined : `sink s3 ${h.state}: ${h.code ?? ""} ${h.message ?? ""}`.trim();
+      // The reason, never the message: /readyz is unauthenticated and the message names the
+      // bucket, endpoint or spool path (the logs carry it).
+      return h.state === "ok"
+        ? undefined
+        : `sink s3 ${h.state}: ${h.code} (${sinkErrorReason(h.code ?? "")})`;
     },
     spoolBytes: () => sink.spoolBytes(),
     async close() {

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { backoffDelay } from "../../backoff.ts";
 import { compress, ndjsonExtension } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import { objectKey } from "../../partitioner.ts";
@@ -330,11 +331,8 @@ export class S3Sink implements Sink {
     }
   }
 
-  /** Exponential backoff with "equal jitter": half fixed, half random, so retries of many sidecars spread out. */
   private backoff(attempt: number): number {
-    const { baseDelayMs, maxDelayMs } = this.options.retry;
-    const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(attempt - 1, 20));
-    return ceiling / 2 + Math.random() * (ceiling / 2);
+    return backoffDelay(attempt, this.options.retry.baseDelayMs, this.options.retry.maxDelayMs);
   }
 
   /** A sleep that close() cuts short. */

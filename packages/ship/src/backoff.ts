@@ -1,0 +1,49 @@
+/**
+ * The one retry delay of auditpipe: exponential backoff with "equal jitter" (half fixed, half
+ * random), so the retries of many sidecars spread out instead of arriving together.
+ */
+
+/** The delay before retry number `attempt` (1-based): about base·2^(attempt-1), capped at max. */
+export function backoffDelay(attempt: number, baseDelayMs: number, maxDelayMs: number): number {
+  const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** Math.min(Math.max(attempt, 1) - 1, 20));
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** Error codes of an exhausted process or system file table: they pass once descriptors are closed. */
+const OUT_OF_FILES = new Set(["EMFILE", "ENFILE"]);
+
+/** True for EMFILE/ENFILE (too many open files in the process / the system). */
+export function isOutOfFiles(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && OUT_OF_FILES.has(code);
+}
+
+export interface OutOfFilesRetryOptions {
+  /** Called before each wait, to report it (log, metric). */
+  onRetry?: (info: { attempt: number; code: string; delayMs: number }) => void;
+  /** First delay. Default 50 ms. */
+  baseDelayMs?: number;
+  /** Longest delay. Default 5 s. */
+  maxDelayMs?: number;
+}
+
+/**
+ * Runs `action` until it does not fail for want of file descriptors. Running out of them is
+ * passing (a burst of connections, a leak elsewhere) and is no reason to stop following logs, so
+ * it is retried and reported, without end; every other error is thrown at once.
+ */
+export async function retryWhileOutOfFiles<T>(
+  action: () => Promise<T>,
+  options: OutOfFilesRetryOptions = {},
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await action();
+    } catch (error) {
+      if (!isOutOfFiles(error)) throw error;
+      const delayMs = backoffDelay(attempt, options.baseDelayMs ?? 50, options.maxDelayMs ?? 5_000);
+      options.onRetry?.({ attempt, code: (error as { code: string }).code, delayMs });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+  }
+}
