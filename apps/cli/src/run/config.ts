@@ -33,6 +33,8 @@ export interface RunConfig {
   compression: "gzip" | "zstd";
   objectLockMode?: "GOVERNANCE" | "COMPLIANCE" | undefined;
   objectLockDays: number;
+  /** Ed25519 key (PEM) that signs the manifests; absent: <state>/manifests/manifest-key.pem, created. */
+  manifestKey?: string | undefined;
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
@@ -82,6 +84,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     compression: z.enum(["gzip", "zstd"]).default("gzip"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
     objectLockDays: z.coerce.number().int().positive().default(365),
+    manifestKey: z.string().min(1).optional(),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: z.coerce.number().int().min(1000).default(60_000),
@@ -135,6 +138,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "compression", flag: "compression", env: "AUDITPIPE_COMPRESSION" },
   { key: "objectLockMode", flag: "object-lock-mode", env: "AUDITPIPE_OBJECT_LOCK_MODE" },
   { key: "objectLockDays", flag: "object-lock-days", env: "AUDITPIPE_OBJECT_LOCK_DAYS" },
+  { key: "manifestKey", flag: "manifest-key", env: "AUDITPIPE_MANIFEST_KEY" },
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },

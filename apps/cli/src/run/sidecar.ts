@@ -45,6 +45,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       this.set(configured.spoolBytes());
     },
   });
+  configured.registerMetrics(meter.registry);
   const sinkHealth = { failing: false, lastError: "" };
 
   const observer: SourceObserver = {

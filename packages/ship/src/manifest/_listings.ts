@@ -34,6 +34,16 @@ export interface ChainReading {
   linksOlder: boolean;
 }
 
+/**
+ * Until when a chain's newest manifest covers uploads: the end of its hour, or, for a partial
+ * manifest written at a stop, when it was written (uploads after it are pending, not extra).
+ */
+function coveredUntil(newest: StoredManifest): number {
+  const m = newest.manifest;
+  const created = typeof m === "string" || m.partial !== true ? Number.NaN : Date.parse(m.created);
+  return Number.isNaN(created) ? newest.hourMs + HOUR_MS : Math.min(created, newest.hourMs + HOUR_MS);
+}
+
 /** Checks the links of every chain and collects what the manifests list, for the hours `inRange` selects. */
 export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => boolean): ChainReading {
   const reading: ChainReading = {
@@ -65,7 +75,7 @@ export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => bo
       reading.windows.set(host, {
         start: first.hourMs,
         end: last.hourMs + HOUR_MS,
-        chainEnd: newest.hourMs + HOUR_MS,
+        chainEnd: coveredUntil(newest),
       });
     const olderKeys = new Set(older.map((k) => k.key));
     for (const m of chain) {

@@ -1,11 +1,14 @@
 import { listChains, loadChains, loadOlder } from "./_chain.ts";
-import { dataObjectHost, floorHour, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
+import { dataObjectHost, floorHour, HOUR_MS, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
 import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
 import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
+import { checkSignatures } from "./_signatures.ts";
+import { DEFAULT_MANIFEST_GRACE_MS } from "./journal.ts";
 import {
   FINDING_KINDS,
   type FindingKind,
+  type NothingToVerify,
   type VerifyFinding,
   type VerifyOptions,
   type VerifyReport,
@@ -13,6 +16,7 @@ import {
 
 export type {
   FindingKind,
+  NothingToVerify,
   VerifiedChain,
   VerifyFinding,
   VerifyOptions,
@@ -84,19 +88,42 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     reading = readChains(loaded, inRange);
   }
   findings.push(...reading.findings);
-  if (options.host !== undefined && !loaded.chains.has(options.host))
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/${options.host}/`),
-      reason: `no manifest for host ${options.host}: nothing can be verified`,
+  if (options.trustedKeys) findings.push(...checkSignatures(loaded.chains, inRange, options.trustedKeys));
+  let nothingToVerify: NothingToVerify | null = null;
+  if ((options.host !== undefined && !loaded.chains.has(options.host)) || loaded.chains.size === 0) {
+    const what = options.host === undefined ? "the prefix" : `host ${options.host}`;
+    const unlisted = stored.filter((o) => {
+      if (o.key.startsWith(manifestDir)) return false;
+      const host = dataObjectHost(prefix, o.key);
+      return host !== null && (options.host === undefined || host === options.host);
     });
-  else if (loaded.chains.size === 0)
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/`),
-      reason: "no manifest under the prefix: nothing can be verified",
-    });
-  else if (reading.manifests === 0)
+    const now = (options.now?.() ?? new Date()).getTime();
+    const oldest = Math.min(...unlisted.map((o) => o.lastModified.getTime()));
+    // The first manifest is written once the oldest object's upload hour is over, plus the grace.
+    const due = floorHour(oldest) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS;
+    if (unlisted.length === 0)
+      nothingToVerify = {
+        reason: `nothing stored under ${what} yet: no object and no manifest (is the archive URL right?)`,
+        objects: 0,
+        verifiableAfter: null,
+      };
+    else if (now < due + skew)
+      nothingToVerify = {
+        reason:
+          `${unlisted.length} object(s) stored under ${what} since ${new Date(oldest).toISOString()}, no manifest yet: ` +
+          `the first is written when the hour closes, at ${new Date(due).toISOString()} (or when the sidecar stops)`,
+        objects: unlisted.length,
+        verifiableAfter: new Date(due).toISOString(),
+      };
+    else
+      findings.push({
+        kind: "gap",
+        key: joinKey(prefix, `${MANIFEST_DIR}/${options.host === undefined ? "" : `${options.host}/`}`),
+        reason:
+          `no manifest under ${what}, but objects are stored since ${new Date(oldest).toISOString()} and the first ` +
+          `manifest was due at ${new Date(due).toISOString()}: manifests removed, or the sidecar cannot write them`,
+      });
+  } else if (reading.manifests === 0)
     findings.push({
       kind: "gap",
       key: joinKey(prefix, `${MANIFEST_DIR}/`),
@@ -119,6 +146,23 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
       continue;
     }
     bytes += hashed.size;
+    const storedVersion = listing.object.versionId;
+    if (storedVersion !== undefined && hashed.versionId !== undefined && hashed.versionId !== storedVersion) {
+      // Versioned (Object Lock): the newest version is someone else's write; is the sidecar's still there?
+      const original = await hashObject(client, bucket, key, storedVersion);
+      const state = !original
+        ? "the stored version is gone"
+        : original.sha256 === listing.object.sha256
+          ? "the stored version is intact"
+          : "the stored version hashes differently";
+      findings.push({
+        kind: "overwritten",
+        key,
+        manifest: listing.manifest,
+        reason: `newest version ${hashed.versionId} (sha256 ${hashed.sha256.slice(0, 12)}…) is not version ${storedVersion} the sidecar stored; ${state}`,
+      });
+      continue;
+    }
     if (hashed.sha256 === listing.object.sha256) continue;
     const chainEnd = reading.windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
     if (hashed.lastModified && hashed.lastModified.getTime() >= chainEnd - skew) {
@@ -147,7 +191,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   const counts = Object.fromEntries(FINDING_KINDS.map((k) => [k, 0])) as Record<FindingKind, number>;
   for (const f of findings) counts[f.kind]++;
   return {
-    ok: findings.length === 0,
+    ok: findings.length === 0 && nothingToVerify === null,
     bucket,
     prefix,
     chains: reading.chains,
@@ -161,5 +205,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     pending: pending.sort(),
     counts,
     findings,
+    signatures: options.trustedKeys ? "verified" : "not checked",
+    nothingToVerify,
   };
 }

@@ -264,7 +264,7 @@ export class S3Sink implements Sink {
     const stored = o.objectLock
       ? await storedWithSha(this.client, o, entry.key, entry.sha256, signal)
       : false;
-    if (!stored) await putObject(this.client, o, entry, body, signal);
+    const versionId = stored ? stored.versionId : await putObject(this.client, o, entry, body, signal);
     const uploaded: UploadedObject = {
       key: entry.key,
       sha256: entry.sha256,
@@ -273,6 +273,8 @@ export class S3Sink implements Sink {
       range: entry.range,
       contentEncoding: entry.contentEncoding,
       uploadedAt: new Date().toISOString(),
+      // Recorded so verify can tell the version stored from a later overwrite (Object Lock).
+      ...(versionId === undefined ? {} : { versionId }),
     };
     try {
       await this.onUploaded?.(uploaded);
