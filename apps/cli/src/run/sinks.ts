@@ -135,6 +135,7 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
           host: sink.options.host,
           stateDir: join(config.state, "manifests"),
           signingKey: key,
+          selfCheckIntervalMs: config.selfCheckIntervalMs,
           logger: logger.child({ component: "manifest" }),
         });
         opened.startTimer();

@@ -45,7 +45,12 @@ function coveredUntil(newest: StoredManifest): number {
 }
 
 /** Checks the links of every chain and collects what the manifests list, for the hours `inRange` selects. */
-export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => boolean): ChainReading {
+export function readChains(
+  loaded: LoadedChains,
+  inRange: (hourMs: number) => boolean,
+  /** Manifests whose signature is not a trusted one: their links count, their listings do not. */
+  untrusted: ReadonlySet<string> = new Set(),
+): ChainReading {
   const reading: ChainReading = {
     findings: [],
     chains: [],
@@ -82,7 +87,7 @@ export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => bo
       if (typeof m.manifest === "string") continue;
       const previous = m.manifest.previous?.key;
       if (inRange(m.hourMs) && previous !== undefined && olderKeys.has(previous)) reading.linksOlder = true;
-      for (const object of m.manifest.objects) {
+      for (const object of untrusted.has(m.key) ? [] : m.manifest.objects) {
         // The newest listing (a replay that rewrote the key) is what the bucket must hold.
         const seen = latest.get(object.key);
         if (!seen || Date.parse(seen.object.uploadedAt) <= Date.parse(object.uploadedAt))

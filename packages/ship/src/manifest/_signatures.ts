@@ -25,3 +25,16 @@ export function checkSignatures(
   }
   return findings;
 }
+
+/** Every loaded manifest (in range or not) without a valid signature by a trusted key. */
+export function untrustedManifests(
+  chains: ReadonlyMap<string, StoredManifest[]>,
+  trusted: ReadonlyMap<string, KeyObject> | undefined,
+): Set<string> {
+  const keys = new Set<string>();
+  if (!trusted) return keys;
+  for (const chain of chains.values())
+    for (const m of chain)
+      if (typeof m.manifest === "string" || signatureProblem(m.manifest, trusted)) keys.add(m.key);
+  return keys;
+}

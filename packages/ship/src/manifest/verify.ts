@@ -3,7 +3,7 @@ import { dataObjectHost, floorHour, HOUR_MS, joinKey, MANIFEST_DIR, normalizePre
 import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
 import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
-import { checkSignatures } from "./_signatures.ts";
+import { checkSignatures, untrustedManifests } from "./_signatures.ts";
 import { DEFAULT_MANIFEST_GRACE_MS } from "./journal.ts";
 import {
   FINDING_KINDS,
@@ -46,7 +46,8 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   // each first one's predecessor are not downloaded unless something below needs them.
   const listed = await listChains(client, bucket, prefix, options.host, findings);
   let loaded = await loadChains(client, bucket, listed, fromHour);
-  let reading = readChains(loaded, inRange);
+  // With trusted keys, what an unsigned or forged manifest lists accounts for nothing.
+  let reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
 
   // Every object an in-range manifest lists, downloaded and hashed (all in-range manifests are
   // downloaded, so this set is final); compared with its newest listing further down.
@@ -85,7 +86,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   // finding, or close to one): then read them all and report what a load of every manifest does.
   if (loaded.older.size > 0 && (reading.linksOlder || stored.some((o) => account(o, reading) === "extra"))) {
     loaded = await loadOlder(client, bucket, loaded);
-    reading = readChains(loaded, inRange);
+    reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
   }
   findings.push(...reading.findings);
   if (options.trustedKeys) findings.push(...checkSignatures(loaded.chains, inRange, options.trustedKeys));
