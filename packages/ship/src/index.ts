@@ -17,6 +17,7 @@ export {
   type ManifestSigningKey,
   manifestKeyId,
   parsePublicKeys,
+  signatureProblem,
 } from "./manifest/signing.ts";
 export {
   MANIFEST_VERSION,
