@@ -53,7 +53,7 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       "127.0.0.1:0",
       "--batch-max-age-ms",
       "200",
-      "--self-check-interval-ms",
+      "--self-check-ms",
       "300",
     ];
     const client = minio.client();
@@ -73,13 +73,19 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       const url = await sidecar.url();
       expect(existsSync(publicKey)).toBe(true); // created on first start, beside the private key
       await pg.psql("CREATE TABLE t (id int); INSERT INTO t VALUES (1), (2);");
-      await waitUntil(async () => (await dataObjects()).length > 0, 30_000, () => "nothing shipped");
+      await waitUntil(
+        async () => (await dataObjects()).length > 0,
+        30_000,
+        () => "nothing shipped",
+      );
 
       // Right after a first shipment: nothing to verify yet, with when it will be.
       const early = await verify(["s3://audit/pg/main", ...s3, "--public-key", publicKey], env);
       expect(early.stderr).not.toMatch(/error/i);
       expect(early.code).toBe(3);
-      expect(early.stdout).toMatch(/^result: nothing to verify yet: \d+ object\(s\) stored under the prefix/m);
+      expect(early.stdout).toMatch(
+        /^result: nothing to verify yet: \d+ object\(s\) stored under the prefix/m,
+      );
       expect(early.stdout).toMatch(/^verifiable after \d{4}-\d{2}-\d{2}T\d{2}:05:00\.000Z$/m);
 
       const metrics = await (await fetch(`${url}/metrics`)).text();
@@ -100,7 +106,11 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       const url2 = await sidecar.url();
       const before = (await dataObjects()).length;
       await pg.psql("INSERT INTO t VALUES (3);");
-      await waitUntil(async () => (await dataObjects()).length > before, 30_000, () => "nothing shipped");
+      await waitUntil(
+        async () => (await dataObjects()).length > before,
+        30_000,
+        () => "nothing shipped",
+      );
 
       // Someone with the bucket's credentials plants an object under this sidecar's keys.
       const [own] = await dataObjects();

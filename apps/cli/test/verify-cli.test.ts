@@ -136,8 +136,14 @@ describe("auditpipe verify", () => {
     [["verify", "s3://b/p", "--s3-endpoint", "localhost:9000"], /--s3-endpoint must be an http\(s\) URL/],
     [["verify", "s3://b/p", "--s3-access-key", "x"], /unknown flag --s3-access-key/],
     [["verify", "s3://b/p", "--host"], /--host needs a value/],
-    [["verify", "s3://b/p", "--public-key", "/nonexistent/key.pub"], /--public-key \/nonexistent\/key.pub: cannot read it \(ENOENT\)/],
-    [["verify", "s3://b/p", "--public-key", "package.json"], /--public-key package.json: holds no PEM public key/],
+    [
+      ["verify", "s3://b/p", "--public-key", "/nonexistent/key.pub"],
+      /--public-key \/nonexistent\/key.pub: cannot read it \(ENOENT\)/,
+    ],
+    [
+      ["verify", "s3://b/p", "--public-key", "package.json"],
+      /--public-key package.json: holds no PEM public key/,
+    ],
   ])("%j exits 2 naming what was wrong", async (argv, message) => {
     const { code, stderr, stdout } = await runCli(argv);
     expect(code).toBe(2);

@@ -107,7 +107,8 @@ describe.each([
     await s.sink.write(batch("f1", 0, 300, 3));
     await s.sink.write(batch("f2", 0, 300, 3));
     const [a, b] = s.recorded as [UploadedObject, UploadedObject];
-    if (objectLock) expect(a.versionId).toEqual(expect.any(String)); // the sink recorded the version
+    if (objectLock)
+      expect(a.versionId).toEqual(expect.any(String)); // the sink recorded the version
     else expect(a.versionId).toBeUndefined();
 
     // Hour "13" (the current hour) closes: a signed manifest.
@@ -158,7 +159,12 @@ describe.each([
     expect(unchecked.signatures).toBe("not checked");
 
     // With the sidecar's public key: the forged manifest is unsigned, and what it lists counts for nothing.
-    const report = await verifyArchive({ client, bucket, prefix, trustedKeys: parsePublicKeys(publicPem, "key") });
+    const report = await verifyArchive({
+      client,
+      bucket,
+      prefix,
+      trustedKeys: parsePublicKeys(publicPem, "key"),
+    });
     expect(report.ok).toBe(false);
     expect(report.findings).toContainEqual(expect.objectContaining({ kind: "unsigned", key: forgedKey }));
     expect(report.findings).toContainEqual(expect.objectContaining({ kind: "extra", key: inventedKey }));
@@ -177,7 +183,11 @@ describe.each([
     const otherKey = parsePublicKeys(other.publicKey.export({ type: "spki", format: "pem" }) as string, "k");
     const wrong = await verifyArchive({ client, bucket, prefix, trustedKeys: otherKey });
     expect(wrong.findings).toContainEqual(
-      expect.objectContaining({ kind: "bad-signature", key: real.key, reason: expect.stringContaining("not a trusted key") }),
+      expect.objectContaining({
+        kind: "bad-signature",
+        key: real.key,
+        reason: expect.stringContaining("not a trusted key"),
+      }),
     );
 
     // The self-check sees the overwrite and the manifest for an hour it has not closed, at once.
@@ -193,7 +203,10 @@ describe.each([
     // The sidecar closes the next hour: the forgery is in its place; a conflict, never adopted.
     s.clock.set(nextHour + HOUR + 6 * MIN);
     await expect(s.journal.closeDue()).rejects.toMatchObject({ code: ManifestErrorCode.CONFLICT });
-    expect(s.journal.health().conflict).toEqual({ key: forgedKey, reason: expect.stringContaining("not continued from") });
+    expect(s.journal.health().conflict).toEqual({
+      key: forgedKey,
+      reason: expect.stringContaining("not continued from"),
+    });
     expect(s.journal.chainHead?.key).toBe(real.key);
     // A restart with a lost state dir does not continue from the forgery either.
     const fresh = await ManifestJournal.open({

@@ -137,7 +137,15 @@ describe("a stop in the middle of an hour", () => {
     const hour = Math.floor(start / HOUR) * HOUR;
     const clock = manualClock(start);
     const open = () =>
-      ManifestJournal.open({ client, bucket: BUCKET, prefix, host: HOST, stateDir: dir, now: clock.now, signingKey: key });
+      ManifestJournal.open({
+        client,
+        bucket: BUCKET,
+        prefix,
+        host: HOST,
+        stateDir: dir,
+        now: clock.now,
+        signingKey: key,
+      });
     const label = new Date(hour).toISOString().slice(0, 13);
     const k = (suffix: string) => `${prefix}/_manifests/${HOST}/${label}${suffix}.json`;
 
@@ -158,7 +166,11 @@ describe("a stop in the middle of an hour", () => {
     await journal.closeOpen();
     await journal.close();
     const m1 = JSON.parse(await getText(client, BUCKET, k(".1"))) as Manifest;
-    expect(m1).toMatchObject({ partial: true, sequence: 1, previous: { key: k(""), sha256: sha256(await getText(client, BUCKET, k(""))) } });
+    expect(m1).toMatchObject({
+      partial: true,
+      sequence: 1,
+      previous: { key: k(""), sha256: sha256(await getText(client, BUCKET, k(""))) },
+    });
     expect(m1.objects.map((o) => o.key)).toEqual([b.key]);
 
     journal = await open();
@@ -171,7 +183,10 @@ describe("a stop in the middle of an hour", () => {
     expect(m2).toMatchObject({ sequence: 2, previous: { key: k(".1") } });
     expect(m2.objects.map((o) => o.key)).toEqual([c.key]);
 
-    const trustedKeys = parsePublicKeys(key.publicKey.export({ type: "spki", format: "pem" }) as string, "key");
+    const trustedKeys = parsePublicKeys(
+      key.publicKey.export({ type: "spki", format: "pem" }) as string,
+      "key",
+    );
     const clean = await verifyArchive({ client, bucket: BUCKET, prefix, trustedKeys });
     expect(clean.findings).toEqual([]);
     expect(clean.manifests).toBe(3);

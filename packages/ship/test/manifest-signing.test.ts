@@ -12,10 +12,9 @@ import {
   signatureProblem,
 } from "@auditpipe/ship";
 import { describe, expect, it } from "vitest";
-import { stateDir } from "./_manifest.ts";
-
 // Internal and pure: the bytes a manifest is stored as.
 import { decodeManifest, encodeManifest } from "../src/manifest/_format.ts";
+import { stateDir } from "./_manifest.ts";
 
 const HOUR_10 = Date.UTC(2026, 2, 1, 10);
 const object = {
@@ -51,7 +50,14 @@ describe("manifest signatures", () => {
   it("signs with the key id last-but-one and the signature last; a trusted key verifies it", async () => {
     const { key } = await keyPair();
     const text = new TextDecoder().decode(
-      encodeManifest({ host: "db-1", hourMs: HOUR_10, created: new Date(HOUR_10), previous: null, objects: [object], signer: key }),
+      encodeManifest({
+        host: "db-1",
+        hourMs: HOUR_10,
+        created: new Date(HOUR_10),
+        previous: null,
+        objects: [object],
+        signer: key,
+      }),
     );
     expect(Object.keys(JSON.parse(text)).slice(-2)).toEqual(["keyId", "signature"]);
     const m = encoded(key);
@@ -118,6 +124,8 @@ describe("manifest signatures", () => {
       code: ManifestErrorCode.KEY,
       message: expect.stringContaining("ENOENT"),
     });
-    expect(() => parsePublicKeys("not a key", "trusted.pem")).toThrow(/trusted\.pem: holds no PEM public key/);
+    expect(() => parsePublicKeys("not a key", "trusted.pem")).toThrow(
+      /trusted\.pem: holds no PEM public key/,
+    );
   });
 });

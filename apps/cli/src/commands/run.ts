@@ -29,7 +29,7 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --object-lock-days N     retention for Object Lock (default 365)
   --manifest-key FILE      Ed25519 key (PEM) signing the manifests (default
                            <state>/manifests/manifest-key.pem, created on first start)
-  --self-check-interval-ms N  how often the open hours' objects are checked against the
+  --self-check-ms N        how often the open hours' objects are checked against the
                            journal (default 60000; 0 never)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
   --db URL                 also sample this database for the estimate routes (PG* variables

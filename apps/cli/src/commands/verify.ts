@@ -1,5 +1,5 @@
-import { readFile } from "node:fs/promises";
 import type { KeyObject } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { S3Client } from "@aws-sdk/client-s3";
 import { parseFlags } from "../args.ts";

@@ -135,7 +135,7 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
           host: sink.options.host,
           stateDir: join(config.state, "manifests"),
           signingKey: key,
-          selfCheckIntervalMs: config.selfCheckIntervalMs,
+          selfCheckIntervalMs: config.selfCheckMs,
           logger: logger.child({ component: "manifest" }),
         });
         opened.startTimer();
@@ -160,7 +160,8 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
     sink,
     unhealthy() {
       const h = sink.health();
-      const problems = h.state === "ok" ? [] : [`sink s3 ${h.state}: ${h.code ?? ""} ${h.message ?? ""}`.trim()];
+      const problems =
+        h.state === "ok" ? [] : [`sink s3 ${h.state}: ${h.code ?? ""} ${h.message ?? ""}`.trim()];
       problems.push(...manifestProblems(opened));
       return problems.length === 0 ? undefined : problems.join("; ");
     },
@@ -193,12 +194,14 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
       // Bounded, so SIGTERM still ends in time with the store down (the next start writes it).
       const journal = opened;
       const closing = (async () => {
-        await journal?.closeOpen().catch((error: unknown) =>
-          logger.error(
-            { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
-            "could not write the open hour's manifest at the stop; the next start writes it",
-          ),
-        );
+        await journal
+          ?.closeOpen()
+          .catch((error: unknown) =>
+            logger.error(
+              { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
+              "could not write the open hour's manifest at the stop; the next start writes it",
+            ),
+          );
         await journal?.close();
       })();
       let timer: NodeJS.Timeout | undefined;
@@ -206,7 +209,10 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
         timer = setTimeout(() => resolve("late"), STOP_MANIFEST_MS);
       });
       if ((await Promise.race([closing.catch(() => undefined), late])) === "late")
-        logger.error({ waitedMs: STOP_MANIFEST_MS }, "the store is slow: stopping without the open hour's manifest");
+        logger.error(
+          { waitedMs: STOP_MANIFEST_MS },
+          "the store is slow: stopping without the open hour's manifest",
+        );
       clearTimeout(timer);
       await journalOpening;
       client.destroy();
@@ -219,7 +225,8 @@ function manifestProblems(journal: ManifestJournal | undefined): string[] {
   const h = journal?.health();
   if (!h) return [];
   const problems: string[] = [];
-  if (h.conflict) problems.push(`manifest conflict: ${h.conflict.key} is not this sidecar's; not continued from`);
+  if (h.conflict)
+    problems.push(`manifest conflict: ${h.conflict.key} is not this sidecar's; not continued from`);
   if (h.selfCheck.length > 0) {
     const byKind = new Map<string, number>();
     for (const f of h.selfCheck) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);

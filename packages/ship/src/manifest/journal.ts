@@ -465,7 +465,10 @@ export class ManifestJournal {
     const existing = bytes ? decodeManifest(bytes) : "gone again";
     if (bytes && typeof existing !== "string") {
       if (sameBytes(bytes, body)) {
-        this.logger.warn({ manifest: key }, "manifest already written before a restart: adopted (same bytes)");
+        this.logger.warn(
+          { manifest: key },
+          "manifest already written before a restart: adopted (same bytes)",
+        );
         return { sha256: sha256Hex(bytes), manifest: existing };
       }
       const signer = this.signingKey;
@@ -523,7 +526,10 @@ export class ManifestJournal {
 }
 
 /** What the head manifest lists, from the bytes saved before its PUT, when they are its bytes. */
-async function headObjectsFromOutbox(stateDir: string, head: ChainHead | null): Promise<UploadedObject[] | null> {
+async function headObjectsFromOutbox(
+  stateDir: string,
+  head: ChainHead | null,
+): Promise<UploadedObject[] | null> {
   if (!head) return null;
   const saved = await readOutbox(stateDir);
   if (!saved || sha256Hex(saved) !== head.sha256) return null;
@@ -543,7 +549,8 @@ async function newestInBucket(options: ManifestJournalOptions, prefix: string): 
     .filter((o) => o.parsed?.host === host)
     .sort(
       (a, b) =>
-        (a.parsed?.hourMs ?? 0) - (b.parsed?.hourMs ?? 0) || (a.parsed?.sequence ?? 0) - (b.parsed?.sequence ?? 0),
+        (a.parsed?.hourMs ?? 0) - (b.parsed?.hourMs ?? 0) ||
+        (a.parsed?.sequence ?? 0) - (b.parsed?.sequence ?? 0),
     );
   const trusted = signingKey ? new Map([[signingKey.keyId, signingKey.publicKey]]) : undefined;
   let newest: ChainHead | null = null;
@@ -572,6 +579,9 @@ async function newestInBucket(options: ManifestJournalOptions, prefix: string): 
   }
   // No manifest signed by this key (a chain begun before signing): the newest, as before.
   if (newest)
-    options.logger?.warn({ manifest: newest.key }, "no manifest in the bucket is signed by this sidecar's key");
+    options.logger?.warn(
+      { manifest: newest.key },
+      "no manifest in the bucket is signed by this sidecar's key",
+    );
   return newest;
 }
