@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { generateKeyPairSync } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -152,6 +153,38 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       sidecar.child.kill("SIGKILL");
       await pg.stop();
       await minio.stop();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses to start with a --manifest-key that is not an Ed25519 key, naming it (exit 2)", async () => {
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-run-badkey-"));
+    try {
+      const key = join(work, "x25519.pem");
+      writeFileSync(key, generateKeyPairSync("x25519").privateKey.export({ type: "pkcs8", format: "pem" }));
+      const child = spawnCli([
+        "run",
+        "--log-dir",
+        work,
+        "--sink",
+        "s3://audit/pg",
+        "--s3-endpoint",
+        "http://127.0.0.1:9",
+        "--state",
+        join(work, "state"),
+        "--listen",
+        "127.0.0.1:0",
+        "--manifest-key",
+        key,
+      ]);
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      expect(code).toBe(2);
+      expect(stderr).toContain(
+        `--manifest-key (AUDITPIPE_MANIFEST_KEY) ${key}: a x25519 key; manifests are signed with Ed25519`,
+      );
+    } finally {
       rmSync(work, { recursive: true, force: true });
     }
   });

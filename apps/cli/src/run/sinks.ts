@@ -33,7 +33,10 @@ const STOP_MANIFEST_MS = 2_500;
 
 /** The key that signs the manifests: the configured file, or one kept (and created) in the state dir. */
 async function signingKey(config: RunConfig, logger: Logger): Promise<ManifestSigningKey> {
-  if (config.manifestKey) return loadSigningKey(config.manifestKey);
+  if (config.manifestKey)
+    return loadSigningKey(config.manifestKey).catch((error: unknown) => {
+      throw new UsageError(`run: --manifest-key (AUDITPIPE_MANIFEST_KEY) ${(error as Error).message}`);
+    });
   const path = join(config.state, "manifests", "manifest-key.pem");
   await mkdir(dirname(path), { recursive: true });
   const { key, created } = await loadOrCreateSigningKey(path);

@@ -309,8 +309,15 @@ export class ManifestJournal {
         ? head.hourMs
         : head.hourMs + HOUR_MS
       : Math.min(this.openedAt, ...this.pending.keys());
-    // Without the head manifest's list, stay clear of the boundary where store and sidecar clocks differ.
-    const since = firstOpen + (head && this.headObjects === null ? SELF_CHECK_SKEW_MS : -SELF_CHECK_SKEW_MS);
+    // Around the end of the last closed hour the store's and the sidecar's clocks may disagree:
+    // reach back before it only when what the head manifest lists is known (and is that hour's);
+    // without that list, stay clear of the boundary.
+    const since =
+      head === null || (this.headObjects !== null && !head.partial)
+        ? firstOpen - SELF_CHECK_SKEW_MS
+        : this.headObjects === null
+          ? firstOpen + SELF_CHECK_SKEW_MS
+          : firstOpen;
     const findings = await checkOwnUploads({
       client: this.client,
       bucket: this.bucket,

@@ -147,8 +147,14 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
       continue;
     }
     bytes += hashed.size;
+    const chainEnd = reading.windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
+    const afterChain = hashed.lastModified !== undefined && hashed.lastModified.getTime() >= chainEnd - skew;
     const storedVersion = listing.object.versionId;
     if (storedVersion !== undefined && hashed.versionId !== undefined && hashed.versionId !== storedVersion) {
+      if (afterChain) {
+        pending.push(key); // written again after the last manifest closed: the next one lists it
+        continue;
+      }
       // Versioned (Object Lock): the newest version is someone else's write; is the sidecar's still there?
       const original = await hashObject(client, bucket, key, storedVersion);
       const state = !original
@@ -165,8 +171,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
       continue;
     }
     if (hashed.sha256 === listing.object.sha256) continue;
-    const chainEnd = reading.windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
-    if (hashed.lastModified && hashed.lastModified.getTime() >= chainEnd - skew) {
+    if (afterChain) {
       pending.push(key); // rewritten (a replay) after the last manifest closed: the next one lists it
       continue;
     }
