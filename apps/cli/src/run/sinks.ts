@@ -1,20 +1,11 @@
-import { mkdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import {
-  LocalDirSink,
-  loadOrCreateSigningKey,
-  loadSigningKey,
-  ManifestJournal,
-  type ManifestSigningKey,
-  type RedactionMode,
-  S3Sink,
-  type Sink,
-} from "@auditpipe/ship";
+import { join } from "node:path";
+import { LocalDirSink, ManifestJournal, type RedactionMode, S3Sink, type Sink } from "@auditpipe/ship";
 import { S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
-import { Gauge, type Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
 import type { RunConfig } from "./config.ts";
+import { manifestProblems, manifestSigningKey, registerManifestMetrics, stopJournal } from "./manifests.ts";
 
 /** The sink the sidecar writes to, with what the sidecar needs around it. */
 export interface ConfiguredSink {
@@ -26,26 +17,6 @@ export interface ConfiguredSink {
   /** Adds the sink's own metrics (the manifest chain's) to the registry. */
   registerMetrics(registry: Registry): void;
   close(): Promise<void>;
-}
-
-/** How long a stop waits for the open hour's manifest (SIGTERM must end within 10 s). */
-const STOP_MANIFEST_MS = 2_500;
-
-/** The key that signs the manifests: the configured file, or one kept (and created) in the state dir. */
-async function signingKey(config: RunConfig, logger: Logger): Promise<ManifestSigningKey> {
-  if (config.manifestKey)
-    return loadSigningKey(config.manifestKey).catch((error: unknown) => {
-      throw new UsageError(`run: --manifest-key (AUDITPIPE_MANIFEST_KEY) ${(error as Error).message}`);
-    });
-  const path = join(config.state, "manifests", "manifest-key.pem");
-  await mkdir(dirname(path), { recursive: true });
-  const { key, created } = await loadOrCreateSigningKey(path);
-  if (created)
-    logger.warn(
-      { keyId: key.keyId, publicKey: `${path}.pub` },
-      "created a manifest signing key: give its public key to whoever verifies the archive (verify --public-key)",
-    );
-  return key;
 }
 
 /** `s3://bucket/prefix` → bucket and prefix; undefined for anything else (a local directory). */
@@ -90,7 +61,7 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
     };
   }
 
-  const key = await signingKey(config, logger);
+  const key = await manifestSigningKey(config, logger);
   logger.info({ keyId: key.keyId }, "manifests are signed");
   const region = config.s3Region ?? process.env.AWS_REGION ?? (config.s3Endpoint ? "us-east-1" : undefined);
   const host = config.host;
@@ -169,72 +140,13 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
       return problems.length === 0 ? undefined : problems.join("; ");
     },
     spoolBytes: () => sink.spoolBytes(),
-    registerMetrics(registry) {
-      new Gauge({
-        name: "auditpipe_manifest_conflict",
-        help: "1 while the hour's manifest in the bucket is not this sidecar's (forged, or another writer): not continued from.",
-        registers: [registry],
-        collect() {
-          this.set(opened?.health().conflict ? 1 : 0);
-        },
-      });
-      new Gauge({
-        name: "auditpipe_manifest_self_check_findings",
-        help: "Objects or manifests under this sidecar's keys in the open hours that it did not write, or that were altered or removed, by kind.",
-        labelNames: ["kind"],
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const kind of ["foreign", "altered", "missing", "manifest"] as const)
-            this.set({ kind }, opened?.health().selfCheck.filter((f) => f.kind === kind).length ?? 0);
-        },
-      });
-    },
+    registerMetrics: (registry) => registerManifestMetrics(registry, () => opened),
     async close() {
       closed = true;
       await sink.close();
-      // A stopped sidecar leaves a verifiable archive: the open hour's manifest, marked partial.
-      // Bounded, so SIGTERM still ends in time with the store down (the next start writes it).
-      const journal = opened;
-      const closing = (async () => {
-        await journal
-          ?.closeOpen()
-          .catch((error: unknown) =>
-            logger.error(
-              { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
-              "could not write the open hour's manifest at the stop; the next start writes it",
-            ),
-          );
-        await journal?.close();
-      })();
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<"late">((resolve) => {
-        timer = setTimeout(() => resolve("late"), STOP_MANIFEST_MS);
-      });
-      if ((await Promise.race([closing.catch(() => undefined), late])) === "late")
-        logger.error(
-          { waitedMs: STOP_MANIFEST_MS },
-          "the store is slow: stopping without the open hour's manifest",
-        );
-      clearTimeout(timer);
+      await stopJournal(opened, logger); // writes the open hour's manifest, bounded
       await journalOpening;
       client.destroy();
     },
   };
-}
-
-/** /readyz reasons from the manifest journal: a conflict, or what the self-check found. */
-function manifestProblems(journal: ManifestJournal | undefined): string[] {
-  const h = journal?.health();
-  if (!h) return [];
-  const problems: string[] = [];
-  if (h.conflict)
-    problems.push(`manifest conflict: ${h.conflict.key} is not this sidecar's; not continued from`);
-  if (h.selfCheck.length > 0) {
-    const byKind = new Map<string, number>();
-    for (const f of h.selfCheck) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
-    const counts = [...byKind].map(([kind, n]) => `${n} ${kind}`).join(", ");
-    problems.push(`self-check: the bucket holds what this sidecar did not upload (${counts})`);
-  }
-  return problems;
 }
