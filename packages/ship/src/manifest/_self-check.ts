@@ -45,23 +45,39 @@ export interface SelfCheckInput {
   head: { hourMs: number; sequence: number } | null;
 }
 
-/** Entry partitions (`dt=`) listed: the upload window's days and the day before and after (late and early clocks). */
+/** Hours before the upload window whose entry partitions are listed too (entries lag their upload). */
+const LAG_HOURS = 2;
+/** At most this many hours of partitions a check (an hour left open for long, by a conflict say). */
+const MAX_HOURS = 48;
+
+/**
+ * Entry partitions (`dt=…/hour=…/`) listed: the hours of the upload window, the two before it and
+ * the next (entries lag their upload; clocks differ), `dt=undated`, and those of the objects this
+ * sidecar uploaded in the window (a replay of old data lands in an old partition). A few LISTs a
+ * check, however large the archive.
+ */
 function partitions(prefix: string, input: SelfCheckInput): string[] {
-  const days = new Set<string>(["undated"]);
-  for (let t = input.since - 2 * 24 * HOUR_MS; t <= input.now + 24 * HOUR_MS; t += 24 * HOUR_MS)
-    days.add(new Date(t).toISOString().slice(0, 10));
-  for (const key of input.recentKeys) {
-    const m = /\/?dt=([^/]+)\//.exec(key.slice(prefix.length));
-    if (m?.[1]) days.add(m[1]);
+  const parts = new Set<string>(["dt=undated/"]);
+  const from = Math.max(
+    Math.floor(input.since / HOUR_MS) * HOUR_MS - LAG_HOURS * HOUR_MS,
+    Math.floor(input.now / HOUR_MS) * HOUR_MS - MAX_HOURS * HOUR_MS,
+  );
+  for (let t = from; t <= input.now + HOUR_MS; t += HOUR_MS) {
+    const iso = new Date(t).toISOString();
+    parts.add(`dt=${iso.slice(0, 10)}/hour=${iso.slice(11, 13)}/`);
   }
-  return [...days].sort().map((d) => joinKey(prefix, `dt=${d}/`));
+  for (const key of input.recentKeys) {
+    const m = /(?:^|\/)(dt=[^/]+\/hour=[^/]+\/)/.exec(key.slice(prefix.length));
+    if (m?.[1]) parts.add(m[1]);
+  }
+  return [...parts].sort().map((p) => joinKey(prefix, p));
 }
 
 /**
  * Compares this host's objects stored since `since` with what the journal says was uploaded:
  * a foreign, altered or missing object is found within one check, not at the next manifest.
- * Reads only the partitions of the recent days: an object planted in an old partition is left
- * to `verify` (`extra`).
+ * Reads only the partitions of the recent hours (and of its own recent uploads): an object
+ * planted in an older partition is left to `verify` (`extra`).
  */
 export async function checkOwnUploads(input: SelfCheckInput): Promise<SelfCheckFinding[]> {
   const { client, bucket, prefix, host, verified } = input;
