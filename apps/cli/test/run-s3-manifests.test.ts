@@ -1,10 +1,10 @@
-import { generateKeyPairSync } from "node:crypto";
+import { createHash, generateKeyPairSync } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
-import { ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
 import { describe, expect, it } from "vitest";
 import { spawnCli, spawnSidecar } from "./_sidecar.ts";
 
@@ -25,7 +25,7 @@ async function verify(
 }
 
 describe("auditpipe run --sink s3:// and its manifests", () => {
-  it("verify says 'nothing to verify yet' (exit 3) after a first shipment; SIGTERM leaves a signed, verifiable archive; a restart continues the hour; planted objects make /readyz fail", async () => {
+  it("verify says 'nothing to verify yet' (exit 3) after a first shipment; SIGTERM leaves a signed, verifiable archive; a restart continues the hour; planted objects and a forged next manifest make /readyz fail, and the forgery is never adopted", async () => {
     // The test's two runs must fall in one hour for the key names below; wait out an hour's end.
     while (HOUR - (Date.now() % HOUR) < 180_000) await new Promise((r) => setTimeout(r, 1000));
     const minio = await startMinio({ buckets: ["audit"] });
@@ -149,6 +149,50 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       // "pending" to verify: the sidecar's self-check above is what flags it at once.
       expect(report.pending).toEqual([planted]);
       expect(json.code).toBe(0);
+
+      // The attack of issue 16 on a running sidecar: with the bucket's credentials only, the next
+      // manifest (<hour>.2.json) is put first, chained to the real one and listing the planted object.
+      sidecar = spawnSidecar(args, env);
+      const url3 = await sidecar.url();
+      const previousKey = `pg/main/_manifests/pg-0/${hour}.1.json`;
+      const previousText = await (
+        await client.send(new GetObjectCommand({ Bucket: "audit", Key: previousKey }))
+      ).Body!.transformToString();
+      const forgedKey = `pg/main/_manifests/pg-0/${hour}.2.json`;
+      const forged = {
+        ...JSON.parse(previousText),
+        sequence: 2,
+        previous: { key: previousKey, sha256: createHash("sha256").update(previousText).digest("hex") },
+        keyId: undefined,
+        signature: undefined,
+      };
+      await client.send(
+        new PutObjectCommand({
+          Bucket: "audit",
+          Key: forgedKey,
+          Body: `${JSON.stringify(forged, null, 2)}\n`,
+        }),
+      );
+      await waitUntil(
+        async () => /\d+ manifest/.test(await (await fetch(`${url3}/readyz`)).text()),
+        30_000,
+        () => "the self-check did not see the forged manifest",
+        200,
+      );
+      sidecar.child.kill("SIGTERM");
+      expect((await sidecar.exited).code).toBe(0);
+      // Not adopted, not overwritten: a conflict, logged with its code.
+      expect(sidecar.stderr()).toMatch(/"code":"AUDITPIPE_ERR_MANIFEST_CONFLICT"/);
+      const after = await (
+        await client.send(new GetObjectCommand({ Bucket: "audit", Key: forgedKey }))
+      ).Body!.transformToString();
+      expect(JSON.parse(after).signature).toBeUndefined();
+      const caught = await verify(["s3://audit/pg/main", ...s3, "--public-key", publicKey], env);
+      expect(caught.code).toBe(1);
+      expect(caught.stdout).toContain(`UNSIGNED`);
+      expect(caught.stdout).toContain(forgedKey);
+      // Without the key, as reported in the issue, the forgery reads clean.
+      expect((await verify(["s3://audit/pg/main", ...s3], env)).code).toBe(0);
     } finally {
       sidecar.child.kill("SIGKILL");
       await pg.stop();

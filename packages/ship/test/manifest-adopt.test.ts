@@ -126,6 +126,32 @@ describe("adopting a manifest found in the bucket", () => {
   });
 });
 
+describe("a lost state dir", () => {
+  it("continues only from a manifest its own key signed; with none, it starts a new chain", async () => {
+    const client = minio.client();
+    const key = await newKey();
+    const unsigned = await crashAfterPut("lost", undefined, true); // an unsigned chain: hours 10, 11
+    const signed = await crashAfterPut("lost-signed", key, true); // a signed one
+    // Opened on a new, empty state dir (the clock at the crash: nothing is due).
+    const open = (prefix: string) =>
+      ManifestJournal.open({
+        client,
+        bucket: BUCKET,
+        prefix,
+        host: HOST,
+        stateDir: stateDir(),
+        now: unsigned.clock.now,
+        signingKey: key,
+      });
+    const lost = await open("lost");
+    expect(lost.chainHead).toBeNull(); // someone else's (unsigned) chain: not continued
+    const found = await open("lost-signed");
+    expect(found.chainHead?.key).toBe(signed.k11);
+    await lost.close();
+    await found.close();
+  });
+});
+
 describe("a stop in the middle of an hour", () => {
   it("writes the open hour as a partial manifest; restarts continue it as <hour>.1, <hour>.2; verify follows", async () => {
     const client = minio.client();

@@ -547,7 +547,8 @@ async function headObjectsFromOutbox(
 /**
  * The newest manifest of the host in the bucket, as a chain head, or null when there is none.
  * With a signing key, the newest one signed by it: a manifest someone else put after it is
- * skipped (and will be a conflict when its hour closes), never continued from.
+ * skipped (and will be a conflict when its hour closes), never continued from; with none signed
+ * by it, the chain starts anew (verify shows where) rather than continue from someone else's.
  */
 async function newestInBucket(options: ManifestJournalOptions, prefix: string): Promise<ChainHead | null> {
   const { client, bucket, host, signingKey } = options;
@@ -560,7 +561,7 @@ async function newestInBucket(options: ManifestJournalOptions, prefix: string): 
         (a.parsed?.sequence ?? 0) - (b.parsed?.sequence ?? 0),
     );
   const trusted = signingKey ? new Map([[signingKey.keyId, signingKey.publicKey]]) : undefined;
-  let newest: ChainHead | null = null;
+  const skipped: string[] = [];
   for (const candidate of keys.reverse().slice(0, MAX_MANIFESTS_READ_BACK)) {
     if (!candidate.parsed) continue;
     const bytes = await getBytes(client, bucket, candidate.key);
@@ -573,22 +574,21 @@ async function newestInBucket(options: ManifestJournalOptions, prefix: string): 
       sequence: candidate.parsed.sequence,
       partial: typeof m !== "string" && m.partial === true,
     };
-    newest ??= head;
-    if (!trusted) return head;
-    if (typeof m !== "string" && signatureProblem(m, trusted) === null) {
-      if (head.key !== newest.key)
-        options.logger?.error(
-          { newest: newest.key, continued: head.key },
-          "the newest manifests in the bucket are not signed by this sidecar's key: continuing from its own",
-        );
-      return head;
+    if (trusted && (typeof m === "string" || signatureProblem(m, trusted) !== null)) {
+      skipped.push(candidate.key);
+      continue;
     }
+    if (skipped.length > 0)
+      options.logger?.error(
+        { skipped, continued: head.key },
+        "newer manifests in the bucket are not signed by this sidecar's key: continuing from its own",
+      );
+    return head;
   }
-  // No manifest signed by this key (a chain begun before signing): the newest, as before.
-  if (newest)
-    options.logger?.warn(
-      { manifest: newest.key },
-      "no manifest in the bucket is signed by this sidecar's key",
+  if (skipped.length > 0)
+    options.logger?.error(
+      { skipped },
+      "no manifest in the bucket is signed by this sidecar's key: starting a new chain, not continuing someone else's",
     );
-  return newest;
+  return null;
 }
