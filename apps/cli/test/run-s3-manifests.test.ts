@@ -26,8 +26,9 @@ async function verify(
 
 describe("auditpipe run --sink s3:// and its manifests", () => {
   it("verify says 'nothing to verify yet' (exit 3) after a first shipment; SIGTERM leaves a signed, verifiable archive; a restart continues the hour; planted objects and a forged next manifest make /readyz fail, and the forgery is never adopted", async () => {
-    // The test's two runs must fall in one hour for the key names below; wait out an hour's end.
-    while (HOUR - (Date.now() % HOUR) < 180_000) await new Promise((r) => setTimeout(r, 1000));
+    // The test's three runs must fall in one hour for the key names below: when less than two
+    // minutes are left, wait for the next hour (hence the longer timeout).
+    while (HOUR - (Date.now() % HOUR) < 120_000) await new Promise((r) => setTimeout(r, 1000));
     const minio = await startMinio({ buckets: ["audit"] });
     const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl" } });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-manifests-"));
@@ -199,7 +200,7 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       await minio.stop();
       rmSync(work, { recursive: true, force: true });
     }
-  });
+  }, 300_000);
 
   it("refuses to start with a --manifest-key that is not an Ed25519 key, naming it (exit 2)", async () => {
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-badkey-"));
