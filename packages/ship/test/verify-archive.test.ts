@@ -68,6 +68,7 @@ describe("verifyArchive", () => {
     expect(report.entries).toBe(15);
     expect(report.bytes).toBeGreaterThan(0);
     expect(report.pending).toEqual([]);
+    expect(report.pendingVerifiableAfter).toBeNull();
     expect(report.chains).toEqual([
       expect.objectContaining({ host: HOST, manifests: 5, first: new Date(base).toISOString().slice(0, 13) }),
     ]);
@@ -223,6 +224,13 @@ describe("verifyArchive", () => {
     const report = await verify(prefix);
     expect(report.findings).toEqual([]);
     expect(report.pending).toContain(fresh.key);
+    // …and when they become verifiable: their hour's manifest, due 5 minutes after it ends.
+    const stored = (
+      await minio.client().send(new HeadObjectCommand({ Bucket: BUCKET, Key: fresh.key }))
+    ).LastModified!.getTime();
+    expect(report.pendingVerifiableAfter).toBe(
+      new Date(Math.floor(stored / HOUR) * HOUR + HOUR + 5 * 60_000).toISOString(),
+    );
   });
 
   it("reports an empty archive, and an unknown host, as nothing to verify yet, not as clean", async () => {

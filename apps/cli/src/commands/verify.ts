@@ -80,7 +80,8 @@ export function renderVerifyReport(report: VerifyReport, archive: string): strin
   );
   if (report.pending.length > 0)
     lines.push(
-      `pending ${plural(report.pending.length, "object")} stored after the last closed manifest (listed by the next)`,
+      `pending ${plural(report.pending.length, "object")} stored after the last closed manifest (listed by the next; ` +
+        `verifiable after ${report.pendingVerifiableAfter ?? "its hour closes"})`,
     );
   lines.push(
     report.signatures === "verified"

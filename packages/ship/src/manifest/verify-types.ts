@@ -117,6 +117,11 @@ export interface VerifyReport {
   bytes: number;
   /** Objects stored after the last manifest was closed: the next manifest will list them. */
   pending: string[];
+  /**
+   * When the manifest listing the last pending object is due (ISO 8601: the end of its upload
+   * hour plus the 5-minute grace; sooner if the sidecar stops), or null when nothing is pending.
+   */
+  pendingVerifiableAfter: string | null;
   counts: Record<FindingKind, number>;
   findings: VerifyFinding[];
   /** Whether manifest signatures were checked against trusted keys. */

@@ -41,6 +41,12 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   const inRange = (hourMs: number): boolean => hourMs >= fromHour && hourMs <= toMs;
   const findings: VerifyFinding[] = [];
   const pending: string[] = [];
+  // The newest store time among pending objects: its hour's manifest is what lists the last of them.
+  let newestPending = Number.NEGATIVE_INFINITY;
+  const addPending = (key: string, stored: Date | undefined): void => {
+    pending.push(key);
+    if (stored) newestPending = Math.max(newestPending, stored.getTime());
+  };
 
   // Listing every manifest is cheap and gives the hours; with --from, the manifests older than
   // each first one's predecessor are not downloaded unless something below needs them.
@@ -152,7 +158,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     const storedVersion = listing.object.versionId;
     if (storedVersion !== undefined && hashed.versionId !== undefined && hashed.versionId !== storedVersion) {
       if (afterChain) {
-        pending.push(key); // written again after the last manifest closed: the next one lists it
+        addPending(key, hashed.lastModified); // written again after the last manifest closed: the next one lists it
         continue;
       }
       // Versioned (Object Lock): the newest version is someone else's write; is the sidecar's still there?
@@ -172,7 +178,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     }
     if (hashed.sha256 === listing.object.sha256) continue;
     if (afterChain) {
-      pending.push(key); // rewritten (a replay) after the last manifest closed: the next one lists it
+      addPending(key, hashed.lastModified); // rewritten (a replay) after the last manifest closed: the next one lists it
       continue;
     }
     findings.push({
@@ -184,7 +190,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   }
   for (const o of stored) {
     const kind = account(o, reading);
-    if (kind === "pending") pending.push(o.key);
+    if (kind === "pending") addPending(o.key, o.lastModified);
     else if (kind === "extra")
       findings.push({
         kind: "extra",
@@ -209,6 +215,9 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     entries,
     bytes,
     pending: pending.sort(),
+    pendingVerifiableAfter: Number.isFinite(newestPending)
+      ? new Date(floorHour(newestPending) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS).toISOString()
+      : null,
     counts,
     findings,
     signatures: options.trustedKeys ? "verified" : "not checked",
