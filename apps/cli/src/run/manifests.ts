@@ -71,7 +71,7 @@ export function manifestProblems(journal: ManifestJournal | undefined): string[]
     const byKind = new Map<string, number>();
     for (const f of h.selfCheck) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
     const counts = [...byKind].map(([kind, n]) => `${n} ${kind}`).join(", ");
-    problems.push(`self-check: the bucket holds what this sidecar did not upload (${counts})`);
+    problems.push(`self-check: the bucket differs from what this sidecar uploaded (${counts})`);
   }
   return problems;
 }

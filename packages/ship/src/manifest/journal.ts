@@ -339,7 +339,7 @@ export class ManifestJournal {
       this.reported.add(id);
       this.logger.error(
         { kind: f.kind, key: f.key, reason: f.reason },
-        "self-check: the bucket holds what this sidecar did not upload",
+        "self-check: the bucket differs from what this sidecar uploaded",
       );
     }
     this.selfCheckFindings = findings;
