@@ -11,13 +11,14 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 PG_MAJOR=15
 PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]' 2>/dev/null) \
-  || die "node is not installed (need Node 20): install it from Debian's nodejs package or nodejs.org"
+  || die "node is not installed: any Node.js >= 18 can bootstrap the set-up (Debian's nodejs package), which then installs Node.js 24"
 
-# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog ------------------------------------
+# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog, tini (the Docker image's PID 1, run by a test) ---
 need_apt=()
 [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || need_apt+=("postgresql-$PG_MAJOR")
 [ -f "/usr/lib/postgresql/$PG_MAJOR/lib/pgaudit.so" ] || need_apt+=("postgresql-$PG_MAJOR-pgaudit")
 [ -x /usr/sbin/rsyslogd ] || need_apt+=(rsyslog)
+[ -x /usr/bin/tini ] || need_apt+=(tini)
 if [ ${#need_apt[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_apt[*]} (run as root, or install them yourself)"
   say "apt-get update"
@@ -26,7 +27,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
     || die "apt-get install ${need_apt[*]} failed"
 else
-  say "postgresql-$PG_MAJOR, pgaudit and rsyslog already installed"
+  say "postgresql-$PG_MAJOR, pgaudit, rsyslog and tini already installed"
 fi
 
 # --- MinIO, built from source into the ignored .tools/bin ------------------------------------
@@ -50,6 +51,19 @@ fi
 
 say "pnpm install --frozen-lockfile"
 pnpm install --frozen-lockfile --reporter=append-only >/dev/null || die "pnpm install --frozen-lockfile failed"
+
+# --- Node.js 24 ----------------------------------------------------------------------------------
+# The workspace root lists the npm registry's node-linux-<arch> package (the official binary) as an
+# optional dependency: pnpm puts it in node_modules/.bin, so every `pnpm <script>` (build, test,
+# demo) and `npx auditpipe` here run on it, whatever Node.js the machine has.
+node24="$ROOT/node_modules/.bin/node"
+if [ -x "$node24" ]; then
+  say "Node.js $("$node24" --version) for the workspace's scripts (node_modules/.bin/node)"
+elif [ "$(node -p 'process.versions.node.split(".")[0]')" -ge 22 ]; then
+  say "no Node.js 24 package for $(uname -m): using the machine's $(node --version)"
+else
+  die "Node.js $(node --version) is too old and the npm registry has no Node.js 24 binary package for $(uname -sm): install Node.js >= 22.15"
+fi
 
 say "pnpm build"
 pnpm -s build >/dev/null || die "pnpm build failed (run it yourself to see why)"

@@ -1,11 +1,6 @@
-import { ANALYZE_HELP, analyzeCommand, type CommandIO } from "./commands/analyze.ts";
-import { DEMO_HELP, demoCommand } from "./commands/demo.ts";
-import { ESTIMATE_HELP, estimateCommand } from "./commands/estimate.ts";
-import { RECOMMEND_HELP, recommendCommand } from "./commands/recommend.ts";
-import { RUN_HELP, runCommand } from "./commands/run.ts";
-import { SERVE_HELP, serveCommand } from "./commands/serve.ts";
-import { verifyCommand } from "./commands/verify.ts";
+import type { CommandIO } from "./commands/analyze.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
+import { versionLine } from "./version.ts";
 
 export const HELP = `Usage: auditpipe <command> [flags]
 
@@ -16,22 +11,31 @@ Commands:
   verify ARCHIVE    check an S3 archive against its hourly manifest chain (missing, altered, extra objects)
   estimate          predict entries/s, GB/day, $/month and overhead per pgAudit configuration
   recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
+  advise FILE...    what makes audit logs big: the noise, the change that removes it, what it gives up
   serve             the REST API alone: estimates, recommendations, the workload of its database
 
-Run 'auditpipe <command> --help' for a command's flags.
+Run 'auditpipe <command> --help' for a command's flags; 'auditpipe --version' for the version.
 `;
 
-const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number>> = {
-  analyze: analyzeCommand,
-  run: runCommand,
-  demo: (argv, io) => demoCommand(argv, { ...io, stdoutIsTTY: process.stdout.isTTY === true }),
-  verify: verifyCommand,
-  estimate: estimateCommand,
-  recommend: recommendCommand,
-  serve: serveCommand,
-};
+type Command = (argv: string[], io: CommandIO) => Promise<number>;
 
-export { ANALYZE_HELP, DEMO_HELP, ESTIMATE_HELP, RECOMMEND_HELP, RUN_HELP, SERVE_HELP };
+/**
+ * Each command's module is imported when that command runs, never at start-up: `analyze` must not
+ * pay for the AWS SDK, Fastify, prom-client or node-postgres that `run` and `estimate` load.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  analyze: async () => (await import("./commands/analyze.ts")).analyzeCommand,
+  run: async () => (await import("./commands/run.ts")).runCommand,
+  demo: async () => {
+    const { demoCommand } = await import("./commands/demo.ts");
+    return (argv, io) => demoCommand(argv, { ...io, stdoutIsTTY: process.stdout.isTTY === true });
+  },
+  verify: async () => (await import("./commands/verify.ts")).verifyCommand,
+  estimate: async () => (await import("./commands/estimate.ts")).estimateCommand,
+  recommend: async () => (await import("./commands/recommend.ts")).recommendCommand,
+  advise: async () => (await import("./commands/advise.ts")).adviseCommand,
+  serve: async () => (await import("./commands/serve.ts")).serveCommand,
+};
 
 const processIO: CommandIO = {
   stdout: (text) => process.stdout.write(text),
@@ -46,12 +50,17 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     io.stdout(HELP);
     return command === undefined ? EXIT_USAGE : 0;
   }
-  const run = COMMANDS[command];
-  if (!run) {
+  if (command === "--version" || command === "-v" || command === "version") {
+    io.stdout(`${versionLine()}\n`);
+    return 0;
+  }
+  const load = COMMANDS[command];
+  if (!load) {
     io.stderr(`auditpipe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
     return EXIT_USAGE;
   }
   try {
+    const run = await load();
     return await run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {

@@ -4,6 +4,7 @@
  * it is right for the DML applications send (one target, FROM/JOIN lists, column lists) and says
  * "every column" when it cannot tell.
  */
+import { lexSql } from "@auditpipe/parse";
 import type { RelationUse, StatementKind } from "./types.ts";
 
 export interface Token {
@@ -12,70 +13,43 @@ export interface Token {
   value: string;
 }
 
-/** Tokens of `sql`; comments dropped, strings and quoted identifiers kept whole. */
+/** The text of a quoted identifier: `"a""b"` → `a"b` (a `U&"…"` one keeps its escapes as written). */
+function unquoteIdent(text: string): string {
+  const body = text.startsWith("U&") || text.startsWith("u&") ? text.slice(2) : text;
+  const close = body.lastIndexOf('"');
+  return body.slice(1, close > 0 ? close : undefined).replaceAll('""', '"');
+}
+
+/**
+ * Tokens of `sql` through the workspace's one SQL lexer (PostgreSQL's scan.l rules: E'' escapes,
+ * nested comments, any dollar-quote tag); comments and whitespace dropped, strings and quoted
+ * identifiers kept whole, operators and punctuation one character per token.
+ */
 export function tokenize(sql: string): Token[] {
   const out: Token[] = [];
-  let i = 0;
-  const n = sql.length;
-  while (i < n) {
-    const c = sql[i]!;
-    if (/\s/.test(c)) {
-      i++;
-    } else if (c === "-" && sql[i + 1] === "-") {
-      while (i < n && sql[i] !== "\n") i++;
-    } else if (c === "/" && sql[i + 1] === "*") {
-      const end = sql.indexOf("*/", i + 2);
-      i = end < 0 ? n : end + 2;
-    } else if (c === "'") {
-      let j = i + 1;
-      while (j < n && !(sql[j] === "'" && sql[j + 1] !== "'")) j += sql[j] === "'" ? 2 : 1;
-      out.push({ type: "str", value: sql.slice(i, j + 1) });
-      i = j + 1;
-    } else if (c === '"') {
-      let j = i + 1;
-      let value = "";
-      while (j < n) {
-        if (sql[j] === '"') {
-          if (sql[j + 1] === '"') {
-            value += '"';
-            j += 2;
-            continue;
-          }
-          break;
-        }
-        value += sql[j++];
-      }
-      out.push({ type: "qident", value });
-      i = j + 1;
-    } else if (c === "$" && /[0-9]/.test(sql[i + 1] ?? "")) {
-      let j = i + 1;
-      while (j < n && /[0-9]/.test(sql[j]!)) j++;
-      out.push({ type: "param", value: sql.slice(i, j) });
-      i = j;
-    } else if (c === "$") {
-      const tag = /^\$[A-Za-z_]*\$/.exec(sql.slice(i))?.[0];
-      if (tag) {
-        const end = sql.indexOf(tag, i + tag.length);
-        const stop = end < 0 ? n : end + tag.length;
-        out.push({ type: "str", value: sql.slice(i, stop) });
-        i = stop;
-      } else {
-        out.push({ type: "op", value: c });
-        i++;
-      }
-    } else if (/[A-Za-z_\u0080-\uffff]/.test(c)) {
-      let j = i + 1;
-      while (j < n && /[A-Za-z0-9_$\u0080-\uffff]/.test(sql[j]!)) j++;
-      out.push({ type: "ident", value: sql.slice(i, j).toLowerCase() });
-      i = j;
-    } else if (/[0-9]/.test(c)) {
-      let j = i + 1;
-      while (j < n && /[0-9.eE]/.test(sql[j]!)) j++;
-      out.push({ type: "num", value: sql.slice(i, j) });
-      i = j;
-    } else {
-      out.push({ type: "op", value: c });
-      i++;
+  for (const token of lexSql(sql)) {
+    const text = sql.slice(token.start, token.end);
+    switch (token.kind) {
+      case "whitespace":
+      case "comment":
+        break;
+      case "identifier":
+        out.push({ type: "ident", value: text.toLowerCase() });
+        break;
+      case "quoted-identifier":
+        out.push({ type: "qident", value: unquoteIdent(text) });
+        break;
+      case "string":
+        out.push({ type: "str", value: text });
+        break;
+      case "number":
+        out.push({ type: "num", value: text });
+        break;
+      case "parameter":
+        out.push({ type: "param", value: text });
+        break;
+      default:
+        for (const char of text) out.push({ type: "op", value: char });
     }
   }
   return out;
@@ -364,5 +338,13 @@ function columnList(tokens: Token[], open: number, columns: string[]): string[] 
 /** The text with each `$n` placeholder replaced by a constant `length` characters long. */
 export function withConstants(sql: string, length: number): string {
   const constant = "9".repeat(Math.max(1, Math.round(length)));
-  return sql.replace(/\$[0-9]+/g, constant);
+  // Parameters only: a `$1` inside a string, a comment or a dollar quote is text, not a placeholder.
+  let out = "";
+  let at = 0;
+  for (const token of lexSql(sql)) {
+    if (token.kind !== "parameter") continue;
+    out += sql.slice(at, token.start) + constant;
+    at = token.end;
+  }
+  return out + sql.slice(at);
 }

@@ -1,4 +1,14 @@
 export type { Catalog, CatalogColumn, CatalogTable } from "./_catalog.ts";
+export { fingerprint } from "./_fingerprint.ts";
+export {
+  type Advice,
+  type AdviceItem,
+  AdviceTally,
+  type AdviseOptions,
+  adviceSql,
+  MIN_PROJECTION_SECONDS,
+  type NoiseKind,
+} from "./advise.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
   AUDITPIPE_ERR_BAD_WORKLOAD,

@@ -7,6 +7,14 @@ export { createParser } from "./parser.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 export { COMMON_PREFIXES, guessPrefix } from "./prefix-guess.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
+export {
+  isSqlIdentCont,
+  isSqlIdentStart,
+  lexSql,
+  type SqlStringForm,
+  type SqlToken,
+  type SqlTokenKind,
+} from "./sql-lexer.ts";
 export { createStderrParser, DEFAULT_PREFIX, type StderrParserOptions } from "./stderr.ts";
 export {
   createSyslogParser,

@@ -3,7 +3,8 @@
  * PostgreSQL 15 + pgaudit 1.7 csvlog, pgbench load included), in log order; lexSql alone
  * alongside, to show what the placeholder logic costs on top of lexing.
  */
-import { lexSql, redactStatement } from "@auditpipe/ship";
+import { lexSql } from "@auditpipe/parse";
+import { redactStatement } from "@auditpipe/ship";
 import { type BenchCase, type Counts, runCases, writeSuite } from "../../parse/bench/_bench-harness.ts";
 import { fixtureEntries } from "../test/_redact-fixtures.ts";
 

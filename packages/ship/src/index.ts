@@ -38,7 +38,6 @@ export {
 } from "./manifest/verify.ts";
 export { type EncodedEntries, NdjsonWriter } from "./ndjson-writer.ts";
 export { objectKey } from "./partitioner.ts";
-export { lexSql, type SqlStringForm, type SqlToken, type SqlTokenKind } from "./redact/lexer.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";
 export { type RedactionMode, redactRecord } from "./redact/record.ts";
 export { type RedactedStatement, redactStatement } from "./redact/statement.ts";

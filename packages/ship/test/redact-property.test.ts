@@ -1,4 +1,5 @@
-import { lexSql, redactStatement } from "@auditpipe/ship";
+import { lexSql } from "@auditpipe/parse";
+import { redactStatement } from "@auditpipe/ship";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 

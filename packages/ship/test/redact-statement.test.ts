@@ -1,4 +1,5 @@
-import { lexSql, redactStatement } from "@auditpipe/ship";
+import { lexSql } from "@auditpipe/parse";
+import { redactStatement } from "@auditpipe/ship";
 import { describe, expect, it } from "vitest";
 
 const text = (sql: string): string => redactStatement(sql).text;

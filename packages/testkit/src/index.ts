@@ -1,6 +1,7 @@
 export { repoRoot, SETUP_HINT } from "./_paths.ts";
 export { freePort, type RunResult, run, sleep, waitUntil } from "./_process.ts";
 export { type MinioOptions, type MinioServer, startMinio } from "./minio.ts";
+export { type NpmRegistry, type NpmRegistryOptions, npmEnv, startNpmRegistry } from "./npm-registry.ts";
 export {
   type GucValue,
   type LogDestination,

@@ -1,9 +1,10 @@
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { type VolumeReport, VolumeTally } from "@auditpipe/meter";
+import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import {
   AUDIT_PREFIX,
+  type AuditEntry,
   AuditPayloadError,
   createParser,
   guessPrefix,
@@ -25,6 +26,8 @@ export interface AnalyzeOptions {
   onMalformed?: (file: string, error: MalformedRecord) => void;
   /** Called as bytes are read (on-disk bytes, so compressed for .gz). */
   onProgress?: (done: number, total: number) => void;
+  /** Called with every decoded audit entry and its record (advise). */
+  onEntry?: (entry: AuditEntry, record: LogRecord) => void;
   /** Called when no prefix was given and one was guessed from a stderr/syslog file's first lines. */
   onPrefixGuessed?: (file: string, prefix: string) => void;
 }
@@ -70,7 +73,10 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         if (!record.message.startsWith(AUDIT_PREFIX)) return;
         try {
           const entry = parseAuditPayload(record.message);
-          if (entry) tally.addEntry(entry, record);
+          if (entry) {
+            tally.addEntry(entry, record);
+            options.onEntry?.(entry, record);
+          }
         } catch (error) {
           if (!(error instanceof AuditPayloadError)) throw error;
           tally.addMalformed();

@@ -1,4 +1,4 @@
-import type { Breakdown, VolumeReport } from "@auditpipe/meter";
+import type { Breakdown, VolumeReport } from "@auditpipe/meter/volume";
 
 const num = new Intl.NumberFormat("en-US");
 const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2, minimumFractionDigits: 2 });

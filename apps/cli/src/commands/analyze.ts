@@ -34,18 +34,18 @@ export interface CommandIO {
 }
 
 /** Expands globs (sorted, so rotated files read in name order) and checks every file exists. */
-async function resolveFiles(patterns: string[]): Promise<string[]> {
+export async function resolveFiles(patterns: string[], command = "analyze"): Promise<string[]> {
   const files: string[] = [];
   for (const pattern of patterns) {
     if (existsSync(pattern)) {
-      if (!statSync(pattern).isFile()) throw new UsageError(`analyze: ${pattern} is not a file`);
+      if (!statSync(pattern).isFile()) throw new UsageError(`${command}: ${pattern} is not a file`);
       files.push(pattern);
     } else if (GLOB_CHARS.test(pattern)) {
       const matches = (await glob(pattern, { onlyFiles: true, expandDirectories: false })).sort();
-      if (matches.length === 0) throw new UsageError(`analyze: no file matches ${pattern}`);
+      if (matches.length === 0) throw new UsageError(`${command}: no file matches ${pattern}`);
       files.push(...matches);
     } else {
-      throw new UsageError(`analyze: FILE ${pattern}: no such file`);
+      throw new UsageError(`${command}: FILE ${pattern}: no such file`);
     }
   }
   return files;

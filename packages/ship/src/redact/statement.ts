@@ -1,3 +1,4 @@
+import { isSqlIdentCont, isSqlIdentStart, lexSql, type SqlToken } from "@auditpipe/parse";
 import {
   CAST_CALLS,
   EXPRESSION_KEYWORDS,
@@ -5,7 +6,6 @@ import {
   TYPMOD_KEYWORDS,
   VARYING_TYPES,
 } from "./_keywords.ts";
-import { _isIdentCont, _isIdentStart, lexSql, type SqlToken } from "./lexer.ts";
 
 /** What redactStatement returns. */
 export interface RedactedStatement {
@@ -287,8 +287,8 @@ function placeholder(
 ): string {
   const before = out.length > 0 ? out.charCodeAt(out.length - 1) : -1;
   const after = end < sql.length ? sql.charCodeAt(end) : -1;
-  const glued = (c: number): boolean => c !== -1 && (_isIdentCont(c) || c === 46) /* . */;
-  const wordAfter = after !== -1 && _isIdentStart(after);
+  const glued = (c: number): boolean => c !== -1 && (isSqlIdentCont(c) || c === 46) /* . */;
+  const wordAfter = after !== -1 && isSqlIdentStart(after);
   if (form === "param" && (glued(before) || wordAfter)) form = "string";
   if (form === "zero" && (glued(before) || glued(after))) form = "string";
   // `'$1''$2'` would read back as one string with a doubled quote, whichever side the quote is on.

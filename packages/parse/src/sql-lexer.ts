@@ -4,6 +4,8 @@
  * decodes escapes and never throws. An unterminated quote, dollar quote or comment (a statement
  * cut by a length limit) runs to the end of the input and is flagged `unterminated`.
  * Tokens cover the input exactly: concatenating their texts gives the input back.
+ * The one SQL lexer of the workspace: redaction (@auditpipe/ship) and the estimator's statement
+ * reading (@auditpipe/estimate) both read SQL through it.
  */
 
 export type SqlTokenKind =
@@ -51,18 +53,18 @@ const NL = 10;
 const CR = 13;
 
 /** scan.l `space`: PostgreSQL 16 added \v; earlier versions reject it anyway, so accepting it is harmless. */
-export function _isSpace(c: number): boolean {
+function isSpace(c: number): boolean {
   return c === 32 || c === 9 || c === NL || c === CR || c === 12 || c === 11;
 }
 
 /** scan.l `ident_start`: every non-ASCII code unit counts, as every high byte does there. */
-export function _isIdentStart(c: number): boolean {
+export function isSqlIdentStart(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c >= 128;
 }
 
 /** scan.l `ident_cont`: `$` belongs to identifiers, so `a$$b` is one identifier, not a dollar quote. */
-export function _isIdentCont(c: number): boolean {
-  return _isIdentStart(c) || (c >= 48 && c <= 57) || c === DOLLAR;
+export function isSqlIdentCont(c: number): boolean {
+  return isSqlIdentStart(c) || (c >= 48 && c <= 57) || c === DOLLAR;
 }
 
 function isDigit(c: number): boolean {
@@ -129,9 +131,9 @@ export function lexSql(sql: string): SqlToken[] {
     const next = i + 1 < n ? sql.charCodeAt(i + 1) : -1;
     const start = i;
 
-    if (_isSpace(c)) {
+    if (isSpace(c)) {
       i++;
-      while (i < n && _isSpace(sql.charCodeAt(i))) i++;
+      while (i < n && isSpace(sql.charCodeAt(i))) i++;
       tokens.push({ kind: "whitespace", start, end: i });
       continue;
     }
@@ -216,9 +218,9 @@ export function lexSql(sql: string): SqlToken[] {
       tokens.push({ kind: "number", start, end: i });
       continue;
     }
-    if (_isIdentStart(c)) {
+    if (isSqlIdentStart(c)) {
       i++;
-      while (i < n && _isIdentCont(sql.charCodeAt(i))) i++;
+      while (i < n && isSqlIdentCont(sql.charCodeAt(i))) i++;
       tokens.push({ kind: "identifier", start, end: i });
       continue;
     }
@@ -338,7 +340,7 @@ function continuation(sql: string, i: number): number {
   let newline = false;
   while (i < n) {
     const c = sql.charCodeAt(i);
-    if (_isSpace(c)) {
+    if (isSpace(c)) {
       if (c === NL || c === CR) newline = true;
       i++;
     } else if (c === MINUS && sql.charCodeAt(i + 1) === MINUS) i = lineCommentEnd(sql, i);
@@ -354,7 +356,7 @@ function continuation(sql: string, i: number): number {
 function withUescape(sql: string, end: number): number {
   let i = skipSpaceAndComments(sql, end);
   if (sql.slice(i, i + 7).toLowerCase() !== "uescape") return end;
-  if (i + 7 < sql.length && _isIdentCont(sql.charCodeAt(i + 7))) return end;
+  if (i + 7 < sql.length && isSqlIdentCont(sql.charCodeAt(i + 7))) return end;
   i = skipSpaceAndComments(sql, i + 7);
   if (sql.charCodeAt(i) !== QUOTE) return end;
   const close = stringBodyEnd(sql, i + 1, "standard");
@@ -365,7 +367,7 @@ function skipSpaceAndComments(sql: string, i: number): number {
   const n = sql.length;
   while (i < n) {
     const c = sql.charCodeAt(i);
-    if (_isSpace(c)) i++;
+    if (isSpace(c)) i++;
     else if (c === MINUS && sql.charCodeAt(i + 1) === MINUS) i = lineCommentEnd(sql, i);
     else if (c === SLASH && sql.charCodeAt(i + 1) === STAR) {
       const end = blockCommentEnd(sql, i);
@@ -383,11 +385,11 @@ function skipSpaceAndComments(sql: string, i: number): number {
 function dollarTagEnd(sql: string, i: number): number {
   const n = sql.length;
   let j = i + 1;
-  if (j < n && _isIdentStart(sql.charCodeAt(j))) {
+  if (j < n && isSqlIdentStart(sql.charCodeAt(j))) {
     j++;
     while (j < n) {
       const c = sql.charCodeAt(j);
-      if (!_isIdentStart(c) && !isDigit(c)) break;
+      if (!isSqlIdentStart(c) && !isDigit(c)) break;
       j++;
     }
   }

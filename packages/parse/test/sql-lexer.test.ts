@@ -1,4 +1,4 @@
-import { lexSql } from "@auditpipe/ship";
+import { lexSql } from "@auditpipe/parse";
 import { describe, expect, it } from "vitest";
 
 /** Significant tokens as `kind:text`. */

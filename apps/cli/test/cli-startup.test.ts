@@ -1,0 +1,72 @@
+/**
+ * Start-up: `--version` names the version and the Node.js it runs on, and a command loads only
+ * what it needs. Checked on the built package (`bin/auditpipe.js` → the bundle in dist/), with a
+ * module.registerHooks() resolve hook recording every module the process resolves.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { repoRoot } from "@auditpipe/testkit";
+import { afterAll, describe, expect, it } from "vitest";
+
+const ROOT = repoRoot();
+const BIN = join(ROOT, "apps", "cli", "bin", "auditpipe.js");
+const VERSION: string = JSON.parse(readFileSync(join(ROOT, "apps", "cli", "package.json"), "utf8")).version;
+const FIXTURE = join(ROOT, "fixtures", "cases", "read-write-once", "postgresql.csv.gz");
+
+const work = mkdtempSync(join(tmpdir(), "auditpipe-startup-"));
+const HOOK = join(work, "record-modules.mjs");
+writeFileSync(
+  HOOK,
+  `import { registerHooks } from "node:module";
+import { writeSync } from "node:fs";
+const seen = new Set();
+registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.add(r.url); return r; } });
+process.on("exit", () => writeSync(2, "\\nMODULES " + JSON.stringify([...seen]) + "\\n"));
+`,
+);
+
+/** Runs the built CLI; returns its output and the URLs of every module it resolved. */
+function runBuilt(args: string[]): { status: number | null; stdout: string; modules: string[] } {
+  const result = spawnSync(process.execPath, ["--import", HOOK, BIN, ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+  });
+  const line = /\nMODULES (.*)\n/.exec(result.stderr);
+  if (!line) throw new Error(`no module list:\n${result.stderr}`);
+  return { status: result.status, stdout: result.stdout, modules: JSON.parse(line[1]!) as string[] };
+}
+
+const HEAVY = ["@aws-sdk", "fastify", "/pg/", "prom-client", "pino"];
+
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe("start-up of the built CLI", () => {
+  it("--version prints the version from apps/cli/package.json and the Node.js it runs on, loading no command", () => {
+    const { status, stdout, modules } = runBuilt(["--version"]);
+    expect(status).toBe(0);
+    expect(stdout).toBe(
+      `auditpipe ${VERSION} (Node.js ${process.versions.node}, ${process.platform}-${process.arch})\n`,
+    );
+    expect(
+      modules.filter((m) => /\/chunks\/(analyze|run|demo|verify|estimate|recommend|serve)-/.test(m)),
+    ).toEqual([]);
+    expect(modules.filter((m) => m.includes("node_modules"))).toEqual([]);
+  });
+
+  it("analyze loads neither the AWS SDK, Fastify, node-postgres, prom-client nor pino", () => {
+    const { status, stdout, modules } = runBuilt(["analyze", FIXTURE, "--json"]);
+    expect(status).toBe(0);
+    expect(JSON.parse(stdout).entries).toBe(1042);
+    expect(modules.some((m) => m.includes("/chunks/analyze-"))).toBe(true);
+    expect(modules.filter((m) => HEAVY.some((name) => m.includes(name)))).toEqual([]);
+  });
+
+  it("a command's chunk loads when that command runs (run --help)", () => {
+    const { status, stdout, modules } = runBuilt(["run", "--help"]);
+    expect(status).toBe(0);
+    expect(stdout).toMatch(/^Usage: auditpipe run/);
+    expect(modules.some((m) => m.includes("/chunks/run-"))).toBe(true);
+  });
+});
