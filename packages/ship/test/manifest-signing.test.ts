@@ -60,6 +60,30 @@ describe("manifest signatures", () => {
       }),
     );
     expect(Object.keys(JSON.parse(text)).slice(-2)).toEqual(["keyId", "signature"]);
+    // As docs/archive.md tells an auditor without auditpipe: the signed bytes are the stored ones
+    // with the signature field cut out, after a context line; openssl checks them.
+    const dir = stateDir();
+    const signed = `auditpipe-manifest-v1\n${text.replace(/,\n {2}"signature": "[^"]+"/, "")}`;
+    writeFileSync(join(dir, "signed"), signed);
+    writeFileSync(join(dir, "sig"), Buffer.from(JSON.parse(text).signature as string, "base64"));
+    writeFileSync(join(dir, "pub.pem"), key.publicKey.export({ type: "spki", format: "pem" }));
+    const out = execFileSync(
+      "openssl",
+      [
+        "pkeyutl",
+        "-verify",
+        "-pubin",
+        "-inkey",
+        join(dir, "pub.pem"),
+        "-rawin",
+        "-in",
+        join(dir, "signed"),
+        "-sigfile",
+        join(dir, "sig"),
+      ],
+      { encoding: "utf8" },
+    );
+    expect(out).toMatch(/Signature Verified Successfully/);
     const m = encoded(key);
     expect(m.keyId).toMatch(/^ed25519:[0-9a-f]{16}$/);
     expect(m.objects[0]?.versionId).toBe("v-1");
