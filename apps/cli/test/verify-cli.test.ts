@@ -128,6 +128,22 @@ describe("auditpipe verify", () => {
     ]);
   });
 
+  it("exits 3, not 1, when there is nothing to verify yet, and says why", async () => {
+    const flags = ["--s3-endpoint", minio.endpoint, "--s3-force-path-style"];
+    const empty = await verifyCli([`s3://${BUCKET}/not/there`, ...flags]);
+    expect(empty.code).toBe(3);
+    expect(empty.stdout).toMatch(
+      /^result: nothing to verify yet: nothing stored under the prefix yet: no object and no manifest \(is the archive URL right\?\)$/m,
+    );
+    const json = await verifyCli([`s3://${BUCKET}/not/there`, ...flags, "--json"]);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      findings: [],
+      nothingToVerify: { objects: 0, verifiableAfter: null },
+    });
+  });
+
   it.each([
     [["verify"], /the archive is missing/],
     [["verify", "/srv/audit"], /must be s3:\/\/bucket\/prefix/],
