@@ -78,20 +78,26 @@ export function manifestProblems(journal: ManifestJournal | undefined): string[]
 
 /**
  * At a stop, after the sink: the open hour's manifest (partial), so a stopped sidecar leaves a
- * verifiable archive, then the journal closed. Bounded, so SIGTERM still ends in time with the
- * store down; the journal keeps the hour and the next start writes it.
+ * verifiable archive, then the journal closed. Skipped when the store is failing and bounded
+ * otherwise, so SIGTERM still ends in time; the journal keeps the hour and the next start writes it.
  */
-export async function stopJournal(journal: ManifestJournal | undefined, logger: Logger): Promise<void> {
+export async function stopJournal(
+  journal: ManifestJournal | undefined,
+  logger: Logger,
+  storeHealthy: boolean,
+): Promise<void> {
   if (!journal) return;
+  if (!storeHealthy) logger.warn("the store is failing: the open hour's manifest is left to the next start");
   const closing = (async () => {
-    await journal
-      .closeOpen()
-      .catch((error: unknown) =>
-        logger.error(
-          { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
-          "could not write the open hour's manifest at the stop; the next start writes it",
-        ),
-      );
+    if (storeHealthy)
+      await journal
+        .closeOpen()
+        .catch((error: unknown) =>
+          logger.error(
+            { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
+            "could not write the open hour's manifest at the stop; the next start writes it",
+          ),
+        );
     await journal.close();
   })().catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;

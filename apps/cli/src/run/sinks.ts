@@ -143,8 +143,10 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
     registerMetrics: (registry) => registerManifestMetrics(registry, () => opened),
     async close() {
       closed = true;
+      const healthy = sink.health().state === "ok";
       await sink.close();
-      await stopJournal(opened, logger); // writes the open hour's manifest, bounded
+      // The open hour's manifest: bounded, and not tried while the store is failing.
+      await stopJournal(opened, logger, healthy);
       await journalOpening;
       client.destroy();
     },
