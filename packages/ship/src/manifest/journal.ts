@@ -3,16 +3,9 @@ import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { writeFileDurably } from "./_durable.ts";
 import { decodeManifest, encodeManifest } from "./_format.ts";
-import {
-  floorHour,
-  HOUR_MS,
-  hourLabel,
-  manifestFolder,
-  manifestKey,
-  normalizePrefix,
-  parseManifestKey,
-} from "./_keys.ts";
-import { getBytes, listObjects, putIfAbsent, sha256Hex } from "./_s3.ts";
+import { floorHour, HOUR_MS, hourLabel, manifestKey, normalizePrefix } from "./_keys.ts";
+import { headObjectsFromOutbox, newestOwnInBucket } from "./_resume.ts";
+import { getBytes, putIfAbsent, sha256Hex } from "./_s3.ts";
 import { checkOwnUploads, type SelfCheckFinding } from "./_self-check.ts";
 import {
   type ChainHead,
@@ -75,8 +68,6 @@ export const DEFAULT_CLOSE_INTERVAL_MS: number = 60_000;
 export const DEFAULT_SELF_CHECK_INTERVAL_MS: number = 60_000;
 /** Store and sidecar clocks may disagree by this much around the end of the last closed hour. */
 const SELF_CHECK_SKEW_MS = 5 * 60_000;
-/** With a state dir lost, the newest manifests are read back until one signed by our key. */
-const MAX_MANIFESTS_READ_BACK = 48;
 
 const sameLink = (a: ManifestLink | null, b: ManifestLink | null): boolean =>
   a === null ? b === null : b !== null && a.key === b.key && a.sha256 === b.sha256;
@@ -163,7 +154,7 @@ export class ManifestJournal {
     await mkdir(options.stateDir, { recursive: true });
     let head = await readHead(options.stateDir, archive);
     if (head === null) {
-      head = await newestInBucket(options, prefix);
+      head = await newestOwnInBucket({ ...options, prefix });
       if (head) {
         options.logger?.warn(
           { manifest: head.key },
@@ -530,65 +521,4 @@ export class ManifestJournal {
     await writeFileDurably(path, lines.join(""));
     this.file = await open(path, "a");
   }
-}
-
-/** What the head manifest lists, from the bytes saved before its PUT, when they are its bytes. */
-async function headObjectsFromOutbox(
-  stateDir: string,
-  head: ChainHead | null,
-): Promise<UploadedObject[] | null> {
-  if (!head) return null;
-  const saved = await readOutbox(stateDir);
-  if (!saved || sha256Hex(saved) !== head.sha256) return null;
-  const m = decodeManifest(saved);
-  return typeof m === "string" ? null : m.objects;
-}
-
-/**
- * The newest manifest of the host in the bucket, as a chain head, or null when there is none.
- * With a signing key, the newest one signed by it: a manifest someone else put after it is
- * skipped (and will be a conflict when its hour closes), never continued from; with none signed
- * by it, the chain starts anew (verify shows where) rather than continue from someone else's.
- */
-async function newestInBucket(options: ManifestJournalOptions, prefix: string): Promise<ChainHead | null> {
-  const { client, bucket, host, signingKey } = options;
-  const keys = (await listObjects(client, bucket, manifestFolder(prefix, host)))
-    .map((o) => ({ key: o.key, parsed: parseManifestKey(prefix, o.key) }))
-    .filter((o) => o.parsed?.host === host)
-    .sort(
-      (a, b) =>
-        (a.parsed?.hourMs ?? 0) - (b.parsed?.hourMs ?? 0) ||
-        (a.parsed?.sequence ?? 0) - (b.parsed?.sequence ?? 0),
-    );
-  const trusted = signingKey ? new Map([[signingKey.keyId, signingKey.publicKey]]) : undefined;
-  const skipped: string[] = [];
-  for (const candidate of keys.reverse().slice(0, MAX_MANIFESTS_READ_BACK)) {
-    if (!candidate.parsed) continue;
-    const bytes = await getBytes(client, bucket, candidate.key);
-    if (!bytes) continue;
-    const m = decodeManifest(bytes);
-    const head: ChainHead = {
-      key: candidate.key,
-      sha256: sha256Hex(bytes),
-      hourMs: candidate.parsed.hourMs,
-      sequence: candidate.parsed.sequence,
-      partial: typeof m !== "string" && m.partial === true,
-    };
-    if (trusted && (typeof m === "string" || signatureProblem(m, trusted) !== null)) {
-      skipped.push(candidate.key);
-      continue;
-    }
-    if (skipped.length > 0)
-      options.logger?.error(
-        { skipped, continued: head.key },
-        "newer manifests in the bucket are not signed by this sidecar's key: continuing from its own",
-      );
-    return head;
-  }
-  if (skipped.length > 0)
-    options.logger?.error(
-      { skipped },
-      "no manifest in the bucket is signed by this sidecar's key: starting a new chain, not continuing someone else's",
-    );
-  return null;
 }
