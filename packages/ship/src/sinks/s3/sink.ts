@@ -92,6 +92,9 @@ export class S3Sink implements Sink {
       this.kick();
       await this.sleep(50);
     }
+    // An entry leaves the spool's index before its upload attempt has returned (and cleared the
+    // failure health() reports): wait for those attempts still running.
+    await Promise.allSettled(keys.map((k) => this.attempts.get(k)));
   }
 
   /** Bytes waiting in the spool (a gauge: it grows while the store is down). */
