@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { repoRoot } from "@auditpipe/testkit";
+import { freePort, repoRoot } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { SETTINGS } from "../src/run/config.ts";
 import { runCli } from "./_cli.ts";
@@ -64,43 +64,57 @@ describe("docs match the code", () => {
   });
 
   it("every metric a running sidecar exposes is in docs/api.md, and every documented one is exposed", async () => {
-    const work = mkdtempSync(join(tmpdir(), "auditpipe-docs-metrics-"));
-    mkdirSync(join(work, "log"));
-    const sidecar = spawnSidecar([
-      "--log-dir",
-      join(work, "log"),
-      "--format",
-      "csvlog",
-      "--sink",
-      join(work, "sink"),
-      "--state",
-      join(work, "state"),
-      "--listen",
-      "127.0.0.1:0",
-    ]);
-    try {
-      const text = await (await fetch(`${await sidecar.url()}/metrics`)).text();
-      // prom-client prints # TYPE for every registered metric, with values or not.
-      const exposed = uniq([...text.matchAll(/^# TYPE (auditpipe_[a-z0-9_]+) /gm)].map((m) => m[1]!)).filter(
-        (name) => !/^auditpipe_(process|nodejs)_/.test(name), // documented as these two families
+    // Two sidecars: one shipping to a local directory, one to S3 (whose manifest metrics only an
+    // S3 sink registers; its endpoint refuses connections, which the sidecar rides out).
+    const exposedBy = async (
+      sinkArgs: (work: string) => string[],
+      env: NodeJS.ProcessEnv,
+    ): Promise<string[]> => {
+      const work = mkdtempSync(join(tmpdir(), "auditpipe-docs-metrics-"));
+      mkdirSync(join(work, "log"));
+      const sidecar = spawnSidecar(
+        [
+          ...["--log-dir", join(work, "log"), "--format", "csvlog", "--state", join(work, "state")],
+          ...["--listen", "127.0.0.1:0", ...sinkArgs(work)],
+        ],
+        env,
       );
-      const documented = uniq(
-        [...doc("api.md").matchAll(/`(auditpipe_[a-z0-9_]*[a-z0-9])(?:\{[^`]*\})?`/g)].map((m) => m[1]!),
-      ).filter((name) => !/^auditpipe_(process|nodejs)_/.test(name));
-      expect(exposed.length).toBeGreaterThan(10);
-      expect(
-        exposed.filter((n) => !documented.includes(n)),
-        "exposed but not in docs/api.md",
-      ).toEqual([]);
-      expect(
-        documented.filter((n) => !exposed.includes(n)),
-        "in docs/api.md but not exposed",
-      ).toEqual([]);
-    } finally {
-      sidecar.child.kill("SIGKILL");
-      await sidecar.exited;
-      rmSync(work, { recursive: true, force: true });
-    }
+      try {
+        const text = await (await fetch(`${await sidecar.url()}/metrics`)).text();
+        // prom-client prints # TYPE for every registered metric, with values or not.
+        return [...text.matchAll(/^# TYPE (auditpipe_[a-z0-9_]+) /gm)].map((m) => m[1]!);
+      } finally {
+        sidecar.child.kill("SIGKILL");
+        await sidecar.exited;
+        rmSync(work, { recursive: true, force: true });
+      }
+    };
+    const closed = await freePort(); // nothing listens there
+    const exposed = uniq([
+      ...(await exposedBy((work) => ["--sink", join(work, "sink")], {})),
+      ...(await exposedBy(
+        () => [
+          "--sink",
+          "s3://docs/metrics",
+          "--s3-endpoint",
+          `http://127.0.0.1:${closed}`,
+          "--s3-force-path-style",
+        ],
+        { AWS_ACCESS_KEY_ID: "docs", AWS_SECRET_ACCESS_KEY: "docs-secret", AWS_REGION: "us-east-1" },
+      )),
+    ]).filter((name) => !/^auditpipe_(process|nodejs)_/.test(name)); // documented as these two families
+    const documented = uniq(
+      [...doc("api.md").matchAll(/`(auditpipe_[a-z0-9_]*[a-z0-9])(?:\{[^`]*\})?`/g)].map((m) => m[1]!),
+    ).filter((name) => !/^auditpipe_(process|nodejs)_/.test(name));
+    expect(exposed.length).toBeGreaterThan(10);
+    expect(
+      exposed.filter((n) => !documented.includes(n)),
+      "exposed but not in docs/api.md",
+    ).toEqual([]);
+    expect(
+      documented.filter((n) => !exposed.includes(n)),
+      "in docs/api.md but not exposed",
+    ).toEqual([]);
   });
 
   it("every `run` setting is a row of docs/configuration.md with its key, flag and variable, and in run --help", async () => {

@@ -128,6 +128,22 @@ describe("auditpipe verify", () => {
     ]);
   });
 
+  it("exits 3, not 1, when there is nothing to verify yet, and says why", async () => {
+    const flags = ["--s3-endpoint", minio.endpoint, "--s3-force-path-style"];
+    const empty = await verifyCli([`s3://${BUCKET}/not/there`, ...flags]);
+    expect(empty.code).toBe(3);
+    expect(empty.stdout).toMatch(
+      /^result: nothing to verify yet: nothing stored under the prefix yet: no object and no manifest \(is the archive URL right\?\)$/m,
+    );
+    const json = await verifyCli([`s3://${BUCKET}/not/there`, ...flags, "--json"]);
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      findings: [],
+      nothingToVerify: { objects: 0, verifiableAfter: null },
+    });
+  });
+
   it.each([
     [["verify"], /the archive is missing/],
     [["verify", "/srv/audit"], /must be s3:\/\/bucket\/prefix/],
@@ -136,6 +152,14 @@ describe("auditpipe verify", () => {
     [["verify", "s3://b/p", "--s3-endpoint", "localhost:9000"], /--s3-endpoint must be an http\(s\) URL/],
     [["verify", "s3://b/p", "--s3-access-key", "x"], /unknown flag --s3-access-key/],
     [["verify", "s3://b/p", "--host"], /--host needs a value/],
+    [
+      ["verify", "s3://b/p", "--public-key", "/nonexistent/key.pub"],
+      /--public-key \/nonexistent\/key.pub: cannot read it \(ENOENT\)/,
+    ],
+    [
+      ["verify", "s3://b/p", "--public-key", "package.json"],
+      /--public-key package.json: holds no PEM public key/,
+    ],
   ])("%j exits 2 naming what was wrong", async (argv, message) => {
     const { code, stderr, stdout } = await runCli(argv);
     expect(code).toBe(2);

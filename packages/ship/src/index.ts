@@ -11,9 +11,20 @@ export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,
   DEFAULT_MANIFEST_GRACE_MS,
+  DEFAULT_SELF_CHECK_INTERVAL_MS,
+  type ManifestHealth,
   ManifestJournal,
   type ManifestJournalOptions,
+  type SelfCheckFinding,
 } from "./manifest/journal.ts";
+export {
+  loadOrCreateSigningKey,
+  loadSigningKey,
+  type ManifestSigningKey,
+  manifestKeyId,
+  parsePublicKeys,
+  signatureProblem,
+} from "./manifest/signing.ts";
 export {
   MANIFEST_VERSION,
   type Manifest,
@@ -24,6 +35,7 @@ export {
 export {
   DEFAULT_CLOCK_SKEW_MS,
   type FindingKind,
+  type NothingToVerify,
   type VerifiedChain,
   type VerifyFinding,
   type VerifyOptions,

@@ -69,7 +69,13 @@ describe("ManifestJournal", () => {
       totals: { objects: 2, entries: 4, bytes: a.size + b.size },
     });
     expect(m10.m.objects).toEqual([a, b]);
-    expect(journal.chainHead).toEqual({ key: k10, sha256: sha256(m10.text), hour: "2026-03-01T10" });
+    expect(journal.chainHead).toEqual({
+      key: k10,
+      sha256: sha256(m10.text),
+      hour: "2026-03-01T10",
+      sequence: 0,
+      partial: false,
+    });
     // Stored with its SHA-256 checked by the store (x-amz-checksum-sha256).
     const head = await client.send(
       new HeadObjectCommand({ Bucket: BUCKET, Key: k10, ChecksumMode: "ENABLED" }),

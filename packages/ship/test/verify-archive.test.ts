@@ -1,7 +1,13 @@
 import { createHash } from "node:crypto";
 import { type Manifest, ManifestJournal, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   buildArchive,
@@ -62,6 +68,7 @@ describe("verifyArchive", () => {
     expect(report.entries).toBe(15);
     expect(report.bytes).toBeGreaterThan(0);
     expect(report.pending).toEqual([]);
+    expect(report.pendingVerifiableAfter).toBeNull();
     expect(report.chains).toEqual([
       expect.objectContaining({ host: HOST, manifests: 5, first: new Date(base).toISOString().slice(0, 13) }),
     ]);
@@ -217,17 +224,59 @@ describe("verifyArchive", () => {
     const report = await verify(prefix);
     expect(report.findings).toEqual([]);
     expect(report.pending).toContain(fresh.key);
+    // …and when they become verifiable: their hour's manifest, due 5 minutes after it ends.
+    const stored = (
+      await minio.client().send(new HeadObjectCommand({ Bucket: BUCKET, Key: fresh.key }))
+    ).LastModified!.getTime();
+    expect(report.pendingVerifiableAfter).toBe(
+      new Date(Math.floor(stored / HOUR) * HOUR + HOUR + 5 * 60_000).toISOString(),
+    );
   });
 
-  it("reports an archive without manifests, and an unknown host, as unverifiable", async () => {
+  it("reports an empty archive, and an unknown host, as nothing to verify yet, not as clean", async () => {
     const report = await verify("pg/nothing-here");
-    expect(report.findings).toEqual([
-      expect.objectContaining({ kind: "gap", reason: expect.stringContaining("no manifest") }),
-    ]);
+    expect(report.findings).toEqual([]);
+    expect(report.ok).toBe(false);
+    expect(report.nothingToVerify).toEqual({
+      reason: expect.stringContaining("nothing stored under the prefix yet"),
+      objects: 0,
+      verifiableAfter: null,
+    });
     const { prefix } = await archive();
     const other = await verify(prefix, { host: "db-2" });
-    expect(other.findings).toEqual([
-      expect.objectContaining({ kind: "gap", key: `${prefix}/_manifests/db-2/` }),
+    expect(other.ok).toBe(false);
+    expect(other.nothingToVerify?.reason).toContain("host db-2");
+  });
+
+  it("after a first shipment says when the archive becomes verifiable; once that is past, no manifest is a gap", async () => {
+    const client = minio.client();
+    const prefix = `pg/first-${++n}`;
+    const o = await putDataObject(client, BUCKET, {
+      prefix,
+      entryTs: new Date().toISOString(),
+      sourceId: "f1",
+      start: 0,
+      end: 100,
+      lines: 2,
+      uploadedAt: Date.now(),
+    });
+    const report = await verify(prefix);
+    expect(report.findings).toEqual([]);
+    expect(report.ok).toBe(false);
+    const head = await client.send(new HeadObjectCommand({ Bucket: BUCKET, Key: o.key }));
+    const stored = head.LastModified?.getTime() ?? 0;
+    const due = Math.floor(stored / HOUR) * HOUR + HOUR + 5 * 60_000;
+    expect(report.nothingToVerify).toEqual({
+      reason: expect.stringContaining("1 object(s) stored under the prefix"),
+      objects: 1,
+      verifiableAfter: new Date(due).toISOString(),
+    });
+    expect(report.nothingToVerify?.reason).toContain(new Date(due).toISOString());
+    // Two hours later with still no manifest: removed, or never written. A finding, not "pending".
+    const later = await verify(prefix, { now: () => new Date(due + 2 * HOUR) });
+    expect(later.nothingToVerify).toBeNull();
+    expect(later.findings).toEqual([
+      expect.objectContaining({ kind: "gap", reason: expect.stringContaining("manifests removed") }),
     ]);
   });
 });

@@ -31,6 +31,10 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --compression C          gzip (default) or zstd
   --object-lock-mode M     GOVERNANCE or COMPLIANCE: S3 Object Lock on every object
   --object-lock-days N     retention for Object Lock (default 365)
+  --manifest-key FILE      Ed25519 key (PEM) signing the manifests (default
+                           <state>/manifests/manifest-key.pem, created on first start)
+  --self-check-ms N        how often the open hours' objects are checked against the
+                           journal (default 60000; 0 never)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
   --db URL                 also sample this database for the estimate routes, and ask it for
                            log_line_prefix (PG* variables and ~/.pgpass are better than a

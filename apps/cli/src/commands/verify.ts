@@ -1,17 +1,24 @@
-import { type VerifyReport, verifyArchive } from "@auditpipe/ship";
+import type { KeyObject } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { S3Client } from "@aws-sdk/client-s3";
 import { parseFlags } from "../args.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--from DATE] [--to DATE] [--host H]
-                        [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]
+export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public-key FILE]... [--from DATE] [--to DATE]
+                        [--host H] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]
 
-Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every listed
-object downloaded and hashed, every stored object accounted for. Reports missing, altered and
-extra objects, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any
-finding. Credentials come from the AWS SDK's default chain (environment, shared files, web
-identity, instance metadata), never from a flag.
+Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every signature
+against the trusted public keys, every listed object downloaded and hashed, every stored object
+accounted for. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
+manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
+3 when there is nothing to verify yet (no manifest: the first is written when the first hour with
+an upload closes, or when the sidecar stops). Credentials come from the AWS SDK's default chain
+(environment, shared files, web identity, instance metadata), never from a flag.
+
+  --public-key FILE      trusted manifest key(s), PEM (the sidecar's <key>.pub); repeat for old
+                         keys after a rotation. Without it signatures are not checked
 
   --from DATE            first hour to verify (YYYY-MM-DD, YYYY-MM-DDTHH or ISO 8601; UTC)
   --to DATE              last hour to verify (a bare date means the whole day)
@@ -26,6 +33,8 @@ identity, instance metadata), never from a flag.
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_HOUR = /^\d{4}-\d{2}-\d{2}T\d{2}$/;
 const DAY_MS = 86_400_000;
+/** Exit code for "nothing to verify yet": not a failure, not a clean archive either. */
+export const EXIT_NOTHING_TO_VERIFY = 3;
 /** Findings printed one by one in the readable report; the rest are counted (--json has all). */
 const FINDINGS_SHOWN = 200;
 
@@ -71,9 +80,21 @@ export function renderVerifyReport(report: VerifyReport, archive: string): strin
   );
   if (report.pending.length > 0)
     lines.push(
-      `pending ${plural(report.pending.length, "object")} stored after the last closed manifest (listed by the next)`,
+      `pending ${plural(report.pending.length, "object")} stored after the last closed manifest (listed by the next; ` +
+        `verifiable after ${report.pendingVerifiableAfter ?? "its hour closes"})`,
     );
+  lines.push(
+    report.signatures === "verified"
+      ? "signatures checked against the trusted keys"
+      : "signatures not checked (no --public-key): a manifest forged with the bucket's credentials would pass",
+  );
   lines.push("");
+  if (report.nothingToVerify) {
+    const n = report.nothingToVerify;
+    lines.push(`result: nothing to verify yet: ${n.reason}`);
+    if (n.verifiableAfter) lines.push(`verifiable after ${n.verifiableAfter}`);
+    return `${lines.join("\n")}\n`;
+  }
   if (report.ok) {
     lines.push("result: clean, no finding");
     return `${lines.join("\n")}\n`;
@@ -100,6 +121,7 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
     from: { type: "string" },
     to: { type: "string" },
     host: { type: "string" },
+    "public-key": { type: "string", multiple: true },
     "s3-endpoint": { type: "string" },
     "s3-region": { type: "string" },
     "s3-force-path-style": { type: "boolean", default: false },
@@ -129,6 +151,8 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
     process.env.AWS_DEFAULT_REGION ??
     (endpoint ? "us-east-1" : undefined);
 
+  const trustedKeys = await readTrustedKeys((values["public-key"] as string[] | undefined) ?? []);
+
   const client = new S3Client({
     ...(endpoint ? { endpoint } : {}),
     ...(region ? { region } : {}),
@@ -142,12 +166,36 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
       ...(host === undefined ? {} : { host }),
       ...(from ? { from } : {}),
       ...(to ? { to } : {}),
+      ...(trustedKeys ? { trustedKeys } : {}),
     });
     io.stdout(
       values.json ? `${JSON.stringify(report, null, 2)}\n` : renderVerifyReport(report, archive ?? ""),
     );
+    if (report.nothingToVerify) return EXIT_NOTHING_TO_VERIFY;
     return report.ok ? 0 : EXIT_FAILURE;
   } finally {
     client.destroy();
   }
+}
+
+/** The trusted public keys of every --public-key file, by key id; undefined when none is given. */
+async function readTrustedKeys(files: string[]): Promise<Map<string, KeyObject> | undefined> {
+  if (files.length === 0) return undefined;
+  const keys = new Map<string, KeyObject>();
+  for (const file of files) {
+    let pem: string;
+    try {
+      pem = await readFile(file, "utf8");
+    } catch (error) {
+      throw new UsageError(
+        `verify: --public-key ${file}: cannot read it (${(error as NodeJS.ErrnoException).code})`,
+      );
+    }
+    try {
+      for (const [id, key] of parsePublicKeys(pem, file)) keys.set(id, key);
+    } catch (error) {
+      throw new UsageError(`verify: --public-key ${(error as Error).message}`);
+    }
+  }
+  return keys;
 }

@@ -34,6 +34,10 @@ export interface RunConfig {
   compression: "gzip" | "zstd";
   objectLockMode?: "GOVERNANCE" | "COMPLIANCE" | undefined;
   objectLockDays: number;
+  /** Ed25519 key (PEM) that signs the manifests; absent: <state>/manifests/manifest-key.pem, created. */
+  manifestKey?: string | undefined;
+  /** How often the sidecar compares its open hours' objects in the bucket with its journal (0: never). */
+  selfCheckMs: number;
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
@@ -87,6 +91,8 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     compression: z.enum(["gzip", "zstd"]).default("gzip"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
     objectLockDays: numeric(z.number().int().positive()).default(365),
+    manifestKey: z.string().min(1).optional(),
+    selfCheckMs: numeric(z.number().int().min(0)).default(60_000),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: numeric(z.number().int().min(1000)).default(60_000),
@@ -140,6 +146,8 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "compression", flag: "compression", env: "AUDITPIPE_COMPRESSION" },
   { key: "objectLockMode", flag: "object-lock-mode", env: "AUDITPIPE_OBJECT_LOCK_MODE" },
   { key: "objectLockDays", flag: "object-lock-days", env: "AUDITPIPE_OBJECT_LOCK_DAYS" },
+  { key: "manifestKey", flag: "manifest-key", env: "AUDITPIPE_MANIFEST_KEY" },
+  { key: "selfCheckMs", flag: "self-check-ms", env: "AUDITPIPE_SELF_CHECK_MS" },
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },

@@ -78,6 +78,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       this.set(configured.spoolBytes());
     },
   });
+  configured.registerMetrics(meter.registry);
   const sinkHealth = { failing: false, lastError: "" };
   /** GET /v1/advice; statements fingerprinted one in ADVICE_FINGERPRINT_EVERY (lexing is the cost). */
   const advisor = new AdviceTally({ fingerprintEvery: ADVICE_FINGERPRINT_EVERY });

@@ -9,8 +9,10 @@ import {
 } from "@auditpipe/ship";
 import { S3Client } from "@aws-sdk/client-s3";
 import type { Logger } from "pino";
+import type { Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
 import type { RunConfig } from "./config.ts";
+import { manifestProblems, manifestSigningKey, registerManifestMetrics, stopJournal } from "./manifests.ts";
 
 /** The sink the sidecar writes to, with what the sidecar needs around it. */
 export interface ConfiguredSink {
@@ -19,6 +21,8 @@ export interface ConfiguredSink {
   unhealthy(): string | undefined;
   /** For metrics: bytes waiting in the spool (0 for sinks without one). */
   spoolBytes(): number;
+  /** Adds the sink's own metrics (the manifest chain's) to the registry. */
+  registerMetrics(registry: Registry): void;
   close(): Promise<void>;
 }
 
@@ -55,9 +59,17 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
   const s3 = parseS3Url(config.sink);
   if (!s3) {
     const sink = new LocalDirSink({ dir: config.sink });
-    return { sink, unhealthy: () => undefined, spoolBytes: () => 0, close: () => sink.close() };
+    return {
+      sink,
+      unhealthy: () => undefined,
+      spoolBytes: () => 0,
+      registerMetrics: () => {},
+      close: () => sink.close(),
+    };
   }
 
+  const key = await manifestSigningKey(config, logger);
+  logger.info({ keyId: key.keyId }, "manifests are signed");
   const region = config.s3Region ?? process.env.AWS_REGION ?? (config.s3Endpoint ? "us-east-1" : undefined);
   const host = config.host;
   // The journal opens in the background: when the store is down at start-up, the sidecar still
@@ -105,6 +117,8 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
           prefix: s3.prefix,
           host: sink.options.host,
           stateDir: join(config.state, "manifests"),
+          signingKey: key,
+          selfCheckIntervalMs: config.selfCheckMs,
           logger: logger.child({ component: "manifest" }),
         });
         opened.startTimer();
@@ -137,16 +151,20 @@ export async function createSink(config: RunConfig, logger: Logger): Promise<Con
       const h = sink.health();
       // The reason, never the message: /readyz is unauthenticated and the message names the
       // bucket, endpoint or spool path (the logs carry it).
-      return h.state === "ok"
-        ? undefined
-        : `sink s3 ${h.state}: ${h.code} (${sinkErrorReason(h.code ?? "")})`;
+      const problems =
+        h.state === "ok" ? [] : [`sink s3 ${h.state}: ${h.code} (${sinkErrorReason(h.code ?? "")})`];
+      problems.push(...manifestProblems(opened));
+      return problems.length === 0 ? undefined : problems.join("; ");
     },
     spoolBytes: () => sink.spoolBytes(),
+    registerMetrics: (registry) => registerManifestMetrics(registry, () => opened),
     async close() {
       closed = true;
       wakeOpener?.();
+      const healthy = sink.health().state === "ok";
       await sink.close();
-      await opened?.close();
+      // The open hour's manifest: bounded, and not tried while the store is failing.
+      await stopJournal(opened, logger, healthy);
       await journalOpening;
       client.destroy();
     },

@@ -11,6 +11,8 @@ export interface ListedManifest {
   key: string;
   host: string;
   hourMs: number;
+  /** Place within the hour: 0, or 1, 2… after a partial manifest written at a stop. */
+  sequence: number;
 }
 
 /** A manifest as found in the bucket: its key, the hash of its exact bytes and what they say. */
@@ -39,7 +41,7 @@ function byHost<T extends ListedManifest>(items: Iterable<T>): Map<string, T[]> 
     if (group) group.push(item);
     else groups.set(item.host, [item]);
   }
-  for (const group of groups.values()) group.sort((a, b) => a.hourMs - b.hourMs);
+  for (const group of groups.values()) group.sort((a, b) => a.hourMs - b.hourMs || a.sequence - b.sequence);
   return groups;
 }
 
@@ -156,12 +158,15 @@ export function checkChain(
       });
       return;
     }
-    if (!vouching && (stored.host !== host || stored.hour !== hourLabel(m.hourMs)))
+    if (
+      !vouching &&
+      (stored.host !== host || stored.hour !== hourLabel(m.hourMs) || (stored.sequence ?? 0) !== m.sequence)
+    )
       findings.push({
         kind: "reordered",
         key: m.key,
         manifest: m.key,
-        reason: `holds the manifest of host ${stored.host} hour ${stored.hour}: contents moved from another key`,
+        reason: `holds the manifest of host ${stored.host} hour ${stored.hour}${stored.sequence ? ` part ${stored.sequence}` : ""}: contents moved from another key`,
       });
     const prev = stored.previous;
     if (!before) {
@@ -214,7 +219,26 @@ export function checkChain(
       });
     }
     // Hours missing after the verified ones are outside the range; a missing link is reported above.
-    if (!gapReported && !vouching && m.hourMs !== before.hourMs + HOUR_MS) {
+    // After a partial manifest (a stop) the same hour continues with the next sequence.
+    const beforePartial = typeof before.manifest !== "string" && before.manifest.partial === true;
+    const follows = beforePartial
+      ? m.hourMs === before.hourMs && m.sequence === before.sequence + 1
+      : m.hourMs === before.hourMs + HOUR_MS && m.sequence === 0;
+    if (!gapReported && !vouching && !follows && beforePartial) {
+      findings.push({
+        kind: "gap",
+        key: m.key,
+        manifest: m.key,
+        reason: `${before.key} was written at a stop (partial), but the rest of its hour (${hourLabel(before.hourMs)}.${before.sequence + 1}) is not before ${m.key}: removed`,
+      });
+    } else if (!gapReported && !vouching && !follows && m.sequence > 0) {
+      findings.push({
+        kind: "reordered",
+        key: m.key,
+        manifest: m.key,
+        reason: `continues hour ${hourLabel(m.hourMs)} after ${before.key}, which is not a partial manifest of that hour`,
+      });
+    } else if (!gapReported && !vouching && !follows) {
       const missingFrom = hourLabel(before.hourMs + HOUR_MS);
       const missingTo = hourLabel(m.hourMs - HOUR_MS);
       findings.push({

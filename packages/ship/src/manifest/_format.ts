@@ -1,13 +1,20 @@
 import { hourLabel } from "./_keys.ts";
+import { type ManifestSigningKey, signManifest } from "./signing.ts";
 import { MANIFEST_VERSION, type Manifest, type ManifestLink, type UploadedObject } from "./types.ts";
 
-/** The manifest of one hour, as the bytes that are stored and hashed. */
+/** The manifest of one hour (or of a part of it), as the bytes that are stored and hashed. */
 export function encodeManifest(input: {
   host: string;
   hourMs: number;
   created: Date;
   previous: ManifestLink | null;
   objects: UploadedObject[];
+  /** Place within the hour; 0 for the first. */
+  sequence?: number;
+  /** Written before the hour ended. */
+  partial?: boolean;
+  /** Signs the manifest when given. */
+  signer?: ManifestSigningKey;
 }): Uint8Array {
   const manifest: Manifest = {
     version: MANIFEST_VERSION,
@@ -21,7 +28,11 @@ export function encodeManifest(input: {
       entries: input.objects.reduce((n, o) => n + o.entries, 0),
       bytes: input.objects.reduce((n, o) => n + o.size, 0),
     },
+    ...(input.sequence ? { sequence: input.sequence } : {}),
+    ...(input.partial ? { partial: true as const } : {}),
+    ...(input.signer ? { keyId: input.signer.keyId } : {}),
   };
+  if (input.signer) manifest.signature = signManifest(manifest, input.signer);
   return new TextEncoder().encode(`${JSON.stringify(manifest, null, 2)}\n`);
 }
 
@@ -36,6 +47,7 @@ function copyObject(o: UploadedObject): UploadedObject {
     range: { sourceId, sourceName, start, end },
     contentEncoding: o.contentEncoding,
     uploadedAt: o.uploadedAt,
+    ...(o.versionId === undefined ? {} : { versionId: o.versionId }),
   };
 }
 
@@ -59,7 +71,8 @@ function isObjectEntry(v: unknown): v is UploadedObject {
     isCount(r.start) &&
     isCount(r.end) &&
     isString(o.contentEncoding) &&
-    isString(o.uploadedAt)
+    isString(o.uploadedAt) &&
+    (o.versionId === undefined || isString(o.versionId))
   );
 }
 
@@ -79,5 +92,9 @@ export function decodeManifest(bytes: Uint8Array): Manifest | string {
   if (p !== null && (typeof p !== "object" || !isString(p.key) || !isHex64(p.sha256)))
     return "previous is neither null nor {key, sha256}";
   if (!Array.isArray(m.objects) || !m.objects.every(isObjectEntry)) return "objects malformed";
+  if (m.sequence !== undefined && !(isCount(m.sequence) && m.sequence > 0)) return "sequence malformed";
+  if (m.partial !== undefined && m.partial !== true) return "partial malformed";
+  if ((m.keyId !== undefined || m.signature !== undefined) && !(isString(m.keyId) && isString(m.signature)))
+    return "keyId and signature go together";
   return m as Manifest;
 }

@@ -40,19 +40,25 @@ export function manifestFolder(prefix: string, host: string): string {
   return joinKey(prefix, `${MANIFEST_DIR}/${host}/`);
 }
 
-/** `<prefix>/_manifests/<host>/<YYYY-MM-DDTHH>.json` */
-export function manifestKey(prefix: string, host: string, hourMs: number): string {
-  return `${manifestFolder(prefix, host)}${hourLabel(hourMs)}.json`;
+/**
+ * `<prefix>/_manifests/<host>/<YYYY-MM-DDTHH>.json`, or `<YYYY-MM-DDTHH>.<sequence>.json` for
+ * the rest of an hour whose first manifest was written early (at a stop).
+ */
+export function manifestKey(prefix: string, host: string, hourMs: number, sequence = 0): string {
+  return `${manifestFolder(prefix, host)}${hourLabel(hourMs)}${sequence > 0 ? `.${sequence}` : ""}.json`;
 }
 
-/** The host and hour of a manifest key under `<prefix>/_manifests/`, or null for anything else. */
-export function parseManifestKey(prefix: string, key: string): { host: string; hourMs: number } | null {
+/** Host, hour and sequence of a manifest key under `<prefix>/_manifests/`, or null for anything else. */
+export function parseManifestKey(
+  prefix: string,
+  key: string,
+): { host: string; hourMs: number; sequence: number } | null {
   const base = joinKey(prefix, `${MANIFEST_DIR}/`);
   if (!key.startsWith(base)) return null;
-  const m = /^([^/]+)\/([^/]+)\.json$/.exec(key.slice(base.length));
+  const m = /^([^/]+)\/([^/.]+)(?:\.([1-9]\d{0,5}))?\.json$/.exec(key.slice(base.length));
   if (!m?.[1] || !m[2]) return null;
   const hourMs = parseHourLabel(m[2]);
-  return hourMs === null ? null : { host: m[1], hourMs };
+  return hourMs === null ? null : { host: m[1], hourMs, sequence: m[3] ? Number(m[3]) : 0 };
 }
 
 /**

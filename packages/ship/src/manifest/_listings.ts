@@ -34,8 +34,23 @@ export interface ChainReading {
   linksOlder: boolean;
 }
 
+/**
+ * Until when a chain's newest manifest covers uploads: the end of its hour, or, for a partial
+ * manifest written at a stop, when it was written (uploads after it are pending, not extra).
+ */
+function coveredUntil(newest: StoredManifest): number {
+  const m = newest.manifest;
+  const created = typeof m === "string" || m.partial !== true ? Number.NaN : Date.parse(m.created);
+  return Number.isNaN(created) ? newest.hourMs + HOUR_MS : Math.min(created, newest.hourMs + HOUR_MS);
+}
+
 /** Checks the links of every chain and collects what the manifests list, for the hours `inRange` selects. */
-export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => boolean): ChainReading {
+export function readChains(
+  loaded: LoadedChains,
+  inRange: (hourMs: number) => boolean,
+  /** Manifests whose signature is not a trusted one: their links count, their listings do not. */
+  untrusted: ReadonlySet<string> = new Set(),
+): ChainReading {
   const reading: ChainReading = {
     findings: [],
     chains: [],
@@ -65,14 +80,14 @@ export function readChains(loaded: LoadedChains, inRange: (hourMs: number) => bo
       reading.windows.set(host, {
         start: first.hourMs,
         end: last.hourMs + HOUR_MS,
-        chainEnd: newest.hourMs + HOUR_MS,
+        chainEnd: coveredUntil(newest),
       });
     const olderKeys = new Set(older.map((k) => k.key));
     for (const m of chain) {
       if (typeof m.manifest === "string") continue;
       const previous = m.manifest.previous?.key;
       if (inRange(m.hourMs) && previous !== undefined && olderKeys.has(previous)) reading.linksOlder = true;
-      for (const object of m.manifest.objects) {
+      for (const object of untrusted.has(m.key) ? [] : m.manifest.objects) {
         // The newest listing (a replay that rewrote the key) is what the bucket must hold.
         const seen = latest.get(object.key);
         if (!seen || Date.parse(seen.object.uploadedAt) <= Date.parse(object.uploadedAt))

@@ -78,10 +78,19 @@ export async function hashObject(
   client: S3Client,
   bucket: string,
   key: string,
-): Promise<{ sha256: string; size: number; lastModified: Date | undefined } | null> {
+  versionId?: string,
+): Promise<{
+  sha256: string;
+  size: number;
+  lastModified: Date | undefined;
+  /** The version read (the latest, unless one was asked for); undefined on an unversioned bucket. */
+  versionId: string | undefined;
+} | null> {
   let out: GetObjectCommandOutput;
   try {
-    out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    out = await client.send(
+      new GetObjectCommand({ Bucket: bucket, Key: key, ...(versionId ? { VersionId: versionId } : {}) }),
+    );
   } catch (error) {
     if (isNotFound(error)) return null;
     throw error;
@@ -95,13 +104,20 @@ export async function hashObject(
       size += chunk.byteLength;
     }
   }
-  return { sha256: hash.digest("hex"), size, lastModified: out.LastModified };
+  return {
+    sha256: hash.digest("hex"),
+    size,
+    lastModified: out.LastModified,
+    versionId: out.VersionId === "null" ? undefined : out.VersionId,
+  };
 }
 
 export interface ListedObject {
   key: string;
   size: number;
   lastModified: Date;
+  /** Changes whenever the object is written with other bytes. */
+  etag: string;
 }
 
 /** Every object under `prefix` (all pages), in key order. */
@@ -118,7 +134,12 @@ export async function listObjects(client: S3Client, bucket: string, prefix: stri
     );
     for (const o of page.Contents ?? []) {
       if (o.Key === undefined) continue;
-      objects.push({ key: o.Key, size: o.Size ?? 0, lastModified: o.LastModified ?? new Date(0) });
+      objects.push({
+        key: o.Key,
+        size: o.Size ?? 0,
+        lastModified: o.LastModified ?? new Date(0),
+        etag: o.ETag ?? "",
+      });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token !== undefined);

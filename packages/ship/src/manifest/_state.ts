@@ -10,6 +10,10 @@ export interface ChainHead {
   key: string;
   sha256: string;
   hourMs: number;
+  /** Place within the hour (0 for the first manifest of the hour). */
+  sequence: number;
+  /** Written before its hour ended (at a stop): the hour continues with sequence + 1. */
+  partial: boolean;
 }
 
 /** One journal line: an uploaded object and the manifest hour it was assigned to. */
@@ -20,6 +24,8 @@ export interface JournalRecord {
 
 export const JOURNAL_FILE = "manifest-journal.ndjson";
 export const HEAD_FILE = "manifest-head.json";
+/** The bytes of the manifest being written, saved before the PUT: a retry sends the same bytes. */
+export const OUTBOX_FILE = "manifest-outbox.json";
 const HEAD_VERSION = 1;
 
 interface HeadFile {
@@ -27,7 +33,7 @@ interface HeadFile {
   bucket: string;
   prefix: string;
   host: string;
-  last: { key: string; sha256: string; hour: string };
+  last: { key: string; sha256: string; hour: string; sequence?: number; partial?: boolean };
 }
 
 /** The chain head kept in the state dir, or null when there is none yet. */
@@ -62,7 +68,13 @@ export async function readHead(
         `${path} holds the chain of ${field} ${JSON.stringify(head[field])}, not ${JSON.stringify(archive[field])}`,
       );
   }
-  return { key: head.last.key, sha256: head.last.sha256, hourMs };
+  return {
+    key: head.last.key,
+    sha256: head.last.sha256,
+    hourMs,
+    sequence: head.last.sequence ?? 0,
+    partial: head.last.partial === true,
+  };
 }
 
 export async function writeHead(
@@ -73,9 +85,29 @@ export async function writeHead(
   const file: HeadFile = {
     version: HEAD_VERSION,
     ...archive,
-    last: { key: head.key, sha256: head.sha256, hour: hourLabel(head.hourMs) },
+    last: {
+      key: head.key,
+      sha256: head.sha256,
+      hour: hourLabel(head.hourMs),
+      ...(head.sequence > 0 ? { sequence: head.sequence } : {}),
+      ...(head.partial ? { partial: true } : {}),
+    },
   };
   await writeFileDurably(join(stateDir, HEAD_FILE), `${JSON.stringify(file)}\n`);
+}
+
+/** The manifest bytes saved before the last PUT, or null. */
+export async function readOutbox(stateDir: string): Promise<Uint8Array | null> {
+  try {
+    return await readFile(join(stateDir, OUTBOX_FILE));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+export async function writeOutbox(stateDir: string, body: Uint8Array): Promise<void> {
+  await writeFileDurably(join(stateDir, OUTBOX_FILE), body);
 }
 
 export function encodeRecord(r: JournalRecord): string {

@@ -4,6 +4,8 @@ export const ManifestErrorCode = {
   CONFLICT: "AUDITPIPE_ERR_MANIFEST_CONFLICT",
   /** The chain head in the state dir is unreadable or belongs to another bucket, prefix or host. */
   STATE: "AUDITPIPE_ERR_MANIFEST_STATE",
+  /** The manifest signing key (or a trusted public key file) cannot be read or is not Ed25519. */
+  KEY: "AUDITPIPE_ERR_MANIFEST_KEY",
   /** record() or closeDue() after close(). */
   CLOSED: "AUDITPIPE_ERR_MANIFEST_CLOSED",
 } as const;

@@ -3,16 +3,10 @@ import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { writeFileDurably } from "./_durable.ts";
 import { decodeManifest, encodeManifest } from "./_format.ts";
-import {
-  floorHour,
-  HOUR_MS,
-  hourLabel,
-  manifestFolder,
-  manifestKey,
-  normalizePrefix,
-  parseManifestKey,
-} from "./_keys.ts";
-import { getBytes, listObjects, putIfAbsent, sha256Hex } from "./_s3.ts";
+import { floorHour, HOUR_MS, hourLabel, manifestKey, normalizePrefix } from "./_keys.ts";
+import { headObjectsFromOutbox, newestOwnInBucket } from "./_resume.ts";
+import { getBytes, putIfAbsent, sha256Hex } from "./_s3.ts";
+import { checkOwnUploads, type SelfCheckFinding } from "./_self-check.ts";
 import {
   type ChainHead,
   encodeRecord,
@@ -20,10 +14,25 @@ import {
   type JournalRecord,
   readHead,
   readJournal,
+  readOutbox,
   writeHead,
+  writeOutbox,
 } from "./_state.ts";
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
-import type { ManifestLogger, UploadedObject } from "./types.ts";
+import { type ManifestSigningKey, signatureProblem } from "./signing.ts";
+import type { Manifest, ManifestLink, ManifestLogger, UploadedObject } from "./types.ts";
+
+export type { SelfCheckFinding } from "./_self-check.ts";
+
+/** What /readyz and the metrics need from the journal. */
+export interface ManifestHealth {
+  /** The hour's manifest in the bucket is not this sidecar's: reported, never continued from. */
+  conflict: { key: string; reason: string } | null;
+  /** What the last check of this sidecar's own recent uploads found (empty when clean). */
+  selfCheck: SelfCheckFinding[];
+  /** When the last self-check finished, or null before the first. */
+  selfCheckedAt: Date | null;
+}
 
 export interface ManifestJournalOptions {
   /** S3 client for the archive's bucket (the sink's client will do). */
@@ -40,6 +49,14 @@ export interface ManifestJournalOptions {
   now?: () => Date;
   /** How long after its end an hour's manifest is written (late acknowledgements); default 5 min. */
   graceMs?: number;
+  /**
+   * Signs every manifest (Ed25519). A manifest found in the bucket for an hour being closed is
+   * adopted only when it is byte for byte what this journal saved before its PUT, or carries a
+   * valid signature by this key.
+   */
+  signingKey?: ManifestSigningKey;
+  /** How often `startTimer()` checks this sidecar's own recent uploads; default 1 min, 0 never. */
+  selfCheckIntervalMs?: number;
   logger?: ManifestLogger;
 }
 
@@ -47,6 +64,16 @@ export interface ManifestJournalOptions {
 export const DEFAULT_MANIFEST_GRACE_MS: number = 5 * 60_000;
 /** How often `startTimer()` looks for hours to close by default. */
 export const DEFAULT_CLOSE_INTERVAL_MS: number = 60_000;
+/** How often `startTimer()` checks the sidecar's own uploads of the open hours by default. */
+export const DEFAULT_SELF_CHECK_INTERVAL_MS: number = 60_000;
+/** Store and sidecar clocks may disagree by this much around the end of the last closed hour. */
+const SELF_CHECK_SKEW_MS = 5 * 60_000;
+
+const sameLink = (a: ManifestLink | null, b: ManifestLink | null): boolean =>
+  a === null ? b === null : b !== null && a.key === b.key && a.sha256 === b.sha256;
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
+  a.byteLength === b.byteLength && Buffer.from(a).equals(Buffer.from(b));
 
 const silentLogger: ManifestLogger = { info() {}, warn() {}, error() {} };
 
@@ -71,10 +98,14 @@ export class ManifestJournal {
   private readonly stateDir: string;
   private readonly now: () => Date;
   private readonly graceMs: number;
+  private readonly signingKey: ManifestSigningKey | undefined;
+  private readonly selfCheckIntervalMs: number;
   private readonly logger: ManifestLogger;
   /** Objects not in a manifest yet, by manifest hour; mirrors the journal file. */
   private readonly pending = new Map<number, UploadedObject[]>();
   private head: ChainHead | null;
+  /** What the head manifest lists, when known (written by this process, or its saved bytes). */
+  private headObjects: UploadedObject[] | null = null;
   /** Hours up to this one are closed or being closed: records go to a later hour. */
   private frozenThrough: number | null;
   private file: FileHandle | null = null;
@@ -83,7 +114,14 @@ export class ManifestJournal {
   /** closeDue() runs, one at a time. */
   private closing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  private selfCheckTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly openedAt: number;
+  private conflict: ManifestHealth["conflict"] = null;
+  private selfCheckFindings: SelfCheckFinding[] = [];
+  private selfCheckedAt: Date | null = null;
+  private readonly verifiedUploads = new Map<string, string>();
+  private readonly reported = new Set<string>();
 
   private constructor(options: ManifestJournalOptions, head: ChainHead | null) {
     this.client = options.client;
@@ -93,15 +131,19 @@ export class ManifestJournal {
     this.stateDir = options.stateDir;
     this.now = options.now ?? ((): Date => new Date());
     this.graceMs = options.graceMs ?? DEFAULT_MANIFEST_GRACE_MS;
+    this.signingKey = options.signingKey;
+    this.selfCheckIntervalMs = options.selfCheckIntervalMs ?? DEFAULT_SELF_CHECK_INTERVAL_MS;
     this.logger = options.logger ?? silentLogger;
     this.head = head;
-    this.frozenThrough = head?.hourMs ?? null;
+    // A partial head (written at a stop) leaves its hour open: later uploads continue it.
+    this.frozenThrough = head ? (head.partial ? head.hourMs - HOUR_MS : head.hourMs) : null;
+    this.openedAt = this.now().getTime();
   }
 
   /**
    * Reads the journal and chain head from `stateDir`. Without a head there (first start, or a
-   * lost state dir) the chain continues from the newest manifest of this host in the bucket,
-   * else it starts at the first hour the journal sees.
+   * lost state dir) the chain continues from the newest manifest of this host in the bucket
+   * (with a signing key: the newest one it signed), else it starts at the first hour the journal sees.
    */
   static async open(options: ManifestJournalOptions): Promise<ManifestJournal> {
     for (const field of ["bucket", "host", "stateDir"] as const)
@@ -112,7 +154,7 @@ export class ManifestJournal {
     await mkdir(options.stateDir, { recursive: true });
     let head = await readHead(options.stateDir, archive);
     if (head === null) {
-      head = await newestInBucket(options.client, options.bucket, prefix, options.host);
+      head = await newestOwnInBucket({ ...options, prefix });
       if (head) {
         options.logger?.warn(
           { manifest: head.key },
@@ -122,10 +164,17 @@ export class ManifestJournal {
       }
     }
     const journal = new ManifestJournal(options, head);
+    journal.headObjects = await headObjectsFromOutbox(options.stateDir, head);
     const { records, skipped } = await readJournal(options.stateDir);
     if (skipped > 0)
       journal.logger.warn({ skipped }, "manifest journal: unreadable lines skipped (a torn last append)");
-    for (const r of records) if (head === null || r.hourMs > head.hourMs) journal.add(r);
+    const listed = journal.headObjects ?? [];
+    for (const r of records) {
+      if (head === null || r.hourMs > head.hourMs) journal.add(r);
+      // The rest of a partial hour, less what its manifest lists (a crash before the rewrite).
+      else if (head.partial && r.hourMs === head.hourMs && !listed.some((o) => sameObject(o, r.object)))
+        journal.add(r);
+    }
     await journal.rewrite(); // drops closed hours and a torn tail before anything is appended
     return journal;
   }
@@ -156,28 +205,47 @@ export class ManifestJournal {
    * Call it on a timer and at shutdown. A failed PUT rejects; the next call retries the hour.
    */
   closeDue(): Promise<void> {
-    if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
-    const run = this.closing.then(() => this.closeHours());
-    this.closing = run.catch(() => {});
-    return run;
+    return this.serially(false);
   }
 
-  /** Calls closeDue() every `intervalMs` (errors are logged, the next tick retries); unref'd. */
+  /**
+   * At a stop: closeDue(), then the hours not due yet up to now, the current one as a partial
+   * manifest (`partial: true`), so a stopped sidecar leaves a verifiable archive. A restart in
+   * the same hour continues it as `<hour>.1.json`, `<hour>.2.json`…, each linked to the one before.
+   */
+  closeOpen(): Promise<void> {
+    return this.serially(true);
+  }
+
+  /** Calls closeDue() every `intervalMs` and the self-check on its own interval (errors logged, retried); unref'd. */
   startTimer(intervalMs: number = DEFAULT_CLOSE_INTERVAL_MS): void {
     if (this.timer || this.closed) return;
     this.timer = setInterval(() => {
       this.closeDue().catch((error: unknown) =>
-        this.logger.error({ err: error }, "writing the hour's manifest failed; retrying on the next tick"),
+        this.logger.error(
+          { err: error, code: (error as { code?: string }).code },
+          "writing the hour's manifest failed; retrying on the next tick",
+        ),
       );
     }, intervalMs);
     this.timer.unref();
+    if (this.selfCheckIntervalMs > 0) {
+      this.selfCheckTimer = setInterval(() => {
+        this.checkOwnUploads().catch((error: unknown) =>
+          this.logger.warn({ err: error }, "self-check of recent uploads failed; retrying on the next tick"),
+        );
+      }, this.selfCheckIntervalMs);
+      this.selfCheckTimer.unref();
+    }
   }
 
   /** Closes what is due, then the journal file. The open hour stays in the journal for the next start. */
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.timer) clearInterval(this.timer);
+    if (this.selfCheckTimer) clearInterval(this.selfCheckTimer);
     this.timer = null;
+    this.selfCheckTimer = null;
     try {
       await this.closeDue();
     } finally {
@@ -190,82 +258,236 @@ export class ManifestJournal {
   }
 
   /** The last manifest written (what the next links to), or null before the first. */
-  get chainHead(): { key: string; sha256: string; hour: string } | null {
+  get chainHead(): { key: string; sha256: string; hour: string; sequence: number; partial: boolean } | null {
     return this.head
-      ? { key: this.head.key, sha256: this.head.sha256, hour: hourLabel(this.head.hourMs) }
+      ? {
+          key: this.head.key,
+          sha256: this.head.sha256,
+          hour: hourLabel(this.head.hourMs),
+          sequence: this.head.sequence,
+          partial: this.head.partial,
+        }
       : null;
   }
 
-  private async closeHours(): Promise<void> {
-    const lastDue = floorHour(this.now().getTime() - this.graceMs - HOUR_MS);
-    let first = this.head ? this.head.hourMs + HOUR_MS : Math.min(...this.pending.keys());
-    if (!Number.isFinite(first)) return; // no chain and nothing journaled yet
+  health(): ManifestHealth {
+    return {
+      conflict: this.conflict,
+      selfCheck: this.selfCheckFindings,
+      selfCheckedAt: this.selfCheckedAt,
+    };
+  }
+
+  /**
+   * Compares this host's objects in the bucket, stored since the last closed hour, with the
+   * journal: a foreign, altered or missing object, or a manifest for an hour not closed yet, is
+   * found now instead of at the next manifest. Runs on startTimer()'s self-check interval.
+   */
+  async checkOwnUploads(): Promise<SelfCheckFinding[]> {
+    const known = (): Map<string, UploadedObject> => {
+      const map = new Map<string, UploadedObject>();
+      const all = [...(this.headObjects ?? []), ...[...this.pending.values()].flat()];
+      for (const o of all) {
+        const seen = map.get(o.key);
+        if (!seen || Date.parse(seen.uploadedAt) <= Date.parse(o.uploadedAt)) map.set(o.key, o);
+      }
+      return map;
+    };
+    const now = this.now().getTime();
+    const head = this.head;
+    const firstOpen = head
+      ? head.partial
+        ? head.hourMs
+        : head.hourMs + HOUR_MS
+      : Math.min(this.openedAt, ...this.pending.keys());
+    // Around the end of the last closed hour the store's and the sidecar's clocks may disagree:
+    // reach back before it only when what the head manifest lists is known (and is that hour's);
+    // without that list, stay clear of the boundary.
+    const since =
+      head === null || (this.headObjects !== null && !head.partial)
+        ? firstOpen - SELF_CHECK_SKEW_MS
+        : this.headObjects === null
+          ? firstOpen + SELF_CHECK_SKEW_MS
+          : firstOpen;
+    const findings = await checkOwnUploads({
+      client: this.client,
+      bucket: this.bucket,
+      prefix: this.prefix,
+      host: this.host,
+      now,
+      since,
+      recentKeys: new Set(known().keys()),
+      journaled: async () => {
+        await this.queue;
+        return known();
+      },
+      verified: this.verifiedUploads,
+      head: head ? { hourMs: head.hourMs, sequence: head.sequence } : null,
+    });
+    for (const f of findings) {
+      const id = `${f.kind}:${f.key}`;
+      if (this.reported.has(id)) continue;
+      this.reported.add(id);
+      this.logger.error(
+        { kind: f.kind, key: f.key, reason: f.reason },
+        "self-check: the bucket differs from what this sidecar uploaded",
+      );
+    }
+    this.selfCheckFindings = findings;
+    this.selfCheckedAt = new Date(now);
+    return findings;
+  }
+
+  private serially(open: boolean): Promise<void> {
+    if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
+    const run = this.closing.then(() => this.closeHours(open));
+    this.closing = run.catch(() => {});
+    return run;
+  }
+
+  /** The hour the next manifest is for: the head's own when it is partial. */
+  private nextHour(): number {
+    if (this.head) return this.head.partial ? this.head.hourMs : this.head.hourMs + HOUR_MS;
+    return Math.min(...this.pending.keys()); // Infinity: no chain and nothing journaled yet
+  }
+
+  private async closeHours(open: boolean): Promise<void> {
+    const now = this.now().getTime();
+    const lastDue = floorHour(now - this.graceMs - HOUR_MS);
     let wrote = false;
     try {
-      for (; first <= lastDue; first += HOUR_MS) {
-        await this.closeHour(first);
+      for (let h = this.nextHour(); Number.isFinite(h) && h <= lastDue; h = this.nextHour()) {
+        await this.closeHour(h, false);
         wrote = true;
+      }
+      for (let h = this.nextHour(); open && Number.isFinite(h) && h <= floorHour(now); h = this.nextHour()) {
+        const partial = h + HOUR_MS > now;
+        await this.closeHour(h, partial);
+        wrote = true;
+        if (partial) break;
       }
     } finally {
       if (wrote) await this.enqueue(() => this.rewrite());
     }
   }
 
-  private async closeHour(hourMs: number): Promise<void> {
-    // Freeze the hour and take its objects inside the queue, so no append is half done.
+  private async closeHour(hourMs: number, partial: boolean): Promise<void> {
+    // Freeze the hour (unless partial) and take its objects inside the queue, so no append is half done.
     const objects = await this.enqueue(async () => {
-      this.frozenThrough = Math.max(this.frozenThrough ?? hourMs, hourMs);
+      if (!partial) this.frozenThrough = Math.max(this.frozenThrough ?? hourMs, hourMs);
       return [...(this.pending.get(hourMs) ?? [])];
     });
-    const key = manifestKey(this.prefix, this.host, hourMs);
+    const sequence = this.head?.hourMs === hourMs ? this.head.sequence + 1 : 0;
+    const key = manifestKey(this.prefix, this.host, hourMs, sequence);
     const previous = this.head ? { key: this.head.key, sha256: this.head.sha256 } : null;
-    const body = encodeManifest({ host: this.host, hourMs, created: this.now(), previous, objects });
+    const wanted = { hour: hourLabel(hourMs), sequence, partial, previous };
+    // A retry after a crash sends the bytes saved before the first attempt, so "already in the
+    // bucket" can be told apart from "someone else's" byte for byte.
+    const saved = await readOutbox(this.stateDir);
+    const reused = saved ? decodeManifest(saved) : "none";
+    let body: Uint8Array;
+    let written: Manifest;
+    if (saved && typeof reused !== "string" && this.isWanted(reused, wanted)) {
+      body = saved;
+      written = reused;
+    } else {
+      body = encodeManifest({
+        host: this.host,
+        hourMs,
+        created: this.now(),
+        previous,
+        objects,
+        sequence,
+        partial,
+        ...(this.signingKey ? { signer: this.signingKey } : {}),
+      });
+      written = decodeManifest(body) as Manifest;
+      await writeOutbox(this.stateDir, body);
+    }
     let sha256 = sha256Hex(body);
     if (!(await putIfAbsent(this.client, this.bucket, key, body))) {
-      sha256 = await this.adopt(key, hourMs, previous, objects);
+      const adopted = await this.adopt(key, body, wanted);
+      sha256 = adopted.sha256;
+      written = adopted.manifest;
     }
-    const head = { key, sha256, hourMs };
+    const head: ChainHead = { key, sha256, hourMs, sequence, partial: written.partial === true };
     await writeHead(this.stateDir, { bucket: this.bucket, prefix: this.prefix, host: this.host }, head);
     this.head = head;
-    this.pending.delete(hourMs);
+    this.headObjects = written.objects;
+    this.conflict = null;
+    // What the manifest does not list stays in the hour when it continues, else moves on.
+    const rest = objects.filter((o) => !written.objects.some((e) => sameObject(e, o)));
+    if (rest.length > 0 && !head.partial) {
+      await this.enqueue(() => this.append(rest.map((object) => ({ hourMs: hourMs + HOUR_MS, object }))));
+      this.pending.delete(hourMs);
+    } else {
+      await this.enqueue(async () => {
+        const left = (this.pending.get(hourMs) ?? []).filter(
+          (o) => !written.objects.some((e) => sameObject(e, o)),
+        );
+        if (left.length > 0 && head.partial) this.pending.set(hourMs, left);
+        else this.pending.delete(hourMs);
+      });
+    }
     this.logger.info(
-      { manifest: key, objects: objects.length, sha256 },
-      objects.length === 0 ? "hour closed: empty manifest written" : "hour closed: manifest written",
+      { manifest: key, objects: written.objects.length, sha256, partial: head.partial },
+      written.objects.length === 0 ? "hour closed: empty manifest written" : "hour closed: manifest written",
+    );
+  }
+
+  private isWanted(
+    m: Manifest,
+    w: { hour: string; sequence: number; partial: boolean; previous: ManifestLink | null },
+  ): boolean {
+    return (
+      m.host === this.host &&
+      m.hour === w.hour &&
+      (m.sequence ?? 0) === w.sequence &&
+      (m.partial === true) === w.partial &&
+      sameLink(m.previous, w.previous)
     );
   }
 
   /**
-   * The hour's manifest exists already: we wrote it and crashed before saving the head. Adopt it
-   * when it continues our chain; objects journaled since (not in it) move to the next hour.
+   * The hour's manifest exists already. Adopted only when it is what this journal wrote: the
+   * bytes saved before the PUT (a crash between the PUT and saving the head), or a manifest
+   * signed by this journal's own key that continues the chain. Anything else is a conflict:
+   * reported (health(), the log) and never continued from.
    */
   private async adopt(
     key: string,
-    hourMs: number,
-    previous: { key: string; sha256: string } | null,
-    objects: UploadedObject[],
-  ): Promise<string> {
+    body: Uint8Array,
+    wanted: { hour: string; sequence: number; partial: boolean; previous: ManifestLink | null },
+  ): Promise<{ sha256: string; manifest: Manifest }> {
     const bytes = await getBytes(this.client, this.bucket, key);
     const existing = bytes ? decodeManifest(bytes) : "gone again";
-    const link = typeof existing === "string" ? undefined : existing.previous;
-    const continues =
-      typeof existing !== "string" &&
-      existing.host === this.host &&
-      existing.hour === hourLabel(hourMs) &&
-      (link === null ? previous === null : link?.key === previous?.key && link?.sha256 === previous?.sha256);
-    if (!bytes || typeof existing === "string" || !continues)
-      throw new ManifestError(
-        ManifestErrorCode.CONFLICT,
-        `${key} exists and does not continue this chain (previous ${previous?.key ?? "none"}): ` +
-          "another writer with the same host, or a state dir from another archive",
-      );
-    const missing = objects.filter((o) => !existing.objects.some((e) => sameObject(e, o)));
-    if (missing.length > 0)
-      await this.enqueue(() => this.append(missing.map((object) => ({ hourMs: hourMs + HOUR_MS, object }))));
-    this.logger.warn(
-      { manifest: key, moved: missing.length },
-      "manifest already written before a restart: adopted",
-    );
-    return sha256Hex(bytes);
+    if (bytes && typeof existing !== "string") {
+      if (sameBytes(bytes, body)) {
+        this.logger.warn(
+          { manifest: key },
+          "manifest already written before a restart: adopted (same bytes)",
+        );
+        return { sha256: sha256Hex(bytes), manifest: existing };
+      }
+      const signer = this.signingKey;
+      const ownSigned =
+        signer !== undefined &&
+        existing.keyId === signer.keyId &&
+        signatureProblem(existing, new Map([[signer.keyId, signer.publicKey]])) === null;
+      if (ownSigned && this.isWanted(existing, { ...wanted, partial: existing.partial === true })) {
+        this.logger.warn(
+          { manifest: key, keyId: signer.keyId },
+          "manifest already written before a restart: adopted (signed by this sidecar's key)",
+        );
+        return { sha256: sha256Hex(bytes), manifest: existing };
+      }
+    }
+    const reason =
+      `${key} is in the bucket but is not what this sidecar wrote (neither the bytes it saved nor ` +
+      `signed by its key${this.signingKey ? ` ${this.signingKey.keyId}` : ": no signing key configured"}); ` +
+      "not continued from: a forged manifest, another writer with the same host, or a state dir from another archive";
+    this.conflict = { key, reason };
+    throw new ManifestError(ManifestErrorCode.CONFLICT, reason);
   }
 
   private enqueue<T>(op: () => Promise<T>): Promise<T> {
@@ -299,22 +521,4 @@ export class ManifestJournal {
     await writeFileDurably(path, lines.join(""));
     this.file = await open(path, "a");
   }
-}
-
-/** The newest manifest of `host` in the bucket, as a chain head, or null when there is none. */
-async function newestInBucket(
-  client: S3Client,
-  bucket: string,
-  prefix: string,
-  host: string,
-): Promise<ChainHead | null> {
-  const keys = (await listObjects(client, bucket, manifestFolder(prefix, host)))
-    .map((o) => ({ key: o.key, parsed: parseManifestKey(prefix, o.key) }))
-    .filter((o) => o.parsed?.host === host)
-    .sort((a, b) => (a.parsed?.hourMs ?? 0) - (b.parsed?.hourMs ?? 0));
-  const newest = keys.at(-1);
-  if (!newest?.parsed) return null;
-  const bytes = await getBytes(client, bucket, newest.key);
-  if (!bytes) return null;
-  return { key: newest.key, sha256: sha256Hex(bytes), hourMs: newest.parsed.hourMs };
 }

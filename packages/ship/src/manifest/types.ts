@@ -35,6 +35,18 @@ export interface Manifest {
   objects: UploadedObject[];
   /** Sums over `objects`. */
   totals: { objects: number; entries: number; bytes: number };
+  /**
+   * The manifest's place within its hour, when the hour has several: 0 (left out) for the first;
+   * a stop writes the open hour's manifest early (`partial`), and the rest of the hour follows
+   * as sequence 1, 2… at `<hour>.<sequence>.json`.
+   */
+  sequence?: number;
+  /** Written before the hour ended (the sidecar stopped): more of the hour may follow. */
+  partial?: true;
+  /** The signing key's id (`ed25519:…`); signed with the rest. */
+  keyId?: string;
+  /** Ed25519 signature (base64) over the manifest without this field. Last in the bytes. */
+  signature?: string;
 }
 
 /** The small logger interface the journal needs (pino fits). */

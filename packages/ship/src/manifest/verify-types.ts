@@ -1,3 +1,4 @@
+import type { KeyObject } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 
 /**
@@ -9,9 +10,22 @@ import type { S3Client } from "@aws-sdk/client-s3";
  * - `broken-chain`: a manifest's `previous` hash does not match the previous manifest's bytes,
  *   a second chain start, or a manifest that cannot be read;
  * - `gap`: a manifest is missing (removed) from the chain;
- * - `fork`: two manifests claim the same previous.
+ * - `fork`: two manifests claim the same previous;
+ * - `unsigned`: with trusted keys, a manifest without a signature;
+ * - `bad-signature`: with trusted keys, a signature that does not verify or names an untrusted key;
+ * - `overwritten`: on a versioned bucket, the object's newest version is not the one the sidecar stored.
  */
-export type FindingKind = "missing" | "altered" | "extra" | "reordered" | "broken-chain" | "gap" | "fork";
+export type FindingKind =
+  | "missing"
+  | "altered"
+  | "extra"
+  | "reordered"
+  | "broken-chain"
+  | "gap"
+  | "fork"
+  | "unsigned"
+  | "bad-signature"
+  | "overwritten";
 
 export const FINDING_KINDS: readonly FindingKind[] = [
   "missing",
@@ -21,6 +35,9 @@ export const FINDING_KINDS: readonly FindingKind[] = [
   "broken-chain",
   "gap",
   "fork",
+  "unsigned",
+  "bad-signature",
+  "overwritten",
 ];
 
 export interface VerifyFinding {
@@ -49,6 +66,26 @@ export interface VerifyOptions {
   clockSkewMs?: number;
   /** Objects downloaded and hashed at once; default 4. */
   concurrency?: number;
+  /**
+   * Public keys the manifests must be signed by, by key id (`parsePublicKeys`). When given, a
+   * verified manifest without a valid signature by one of them is a finding; when not, signatures
+   * are not checked (and the report says so).
+   */
+  trustedKeys?: ReadonlyMap<string, KeyObject>;
+  /** The verifier's clock, for what is still pending; tests inject one. */
+  now?: () => Date;
+}
+
+/**
+ * Why nothing could be verified yet: no manifest exists for the archive (or host), and no hour
+ * with an upload has closed yet (the first manifest is written after the hour + grace).
+ */
+export interface NothingToVerify {
+  reason: string;
+  /** Objects stored so far (all pending). */
+  objects: number;
+  /** When the first manifest is due (ISO 8601), or null when nothing is stored. */
+  verifiableAfter: string | null;
 }
 
 export interface VerifiedChain {
@@ -80,6 +117,15 @@ export interface VerifyReport {
   bytes: number;
   /** Objects stored after the last manifest was closed: the next manifest will list them. */
   pending: string[];
+  /**
+   * When the manifest listing the last pending object is due (ISO 8601: the end of its upload
+   * hour plus the 5-minute grace; sooner if the sidecar stops), or null when nothing is pending.
+   */
+  pendingVerifiableAfter: string | null;
   counts: Record<FindingKind, number>;
   findings: VerifyFinding[];
+  /** Whether manifest signatures were checked against trusted keys. */
+  signatures: "verified" | "not checked";
+  /** Set when there is nothing to verify yet (then `ok` is false and there is no finding). */
+  nothingToVerify: NothingToVerify | null;
 }

@@ -1,11 +1,14 @@
 import { listChains, loadChains, loadOlder } from "./_chain.ts";
-import { dataObjectHost, floorHour, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
+import { dataObjectHost, floorHour, HOUR_MS, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
 import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
 import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
+import { checkSignatures, untrustedManifests } from "./_signatures.ts";
+import { DEFAULT_MANIFEST_GRACE_MS } from "./journal.ts";
 import {
   FINDING_KINDS,
   type FindingKind,
+  type NothingToVerify,
   type VerifyFinding,
   type VerifyOptions,
   type VerifyReport,
@@ -13,6 +16,7 @@ import {
 
 export type {
   FindingKind,
+  NothingToVerify,
   VerifiedChain,
   VerifyFinding,
   VerifyOptions,
@@ -37,12 +41,19 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   const inRange = (hourMs: number): boolean => hourMs >= fromHour && hourMs <= toMs;
   const findings: VerifyFinding[] = [];
   const pending: string[] = [];
+  // The newest store time among pending objects: its hour's manifest is what lists the last of them.
+  let newestPending = Number.NEGATIVE_INFINITY;
+  const addPending = (key: string, stored: Date | undefined): void => {
+    pending.push(key);
+    if (stored) newestPending = Math.max(newestPending, stored.getTime());
+  };
 
   // Listing every manifest is cheap and gives the hours; with --from, the manifests older than
   // each first one's predecessor are not downloaded unless something below needs them.
   const listed = await listChains(client, bucket, prefix, options.host, findings);
   let loaded = await loadChains(client, bucket, listed, fromHour);
-  let reading = readChains(loaded, inRange);
+  // With trusted keys, what an unsigned or forged manifest lists accounts for nothing.
+  let reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
 
   // Every object an in-range manifest lists, downloaded and hashed (all in-range manifests are
   // downloaded, so this set is final); compared with its newest listing further down.
@@ -81,22 +92,45 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   // finding, or close to one): then read them all and report what a load of every manifest does.
   if (loaded.older.size > 0 && (reading.linksOlder || stored.some((o) => account(o, reading) === "extra"))) {
     loaded = await loadOlder(client, bucket, loaded);
-    reading = readChains(loaded, inRange);
+    reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
   }
   findings.push(...reading.findings);
-  if (options.host !== undefined && !loaded.chains.has(options.host))
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/${options.host}/`),
-      reason: `no manifest for host ${options.host}: nothing can be verified`,
+  if (options.trustedKeys) findings.push(...checkSignatures(loaded.chains, inRange, options.trustedKeys));
+  let nothingToVerify: NothingToVerify | null = null;
+  if ((options.host !== undefined && !loaded.chains.has(options.host)) || loaded.chains.size === 0) {
+    const what = options.host === undefined ? "the prefix" : `host ${options.host}`;
+    const unlisted = stored.filter((o) => {
+      if (o.key.startsWith(manifestDir)) return false;
+      const host = dataObjectHost(prefix, o.key);
+      return host !== null && (options.host === undefined || host === options.host);
     });
-  else if (loaded.chains.size === 0)
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/`),
-      reason: "no manifest under the prefix: nothing can be verified",
-    });
-  else if (reading.manifests === 0)
+    const now = (options.now?.() ?? new Date()).getTime();
+    const oldest = Math.min(...unlisted.map((o) => o.lastModified.getTime()));
+    // The first manifest is written once the oldest object's upload hour is over, plus the grace.
+    const due = floorHour(oldest) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS;
+    if (unlisted.length === 0)
+      nothingToVerify = {
+        reason: `nothing stored under ${what} yet: no object and no manifest (is the archive URL right?)`,
+        objects: 0,
+        verifiableAfter: null,
+      };
+    else if (now < due + skew)
+      nothingToVerify = {
+        reason:
+          `${unlisted.length} object(s) stored under ${what} since ${new Date(oldest).toISOString()}, no manifest yet: ` +
+          `the first is written when the hour closes, at ${new Date(due).toISOString()} (or when the sidecar stops)`,
+        objects: unlisted.length,
+        verifiableAfter: new Date(due).toISOString(),
+      };
+    else
+      findings.push({
+        kind: "gap",
+        key: joinKey(prefix, `${MANIFEST_DIR}/${options.host === undefined ? "" : `${options.host}/`}`),
+        reason:
+          `no manifest under ${what}, but objects are stored since ${new Date(oldest).toISOString()} and the first ` +
+          `manifest was due at ${new Date(due).toISOString()}: manifests removed, or the sidecar cannot write them`,
+      });
+  } else if (reading.manifests === 0)
     findings.push({
       kind: "gap",
       key: joinKey(prefix, `${MANIFEST_DIR}/`),
@@ -119,10 +153,32 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
       continue;
     }
     bytes += hashed.size;
-    if (hashed.sha256 === listing.object.sha256) continue;
     const chainEnd = reading.windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
-    if (hashed.lastModified && hashed.lastModified.getTime() >= chainEnd - skew) {
-      pending.push(key); // rewritten (a replay) after the last manifest closed: the next one lists it
+    const afterChain = hashed.lastModified !== undefined && hashed.lastModified.getTime() >= chainEnd - skew;
+    const storedVersion = listing.object.versionId;
+    if (storedVersion !== undefined && hashed.versionId !== undefined && hashed.versionId !== storedVersion) {
+      if (afterChain) {
+        addPending(key, hashed.lastModified); // written again after the last manifest closed: the next one lists it
+        continue;
+      }
+      // Versioned (Object Lock): the newest version is someone else's write; is the sidecar's still there?
+      const original = await hashObject(client, bucket, key, storedVersion);
+      const state = !original
+        ? "the stored version is gone"
+        : original.sha256 === listing.object.sha256
+          ? "the stored version is intact"
+          : "the stored version hashes differently";
+      findings.push({
+        kind: "overwritten",
+        key,
+        manifest: listing.manifest,
+        reason: `newest version ${hashed.versionId} (sha256 ${hashed.sha256.slice(0, 12)}…) is not version ${storedVersion} the sidecar stored; ${state}`,
+      });
+      continue;
+    }
+    if (hashed.sha256 === listing.object.sha256) continue;
+    if (afterChain) {
+      addPending(key, hashed.lastModified); // rewritten (a replay) after the last manifest closed: the next one lists it
       continue;
     }
     findings.push({
@@ -134,7 +190,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   }
   for (const o of stored) {
     const kind = account(o, reading);
-    if (kind === "pending") pending.push(o.key);
+    if (kind === "pending") addPending(o.key, o.lastModified);
     else if (kind === "extra")
       findings.push({
         kind: "extra",
@@ -147,7 +203,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   const counts = Object.fromEntries(FINDING_KINDS.map((k) => [k, 0])) as Record<FindingKind, number>;
   for (const f of findings) counts[f.kind]++;
   return {
-    ok: findings.length === 0,
+    ok: findings.length === 0 && nothingToVerify === null,
     bucket,
     prefix,
     chains: reading.chains,
@@ -159,7 +215,12 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     entries,
     bytes,
     pending: pending.sort(),
+    pendingVerifiableAfter: Number.isFinite(newestPending)
+      ? new Date(floorHour(newestPending) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS).toISOString()
+      : null,
     counts,
     findings,
+    signatures: options.trustedKeys ? "verified" : "not checked",
+    nothingToVerify,
   };
 }

@@ -57,6 +57,7 @@ function lockParams(o: ResolvedS3SinkOptions, now: Date): Partial<PutObjectComma
  * Uploads one body. Up to the multipart threshold: one PutObject with Content-MD5 and
  * x-amz-checksum-sha256 (precomputed, so the SDK computes nothing and the store verifies both).
  * Above it: lib-storage's multipart Upload, each part with a SHA-256 checksum the SDK computes.
+ * Resolves to the version the store gave the object (versioned buckets), else undefined.
  */
 export async function putObject(
   client: S3Client,
@@ -64,7 +65,7 @@ export async function putObject(
   meta: SpoolEntryMeta,
   body: Buffer,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<string | undefined> {
   const common = {
     Bucket: o.bucket,
     Key: meta.key,
@@ -74,7 +75,7 @@ export async function putObject(
     ...lockParams(o, new Date()),
   };
   if (body.length <= o.multipartThresholdBytes) {
-    await client.send(
+    const out = await client.send(
       new PutObjectCommand({
         ...common,
         Body: body,
@@ -85,7 +86,7 @@ export async function putObject(
       }),
       { abortSignal: signal },
     );
-    return;
+    return versionOf(out.VersionId);
   }
   const upload = new Upload({
     client,
@@ -97,15 +98,21 @@ export async function putObject(
   const abort = (): void => void upload.abort().catch(() => undefined);
   signal.addEventListener("abort", abort, { once: true });
   try {
-    await upload.done();
+    return versionOf((await upload.done()).VersionId);
   } finally {
     signal.removeEventListener("abort", abort);
   }
 }
 
+/** An unversioned bucket answers no version, or the literal "null". */
+function versionOf(id: string | undefined): string | undefined {
+  return id === undefined || id === "null" ? undefined : id;
+}
+
 /**
- * Whether the key already holds this exact body (its SHA-256 metadata matches). Used with Object
- * Lock, where the bucket is versioned: writing the key again would keep a second, locked copy.
+ * Whether the key already holds this exact body (its SHA-256 metadata matches): then the version
+ * holding it (or null on an unversioned bucket), else false. Used with Object Lock, where the
+ * bucket is versioned: writing the key again would keep a second, locked copy.
  */
 export async function storedWithSha(
   client: S3Client,
@@ -113,12 +120,12 @@ export async function storedWithSha(
   key: string,
   sha256: string,
   signal: AbortSignal,
-): Promise<boolean> {
+): Promise<{ versionId: string | undefined } | false> {
   try {
     const head = await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: key }), {
       abortSignal: signal,
     });
-    return head.Metadata?.[SHA256_METADATA] === sha256;
+    return head.Metadata?.[SHA256_METADATA] === sha256 ? { versionId: versionOf(head.VersionId) } : false;
   } catch (error) {
     const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
     // 404: not stored yet. 403: a write-only role without s3:GetObject; upload as if not stored.

@@ -41,6 +41,8 @@ export interface UploadedObject {
   contentEncoding: Compression;
   /** When the store acknowledged it (ISO 8601). */
   uploadedAt: string;
+  /** The version the store gave it, on a versioned bucket (Object Lock); absent otherwise. */
+  versionId?: string;
 }
 
 /** The small logger interface the sink needs (pino fits). Never given a secret or record text. */

@@ -93,6 +93,9 @@ export class S3Sink implements Sink {
       this.kick();
       await this.sleep(50);
     }
+    // An entry leaves the spool's index before its upload attempt has returned (and cleared the
+    // failure health() reports): wait for those attempts still running.
+    await Promise.allSettled(keys.map((k) => this.attempts.get(k)));
   }
 
   /** Bytes waiting in the spool (a gauge: it grows while the store is down). */
@@ -265,7 +268,7 @@ export class S3Sink implements Sink {
     const stored = o.objectLock
       ? await storedWithSha(this.client, o, entry.key, entry.sha256, signal)
       : false;
-    if (!stored) await putObject(this.client, o, entry, body, signal);
+    const versionId = stored ? stored.versionId : await putObject(this.client, o, entry, body, signal);
     const uploaded: UploadedObject = {
       key: entry.key,
       sha256: entry.sha256,
@@ -274,6 +277,8 @@ export class S3Sink implements Sink {
       range: entry.range,
       contentEncoding: entry.contentEncoding,
       uploadedAt: new Date().toISOString(),
+      // Recorded so verify can tell the version stored from a later overwrite (Object Lock).
+      ...(versionId === undefined ? {} : { versionId }),
     };
     try {
       await this.onUploaded?.(uploaded);
