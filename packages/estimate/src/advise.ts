@@ -9,6 +9,8 @@
  * (their on-disk records), or, for log_statement_once, the statement text it would stop
  * repeating. Items can overlap (a health check is also a READ): each saving is its own.
  */
+
+import { projectVolume } from "@auditpipe/meter/projection";
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { parseLogTimestamp } from "@auditpipe/parse";
 import { fingerprint } from "./_fingerprint.ts";
@@ -73,13 +75,9 @@ export interface AdviseOptions {
   pgauditLog?: string;
   /** The role object auditing goes through (pgaudit.role), for FK-check advice. */
   auditRole?: string;
-  /** Below this much log time no GB/day is projected; default 60 s. */
-  minProjectionSeconds?: number;
   /** How many items and statements to keep; default 10. */
   top?: number;
 }
-
-export const MIN_PROJECTION_SECONDS = 60;
 
 /** MISC commands that only mark transaction boundaries. */
 const TRANSACTION_CONTROL = new Set([
@@ -160,7 +158,6 @@ export class AdviceTally {
   private readonly sessionRead = tally();
   /** Statement text bytes log_statement_once would not repeat. */
   private repeatedText = 0;
-  private repeatedEntries = 0;
   private statementOnceSeen = false;
   /** (session, statement id) → seen, for repeated text. */
   private lastStatement = new Map<string, number>();
@@ -234,7 +231,6 @@ export class AdviceTally {
       const key = `${record.sessionId ?? record.pid ?? ""}:${entry.statementId}`;
       if (this.lastStatement.get(key) === entry.statementId) {
         this.repeatedText += Math.max(0, Buffer.byteLength(text) - PREVIOUSLY_LOGGED.length);
-        this.repeatedEntries++;
       }
       this.lastStatement.set(key, entry.statementId);
       if (this.lastStatement.size > 10_000)
@@ -246,13 +242,10 @@ export class AdviceTally {
     const top = options.top ?? 10;
     const spanSeconds =
       this.first !== undefined && this.last !== undefined ? (this.last - this.first) / 1000 : 0;
-    const minSpan = options.minProjectionSeconds ?? MIN_PROJECTION_SECONDS;
-    const projection =
-      spanSeconds >= minSpan
-        ? null
-        : `the log covers ${spanSeconds.toFixed(1)} s; a GB/day figure needs at least ${minSpan} s of log time`;
-    const perDay = (bytes: number): number | null =>
-      projection === null ? ((bytes / spanSeconds) * 86_400) / 1e9 : null;
+    // The meter's projection rule: from log time only, and not from less than a minute of it.
+    const span = this.first !== undefined && this.last !== undefined ? spanSeconds : null;
+    const projection = projectVolume(this.bytes, span, this.entries).reason;
+    const perDay = (bytes: number): number | null => projectVolume(bytes, span, this.entries).gbPerDay;
     const share = (bytes: number): number => (this.bytes > 0 ? bytes / this.bytes : 0);
     const seen = AUDIT_CLASSES.filter((c) => this.sessionClassesSeen.has(c));
     const pgauditLog = options.pgauditLog

@@ -6,7 +6,6 @@ export {
   AdviceTally,
   type AdviseOptions,
   adviceSql,
-  MIN_PROJECTION_SECONDS,
   type NoiseKind,
 } from "./advise.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
