@@ -23,8 +23,9 @@ describe("rotating interleaved order", () => {
       const measured = plan.filter((r) => !r.warmup);
       for (let i = 1; i < measured.length; i++)
         expect(measured[i]!.configuration).not.toBe(measured[i - 1]!.configuration);
-      const firsts = new Set(measured.filter((r, i) => i % n === 0).map((r) => r.configuration));
-      expect(firsts.size).toBe(Math.min(n, n === 2 ? 1 : n));
+      const firsts = new Set(measured.filter((_run, i) => i % n === 0).map((r) => r.configuration));
+      // Two cells alternate (a rotation would repeat one at the round boundary); more rotate.
+      expect(firsts.size).toBe(n === 2 ? 1 : n);
     }
   });
 
