@@ -17,6 +17,7 @@ Commands:
   estimate          predict entries/s, GB/day, $/month and overhead per pgAudit configuration
   recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
   serve             the REST API alone: estimates, recommendations, the workload of its database
+  bench             measure what pgAudit, log_statement and an audit trigger cost here (TPS, latency, log, WAL)
 
 Run 'auditpipe <command> --help' for a command's flags.
 `;
@@ -29,6 +30,8 @@ const COMMANDS: Record<string, (argv: string[], io: CommandIO) => Promise<number
   estimate: estimateCommand,
   recommend: recommendCommand,
   serve: serveCommand,
+  // Loaded when it runs: bench pulls in node-postgres and its own package.
+  bench: async (argv, io) => (await import("./commands/bench.ts")).benchCommand(argv, io),
 };
 
 export { ANALYZE_HELP, DEMO_HELP, ESTIMATE_HELP, RECOMMEND_HELP, RUN_HELP, SERVE_HELP };

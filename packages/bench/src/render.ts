@@ -8,6 +8,8 @@ import type { BenchReport, CalibrationFit, CellSummary } from "./types.ts";
 const fmt = (x: number, digits = 0): string =>
   x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+/** Beyond this many runs per configuration, "how many would resolve it" stops being advice. */
+const MAX_SENSIBLE_RUNS = 200;
 
 /** "13.5% [6.1% … 20.3%]", with "n.s." when the interval includes zero. */
 export function formatOverhead(cell: CellSummary): string {
@@ -79,10 +81,14 @@ export function renderReport(report: BenchReport): string {
   const unresolved = report.cells.filter((c) => c.overhead && !c.overhead.significant);
   if (unresolved.length > 0) {
     lines.push("n.s. = not significant at this sample size: the 95% interval includes no difference.");
-    for (const c of unresolved)
+    for (const c of unresolved) {
+      const n = c.overhead!.runsToResolve ?? 0;
       lines.push(
-        `  ${c.configuration} × ${c.workload}: about ${c.overhead!.runsToResolve} runs per configuration (${fmt((c.overhead!.runsToResolve ?? 0) * o.durationSec)} s each) would resolve it`,
+        n > MAX_SENSIBLE_RUNS
+          ? `  ${c.configuration} × ${c.workload}: more than ${MAX_SENSIBLE_RUNS} runs would be needed: too small a difference to resolve in this much noise`
+          : `  ${c.configuration} × ${c.workload}: about ${n} runs of ${o.durationSec} s per configuration (or longer runs) would resolve it`,
       );
+    }
   }
   if (report.calibration) lines.push(renderFit(report.calibration));
   for (const note of report.notes) lines.push(`note: ${note}`);
