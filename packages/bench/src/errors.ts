@@ -9,7 +9,8 @@ export class BenchError extends Error {
     readonly code: string,
     message: string,
   ) {
-    super(message);
+    // The code leads the message: the CLI prints messages, and users search for codes.
+    super(`${code}: ${message}`);
   }
 }
 
@@ -23,5 +24,3 @@ export const AUDITPIPE_ERR_BENCH_PGBENCH = "AUDITPIPE_ERR_BENCH_PGBENCH";
 export const AUDITPIPE_ERR_BENCH_PENDING_RESTORE = "AUDITPIPE_ERR_BENCH_PENDING_RESTORE";
 /** A calibration file that is not JSON or does not match the schema. */
 export const AUDITPIPE_ERR_BAD_CALIBRATION = "AUDITPIPE_ERR_BAD_CALIBRATION";
-/** pgaudit is not installed or not loadable on the target. */
-export const AUDITPIPE_ERR_BENCH_NO_PGAUDIT = "AUDITPIPE_ERR_BENCH_NO_PGAUDIT";

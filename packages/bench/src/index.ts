@@ -25,7 +25,6 @@ export {
 export {
   AUDITPIPE_ERR_BAD_CALIBRATION,
   AUDITPIPE_ERR_BENCH_NEEDS_YES,
-  AUDITPIPE_ERR_BENCH_NO_PGAUDIT,
   AUDITPIPE_ERR_BENCH_NOT_SUPERUSER,
   AUDITPIPE_ERR_BENCH_PENDING_RESTORE,
   AUDITPIPE_ERR_BENCH_PGBENCH,
@@ -55,6 +54,7 @@ export {
   bootstrapMedian,
   DEFAULT_SEED,
   type Interval,
+  MIN_RUNS_FOR_SPREAD,
   median,
   type OverheadInterval,
   overheadInterval,

@@ -14,6 +14,9 @@ export const DEFAULT_SEED = 20_261_124;
  */
 export const SMALLEST_USEFUL_DIFFERENCE = 0.01;
 
+/** Fewest runs per configuration from which a spread, and so an interval, means anything. */
+export const MIN_RUNS_FOR_SPREAD = 3;
+
 export interface Interval {
   /** The point estimate (a median). */
   median: number;
@@ -116,7 +119,9 @@ export function overheadInterval(
   const point = 1 - median(treatment) / median(baseline);
   const low = quantileSorted(diffs, alpha);
   const high = quantileSorted(diffs, 1 - alpha);
-  const significant = low > 0 || high < 0;
+  // One run on either side says nothing about the spread: never call that resolved.
+  const spreadKnown = baseline.length >= 2 && treatment.length >= 2;
+  const significant = spreadKnown && (low > 0 || high < 0);
   return {
     median: point,
     low,
@@ -124,7 +129,9 @@ export function overheadInterval(
     significant,
     runsToResolve: significant
       ? null
-      : runsToResolve(Math.min(baseline.length, treatment.length), (high - low) / 2, point),
+      : spreadKnown
+        ? runsToResolve(Math.min(baseline.length, treatment.length), (high - low) / 2, point)
+        : MIN_RUNS_FOR_SPREAD,
   };
 }
 

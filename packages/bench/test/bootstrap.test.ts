@@ -58,6 +58,13 @@ describe("overhead against the baseline", () => {
     expect(o.runsToResolve).toBeGreaterThan(3);
   });
 
+  it("never calls a single run per side significant, however far apart", () => {
+    const o = overheadInterval([1000], [500]);
+    expect(o.median).toBeCloseTo(0.5);
+    expect(o.significant).toBe(false);
+    expect(o.runsToResolve).toBe(3);
+  });
+
   it("runsToResolve scales with the square of interval width over effect", () => {
     expect(runsToResolve(4, 0.1, 0.05)).toBe(16);
     expect(runsToResolve(4, 0.02, 0.05)).toBe(5); // already narrow: at least one more run

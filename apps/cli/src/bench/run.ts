@@ -193,8 +193,11 @@ export async function runBench(
         tables: name === "object" ? largest : name === "trigger" ? PGBENCH_TABLES : [],
       });
     }
-    const versionNum = Number((await client.query<{ n: string }>("SHOW server_version_num")).rows[0]!.n);
-    const logPrefix = (await client.query<{ v: string }>("SHOW log_line_prefix")).rows[0]!.v;
+    const versionNum = Number(
+      (await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0]!.v,
+    );
+    const logPrefix = (await client.query<{ v: string }>("SELECT current_setting('log_line_prefix') AS v"))
+      .rows[0]!.v;
     environment = await collectEnvironment(
       client,
       { dataDir: target.dataDir, logDir: target.logDir },
@@ -282,7 +285,7 @@ export async function runBench(
     logElsewhere: environment ? !environment.logOnDataDisk : false,
   });
   const calibration = fitCalibration(points);
-  if (environment && environment.settings.fsync === "off")
+  if (!o.existing && environment && environment.settings.fsync === "off")
     notes.push(
       "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster): transactions are shorter than on a durable server, so logging is a larger share of each",
     );

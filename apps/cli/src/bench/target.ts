@@ -9,6 +9,7 @@ import {
   AUDIT_ROLE,
   AUDITPIPE_ERR_BENCH_NEEDS_YES,
   AUDITPIPE_ERR_BENCH_NOT_SUPERUSER,
+  AUDITPIPE_ERR_BENCH_PENDING_RESTORE,
   BenchError,
   quoteIdent,
   quoteLiteral,
@@ -183,10 +184,12 @@ async function serverId(client: pg.Client): Promise<string> {
 }
 
 function adminConfig(connection: string | undefined, database?: string): pg.ClientConfig {
-  return {
-    ...(connection ? { connectionString: connection } : {}),
-    ...(database ? { database } : {}),
-  };
+  if (!connection) return database ? { database } : {};
+  if (!database) return { connectionString: connection };
+  // node-postgres lets a connection string's database win over `database`: rewrite the URL.
+  const url = new URL(connection);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return { connectionString: url.toString() };
 }
 
 /** Puts back what a saved state says was changed; safe to repeat. */
@@ -226,7 +229,15 @@ export async function connectExisting(
   const saved = loadRestoreState(statePath);
   let restored: string[] | null = null;
   if (saved) {
-    restored = await restoreServer(admin, saved);
+    try {
+      restored = await restoreServer(admin, saved);
+    } catch (error) {
+      await admin.end().catch(() => {});
+      throw new BenchError(
+        AUDITPIPE_ERR_BENCH_PENDING_RESTORE,
+        `a previous bench left settings changed (${statePath}) and putting them back failed: ${(error as Error).message}`,
+      );
+    }
     clearRestoreState(statePath);
   }
   return { admin, statePath, restored };
@@ -264,10 +275,13 @@ export async function startExistingTarget(options: ExistingOptions): Promise<Ben
     saveRestoreState(statePath, state);
     await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(BENCH_DATABASE)} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
-    const dataDir = (await admin.query<{ v: string }>("SHOW data_directory")).rows[0]!.v;
-    const logDirSetting = (await admin.query<{ v: string }>("SHOW log_directory")).rows[0]!.v;
+    const dataDir = (await admin.query<{ v: string }>("SELECT current_setting('data_directory') AS v"))
+      .rows[0]!.v;
+    const logDirSetting = (await admin.query<{ v: string }>("SELECT current_setting('log_directory') AS v"))
+      .rows[0]!.v;
     const logDir = isAbsolute(logDirSetting) ? logDirSetting : join(dataDir, logDirSetting);
-    const destinations = (await admin.query<{ v: string }>("SHOW log_destination")).rows[0]!.v;
+    const destinations = (await admin.query<{ v: string }>("SELECT current_setting('log_destination') AS v"))
+      .rows[0]!.v;
     const formats = (["csvlog", "jsonlog", "stderr"] as const).filter((f) => destinations.includes(f));
     let client: pg.Client | undefined;
     const connect = async (): Promise<pg.Client> => {

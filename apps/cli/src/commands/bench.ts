@@ -62,7 +62,7 @@ const QUICK = {
 };
 
 /** Seconds of restart, CHECKPOINT and log reading around each run, for the planned duration. */
-const PER_RUN_OVERHEAD_SEC = 3;
+const PER_RUN_OVERHEAD_SEC = 2;
 
 function positiveInt(value: unknown, flag: string, fallback: number, max = 1_000_000): number {
   if (value === undefined) return fallback;
