@@ -6,45 +6,8 @@
  * With C clients kept busy, TPS = C / t, so an overhead f (1 − TPS'/TPS) means each transaction
  * took f·C/TPS' longer: added µs = cost per line × lines + cost per statement × statements.
  */
+import { type CalibratedInput, type CalibratedOverhead, calibratedOverhead } from "@auditpipe/estimate";
 import type { CalibrationCoefficient, CalibrationFit, CalibrationPoint } from "./types.ts";
-
-/** Two-sided 95 % quantiles of Student's t by degrees of freedom (then 1.96). */
-const T95: readonly number[] = [
-  Number.NaN,
-  12.706,
-  4.303,
-  3.182,
-  2.776,
-  2.571,
-  2.447,
-  2.365,
-  2.306,
-  2.262,
-  2.228,
-  2.201,
-  2.179,
-  2.16,
-  2.145,
-  2.131,
-  2.12,
-  2.11,
-  2.101,
-  2.093,
-  2.086,
-  2.08,
-  2.074,
-  2.069,
-  2.064,
-  2.06,
-  2.056,
-  2.052,
-  2.048,
-  2.045,
-  2.042,
-];
-export function t95(df: number): number {
-  return df < T95.length ? T95[df]! : 1.96;
-}
 
 type Column = "lines" | "linesElsewhere" | "statements";
 
@@ -142,50 +105,10 @@ export function fitCalibration(points: readonly CalibrationPoint[]): Calibration
   };
 }
 
-export interface PredictionInput {
-  linesPerTransaction: number;
-  /** Statements per transaction pgaudit's hooks process (0 when pgaudit logs nothing). */
-  auditedStatementsPerTransaction: number;
-  logElsewhere: boolean;
-  /** Backend time per transaction without the auditing, µs (clients / TPS). */
-  baselineUsPerTransaction: number;
-}
+export type PredictionInput = CalibratedInput;
+export type OverheadPrediction = CalibratedOverhead;
 
-export interface OverheadPrediction {
-  /** Throughput overhead: low, point and high (0.1 = 10 % fewer TPS). */
-  low: number;
-  estimate: number;
-  high: number;
-  addedUs: { low: number; estimate: number; high: number };
-}
-
-/**
- * The overhead a calibration predicts: the added time from the coefficients' ranges, widened by
- * the fit's residual error at 95 %, turned into a throughput loss against the baseline time.
- */
+/** What a fit predicts for a workload: the estimator's calibrated range (one copy of the arithmetic). */
 export function predictOverhead(fit: CalibrationFit, input: PredictionInput): OverheadPrediction {
-  const lineCost = input.logElsewhere ? (fit.lineCostElsewhereUs ?? fit.lineCostUs) : fit.lineCostUs;
-  const terms: Array<[CalibrationCoefficient, number]> = [[lineCost, input.linesPerTransaction]];
-  if (fit.statementCostUs) terms.push([fit.statementCostUs, input.auditedStatementsPerTransaction]);
-  let low = 0;
-  let estimate = 0;
-  let high = 0;
-  for (const [c, x] of terms) {
-    low += c.low * x;
-    estimate += c.estimate * x;
-    high += c.high * x;
-  }
-  if (fit.residualStdErrUs !== null) {
-    const spread = t95(fit.degreesOfFreedom) * fit.residualStdErrUs;
-    low -= spread;
-    high += spread;
-  }
-  const t0 = input.baselineUsPerTransaction;
-  const fraction = (added: number): number => (t0 + added > 0 ? added / (t0 + added) : 0);
-  return {
-    low: fraction(low),
-    estimate: fraction(estimate),
-    high: fraction(high),
-    addedUs: { low, estimate, high },
-  };
+  return calibratedOverhead({ host: "", createdAt: "", ...fit }, input);
 }

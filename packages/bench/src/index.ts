@@ -3,7 +3,6 @@ export {
   type OverheadPrediction,
   type PredictionInput,
   predictOverhead,
-  t95,
 } from "./calibration.ts";
 export {
   AUDIT_ROLE,
