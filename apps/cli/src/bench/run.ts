@@ -4,7 +4,7 @@
  * summarised. The server is always put back (scratch: removed; existing: settings restored).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   AUDIT_ROLE,
@@ -57,6 +57,18 @@ export function pgbenchBinary(): string {
   const dir = process.env.AUDITPIPE_PG_BINDIR ?? "/usr/lib/postgresql/15/bin";
   const candidate = join(dir, "pgbench");
   return existsSync(candidate) ? candidate : "pgbench";
+}
+
+/** This CLI's version, from its package.json (two levels up from src/bench/ and dist/bench/). */
+function cliVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version?: string;
+    };
+    return pkg.version ?? "unknown";
+  } catch {
+    return "unknown";
+  }
 }
 
 /** Seconds the one-off set-up takes on a 2-core machine at scale 10 (initdb, pgbench -i, ANALYZE). */
@@ -295,7 +307,7 @@ export async function runBench(
     );
   const report: BenchReport = {
     schemaVersion: 1,
-    tool: { name: "auditpipe", version: "0.1.0" },
+    tool: { name: "auditpipe", version: cliVersion() },
     command: o.command,
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
