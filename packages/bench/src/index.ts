@@ -45,6 +45,7 @@ export {
   planRuns,
 } from "./plan.ts";
 export { formatOverhead, renderFit, renderReport, renderTable } from "./render.ts";
+export { renderHtmlReport } from "./report-html.ts";
 export { seededRng } from "./rng.ts";
 export { benchReportSchema, calibrationSchema } from "./schema.ts";
 export {

@@ -66,6 +66,20 @@ export function renderFit(fit: CalibrationFit): string {
   return `calibration: ${parts.join("; ")} (${quality})`;
 }
 
+export const NOT_SIGNIFICANT = "not significant at this sample size: the 95% interval includes no difference";
+
+/** One line per cell whose overhead is not resolved: what would resolve it (terminal and HTML report). */
+export function unresolvedNotes(report: BenchReport): string[] {
+  return report.cells
+    .filter((c) => c.overhead && !c.overhead.significant)
+    .map((c) => {
+      const n = c.overhead!.runsToResolve ?? 0;
+      return n > MAX_SENSIBLE_RUNS
+        ? `${c.configuration} × ${c.workload}: more than ${MAX_SENSIBLE_RUNS} runs would be needed: too small a difference to resolve in this much noise`
+        : `${c.configuration} × ${c.workload}: about ${n} runs of ${report.options.durationSec} s per configuration (or longer runs) would resolve it`;
+    });
+}
+
 /** The whole terminal report: what ran, the table, then notes on what is and is not resolved. */
 export function renderReport(report: BenchReport): string {
   const o = report.options;
@@ -78,17 +92,10 @@ export function renderReport(report: BenchReport): string {
     renderTable(report.cells),
     "",
   ];
-  const unresolved = report.cells.filter((c) => c.overhead && !c.overhead.significant);
+  const unresolved = unresolvedNotes(report);
   if (unresolved.length > 0) {
-    lines.push("n.s. = not significant at this sample size: the 95% interval includes no difference.");
-    for (const c of unresolved) {
-      const n = c.overhead!.runsToResolve ?? 0;
-      lines.push(
-        n > MAX_SENSIBLE_RUNS
-          ? `  ${c.configuration} × ${c.workload}: more than ${MAX_SENSIBLE_RUNS} runs would be needed: too small a difference to resolve in this much noise`
-          : `  ${c.configuration} × ${c.workload}: about ${n} runs of ${o.durationSec} s per configuration (or longer runs) would resolve it`,
-      );
-    }
+    lines.push(`n.s. = ${NOT_SIGNIFICANT}.`);
+    for (const note of unresolved) lines.push(`  ${note}`);
   }
   if (report.calibration) lines.push(renderFit(report.calibration));
   for (const note of report.notes) lines.push(`note: ${note}`);
