@@ -1,6 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { basename, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import type {
   BenchReport,
   Calibration,
@@ -16,7 +16,8 @@ import type { CommandIO } from "./analyze.ts";
 
 export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--config NAME...] [--workload NAME...] [--script FILE...]
                       [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
-                      [--db URL | --existing] [--yes] [--restore] [--json] [--calibration-out FILE]
+                      [--db URL | --existing] [--yes] [--restore] [--json] [--report FILE.html]
+                      [--calibration-out FILE]
 
 Measures what auditing costs on this machine: pgbench TPS with a 95% interval, overhead against
 the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per configuration and
@@ -49,6 +50,8 @@ scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end
   --restore            put back what an interrupted bench changed on the server, then exit
   --state-dir DIR      where that is saved (default $XDG_STATE_HOME/auditpipe or ~/.local/state/auditpipe)
   --json               the report as one JSON object on stdout (schema: docs/bench.md)
+  --report FILE.html   also write the report as one self-contained page with charts (opens
+                       offline); written after an interrupted run too, with what was measured
   --calibration-out FILE  write the fitted overhead coefficients, for estimate --calibration
   -h, --help           this text
 `;
@@ -115,6 +118,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     restore: { type: "boolean", default: false },
     "state-dir": { type: "string" },
     json: { type: "boolean", default: false },
+    report: { type: "string" },
     "calibration-out": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -195,6 +199,17 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     throw new UsageError("bench: --log-destination and --log-dir-elsewhere apply to the scratch server only");
   const calibrationOut =
     values["calibration-out"] === undefined ? undefined : String(values["calibration-out"]);
+  const reportFile = values.report === undefined ? undefined : String(values.report);
+  // Checked before the run: finding out after minutes of measuring would waste them.
+  if (reportFile !== undefined) {
+    try {
+      accessSync(dirname(resolve(reportFile)), constants.W_OK);
+    } catch (error) {
+      throw new UsageError(
+        `bench: --report ${reportFile}: its directory cannot be written (${(error as Error).message})`,
+      );
+    }
+  }
 
   const workDir = mkdtempSync(join(tmpdir(), "auditpipe-bench-"));
   const workloads: Array<{ info: WorkloadInfo; args: string[] }> = [];
@@ -255,6 +270,16 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     const report: BenchReport = outcome.report;
     if (values.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout(bench.renderReport(report));
+    let reportFailed = false;
+    if (reportFile !== undefined) {
+      try {
+        writeFileSync(reportFile, bench.renderHtmlReport(report));
+        io.stderr(`bench: report written to ${reportFile}\n`);
+      } catch (error) {
+        reportFailed = true;
+        io.stderr(`bench: --report ${reportFile}: not written: ${(error as Error).message}\n`);
+      }
+    }
     if (calibrationOut) {
       if (!report.calibration) {
         io.stderr(
@@ -274,7 +299,8 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
         io.stderr(`bench: calibration written to ${calibrationOut}\n`);
       }
     }
-    return report.complete ? 0 : outcome.failed ? 1 : 130;
+    if (!report.complete) return outcome.failed ? 1 : 130;
+    return reportFailed ? 1 : 0;
   } finally {
     rmSync(workDir, { recursive: true, force: true });
   }
