@@ -3,9 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { benchReportSchema } from "@auditpipe/bench";
-import { type Browser, chromium } from "playwright-core";
+import { waitUntil } from "@auditpipe/testkit";
+import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";
+import { spawnCli } from "./_sidecar.ts";
 
 /** Debian's chromium (scripts/setup.sh installs it); playwright-core never downloads a browser. */
 const CHROMIUM = "/usr/bin/chromium";
@@ -64,6 +66,79 @@ interface PageChart {
   getDatasetMeta(index: number): { data: Array<{ yMin?: number; yMax?: number }> };
 }
 
+/** What the page's Chart.js instances laid out and painted, one per canvas. */
+async function drawnCharts(page: Page): Promise<Array<DrawnChart & { id: string }>> {
+  return page.evaluate(() => {
+    const { document, Chart } = globalThis as unknown as PageGlobals;
+    return [...document.querySelectorAll("canvas")].map((canvas) => {
+      const chart = Chart.getChart(canvas);
+      const ctx = canvas.getContext("2d");
+      const pixels = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+      const rgb = (hex: string): number[] => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
+      const datasets = chart.data.datasets;
+      const colours = datasets.map((d) => rgb(d.backgroundColor));
+      const datasetPixels = colours.map(() => 0);
+      for (let p = 0; p < pixels.length; p += 4) {
+        if (pixels[p + 3] !== 255) continue;
+        colours.forEach(([r, g, b], i) => {
+          if (pixels[p] === r && pixels[p + 1] === g && pixels[p + 2] === b) datasetPixels[i]!++;
+        });
+      }
+      const x = chart.scales.x;
+      const bars = chart.getDatasetMeta(0).data;
+      return {
+        id: canvas.id,
+        width: canvas.width,
+        height: canvas.height,
+        datasetPixels,
+        datasetValues: datasets.map((d) =>
+          d.data.map((v) => (typeof v === "number" ? v : ((v as { y?: number } | null)?.y ?? 0))),
+        ),
+        xLabels: x.ticks.map((t) => String(x.getLabelForValue(t.value))),
+        xTitle: chart.options.scales.x.title.text,
+        yTitle: chart.options.scales.y.title.text,
+        legend: chart.legend.legendItems.map((i) => i.text),
+        errorBars: bars
+          .filter((b) => b.yMin !== undefined)
+          .map((b) => [Number(b.yMin), Number(b.yMax)] as [number, number]),
+      };
+    });
+  });
+}
+
+/** Opens a report file with every other request refused and recorded; resolves once it drew its charts. */
+async function openReport(browser: Browser, file: string) {
+  const context = await browser.newContext({
+    viewport: { width: 1200, height: 900 },
+    deviceScaleFactor: 1,
+  });
+  const attempted: string[] = [];
+  // Anything but the file itself is recorded and refused: the page must need nothing else.
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (url.startsWith("file:")) return route.continue();
+    attempted.push(url);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  const requested: string[] = [];
+  const problems: string[] = [];
+  page.on("request", (r) => requested.push(r.url()));
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  const url = pathToFileURL(file).href;
+  await page.goto(url);
+  await page.waitForFunction(() =>
+    (globalThis as unknown as PageGlobals).document.documentElement.hasAttribute("data-ready"),
+  );
+  expect(await page.getAttribute("html", "data-error")).toBeNull();
+  expect(await page.getAttribute("html", "data-ready")).toBe("true");
+
+  return { context, page, url, attempted, requested, problems };
+}
+
 describe("bench --report on a real scratch server, opened in headless Chromium", () => {
   let work: string;
   let browser: Browser;
@@ -103,71 +178,9 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     const configurations = report.configurations.map((c) => c.name);
     expect(configurations).toEqual(["none", "write", "all", "log_statement"]);
 
-    const context = await browser.newContext({
-      viewport: { width: 1200, height: 900 },
-      deviceScaleFactor: 1,
-    });
-    const attempted: string[] = [];
-    // Anything but the file itself is recorded and refused: the page must need nothing else.
-    await context.route("**/*", (route) => {
-      const url = route.request().url();
-      if (url.startsWith("file:")) return route.continue();
-      attempted.push(url);
-      return route.abort();
-    });
-    const page = await context.newPage();
-    const requested: string[] = [];
-    const problems: string[] = [];
-    page.on("request", (r) => requested.push(r.url()));
-    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-    page.on("console", (m) => {
-      if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
-    });
-    const url = pathToFileURL(reportFile).href;
-    await page.goto(url);
-    await page.waitForFunction(() =>
-      (globalThis as unknown as PageGlobals).document.documentElement.hasAttribute("data-ready"),
-    );
-    expect(await page.getAttribute("html", "data-error")).toBeNull();
-    expect(await page.getAttribute("html", "data-ready")).toBe("true");
-
-    const charts = await page.evaluate(() => {
-      const { document, Chart } = globalThis as unknown as PageGlobals;
-      return [...document.querySelectorAll("canvas")].map((canvas) => {
-        const chart = Chart.getChart(canvas);
-        const ctx = canvas.getContext("2d");
-        const pixels = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-        const rgb = (hex: string): number[] => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
-        const datasets = chart.data.datasets;
-        const colours = datasets.map((d) => rgb(d.backgroundColor));
-        const datasetPixels = colours.map(() => 0);
-        for (let p = 0; p < pixels.length; p += 4) {
-          if (pixels[p + 3] !== 255) continue;
-          colours.forEach(([r, g, b], i) => {
-            if (pixels[p] === r && pixels[p + 1] === g && pixels[p + 2] === b) datasetPixels[i]!++;
-          });
-        }
-        const x = chart.scales.x;
-        const bars = chart.getDatasetMeta(0).data;
-        return {
-          id: canvas.id,
-          width: canvas.width,
-          height: canvas.height,
-          datasetPixels,
-          datasetValues: datasets.map((d) =>
-            d.data.map((v) => (typeof v === "number" ? v : ((v as { y?: number } | null)?.y ?? 0))),
-          ),
-          xLabels: x.ticks.map((t) => String(x.getLabelForValue(t.value))),
-          xTitle: chart.options.scales.x.title.text,
-          yTitle: chart.options.scales.y.title.text,
-          legend: chart.legend.legendItems.map((i) => i.text),
-          errorBars: bars
-            .filter((b) => b.yMin !== undefined)
-            .map((b) => [Number(b.yMin), Number(b.yMax)] as [number, number]),
-        };
-      });
-    });
-    const byId = Object.fromEntries(charts.map((c) => [c.id, c as DrawnChart]));
+    const { context, page, url, attempted, requested, problems } = await openReport(browser, reportFile);
+    const charts = await drawnCharts(page);
+    const byId = Object.fromEntries(charts.map((c) => [c.id, c]));
     expect(Object.keys(byId)).toEqual(["chart-overhead", "chart-latency", "chart-bytes"]);
 
     for (const chart of charts) {
@@ -237,6 +250,50 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     expect(png.readUInt32BE(16)).toBe(1200);
     if (SCREENSHOT_OUT) writeFileSync(SCREENSHOT_OUT, png);
     expect(readFileSync(reportFile, "utf8")).toContain("<!doctype html>");
+    await context.close();
+  });
+
+  it("is written after Ctrl-C too, marked incomplete, with the runs measured until then", async () => {
+    const reportFile = join(work, "interrupted.html");
+    const child = spawnCli([
+      "bench",
+      "--quick",
+      "--runs",
+      "2",
+      "--duration",
+      "1",
+      "--warmup",
+      "1",
+      "--scale",
+      "1",
+      "--report",
+      reportFile,
+    ]);
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    // Run 4 of 9 starting means the warm-up, none and write have been measured.
+    await waitUntil(
+      () => /run 4\/9/.test(stderr) || child.exitCode !== null,
+      120_000,
+      () => `bench did not reach run 4:\n${stderr}`,
+    );
+    child.kill("SIGINT");
+    expect(await exited, stderr).toBe(130);
+    expect(stderr).toContain(`bench: report written to ${reportFile}`);
+
+    const { context, page, attempted, problems } = await openReport(browser, reportFile);
+    expect(await page.locator("#incomplete").textContent()).toContain("Incomplete: interrupted (Ctrl-C).");
+    const measured = Number(
+      /(\d+) runs, in the order they ran/.exec((await page.locator("#runs").textContent()) ?? "")?.[1],
+    );
+    expect(measured).toBeGreaterThanOrEqual(2);
+    const latency = (await drawnCharts(page)).find((c) => c.id === "chart-latency")!;
+    expect(latency.xLabels.slice(0, 2)).toEqual(["none", "write"]);
+    expect(attempted).toEqual([]);
+    expect(problems).toEqual([]);
     await context.close();
   });
 });
