@@ -17,6 +17,8 @@ PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]' 
 need_apt=()
 [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || need_apt+=("postgresql-$PG_MAJOR")
 [ -f "/usr/lib/postgresql/$PG_MAJOR/lib/pgaudit.so" ] || need_apt+=("postgresql-$PG_MAJOR-pgaudit")
+# Debian's chromium: the bench report test opens the HTML report in it (playwright-core downloads no browser).
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 [ -x /usr/sbin/rsyslogd ] || need_apt+=(rsyslog)
 [ -x /usr/bin/tini ] || need_apt+=(tini)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -13,6 +13,7 @@ Commands:
   recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
   advise FILE...    what makes audit logs big: the noise, the change that removes it, what it gives up
   serve             the REST API alone: estimates, recommendations, the workload of its database
+  bench             measure what pgAudit, log_statement and an audit trigger cost here (TPS, latency, log, WAL)
 
 Run 'auditpipe <command> --help' for a command's flags; 'auditpipe --version' for the version.
 `;
@@ -34,6 +35,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   estimate: async () => (await import("./commands/estimate.ts")).estimateCommand,
   recommend: async () => (await import("./commands/recommend.ts")).recommendCommand,
   advise: async () => (await import("./commands/advise.ts")).adviseCommand,
+  bench: async () => (await import("./commands/bench.ts")).benchCommand,
   serve: async () => (await import("./commands/serve.ts")).serveCommand,
 };
 

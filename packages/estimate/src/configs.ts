@@ -36,7 +36,7 @@ export function sessionClasses(log: string[] | string): Set<string> {
   return on;
 }
 
-/** The session configurations people start from (seed 000's five, plus the narrow ones). */
+/** The session configurations people start from (Gold Lapel's five in "pgAudit Performance Impact", plus the narrow ones). */
 export const PRESETS: Record<string, AuditConfig> = {
   none: { name: "none", log: ["none"] },
   "ddl,role": { name: "ddl,role", log: ["ddl", "role"], logCatalog: false, logStatementOnce: true },

@@ -18,12 +18,19 @@ export {
 } from "./errors.ts";
 export { auditCsv, DEFAULT_PRICE_PER_GB, type EstimateOptions, estimate, meanDigits } from "./model.ts";
 export {
+  type CalibratedCost,
+  type CalibratedInput,
+  type CalibratedOverhead,
   COLLECTOR_BOUND_WRITES,
   COLLECTOR_LOSS,
+  calibratedOverhead,
   HOOK_COST_US,
   LINE_COST_US,
+  type OverheadCalibration,
   overheadRange,
   SAME_DISK_FACTOR,
+  t95,
+  UNCALIBRATED_NOTE,
 } from "./overhead.ts";
 export {
   DEFAULT_AUDIT_ROLE,

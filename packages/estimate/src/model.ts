@@ -11,7 +11,7 @@ import {
 } from "./_entries.ts";
 import { withConstants } from "./_sql.ts";
 import { sessionClasses } from "./configs.ts";
-import { overheadRange } from "./overhead.ts";
+import { type OverheadCalibration, overheadRange } from "./overhead.ts";
 import { recordBytes, TYPICAL_QUERY_ID } from "./render.ts";
 import type { AuditConfig, Estimate, LogContext, Rate, StatementLoad, Workload } from "./types.ts";
 
@@ -20,6 +20,8 @@ export interface EstimateOptions {
   pricePerGb?: number;
   /** Whether the log directory shares a disk with the data directory (overhead model); default true. */
   logOnDataDisk?: boolean;
+  /** Overhead coefficients measured by `auditpipe bench` (the public ones when absent). */
+  calibration?: OverheadCalibration;
 }
 
 /** A managed log service's list price for ingesting a GB (e.g. CloudWatch Logs standard, $0.50/GB): an assumption; pass yours. */
@@ -201,6 +203,7 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
     // Once anything is configured, pgaudit's hooks do work on every statement, logged or not.
     auditing: sessionClasses(config.log).size > 0 || Boolean(config.role),
     logOnDataDisk: options.logOnDataDisk ?? true,
+    ...(options.calibration ? { calibration: options.calibration } : {}),
   });
   const notes: string[] = [];
   if (

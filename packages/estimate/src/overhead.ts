@@ -11,7 +11,8 @@ import type { Overhead, Workload } from "./types.ts";
  * Wall time a backend spends per log line, in µs: low = formatting plus one write(2) to the
  * collector pipe uncontended (an assumption: a small-write syscall costs 1–2 µs); high grows
  * from 5 µs at one client to 23 µs at 56 clients, the added latency per statement of
- * `log_statement = all` at 56 clients in seed 003 (0.291 ms vs 0.268 ms, one line per statement).
+ * `log_statement = all` at 56 clients in digoal's measurements ("PostgreSQL 开启审计日志、时间记录带来的性能影响有多少?",
+ * 2018: 0.291 ms vs 0.268 ms, one line per statement).
  */
 export const LINE_COST_US: { low: number; highOneClient: number; highAt56: number } = {
   low: 2,
@@ -19,29 +20,143 @@ export const LINE_COST_US: { low: number; highOneClient: number; highAt56: numbe
   highAt56: 23,
 };
 /**
- * pgaudit's hooks per statement, in µs, whatever is logged: seed 000 calls it negligible at
+ * pgaudit's hooks per statement, in µs, whatever is logged: Gold Lapel ("pgAudit Performance Impact:
+ * Benchmarks and Mitigation Strategies") calls it negligible at
  * 10–15k TPS and measurable at 1M+ inserts/s (the TimescaleDB report it cites). An assumption.
  */
 export const HOOK_COST_US: { low: number; high: number } = { low: 0.2, high: 2 };
 /**
- * Pipe writes per second at which the logging collector becomes the bottleneck: seed 003 saw
+ * Pipe writes per second at which the logging collector becomes the bottleneck: digoal (2018) saw
  * −8% at ~190k lines/s (log_statement) but −49% at ~107k lines/s (log_duration) and −70% with
  * both, at 56 clients, with perf showing the pipe's mutex (osq_lock). Onset is somewhere in
- * this range; above it, the losses seed 003 measured bound the result.
+ * this range; above it, the losses digoal measured bound the result.
  */
 export const COLLECTOR_BOUND_WRITES: { onset: number; saturated: number } = {
   onset: 100_000,
   saturated: 200_000,
 };
-/** Seed 003's throughput losses in the collector-bound regime (one line, two lines per statement). */
+/** digoal's (2018) throughput losses in the collector-bound regime (one line, two lines per statement). */
 export const COLLECTOR_LOSS: { low: number; high: number } = { low: 0.08, high: 0.7 };
 /**
- * Seed 000: moving the log directory to its own volume cut session-ALL overhead from 15.5% to
+ * Gold Lapel's benchmarks: moving the log directory to its own volume cut session-ALL overhead from 15.5% to
  * 8.3% (x1.87). Applied to the high bound when logs share the data disk.
  */
 export const SAME_DISK_FACTOR = 1.87;
 /** The logging collector's pipe carries messages in chunks of at most this many payload bytes (PIPE_MAX_PAYLOAD). */
 const PIPE_PAYLOAD = 500;
+
+/** A cost fitted by `auditpipe bench`: at the cells' medians, and at their interval ends. */
+export interface CalibratedCost {
+  estimate: number;
+  low: number;
+  high: number;
+}
+
+/** The coefficients `auditpipe bench --calibration-out` fitted, and where they come from. */
+export interface OverheadCalibration {
+  /** Host the bench ran on, and when. */
+  host: string;
+  createdAt: string;
+  /** Backend µs per log line (log directory on the data disk, or wherever it was measured). */
+  lineCostUs: CalibratedCost;
+  /** Backend µs per log line with the log directory on another disk; null when not measured. */
+  lineCostElsewhereUs: CalibratedCost | null;
+  /** µs in pgaudit's hooks per statement; null when not told apart from the line cost. */
+  statementCostUs: CalibratedCost | null;
+  /** Residual standard error of the fit, µs per transaction (null: no degrees of freedom). */
+  residualStdErrUs: number | null;
+  degreesOfFreedom: number;
+}
+
+/** Two-sided 95 % quantiles of Student's t by degrees of freedom (then 1.96). */
+const T95: readonly number[] = [
+  Number.NaN,
+  12.706,
+  4.303,
+  3.182,
+  2.776,
+  2.571,
+  2.447,
+  2.365,
+  2.306,
+  2.262,
+  2.228,
+  2.201,
+  2.179,
+  2.16,
+  2.145,
+  2.131,
+  2.12,
+  2.11,
+  2.101,
+  2.093,
+  2.086,
+  2.08,
+  2.074,
+  2.069,
+  2.064,
+  2.06,
+  2.056,
+  2.052,
+  2.048,
+  2.045,
+  2.042,
+];
+export function t95(df: number): number {
+  return df < T95.length ? T95[df]! : 1.96;
+}
+
+export interface CalibratedInput {
+  linesPerTransaction: number;
+  /** Statements per transaction pgaudit's hooks process (0 when pgaudit audits nothing). */
+  auditedStatementsPerTransaction: number;
+  logElsewhere: boolean;
+  /** Backend time per transaction without the auditing, µs (clients / TPS). */
+  baselineUsPerTransaction: number;
+}
+
+export interface CalibratedOverhead {
+  /** Throughput overhead: low, point and high (0.1 = 10 % fewer TPS). */
+  low: number;
+  estimate: number;
+  high: number;
+  addedUs: { low: number; estimate: number; high: number };
+}
+
+/**
+ * The overhead a calibration predicts: added time from the coefficients' ranges, widened by the
+ * fit's residual error at 95 %, as a throughput loss against the baseline time per transaction.
+ */
+export function calibratedOverhead(c: OverheadCalibration, input: CalibratedInput): CalibratedOverhead {
+  const lineCost = input.logElsewhere ? (c.lineCostElsewhereUs ?? c.lineCostUs) : c.lineCostUs;
+  const terms: Array<[CalibratedCost, number]> = [[lineCost, input.linesPerTransaction]];
+  if (c.statementCostUs) terms.push([c.statementCostUs, input.auditedStatementsPerTransaction]);
+  let low = 0;
+  let estimate = 0;
+  let high = 0;
+  for (const [cost, x] of terms) {
+    low += cost.low * x;
+    estimate += cost.estimate * x;
+    high += cost.high * x;
+  }
+  if (c.residualStdErrUs !== null) {
+    const spread = t95(c.degreesOfFreedom) * c.residualStdErrUs;
+    low -= spread;
+    high += spread;
+  }
+  const t0 = input.baselineUsPerTransaction;
+  const fraction = (added: number): number => (t0 + added > 0 ? added / (t0 + added) : 0);
+  return {
+    low: fraction(low),
+    estimate: fraction(estimate),
+    high: fraction(high),
+    addedUs: { low, estimate, high },
+  };
+}
+
+/** Said of every uncalibrated range: where its coefficients come from, and how to do better. */
+export const UNCALIBRATED_NOTE =
+  'uncalibrated: coefficients from public measurements (digoal, "PostgreSQL 开启审计日志、时间记录带来的性能影响有多少?", 2018; Gold Lapel, "pgAudit Performance Impact: Benchmarks and Mitigation Strategies"), not from this hardware: run `auditpipe bench --calibration-out FILE` and pass --calibration FILE';
 
 export interface OverheadInput {
   workload: Workload;
@@ -52,6 +167,8 @@ export interface OverheadInput {
   /** Whether pgaudit does anything (any class or a role): its hooks always run once loaded. */
   auditing: boolean;
   logOnDataDisk: boolean;
+  /** Coefficients measured by `auditpipe bench` on this kind of machine; the public ones when absent. */
+  calibration?: OverheadCalibration;
 }
 
 export function overheadRange(input: OverheadInput): Overhead {
@@ -83,6 +200,7 @@ export function overheadRange(input: OverheadInput): Overhead {
     assumptions.push(`client count unknown: a transaction takes its statements' server time (${ms} ms each)`);
   }
   const c = Math.max(1, clients);
+  if (input.calibration) return calibratedRange(input, baselineUs, statementsPerSec, assumptions);
   const highLine =
     LINE_COST_US.highOneClient +
     ((LINE_COST_US.highAt56 - LINE_COST_US.highOneClient) * Math.min(c - 1, 55)) / 55;
@@ -94,7 +212,7 @@ export function overheadRange(input: OverheadInput): Overhead {
   let low = addedLow / (baselineUs + addedLow);
   let high = addedHigh / (baselineUs + addedHigh);
   assumptions.push(
-    `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} statements per transaction; ${LINE_COST_US.low}–${highLine.toFixed(1)} µs per line (seed 003 at 56 clients: 23 µs), ${hook.low}–${hook.high} µs of pgaudit hooks per statement`,
+    `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} statements per transaction; ${LINE_COST_US.low}–${highLine.toFixed(1)} µs per line (digoal, 2018, at 56 clients: 23 µs), ${hook.low}–${hook.high} µs of pgaudit hooks per statement`,
   );
 
   const writes = input.linesPerSec * Math.max(1, Math.ceil(input.bytesPerLine / PIPE_PAYLOAD));
@@ -103,25 +221,62 @@ export function overheadRange(input: OverheadInput): Overhead {
     low = Math.max(low, writes >= COLLECTOR_BOUND_WRITES.saturated ? COLLECTOR_LOSS.low : low);
     high = Math.max(high, COLLECTOR_LOSS.high);
     assumptions.push(
-      `${Math.round(writes)} pipe writes/s: in the range where seed 003 saw the logging collector's pipe become the bottleneck (−8% to −70% at 56 clients)`,
+      `${Math.round(writes)} pipe writes/s: in the range where digoal (2018) saw the logging collector's pipe become the bottleneck (−8% to −70% at 56 clients)`,
     );
   }
   if (input.logOnDataDisk && input.entriesPerSec > 0) {
     high = Math.min(0.95, high * SAME_DISK_FACTOR);
     assumptions.push(
-      "logs on the data disk: high bound x1.87 (seed 000: a separate log volume halved session-ALL overhead)",
+      "logs on the data disk: high bound x1.87 (Gold Lapel's pgAudit benchmarks: a separate log volume halved session-ALL overhead)",
     );
   }
   const latencyLow = addedLow / 1000;
   const latencyHigh = collectorBound
     ? Math.max(addedHigh / 1000, (0.63 * linesPerTxn) / 2)
     : addedHigh / 1000;
+  assumptions.unshift(UNCALIBRATED_NOTE);
   return {
     throughput: { low, high },
     latencyMs: { low: latencyLow, high: latencyHigh },
     linesPerSec: input.linesPerSec,
     collectorBound,
     confidence: collectorBound || clients === 0 ? "low" : "medium",
+    assumptions,
+  };
+}
+
+function calibratedRange(
+  input: OverheadInput,
+  baselineUs: number,
+  statementsPerSec: number,
+  assumptions: string[],
+): Overhead {
+  const cal = input.calibration!;
+  const tps = input.workload.transactionsPerSec;
+  const linesPerTxn = input.linesPerSec / tps;
+  const stmtsPerTxn = input.auditing ? statementsPerSec / tps : 0;
+  const p = calibratedOverhead(cal, {
+    linesPerTransaction: linesPerTxn,
+    auditedStatementsPerTransaction: stmtsPerTxn,
+    logElsewhere: !input.logOnDataDisk,
+    baselineUsPerTransaction: baselineUs,
+  });
+  const cost = (x: CalibratedCost): string =>
+    `${x.estimate.toFixed(1)} µs [${x.low.toFixed(1)}–${x.high.toFixed(1)}]`;
+  assumptions.unshift(`calibrated on ${cal.host}, ${cal.createdAt.slice(0, 10)}`);
+  assumptions.push(
+    `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} audited statements per transaction; measured ${cost(
+      !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs,
+    )} per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}`,
+  );
+  const low = Math.max(0, p.low);
+  const high = Math.max(low, p.high);
+  return {
+    throughput: { low, high },
+    latencyMs: { low: Math.max(0, p.addedUs.low) / 1000, high: Math.max(0, p.addedUs.high) / 1000 },
+    linesPerSec: input.linesPerSec,
+    collectorBound: false,
+    confidence: cal.residualStdErrUs === null ? "low" : "medium",
     assumptions,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The estimator's proof, on a real PostgreSQL 15 + pgaudit 1.7: with auditing off, sample two
- * pgbench workloads (the built-in TPC-B-like script with foreign keys, and seed 000's read-heavy
+ * pgbench workloads (the built-in TPC-B-like script with foreign keys, and Gold Lapel's read-heavy
  * script) and predict bytes per transaction for each configuration; then switch each on, run the
  * same load for a fixed number of transactions and measure what pgaudit wrote with `analyze`.
  * Predicted must be within ±15% of measured, every configuration, every workload.
@@ -25,7 +25,7 @@ const SAMPLE_MS = 5000;
 const LOAD_SECONDS = 3;
 const AUDITOR = "auditor";
 
-// Seed 000's read-heavy script (nine SELECTs and one UPDATE), scaled to pgbench scale 1.
+// Gold Lapel's read-heavy script (nine SELECTs and one UPDATE), scaled to pgbench scale 1.
 const READ_HEAVY = `\\set aid random(1, 99990)
 \\set delta random(-5000, 5000)
 BEGIN;
@@ -99,7 +99,7 @@ async function sampleWhileLoading(args: string[]): Promise<WorkloadSample> {
 
 for (const [workloadName, args] of [
   ["TPC-B-like (built-in, --foreign-keys)", ["-b", "tpcb-like"]],
-  ["read-heavy (seed 000)", ["-f", "READ_HEAVY"]],
+  ["read-heavy (Gold Lapel)", ["-f", "READ_HEAVY"]],
 ] as const) {
   describe(`proof: ${workloadName}`, () => {
     it("predicts bytes per transaction within ±15% of what pgaudit writes, per configuration", async () => {

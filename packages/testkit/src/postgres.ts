@@ -73,6 +73,8 @@ export interface PostgresCluster {
   logFiles(): string[];
   /** `current_logfiles` parsed: destination → absolute path. */
   currentLogfiles(): Partial<Record<LogDestination, string>>;
+  /** Fast shutdown and start again with the same data (e.g. after ALTER SYSTEM of a restart-only setting). */
+  restart(): Promise<void>;
   /** Stops the server (fast shutdown) and removes every file it had; safe to call twice. */
   stop(): Promise<void>;
 }
@@ -154,32 +156,50 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
       .join("\n");
     writeFileSync(join(dataDir, "postgresql.auto.conf"), `# written by @auditpipe/testkit\n${confText}\n`);
 
-    const startupLog: string[] = [];
-    child = spawn(join(bin, "postgres"), ["-D", dataDir], { ...asOwner, stdio: ["ignore", "pipe", "pipe"] });
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
-    const started = child;
-    await waitUntil(
-      async () => {
-        if (started.exitCode !== null) return true;
-        const client = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
-        try {
-          await client.connect();
-          await client.end();
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      START_TIMEOUT_MS,
-      () =>
-        `PostgreSQL did not accept connections within ${START_TIMEOUT_MS / 1000}s:\n${startupLog.join("")}`,
-    );
-    if (started.exitCode !== null) {
-      throw new Error(
-        `PostgreSQL exited during start-up (code ${started.exitCode}):\n${startupLog.join("")}`,
+    /** Starts the server process and waits until it accepts connections. */
+    const launch = async (): Promise<ChildProcess> => {
+      const startupLog: string[] = [];
+      const server = spawn(join(bin, "postgres"), ["-D", dataDir], {
+        ...asOwner,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      child = server;
+      server.stdout?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
+      server.stderr?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
+      await waitUntil(
+        async () => {
+          if (server.exitCode !== null) return true;
+          const client = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
+          try {
+            await client.connect();
+            await client.end();
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        START_TIMEOUT_MS,
+        () =>
+          `PostgreSQL did not accept connections within ${START_TIMEOUT_MS / 1000}s:\n${startupLog.join("")}`,
       );
-    }
+      if (server.exitCode !== null) {
+        throw new Error(
+          `PostgreSQL exited during start-up (code ${server.exitCode}):\n${startupLog.join("")}`,
+        );
+      }
+      return server;
+    };
+    /** Fast shutdown of the running server process (SIGQUIT if it takes too long). */
+    const halt = async (): Promise<void> => {
+      const server = started;
+      if (server.exitCode !== null || server.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
+      server.kill("SIGINT"); // fast shutdown
+      const timer = setTimeout(() => server.kill("SIGQUIT"), STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    };
+    let started = await launch();
 
     const connectionString = `postgresql://postgres@127.0.0.1:${port}/postgres`;
     let admin: pg.Client | undefined;
@@ -282,17 +302,19 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
           .map((name) => join(logDir, name));
       },
       currentLogfiles: readCurrentLogfiles,
+      async restart() {
+        if (stopped) throw new Error("restart() after stop()");
+        const client = admin;
+        admin = undefined;
+        await client?.end().catch(() => {});
+        await halt();
+        started = await launch();
+      },
       async stop() {
         if (stopped) return;
         stopped = true;
         await admin?.end().catch(() => {});
-        if (started.exitCode === null) {
-          const exited = new Promise<void>((resolve) => started.once("exit", () => resolve()));
-          started.kill("SIGINT"); // fast shutdown
-          const timer = setTimeout(() => started.kill("SIGQUIT"), STOP_TIMEOUT_MS);
-          await exited;
-          clearTimeout(timer);
-        }
+        await halt();
         removeTree(base);
         unregister();
       },

@@ -37,6 +37,8 @@ Workload, one of:
   --interval S      seconds between the two reads of the statistics (default 60)
   --price-per-gb N  $ per GB stored and ingested (default ${DEFAULT_PRICE_PER_GB})
   --separate-log-disk  the log directory is not on the data disk (lowers the overhead bound)
+  --calibration FILE  overhead coefficients measured by auditpipe bench --calibration-out
+                    (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
   --json            one JSON object on stdout
   -h, --help        this text
 `;
@@ -131,6 +133,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     interval: { type: "string" },
     "price-per-gb": { type: "string" },
     "separate-log-disk": { type: "boolean", default: false },
+    calibration: { type: "string" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -182,7 +185,13 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     for (const w of sample.warnings) io.stderr(`estimate: ${w}\n`);
   }
 
-  const options = { pricePerGb: price, logOnDataDisk: !values["separate-log-disk"] };
+  const { loadCalibration } = await import("../calibration.ts");
+  const calibration = await loadCalibration(values.calibration, "estimate");
+  const options = {
+    pricePerGb: price,
+    logOnDataDisk: !values["separate-log-disk"],
+    ...(calibration ? { calibration } : {}),
+  };
   const estimates = workload ? configs.map((c) => estimate(workload, c, options)) : [];
   const report = logs.length > 0 ? await analyzeFiles(logs, { format: "auto" }) : undefined;
 

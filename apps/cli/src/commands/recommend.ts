@@ -26,6 +26,8 @@ applies it (twice is harmless). The database is sampled as for estimate:
   --role NAME        the audit role (default auditpipe_auditor)
   --interval S       seconds between the two reads of the statistics (default 60)
   --price-per-gb N   $ per GB stored and ingested
+  --calibration FILE overhead coefficients from auditpipe bench --calibration-out
+                     (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
   --json             one JSON object on stdout
   -h, --help         this text
 `;
@@ -37,6 +39,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     role: { type: "string" },
     interval: { type: "string" },
     "price-per-gb": { type: "string" },
+    calibration: { type: "string" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -52,6 +55,8 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
   if (role !== undefined && (role === "" || role.length > 63))
     throw new UsageError("recommend: --role must be 1 to 63 characters");
   const pricePerGb = priceOf(values["price-per-gb"], "recommend");
+  const { loadCalibration } = await import("../calibration.ts");
+  const calibration = await loadCalibration(values.calibration, "recommend");
   const sample = await sampleWorkload({
     ...(values.db === undefined ? {} : { connection: String(values.db) }),
     intervalMs: intervalMs(values.interval, "recommend"),
@@ -62,6 +67,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     sensitive: (values.sensitive as string[] | undefined) ?? [],
     pricePerGb,
     ...(role === undefined ? {} : { role }),
+    ...(calibration ? { calibration } : {}),
   });
   if (rec.unknown.length > 0)
     io.stderr(`recommend: not in the catalog, ignored: ${rec.unknown.join(", ")}\n`);
@@ -91,6 +97,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
           })),
         ),
         ...rec.notes,
+        `Overhead range: ${rec.after.overhead.assumptions[0] ?? ""}`,
       ].join("\n"),
     )}\n${rec.sql}`,
   );

@@ -1,0 +1,105 @@
+/**
+ * The log a run wrote, exactly: a marker record before and after the run, and our parser over
+ * the bytes between them — so nothing written before or after (set-up, statistics queries)
+ * is counted.
+ */
+import { randomUUID } from "node:crypto";
+import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
+import type { RunLog } from "@auditpipe/bench";
+import { AUDIT_PREFIX, createParser, type LogRecord, type MalformedRecord } from "@auditpipe/parse";
+import type pg from "pg";
+import type { LogFormat } from "./target.ts";
+
+export interface LogPosition {
+  path: string;
+  /** Byte offset in `path`. */
+  offset: number;
+}
+
+/** How far back from a file's end a just-written marker is looked for. */
+const MARKER_WINDOW = 4 << 20;
+const MARKER_TIMEOUT_MS = 15_000;
+
+function readRange(path: string, from: number, to: number): Buffer {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(Math.max(0, to - from));
+    const n = readSync(fd, buf, 0, buf.length, from);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes a marker record through the logging collector and waits until it is in the file:
+ * resolves with the offsets where that record starts and ends. The collector writes
+ * asynchronously, and everything the run's backends logged went down the pipe before it.
+ */
+export async function writeMarker(
+  client: pg.Client,
+  logFile: () => Promise<{ path: string } | null>,
+  after: LogPosition | null,
+): Promise<{ start: LogPosition; end: LogPosition } | null> {
+  const id = `auditpipe-bench-marker-${randomUUID()}`;
+  await client.query(`DO $$ BEGIN RAISE LOG '${id}'; END $$`);
+  const needle = Buffer.from(id);
+  const deadline = Date.now() + MARKER_TIMEOUT_MS;
+  for (;;) {
+    const file = await logFile();
+    if (!file) return null;
+    const size = statSync(file.path).size;
+    const from = Math.max(after && after.path === file.path ? after.offset : 0, size - MARKER_WINDOW);
+    const buf = readRange(file.path, from, size);
+    const at = buf.indexOf(needle);
+    if (at >= 0) {
+      const lineStart = buf.lastIndexOf(0x0a, at) + 1;
+      const nl = buf.indexOf(0x0a, at);
+      const lineEnd = nl < 0 ? buf.length : nl + 1;
+      return {
+        start: { path: file.path, offset: from + lineStart },
+        end: { path: file.path, offset: from + lineEnd },
+      };
+    }
+    if (Date.now() > deadline) throw new Error(`the log marker did not reach ${file.path} within 15 s`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Counts the records between two positions (the start's file to its end, then the end's file, when the log rotated). */
+export async function countLogRange(
+  from: LogPosition,
+  to: LogPosition,
+  format: LogFormat,
+  prefix: string | undefined,
+): Promise<RunLog> {
+  const segments =
+    from.path === to.path
+      ? [{ path: from.path, start: from.offset, end: to.offset }]
+      : [
+          { path: from.path, start: from.offset, end: statSync(from.path).size },
+          { path: to.path, start: 0, end: to.offset },
+        ];
+  const log: RunLog = { records: 0, auditEntries: 0, bytes: 0, malformed: 0 };
+  for (const seg of segments) {
+    if (seg.end <= seg.start) continue;
+    log.bytes += seg.end - seg.start;
+    const parser = createParser(
+      format,
+      {
+        record(record: LogRecord): void {
+          log.records++;
+          if (record.message.startsWith(AUDIT_PREFIX)) log.auditEntries++;
+        },
+        malformed(_error: MalformedRecord): void {
+          log.malformed++;
+        },
+      },
+      prefix === undefined ? {} : { prefix },
+    );
+    for await (const chunk of createReadStream(seg.path, { start: seg.start, end: seg.end - 1 }))
+      parser.push(chunk as Buffer);
+    parser.end();
+  }
+  return log;
+}

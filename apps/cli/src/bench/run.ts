@@ -1,0 +1,356 @@
+/**
+ * The bench's I/O loop: start or borrow the server, initialise pgbench's tables once, then the
+ * planned runs in rotating order; Ctrl-C or an error stops it, and what was measured is still
+ * summarised. The server is always put back (scratch: removed; existing: settings restored).
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  AUDIT_ROLE,
+  auditTriggerSql,
+  type BenchReport,
+  type CalibrationPoint,
+  CONFIGURATIONS,
+  type ConfigurationInfo,
+  type ConfigurationName,
+  calibrationPoints,
+  dropAuditTriggerSql,
+  fitCalibration,
+  type PlannedRun,
+  plannedSeconds,
+  planRuns,
+  quoteIdent,
+  type RunResult,
+  summarizeCells,
+  type WorkloadInfo,
+} from "@auditpipe/bench";
+import type pg from "pg";
+import type { CommandIO } from "../commands/analyze.ts";
+import { collectEnvironment } from "./environment.ts";
+import { measureRun, runPgbench } from "./measure.ts";
+import { desiredSettings } from "./settings.ts";
+import { type BenchTarget, type LogFormat, startExistingTarget, startScratchTarget } from "./target.ts";
+
+export interface BenchOptions {
+  command: string;
+  existing: { connection: string | undefined; yes: boolean; stateDir: string } | null;
+  configs: ConfigurationName[];
+  workloads: Array<{ info: WorkloadInfo; args: string[] }>;
+  scale: number;
+  clients: number;
+  jobs: number;
+  durationSec: number;
+  runs: number;
+  warmupSec: number;
+  seed: number;
+  logDestination: LogFormat;
+  logDirElsewhere: string | null;
+  logStatementOnce: boolean;
+  quick: boolean;
+  workDir: string;
+  perRunOverheadSec: number;
+}
+
+/** pgbench from PostgreSQL 15's Debian directory (or AUDITPIPE_PG_BINDIR), else the PATH's. */
+export function pgbenchBinary(): string {
+  const dir = process.env.AUDITPIPE_PG_BINDIR ?? "/usr/lib/postgresql/15/bin";
+  const candidate = join(dir, "pgbench");
+  return existsSync(candidate) ? candidate : "pgbench";
+}
+
+/** This CLI's version, from its package.json (two levels up from src/bench/ and dist/bench/). */
+function cliVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version?: string;
+    };
+    return pkg.version ?? "unknown";
+  } catch {
+    return "unknown";
+  }
+}
+
+/** Seconds the one-off set-up takes on a 2-core machine at scale 10 (initdb, pgbench -i, ANALYZE). */
+const setupSeconds = (scale: number): number => 8 + scale * 1.2;
+
+async function twoLargestTables(client: pg.Client): Promise<string[]> {
+  const r = await client.query<{ relname: string }>(
+    "SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'pgbench\\_%' AND relnamespace = 'public'::regnamespace ORDER BY pg_total_relation_size(oid) DESC, relname LIMIT 2",
+  );
+  return r.rows.map((row) => row.relname);
+}
+
+const PGBENCH_TABLES = ["pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"];
+
+export async function runBench(
+  o: BenchOptions,
+  io: CommandIO,
+): Promise<{ report: BenchReport; points: CalibrationPoint[]; failed: boolean }> {
+  const startedAt = new Date();
+  const pgbenchBin = pgbenchBinary();
+  let pgbenchVersion = "unknown";
+  try {
+    pgbenchVersion = execFileSync(pgbenchBin, ["--version"], { encoding: "utf8" }).trim();
+  } catch {
+    throw new Error(
+      `pgbench not found (${pgbenchBin}): apt-get install -y postgresql-15 (or set AUDITPIPE_PG_BINDIR)`,
+    );
+  }
+  const controller = new AbortController();
+  let interruption: string | null = null;
+  let failed = false;
+  const onSignal = (): void => {
+    if (!controller.signal.aborted) {
+      interruption = "interrupted (Ctrl-C)";
+      io.stderr(
+        "\nbench: stopping after Ctrl-C; reporting what was measured and putting the server back...\n",
+      );
+      controller.abort();
+    }
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const workloadNames = o.workloads.map((w) => w.info.name);
+  const plan = planRuns({
+    configurations: o.configs,
+    workloads: workloadNames,
+    runs: o.runs,
+    warmup: o.warmupSec > 0,
+  });
+  const planned = plannedSeconds(plan, {
+    durationSec: o.durationSec,
+    warmupSec: o.warmupSec,
+    perRunOverheadSec: o.perRunOverheadSec,
+    setupSec: setupSeconds(o.scale),
+  });
+  const measuredRuns = plan.filter((r) => !r.warmup).length;
+  io.stderr(
+    `bench: ${o.configs.length} configurations × ${workloadNames.length} workloads × ${o.runs} runs of ${o.durationSec} s = ${measuredRuns} runs (+ warm-up); about ${Math.ceil(planned / 60)} min\n`,
+  );
+
+  let target: BenchTarget | undefined;
+  const results: RunResult[] = [];
+  const configInfos: ConfigurationInfo[] = [];
+  let environment: BenchReport["environment"] | undefined;
+  let baseline: BenchReport["target"]["baseline"] = "pgaudit-not-loaded";
+  const notes: string[] = [];
+  let configs = [...o.configs];
+  try {
+    target = o.existing
+      ? await startExistingTarget({ ...o.existing, onNotice: (t) => io.stderr(`bench: ${t}`) })
+      : await startScratchTarget({
+          logDestination: o.logDestination,
+          logDirElsewhere: o.logDirElsewhere,
+          scale: o.scale,
+        });
+    if (target.kind === "existing") {
+      if (target.pgauditAvailable) baseline = "pgaudit-loaded-nothing-logged";
+      else {
+        const dropped = configs.filter((c) => CONFIGURATIONS[c].preloadPgaudit);
+        configs = configs.filter((c) => !CONFIGURATIONS[c].preloadPgaudit);
+        if (dropped.length > 0)
+          notes.push(
+            `pgaudit is not in this server's shared_preload_libraries: ${dropped.join(", ")} not measured (loading it needs a restart bench does not do on an existing server)`,
+          );
+      }
+      notes.push(
+        target.pgauditAvailable
+          ? "existing server: the baseline is pgaudit loaded with nothing logged, so the cost of its hooks is inside the baseline"
+          : "existing server without pgaudit: the baseline has nothing audited",
+      );
+    }
+    const client = await target.client();
+    const conn = target.pgbench();
+    io.stderr(`bench: pgbench -i -s ${o.scale}...\n`);
+    const init = await runPgbench(
+      pgbenchBin,
+      [...conn.args, "-i", "-q", "-s", String(o.scale)],
+      conn.env,
+      controller.signal,
+    );
+    if (controller.signal.aborted) throw new Error("interrupted");
+    if (init.code !== 0)
+      throw new Error(
+        `pgbench -i failed (exit ${init.code}): ${init.stderr.trim().split("\n").slice(-2).join(" | ")}`,
+      );
+    await client.query("ANALYZE");
+    const largest = await twoLargestTables(client);
+    if (configs.includes("object")) {
+      const exists = await client.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [AUDIT_ROLE]);
+      if (!exists.rowCount) await client.query(`CREATE ROLE ${quoteIdent(AUDIT_ROLE)} NOLOGIN`);
+      for (const t of largest)
+        await client.query(
+          `GRANT SELECT, INSERT, UPDATE, DELETE ON ${quoteIdent(t)} TO ${quoteIdent(AUDIT_ROLE)}`,
+        );
+    }
+    if (configs.includes("trigger")) {
+      const [table, fn] = auditTriggerSql([]);
+      await client.query(table!);
+      await client.query(fn!);
+    }
+    for (const name of configs) {
+      const spec = CONFIGURATIONS[name];
+      configInfos.push({
+        name,
+        kind: spec.kind,
+        description: spec.description,
+        preloadPgaudit: spec.preloadPgaudit && target.kind === "scratch",
+        settings: Object.fromEntries(
+          Object.entries(desiredSettings(spec, spec.preloadPgaudit || target.kind === "existing", o)).filter(
+            (e): e is [string, string] => e[1] !== null,
+          ),
+        ),
+        tables: name === "object" ? largest : name === "trigger" ? PGBENCH_TABLES : [],
+      });
+    }
+    const versionNum = Number(
+      (await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0]!.v,
+    );
+    const logPrefix = (await client.query<{ v: string }>("SELECT current_setting('log_line_prefix') AS v"))
+      .rows[0]!.v;
+    environment = await collectEnvironment(
+      client,
+      { dataDir: target.dataDir, logDir: target.logDir },
+      pgbenchVersion,
+    );
+    if (!(await target.logFile()))
+      notes.push(
+        "the server's log files are not readable from here: log entries and bytes were not measured",
+      );
+
+    const runPlan = plan.filter((r) => configs.includes(r.configuration as ConfigurationName));
+    const t0 = Date.now();
+    let done = 0;
+    const total = runPlan.length;
+    let triggersOn = false;
+    for (const run of runPlan) {
+      if (controller.signal.aborted) break;
+      const spec = CONFIGURATIONS[run.configuration as ConfigurationName];
+      const c = await target.client();
+      if ((spec.name === "trigger") !== triggersOn) {
+        const sql =
+          spec.name === "trigger"
+            ? auditTriggerSql(PGBENCH_TABLES).slice(2)
+            : dropAuditTriggerSql(PGBENCH_TABLES);
+        for (const s of sql) await c.query(s);
+        triggersOn = spec.name === "trigger";
+      }
+      const pgauditLoaded = target.kind === "existing" ? target.pgauditAvailable : spec.preloadPgaudit;
+      await target.apply(desiredSettings(spec, pgauditLoaded, o), spec.preloadPgaudit);
+      progress(io, run, done, total, t0, planned);
+      const w = o.workloads.find((x) => x.info.name === run.workload)!;
+      try {
+        const result = await measureRun(target, run, {
+          pgbenchBin,
+          workloadArgs: w.args,
+          clients: o.clients,
+          jobs: o.jobs,
+          durationSec: run.warmup ? o.warmupSec : o.durationSec,
+          workDir: o.workDir,
+          signal: controller.signal,
+          logPrefix: o.logDestination === "stderr" ? logPrefix : undefined,
+          serverVersionNum: versionNum,
+        });
+        if (!run.warmup) results.push(result);
+      } catch (error) {
+        if (controller.signal.aborted) break;
+        throw error;
+      }
+      done++;
+    }
+    if (io.stderrIsTTY) io.stderr("\n");
+    if (triggersOn && !controller.signal.aborted)
+      for (const s of dropAuditTriggerSql(PGBENCH_TABLES)) await (await target.client()).query(s);
+  } catch (error) {
+    if (!controller.signal.aborted) {
+      failed = true;
+      interruption = `stopped by an error: ${error instanceof Error ? error.message : String(error)}`;
+      io.stderr(`bench: ${interruption}\n`);
+    }
+    if (!environment) {
+      await target?.close().catch(() => {});
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      throw error;
+    }
+  } finally {
+    if (environment) {
+      try {
+        await target?.close();
+      } catch (error) {
+        io.stderr(
+          `bench: putting the server back failed: ${(error as Error).message} (run bench --restore)\n`,
+        );
+        failed = true;
+      }
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  }
+
+  const workloadInfos = o.workloads.map((w) => w.info);
+  const cells = summarizeCells(results, { configurations: configs, workloads: workloadNames, seed: o.seed });
+  const points = calibrationPoints(cells, configInfos, workloadInfos, {
+    clients: o.clients,
+    logElsewhere: environment ? !environment.logOnDataDisk : false,
+  });
+  const calibration = fitCalibration(points);
+  if (!o.existing && environment && environment.settings.fsync === "off")
+    notes.push(
+      "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster): transactions are shorter than on a durable server, so logging is a larger share of each",
+    );
+  if (environment && environment.loadAverage > environment.cpus.count * 0.5)
+    notes.push(
+      `the machine was busy when the bench started (load ${environment.loadAverage.toFixed(2)} on ${environment.cpus.count} cores): expect wide intervals`,
+    );
+  const report: BenchReport = {
+    schemaVersion: 1,
+    tool: { name: "auditpipe", version: cliVersion() },
+    command: o.command,
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    complete: interruption === null,
+    interruption,
+    target: { kind: o.existing ? "existing" : "scratch", baseline },
+    options: {
+      scale: o.scale,
+      clients: o.clients,
+      jobs: o.jobs,
+      durationSec: o.durationSec,
+      runs: o.runs,
+      warmupSec: o.warmupSec,
+      seed: o.seed,
+      logDestination: o.existing ? (environment?.settings.log_destination ?? "unknown") : o.logDestination,
+      logStatementOnce: o.logStatementOnce,
+      logDirElsewhere: o.logDirElsewhere,
+      quick: o.quick,
+    },
+    environment: environment!,
+    configurations: configInfos,
+    workloads: workloadInfos,
+    runs: results,
+    cells,
+    calibration,
+    notes,
+  };
+  return { report, points, failed };
+}
+
+function progress(
+  io: CommandIO,
+  run: PlannedRun,
+  done: number,
+  total: number,
+  t0: number,
+  planned: number,
+): void {
+  const elapsed = (Date.now() - t0) / 1000;
+  const eta = done > 0 ? (elapsed / done) * (total - done) : planned;
+  const what = run.warmup
+    ? `warm-up (${run.configuration} × ${run.workload}, discarded)`
+    : `${run.configuration} × ${run.workload}, round ${run.round + 1}`;
+  const text = `bench: run ${done + 1}/${total} ${what}; about ${Math.ceil(eta / 60)} min left`;
+  io.stderr(io.stderrIsTTY ? `\r\x1b[K${text}` : `${text}\n`);
+}

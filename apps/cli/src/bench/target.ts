@@ -1,0 +1,369 @@
+/**
+ * Where bench runs: a scratch PostgreSQL 15 + pgaudit it starts and removes (restarted to load
+ * or unload pgaudit), or an existing server it borrows — its own database, settings changed with
+ * ALTER SYSTEM + reload and all put back, saved first so a kill -9 can be undone.
+ */
+import { accessSync, constants } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import {
+  AUDIT_ROLE,
+  AUDITPIPE_ERR_BENCH_NEEDS_YES,
+  AUDITPIPE_ERR_BENCH_NOT_SUPERUSER,
+  AUDITPIPE_ERR_BENCH_PENDING_RESTORE,
+  BenchError,
+  quoteIdent,
+  quoteLiteral,
+} from "@auditpipe/bench";
+import pg from "pg";
+import {
+  clearRestoreState,
+  loadRestoreState,
+  type RestoreState,
+  saveRestoreState,
+  stateFile,
+} from "./restore-state.ts";
+import { MANAGED_SETTINGS } from "./settings.ts";
+
+export type LogFormat = "csvlog" | "jsonlog" | "stderr";
+
+export interface BenchTarget {
+  readonly kind: "scratch" | "existing";
+  /** The database bench works in. */
+  readonly database: string;
+  /** Whether pgaudit can be loaded (scratch) or is loaded (existing). */
+  readonly pgauditAvailable: boolean;
+  /** pgbench's connection flags and environment (PGDATABASE is the bench database). */
+  pgbench(): { args: string[]; env: NodeJS.ProcessEnv };
+  /** A client on the bench database (reconnected after a restart). */
+  client(): Promise<pg.Client>;
+  /** Puts the settings in effect: ALTER SYSTEM, then a restart (scratch) or a reload it waits for. */
+  apply(settings: Record<string, string | null>, preloadPgaudit: boolean): Promise<void>;
+  /** The current log file and its format, or null when it is not readable from here. */
+  logFile(): Promise<{ path: string; format: LogFormat } | null>;
+  readonly dataDir: string;
+  readonly logDir: string;
+  /** Puts everything back and lets go; safe to call twice. */
+  close(): Promise<void>;
+}
+
+export const BENCH_DATABASE = "auditpipe_bench";
+
+async function showAll(client: pg.Client, names: readonly string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const r = await client.query<{ v: string | null }>("SELECT current_setting($1, true) AS v", [name]);
+    out[name] = r.rows[0]?.v ?? "";
+  }
+  return out;
+}
+
+function alterSystem(name: string, value: string | null): string {
+  return value === null ? `ALTER SYSTEM RESET ${name}` : `ALTER SYSTEM SET ${name} = ${quoteLiteral(value)}`;
+}
+
+async function currentLog(
+  client: pg.Client,
+  dataDir: string,
+  preferred: readonly LogFormat[],
+): Promise<{ path: string; format: LogFormat } | null> {
+  for (const format of preferred) {
+    const r = await client.query<{ f: string | null }>("SELECT pg_current_logfile($1) AS f", [format]);
+    const f = r.rows[0]?.f;
+    if (!f) continue;
+    const path = isAbsolute(f) ? f : join(dataDir, f);
+    try {
+      accessSync(path, constants.R_OK);
+      return { path, format };
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+export interface ScratchOptions {
+  logDestination: LogFormat;
+  /** log_directory on another filesystem (--log-dir-elsewhere). */
+  logDirElsewhere: string | null;
+  scale: number;
+}
+
+/** A scratch server from the test kit (a repository checkout's dev dependency, as the demo uses). */
+export async function startScratchTarget(options: ScratchOptions): Promise<BenchTarget> {
+  const { startPostgres } = await import("@auditpipe/testkit");
+  const cluster = await startPostgres({
+    logDestination: [options.logDestination],
+    skipCreateExtension: true,
+    settings: {
+      // Enough for scale 10 to stay cached after the warm-up; the rest of testkit's defaults
+      // (fsync and synchronous_commit off) are reported with the environment.
+      shared_buffers: "256MB",
+      max_wal_size: "1GB",
+      ...(options.logDirElsewhere ? { log_directory: options.logDirElsewhere } : {}),
+    },
+  });
+  let client: pg.Client | undefined;
+  const connect = async (): Promise<pg.Client> => {
+    if (!client) {
+      const c = await cluster.connect({ database: BENCH_DATABASE });
+      c.on("error", () => {
+        if (client === c) client = undefined;
+      });
+      client = c;
+    }
+    return client;
+  };
+  await cluster.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
+  let preloaded = true;
+  return {
+    kind: "scratch",
+    database: BENCH_DATABASE,
+    pgauditAvailable: true,
+    dataDir: cluster.dataDir,
+    logDir: options.logDirElsewhere ?? cluster.logDir,
+    pgbench: () => ({
+      args: ["-h", cluster.socketDir, "-p", String(cluster.port), "-U", "postgres"],
+      env: { ...process.env, PGDATABASE: BENCH_DATABASE },
+    }),
+    client: connect,
+    async apply(settings, preloadPgaudit) {
+      const restart = async (): Promise<void> => {
+        const old = client;
+        client = undefined;
+        await old?.end().catch(() => {});
+        await cluster.restart();
+      };
+      // pgaudit's settings can be written only while it is loaded (it refuses LOAD outside
+      // shared_preload_libraries): load it first, then set them.
+      const deferred = Object.entries(settings).filter(
+        ([name, value]) => name.startsWith("pgaudit.") && value !== null && !preloaded,
+      );
+      let c = await connect();
+      for (const [name, value] of Object.entries(settings)) {
+        if (deferred.some(([d]) => d === name)) continue;
+        // Without the library its settings are unknown to ALTER SYSTEM, and inert anyway.
+        if (name.startsWith("pgaudit.") && !preloaded) continue;
+        await c.query(alterSystem(name, value));
+      }
+      if (preloadPgaudit !== preloaded) {
+        await c.query(alterSystem("shared_preload_libraries", preloadPgaudit ? "pgaudit" : null));
+        preloaded = preloadPgaudit;
+      }
+      if (deferred.length > 0) {
+        await restart();
+        c = await connect();
+        for (const [name, value] of deferred) await c.query(alterSystem(name, value));
+      }
+      // Every run starts from a fresh server, whatever it measures: equal footing for all.
+      await restart();
+    },
+    async logFile() {
+      return currentLog(await connect(), cluster.dataDir, [options.logDestination]);
+    },
+    async close() {
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
+      await cluster.stop();
+    },
+  };
+}
+
+export interface ExistingOptions {
+  /** A connection string; libpq's PG* variables fill in what it leaves out (or everything). */
+  connection: string | undefined;
+  yes: boolean;
+  stateDir: string;
+  onNotice: (text: string) => void;
+}
+
+/** The server's identity for the state file: host:port/user, never a password. */
+async function serverId(client: pg.Client): Promise<string> {
+  const p = client as unknown as { host?: string; port?: number; user?: string };
+  return `${p.host ?? "local"}:${p.port ?? 5432}/${p.user ?? "user"}`;
+}
+
+function adminConfig(connection: string | undefined, database?: string): pg.ClientConfig {
+  if (!connection) return database ? { database } : {};
+  if (!database) return { connectionString: connection };
+  // node-postgres lets a connection string's database win over `database`: rewrite the URL.
+  const url = new URL(connection);
+  url.pathname = `/${encodeURIComponent(database)}`;
+  return { connectionString: url.toString() };
+}
+
+/** Puts back what a saved state says was changed; safe to repeat. */
+export async function restoreServer(admin: pg.Client, state: RestoreState): Promise<string[]> {
+  const done: string[] = [];
+  for (const [name, value] of Object.entries(state.settings)) {
+    await admin.query(alterSystem(name, value));
+    done.push(value === null ? `${name} reset` : `${name} = '${value}'`);
+  }
+  await admin.query("SELECT pg_reload_conf()");
+  await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(state.database)} WITH (FORCE)`);
+  if (state.role) {
+    const exists = await admin.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [state.role]);
+    if (exists.rowCount) await admin.query(`DROP ROLE ${quoteIdent(state.role)}`);
+  }
+  return done;
+}
+
+/** Opens the admin connection, checks for superuser, restores a saved state found for this server. */
+export async function connectExisting(
+  options: ExistingOptions,
+): Promise<{ admin: pg.Client; statePath: string; restored: string[] | null }> {
+  const admin = new pg.Client(adminConfig(options.connection));
+  await admin.connect();
+  admin.on("error", () => {});
+  const su = await admin.query<{ rolsuper: boolean }>(
+    "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+  );
+  if (!su.rows[0]?.rolsuper) {
+    await admin.end();
+    throw new BenchError(
+      AUDITPIPE_ERR_BENCH_NOT_SUPERUSER,
+      "bench needs a superuser on an existing server (ALTER SYSTEM, CHECKPOINT, CREATE DATABASE): connect as one, or run without --db/PG* for a scratch server",
+    );
+  }
+  const statePath = stateFile(options.stateDir, await serverId(admin));
+  const saved = loadRestoreState(statePath);
+  let restored: string[] | null = null;
+  if (saved) {
+    try {
+      restored = await restoreServer(admin, saved);
+    } catch (error) {
+      await admin.end().catch(() => {});
+      throw new BenchError(
+        AUDITPIPE_ERR_BENCH_PENDING_RESTORE,
+        `a previous bench left settings changed (${statePath}) and putting them back failed: ${(error as Error).message}`,
+      );
+    }
+    clearRestoreState(statePath);
+  }
+  return { admin, statePath, restored };
+}
+
+export async function startExistingTarget(options: ExistingOptions): Promise<BenchTarget> {
+  const { admin, statePath, restored } = await connectExisting(options);
+  if (restored)
+    options.onNotice(`a previous bench did not finish: put back ${restored.join(", ") || "nothing"}\n`);
+  let state: RestoreState | undefined;
+  try {
+    if (!options.yes)
+      throw new BenchError(
+        AUDITPIPE_ERR_BENCH_NEEDS_YES,
+        `bench changes settings of this server with ALTER SYSTEM + reload (${MANAGED_SETTINGS.join(", ")}), creates and drops a database ${BENCH_DATABASE} and a role ${AUDIT_ROLE}, and puts every setting back at the end: pass --yes to allow it`,
+      );
+    const preload = (
+      await admin.query<{ v: string }>("SELECT current_setting('shared_preload_libraries') AS v")
+    ).rows[0]!.v;
+    const pgauditAvailable = preload.split(",").some((l) => l.trim() === "pgaudit");
+    const before = await admin.query<{ name: string; setting: string }>(
+      "SELECT name, setting FROM pg_file_settings WHERE sourcefile LIKE '%postgresql.auto.conf' AND applied",
+    );
+    const settings: Record<string, string | null> = {};
+    for (const name of MANAGED_SETTINGS)
+      settings[name] = before.rows.find((r) => r.name === name)?.setting ?? null;
+    state = {
+      version: 1,
+      server: statePath,
+      savedAt: new Date().toISOString(),
+      settings,
+      database: BENCH_DATABASE,
+      role: AUDIT_ROLE,
+    };
+    saveRestoreState(statePath, state);
+    await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(BENCH_DATABASE)} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
+    const dataDir = (await admin.query<{ v: string }>("SELECT current_setting('data_directory') AS v"))
+      .rows[0]!.v;
+    const logDirSetting = (await admin.query<{ v: string }>("SELECT current_setting('log_directory') AS v"))
+      .rows[0]!.v;
+    const logDir = isAbsolute(logDirSetting) ? logDirSetting : join(dataDir, logDirSetting);
+    const destinations = (await admin.query<{ v: string }>("SELECT current_setting('log_destination') AS v"))
+      .rows[0]!.v;
+    const formats = (["csvlog", "jsonlog", "stderr"] as const).filter((f) => destinations.includes(f));
+    let client: pg.Client | undefined;
+    const connect = async (): Promise<pg.Client> => {
+      if (!client) {
+        const c = new pg.Client(adminConfig(options.connection, BENCH_DATABASE));
+        await c.connect();
+        c.on("error", () => {
+          if (client === c) client = undefined;
+        });
+        client = c;
+      }
+      return client;
+    };
+    const params = admin as unknown as { host?: string; port?: number; user?: string; password?: string };
+    let closed = false;
+    const saved = state;
+    return {
+      kind: "existing",
+      database: BENCH_DATABASE,
+      pgauditAvailable,
+      dataDir,
+      logDir,
+      pgbench: () => ({
+        args: [
+          ...(params.host ? ["-h", params.host] : []),
+          ...(params.port ? ["-p", String(params.port)] : []),
+          ...(params.user ? ["-U", params.user] : []),
+        ],
+        // The password goes through the environment, never the command line.
+        env: {
+          ...process.env,
+          PGDATABASE: BENCH_DATABASE,
+          ...(typeof params.password === "string" ? { PGPASSWORD: params.password } : {}),
+        },
+      }),
+      client: connect,
+      async apply(wanted) {
+        for (const [name, value] of Object.entries(wanted)) await admin.query(alterSystem(name, value));
+        await admin.query("SELECT pg_reload_conf()");
+        // The reload reaches new sessions once the postmaster has read the file: wait for it.
+        const expect = Object.entries(wanted).filter(([, v]) => v !== null);
+        const deadline = Date.now() + 15_000;
+        for (;;) {
+          const probe = new pg.Client(adminConfig(options.connection, BENCH_DATABASE));
+          await probe.connect();
+          const now = await showAll(
+            probe,
+            expect.map(([n]) => n),
+          ).finally(() => probe.end().catch(() => {}));
+          if (expect.every(([n, v]) => normalise(now[n]) === normalise(v))) return;
+          if (Date.now() > deadline)
+            throw new Error(`settings did not take effect after pg_reload_conf(): ${JSON.stringify(now)}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      },
+      async logFile() {
+        return currentLog(admin, dataDir, formats);
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        const c = client;
+        client = undefined;
+        await c?.end().catch(() => {});
+        await restoreServer(admin, saved);
+        clearRestoreState(statePath);
+        await admin.end().catch(() => {});
+      },
+    };
+  } catch (error) {
+    // Set-up failed after the state was saved: put back what was changed now, not on the next start.
+    if (state)
+      await restoreServer(admin, state)
+        .then(() => clearRestoreState(statePath))
+        .catch(() => {});
+    await admin.end().catch(() => {});
+    throw error;
+  }
+}
+
+const normalise = (v: string | null | undefined): string =>
+  (v ?? "")
+    .toLowerCase()
+    .replace(/^(true|yes|1)$/, "on")
+    .replace(/^(false|no|0)$/, "off");

@@ -1,0 +1,309 @@
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import type {
+  BenchReport,
+  Calibration,
+  ConfigurationInfo,
+  ConfigurationName,
+  PlannedRun,
+  RunResult,
+  WorkloadInfo,
+} from "@auditpipe/bench";
+import { oneOf, parseFlags } from "../args.ts";
+import { UsageError } from "../usage-error.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--config NAME...] [--workload NAME...] [--script FILE...]
+                      [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
+                      [--db URL | --existing] [--yes] [--restore] [--json] [--report FILE.html]
+                      [--calibration-out FILE]
+
+Measures what auditing costs on this machine: pgbench TPS with a 95% interval, overhead against
+the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per configuration and
+workload, runs interleaved in rotating order after a discarded warm-up. Without --db it starts a
+scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
+
+  --quick              about two minutes: none, write, all, log_statement × tpcb × 3 runs of 6 s
+  --config NAME        none, write, read, all, object (the two largest tables), log_statement
+                       (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
+                       repeatable or comma-separated; default all of them
+  --workload NAME      tpcb, read-heavy, write-heavy, select-only; repeatable; default all
+  --script FILE        your own pgbench script as a further workload; repeatable
+  --scale N            pgbench -i scale factor (default 10)
+  --clients N          pgbench -c (default 2)
+  --jobs N             pgbench -j (default: clients, at most the cores)
+  --duration S         pgbench -T of each run, seconds (default 30; --quick 6)
+  --runs N             runs per configuration and workload (default 5; --quick 3)
+  --warmup S           the discarded warm-up, seconds (default 10; --quick 5)
+  --seed N             seed of the bootstrap intervals (default fixed: same runs, same intervals)
+  --log-destination D  csvlog, jsonlog or stderr (scratch server; default csvlog)
+  --log-dir-elsewhere PATH  the scratch server's log directory (another disk)
+  --log-statement-once pgaudit.log_statement_once = on (a mitigation)
+  --db URL             an existing server instead (prefer --existing and libpq's PG* variables:
+                       a password in a URL shows in the process list). Needs a superuser and --yes;
+                       bench creates and drops its own database, changes settings with ALTER SYSTEM
+                       + reload and puts every one back (also after a crash: see --restore). Its
+                       baseline is pgaudit loaded with nothing logged (no restart)
+  --existing           an existing server from PGHOST, PGPORT, PGUSER, PGDATABASE
+  --yes                allow the changes above on an existing server
+  --restore            put back what an interrupted bench changed on the server, then exit
+  --state-dir DIR      where that is saved (default $XDG_STATE_HOME/auditpipe or ~/.local/state/auditpipe)
+  --json               the report as one JSON object on stdout (schema: docs/bench.md)
+  --report FILE.html   also write the report as one self-contained page with charts (opens
+                       offline); written after an interrupted run too, with what was measured
+  --calibration-out FILE  write the fitted overhead coefficients, for estimate --calibration
+  -h, --help           this text
+`;
+
+const QUICK = {
+  configs: ["none", "write", "all", "log_statement"] as ConfigurationName[],
+  workloads: ["tpcb"],
+  duration: 6,
+  runs: 3,
+  warmup: 5,
+};
+
+/** Seconds of restart, CHECKPOINT and log reading around each run, for the planned duration. */
+const PER_RUN_OVERHEAD_SEC = 2;
+
+function positiveInt(value: unknown, flag: string, fallback: number, max = 1_000_000): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max)
+    throw new UsageError(
+      `bench: --${flag} must be a whole number from 1 to ${max} (got ${JSON.stringify(value)})`,
+    );
+  return n;
+}
+
+function listOf(values: unknown): string[] {
+  return ((values as string[] | undefined) ?? []).flatMap((v) => v.split(",")).map((v) => v.trim());
+}
+
+const quoteArg = (a: string): string => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
+/** The command line that reproduces the report, with any password in a URL masked. */
+export function commandLine(argv: string[]): string {
+  const masked = argv.map((a) => a.replace(/(postgres(?:ql)?:\/\/[^:/@\s]+):[^@\s]*@/g, "$1:***@"));
+  return ["npx", "auditpipe", "bench", ...masked.map(quoteArg)].join(" ");
+}
+
+/** Statements per transaction of a pgbench script: lines ending a statement, meta-commands aside. */
+export function statementsInScript(script: string): number {
+  return script
+    .split("\n")
+    .map((l) => l.replace(/--.*$/, "").trim())
+    .filter((l) => l !== "" && !l.startsWith("\\") && l.endsWith(";")).length;
+}
+
+export async function benchCommand(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseFlags("bench", argv, {
+    quick: { type: "boolean", default: false },
+    config: { type: "string", multiple: true },
+    workload: { type: "string", multiple: true },
+    script: { type: "string", multiple: true },
+    scale: { type: "string" },
+    clients: { type: "string" },
+    jobs: { type: "string" },
+    duration: { type: "string" },
+    runs: { type: "string" },
+    warmup: { type: "string" },
+    seed: { type: "string" },
+    "log-destination": { type: "string" },
+    "log-dir-elsewhere": { type: "string" },
+    "log-statement-once": { type: "boolean", default: false },
+    db: { type: "string" },
+    existing: { type: "boolean", default: false },
+    yes: { type: "boolean", default: false },
+    restore: { type: "boolean", default: false },
+    "state-dir": { type: "string" },
+    json: { type: "boolean", default: false },
+    report: { type: "string" },
+    "calibration-out": { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
+  });
+  if (values.help) {
+    io.stdout(BENCH_HELP);
+    return 0;
+  }
+  if (positionals.length > 0)
+    throw new UsageError(
+      `bench: unexpected argument ${JSON.stringify(positionals[0])} (see auditpipe bench --help)`,
+    );
+
+  const bench = await import("@auditpipe/bench");
+  const { defaultStateDir } = await import("../bench/restore-state.ts");
+  const stateDir = values["state-dir"] === undefined ? defaultStateDir() : String(values["state-dir"]);
+  const connection = values.db === undefined ? undefined : String(values.db);
+  const existing = connection !== undefined || values.existing === true;
+
+  if (values.restore) {
+    if (!existing) throw new UsageError("bench: --restore needs the server: --db URL or --existing");
+    const { connectExisting } = await import("../bench/target.ts");
+    const { admin, restored } = await connectExisting({
+      connection,
+      yes: true,
+      stateDir,
+      onNotice: () => {},
+    });
+    await admin.end();
+    io.stdout(
+      restored
+        ? `bench: put back ${restored.join(", ") || "nothing"}; dropped the bench database and role\n`
+        : "bench: nothing to restore for this server\n",
+    );
+    return 0;
+  }
+
+  const quick = values.quick === true;
+  const configNames = listOf(values.config);
+  const configs = (
+    configNames.length > 0 ? configNames : quick ? QUICK.configs : bench.CONFIGURATION_NAMES
+  ).map((c) => oneOf("bench", "config", c, bench.CONFIGURATION_NAMES));
+  if (!configs.includes("none")) configs.unshift("none"); // overhead needs its baseline
+  const scripts = ((values.script as string[] | undefined) ?? []).map((file) => {
+    try {
+      return { file, text: readFileSync(file, "utf8") };
+    } catch (error) {
+      throw new UsageError(`bench: --script ${file}: ${(error as Error).message}`);
+    }
+  });
+  const workloadNames = listOf(values.workload).map((w) =>
+    oneOf("bench", "workload", w, bench.WORKLOAD_NAMES),
+  );
+  const builtins =
+    workloadNames.length > 0
+      ? workloadNames
+      : scripts.length > 0
+        ? []
+        : quick
+          ? QUICK.workloads
+          : [...bench.WORKLOAD_NAMES];
+  const scale = positiveInt(values.scale, "scale", 10, 100_000);
+  const clients = positiveInt(values.clients, "clients", 2, 1000);
+  const jobs = positiveInt(values.jobs, "jobs", Math.max(1, Math.min(clients, cpus().length)), 1000);
+  if (jobs > clients) throw new UsageError("bench: --jobs cannot exceed --clients (pgbench's rule)");
+  const durationSec = positiveInt(values.duration, "duration", quick ? QUICK.duration : 30, 86_400);
+  const runs = positiveInt(values.runs, "runs", quick ? QUICK.runs : 5, 1000);
+  const warmupSec =
+    values.warmup === "0" ? 0 : positiveInt(values.warmup, "warmup", quick ? QUICK.warmup : 10, 86_400);
+  const seed = values.seed === undefined ? bench.DEFAULT_SEED : positiveInt(values.seed, "seed", 1, 2 ** 31);
+  const logDestination = oneOf("bench", "log-destination", String(values["log-destination"] ?? "csvlog"), [
+    "csvlog",
+    "jsonlog",
+    "stderr",
+  ] as const);
+  const logDirElsewhere =
+    values["log-dir-elsewhere"] === undefined ? null : String(values["log-dir-elsewhere"]);
+  if (existing && (values["log-destination"] !== undefined || logDirElsewhere))
+    throw new UsageError("bench: --log-destination and --log-dir-elsewhere apply to the scratch server only");
+  const calibrationOut =
+    values["calibration-out"] === undefined ? undefined : String(values["calibration-out"]);
+  const reportFile = values.report === undefined ? undefined : String(values.report);
+  // Checked before the run: finding out after minutes of measuring would waste them.
+  if (reportFile !== undefined) {
+    try {
+      accessSync(dirname(resolve(reportFile)), constants.W_OK);
+    } catch (error) {
+      throw new UsageError(
+        `bench: --report ${reportFile}: its directory cannot be written (${(error as Error).message})`,
+      );
+    }
+  }
+
+  const workDir = mkdtempSync(join(tmpdir(), "auditpipe-bench-"));
+  const workloads: Array<{ info: WorkloadInfo; args: string[] }> = [];
+  for (const name of builtins) {
+    const spec = bench.WORKLOADS[name as keyof typeof bench.WORKLOADS];
+    if (spec.builtin) {
+      workloads.push({
+        info: { name, description: spec.description, statementsPerTransaction: name === "tpcb" ? 7 : 1 },
+        args: ["-b", spec.builtin],
+      });
+    } else {
+      const file = join(workDir, `${name}.sql`);
+      writeFileSync(file, spec.script!);
+      workloads.push({
+        info: {
+          name,
+          description: spec.description,
+          statementsPerTransaction: statementsInScript(spec.script!),
+        },
+        args: ["-f", file],
+      });
+    }
+  }
+  for (const s of scripts)
+    workloads.push({
+      info: {
+        name: `script:${basename(s.file)}`,
+        description: `your pgbench script ${s.file}`,
+        statementsPerTransaction: statementsInScript(s.text),
+      },
+      args: ["-f", s.file],
+    });
+
+  const { runBench } = await import("../bench/run.ts");
+  try {
+    const outcome = await runBench(
+      {
+        command: commandLine(argv),
+        existing: existing ? { connection, yes: values.yes === true, stateDir } : null,
+        configs,
+        workloads,
+        scale,
+        clients,
+        jobs,
+        durationSec,
+        runs,
+        warmupSec,
+        seed,
+        logDestination,
+        logDirElsewhere,
+        logStatementOnce: values["log-statement-once"] === true,
+        quick,
+        workDir,
+        perRunOverheadSec: PER_RUN_OVERHEAD_SEC,
+      },
+      io,
+    );
+    const report: BenchReport = outcome.report;
+    if (values.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+    else io.stdout(bench.renderReport(report));
+    let reportFailed = false;
+    if (reportFile !== undefined) {
+      try {
+        writeFileSync(reportFile, bench.renderHtmlReport(report));
+        io.stderr(`bench: report written to ${reportFile}\n`);
+      } catch (error) {
+        reportFailed = true;
+        io.stderr(`bench: --report ${reportFile}: not written: ${(error as Error).message}\n`);
+      }
+    }
+    if (calibrationOut) {
+      if (!report.calibration) {
+        io.stderr(
+          "bench: no calibration written: it needs the baseline and at least one configuration that logs (write, read, all, object or log_statement)\n",
+        );
+      } else {
+        const calibration: Calibration = {
+          kind: "auditpipe-calibration",
+          version: 1,
+          createdAt: report.finishedAt,
+          host: report.environment.host,
+          environment: report.environment,
+          fit: report.calibration,
+          points: outcome.points,
+        };
+        writeFileSync(calibrationOut, `${JSON.stringify(calibration, null, 2)}\n`);
+        io.stderr(`bench: calibration written to ${calibrationOut}\n`);
+      }
+    }
+    if (!report.complete) return outcome.failed ? 1 : 130;
+    return reportFailed ? 1 : 0;
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+export type { ConfigurationInfo, PlannedRun, RunResult };

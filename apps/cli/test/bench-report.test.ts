@@ -1,0 +1,299 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { benchReportSchema } from "@auditpipe/bench";
+import { waitUntil } from "@auditpipe/testkit";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./_cli.ts";
+import { spawnCli } from "./_sidecar.ts";
+
+/** Debian's chromium (scripts/setup.sh installs it); playwright-core never downloads a browser. */
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+];
+/** Set to a path (docs/bench-report.png) to keep the screenshot of this run's report for the docs. */
+const SCREENSHOT_OUT = process.env.BENCH_REPORT_SCREENSHOT;
+
+/** What the page's Chart.js instance laid out and painted on one canvas. */
+interface DrawnChart {
+  width: number;
+  height: number;
+  /** Pixels painted in each dataset's colour (bar interiors). */
+  datasetPixels: number[];
+  /** Each dataset's values, to know which must show a bar. */
+  datasetValues: number[][];
+  xLabels: string[];
+  xTitle: string;
+  yTitle: string;
+  legend: string[];
+  /** Pixel ends of each error bar (overhead chart), from the error-bar elements drawn. */
+  errorBars: Array<[number, number]>;
+}
+
+/** What the test reads of the page's globals (this workspace compiles without the DOM's types). */
+interface PageCanvas {
+  id: string;
+  width: number;
+  height: number;
+  getContext(kind: "2d"): {
+    getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+  };
+}
+interface PageGlobals {
+  document: {
+    documentElement: { hasAttribute(name: string): boolean };
+    querySelectorAll(selector: "canvas"): Iterable<PageCanvas>;
+    getElementById(id: string): { getBoundingClientRect(): { bottom: number } };
+  };
+  scrollY: number;
+  Chart: { getChart(canvas: PageCanvas): PageChart };
+}
+
+/** The parts of a Chart.js instance (the page's global `Chart`) that the test reads. */
+interface PageChart {
+  data: { datasets: Array<{ backgroundColor: string; data: unknown[] }> };
+  scales: { x: { ticks: Array<{ value: number }>; getLabelForValue(value: number): unknown } };
+  options: { scales: { x: { title: { text: string } }; y: { title: { text: string } } } };
+  legend: { legendItems: Array<{ text: string }> };
+  getDatasetMeta(index: number): { data: Array<{ yMin?: number; yMax?: number }> };
+}
+
+/** What the page's Chart.js instances laid out and painted, one per canvas. */
+async function drawnCharts(page: Page): Promise<Array<DrawnChart & { id: string }>> {
+  return page.evaluate(() => {
+    const { document, Chart } = globalThis as unknown as PageGlobals;
+    return [...document.querySelectorAll("canvas")].map((canvas) => {
+      const chart = Chart.getChart(canvas);
+      const ctx = canvas.getContext("2d");
+      const pixels = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+      const rgb = (hex: string): number[] => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
+      const datasets = chart.data.datasets;
+      const colours = datasets.map((d) => rgb(d.backgroundColor));
+      const datasetPixels = colours.map(() => 0);
+      for (let p = 0; p < pixels.length; p += 4) {
+        if (pixels[p + 3] !== 255) continue;
+        colours.forEach(([r, g, b], i) => {
+          if (pixels[p] === r && pixels[p + 1] === g && pixels[p + 2] === b) datasetPixels[i]!++;
+        });
+      }
+      const x = chart.scales.x;
+      const bars = chart.getDatasetMeta(0).data;
+      return {
+        id: canvas.id,
+        width: canvas.width,
+        height: canvas.height,
+        datasetPixels,
+        datasetValues: datasets.map((d) =>
+          d.data.map((v) => (typeof v === "number" ? v : ((v as { y?: number } | null)?.y ?? 0))),
+        ),
+        xLabels: x.ticks.map((t) => String(x.getLabelForValue(t.value))),
+        xTitle: chart.options.scales.x.title.text,
+        yTitle: chart.options.scales.y.title.text,
+        legend: chart.legend.legendItems.map((i) => i.text),
+        errorBars: bars
+          .filter((b) => b.yMin !== undefined)
+          .map((b) => [Number(b.yMin), Number(b.yMax)] as [number, number]),
+      };
+    });
+  });
+}
+
+/** Opens a report file with every other request refused and recorded; resolves once it drew its charts. */
+async function openReport(browser: Browser, file: string) {
+  const context = await browser.newContext({
+    viewport: { width: 1200, height: 900 },
+    deviceScaleFactor: 1,
+  });
+  const attempted: string[] = [];
+  // Anything but the file itself is recorded and refused: the page must need nothing else.
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (url.startsWith("file:")) return route.continue();
+    attempted.push(url);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  const requested: string[] = [];
+  const problems: string[] = [];
+  page.on("request", (r) => requested.push(r.url()));
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  const url = pathToFileURL(file).href;
+  await page.goto(url);
+  await page.waitForFunction(() =>
+    (globalThis as unknown as PageGlobals).document.documentElement.hasAttribute("data-ready"),
+  );
+  expect(await page.getAttribute("html", "data-error")).toBeNull();
+  expect(await page.getAttribute("html", "data-ready")).toBe("true");
+
+  return { context, page, url, attempted, requested, problems };
+}
+
+describe("bench --report on a real scratch server, opened in headless Chromium", () => {
+  let work: string;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (scripts/setup.sh does it)`);
+    work = mkdtempSync(join(tmpdir(), "auditpipe-bench-report-"));
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it("draws and labels every chart offline, with the environment and the command that reproduces it", async () => {
+    const reportFile = join(work, "bench <report>.html");
+    // The smallest real bench (as bench-scratch.test.ts runs it): --quick's 4 configurations × tpcb.
+    const { code, stdout, stderr } = await runCli([
+      "bench",
+      "--quick",
+      "--json",
+      "--runs",
+      "2",
+      "--duration",
+      "1",
+      "--warmup",
+      "1",
+      "--scale",
+      "1",
+      "--report",
+      reportFile,
+    ]);
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain(`bench: report written to ${reportFile}`);
+    const report = benchReportSchema.parse(JSON.parse(stdout));
+    const configurations = report.configurations.map((c) => c.name);
+    expect(configurations).toEqual(["none", "write", "all", "log_statement"]);
+
+    const { context, page, url, attempted, requested, problems } = await openReport(browser, reportFile);
+    const charts = await drawnCharts(page);
+    const byId = Object.fromEntries(charts.map((c) => [c.id, c]));
+    expect(Object.keys(byId)).toEqual(["chart-overhead", "chart-latency", "chart-bytes"]);
+
+    for (const chart of charts) {
+      expect(chart.width, chart.id).toBeGreaterThan(300);
+      expect(chart.height, chart.id).toBeGreaterThan(200);
+      expect(chart.xTitle, chart.id).toBe("configuration");
+      expect(chart.yTitle.length, chart.id).toBeGreaterThan(0);
+      // Every dataset with a non-zero value has its bars painted on the canvas.
+      chart.datasetValues.forEach((values, i) => {
+        if (values.some((v) => v !== 0))
+          expect(chart.datasetPixels[i], `${chart.id} #${i}`).toBeGreaterThan(50);
+      });
+    }
+    const overhead = byId["chart-overhead"]!;
+    expect(overhead.xLabels).toEqual(configurations.slice(1)); // the baseline has no overhead
+    expect(overhead.legend).toEqual(["tpcb"]);
+    expect(overhead.yTitle).toContain("overhead");
+    // One error bar per configuration, spanning the interval the report gives (pixel y grows downwards).
+    expect(overhead.errorBars).toHaveLength(3);
+    report.cells
+      .filter((c) => c.overhead)
+      .forEach((c, i) => {
+        const [yMin, yMax] = overhead.errorBars[i]!;
+        expect(Number.isFinite(yMin) && Number.isFinite(yMax)).toBe(true);
+        if (c.overhead!.high - c.overhead!.low > 0.001) expect(yMin).toBeGreaterThan(yMax);
+      });
+    const latency = byId["chart-latency"]!;
+    expect(latency.xLabels).toEqual(configurations);
+    expect(latency.legend).toEqual(["p50", "p95", "p99"]);
+    expect(latency.yTitle).toContain("latency");
+    const bytes = byId["chart-bytes"]!;
+    expect(bytes.xLabels).toEqual(configurations);
+    expect(bytes.legend).toEqual(["server log bytes", "WAL bytes"]);
+
+    // Each chart's text alternative names the configurations too.
+    for (const id of ["chart-latency", "chart-bytes"]) {
+      const text = await page.locator(`#${id}`).textContent();
+      for (const name of configurations) expect(text, id).toContain(name);
+    }
+    const environment = (await page.locator("#environment").textContent()) ?? "";
+    expect(environment).toContain(report.environment.postgres.version);
+    expect(environment).toContain(`pgaudit${report.environment.pgaudit}`);
+    expect(environment).toContain(report.environment.dataDirectory.path);
+    expect(environment).toContain(report.environment.logDirectory.path);
+    expect(environment).toContain(`${report.environment.cpus.count} × `);
+    for (const setting of Object.keys(report.environment.settings)) expect(environment).toContain(setting);
+    expect(await page.locator("#reproduce-command").textContent()).toBe(report.command);
+    expect(report.command).toContain("--report");
+    expect(await page.locator("#significance").textContent()).toMatch(/calibration: per log line/);
+    const unresolved = report.cells.filter((c) => c.overhead && !c.overhead.significant);
+    if (unresolved.length > 0)
+      expect(await page.locator("#significance").textContent()).toContain(
+        "not significant at this sample size",
+      );
+
+    expect(attempted).toEqual([]);
+    expect(requested).toEqual([url]);
+    expect(problems).toEqual([]);
+
+    // The charts, notes and table: the picture docs/bench.md shows.
+    const bottom = await page.evaluate(() => {
+      const { document, scrollY } = globalThis as unknown as PageGlobals;
+      return Math.ceil(document.getElementById("results").getBoundingClientRect().bottom + scrollY + 16);
+    });
+    const png = await page.screenshot({ fullPage: true, clip: { x: 0, y: 0, width: 1200, height: bottom } });
+    expect(png.subarray(1, 4).toString()).toBe("PNG");
+    expect(png.readUInt32BE(16)).toBe(1200);
+    if (SCREENSHOT_OUT) writeFileSync(SCREENSHOT_OUT, png);
+    expect(readFileSync(reportFile, "utf8")).toContain("<!doctype html>");
+    await context.close();
+  });
+
+  it("is written after Ctrl-C too, marked incomplete, with the runs measured until then", async () => {
+    const reportFile = join(work, "interrupted.html");
+    const child = spawnCli([
+      "bench",
+      "--quick",
+      "--runs",
+      "2",
+      "--duration",
+      "1",
+      "--warmup",
+      "1",
+      "--scale",
+      "1",
+      "--report",
+      reportFile,
+    ]);
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    // Run 4 of 9 starting means the warm-up, none and write have been measured.
+    await waitUntil(
+      () => /run 4\/9/.test(stderr) || child.exitCode !== null,
+      120_000,
+      () => `bench did not reach run 4:\n${stderr}`,
+    );
+    child.kill("SIGINT");
+    expect(await exited, stderr).toBe(130);
+    expect(stderr).toContain(`bench: report written to ${reportFile}`);
+
+    const { context, page, attempted, problems } = await openReport(browser, reportFile);
+    expect(await page.locator("#incomplete").textContent()).toContain("Incomplete: interrupted (Ctrl-C).");
+    const measured = Number(
+      /(\d+) runs, in the order they ran/.exec((await page.locator("#runs").textContent()) ?? "")?.[1],
+    );
+    expect(measured).toBeGreaterThanOrEqual(2);
+    const latency = (await drawnCharts(page)).find((c) => c.id === "chart-latency")!;
+    expect(latency.xLabels.slice(0, 2)).toEqual(["none", "write"]);
+    expect(attempted).toEqual([]);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+});

@@ -1,0 +1,75 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { benchReportSchema, calibrationSchema } from "@auditpipe/bench";
+import { describe, expect, it } from "vitest";
+import { runCli } from "./_cli.ts";
+
+describe("auditpipe bench --quick on a scratch server", () => {
+  it("completes, and its JSON matches the schema with real measurements in every run", async () => {
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-bench-test-"));
+    const calibrationFile = join(work, "calibration.json");
+    try {
+      // --quick's matrix (none, write, all, log_statement × tpcb) with short runs, so the test is fast.
+      const { code, stdout, stderr } = await runCli([
+        "bench",
+        "--quick",
+        "--json",
+        "--runs",
+        "2",
+        "--duration",
+        "1",
+        "--warmup",
+        "1",
+        "--scale",
+        "1",
+        "--calibration-out",
+        calibrationFile,
+      ]);
+      expect(stderr).toMatch(/about \d+ min/); // the planned duration, printed before it starts
+      expect(code, stderr).toBe(0);
+      const report = benchReportSchema.parse(JSON.parse(stdout));
+      expect(report.complete).toBe(true);
+      expect(report.target).toEqual({ kind: "scratch", baseline: "pgaudit-not-loaded" });
+      expect(report.environment.postgres.versionNum).toBeGreaterThanOrEqual(150_000);
+      expect(report.environment.pgaudit).toMatch(/^1\./);
+      expect(report.command).toContain("npx auditpipe bench --quick --json");
+      expect(report.configurations.map((c) => c.name)).toEqual(["none", "write", "all", "log_statement"]);
+      expect(report.runs).toHaveLength(8);
+      // Interleaved: never the same configuration twice in a row.
+      for (let i = 1; i < report.runs.length; i++)
+        expect(report.runs[i]!.configuration).not.toBe(report.runs[i - 1]!.configuration);
+      for (const run of report.runs) {
+        expect(run.tps).toBeGreaterThan(0);
+        expect(run.transactions).toBeGreaterThan(0);
+        expect(run.walBytes).toBeGreaterThan(0);
+        expect(run.latencyMs.p50).toBeGreaterThan(0);
+        expect(run.latencyMs.p99).toBeGreaterThanOrEqual(run.latencyMs.p50);
+        expect(run.log.malformed).toBe(0);
+        expect(run.statWal.wal_bytes).toBeGreaterThan(0);
+        const perTxn = run.log.auditEntries / run.transactions;
+        if (run.configuration === "none") expect(run.log.auditEntries).toBe(0);
+        // TPC-B-like: 3 UPDATEs and 1 INSERT are WRITE; 'all' adds the SELECT, BEGIN and END.
+        if (run.configuration === "write") expect(perTxn).toBeCloseTo(4, 0);
+        if (run.configuration === "all") expect(perTxn).toBeCloseTo(7, 0);
+        if (run.configuration === "log_statement") {
+          expect(run.log.auditEntries).toBe(0);
+          expect(run.log.records / run.transactions).toBeCloseTo(7, 0);
+        }
+      }
+      expect(report.cells).toHaveLength(4);
+      const all = report.cells.find((c) => c.configuration === "all")!;
+      expect(all.overhead).not.toBeNull();
+      expect(all.overhead!.low).toBeLessThanOrEqual(all.overhead!.median);
+      expect(all.overhead!.high).toBeGreaterThanOrEqual(all.overhead!.median);
+      expect(all.gbPerDay).toBeGreaterThan(0);
+      expect(report.cells.find((c) => c.configuration === "none")!.overhead).toBeNull();
+      expect(report.calibration).not.toBeNull();
+      const calibration = calibrationSchema.parse(JSON.parse(readFileSync(calibrationFile, "utf8")));
+      expect(calibration.points.map((p) => p.configuration)).toEqual(["write", "all", "log_statement"]);
+      expect(calibration.host).toBe(report.environment.host);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});

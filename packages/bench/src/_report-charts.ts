@@ -1,0 +1,194 @@
+/**
+ * The HTML report's charts as Chart.js configurations (plain JSON, no functions): overhead with
+ * its 95 % interval, latency percentiles, and log bytes against WAL bytes. Each also carries the
+ * same figures as a table, the chart's text for readers without a canvas.
+ */
+import { median } from "./stats.ts";
+import { BASELINE } from "./summarize.ts";
+import type { BenchReport, CellSummary, RunResult } from "./types.ts";
+
+export interface ChartSpec {
+  /** Element id of the chart's canvas. */
+  id: string;
+  title: string;
+  /** What the chart shows and how to read it. */
+  caption: string;
+  /** The Chart.js configuration (type, data, options), serialisable as JSON. */
+  config: Record<string, unknown>;
+  /** The same figures as a table. */
+  table: { head: string[]; rows: string[][] };
+}
+
+/** Okabe and Ito's colour-blind-safe palette. */
+const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+const colour = (i: number): string => PALETTE[i % PALETTE.length]!;
+
+/** Two decimals are plenty for a chart, and keep the embedded JSON small; NaN (nothing measured) is a gap. */
+const round2 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 100) / 100 : null);
+const show = (x: number | null, unit = ""): string => (x === null ? "–" : `${x}${unit}`);
+
+function chartOptions(xTitle: string, yTitle: string): Record<string, unknown> {
+  return {
+    // Drawn at once: the page marks itself ready when every chart is on its canvas.
+    animation: false,
+    responsive: true,
+    maintainAspectRatio: false,
+    plugins: { legend: { display: true, position: "top" } },
+    scales: {
+      x: { title: { display: true, text: xTitle } },
+      y: { title: { display: true, text: yTitle }, beginAtZero: true },
+    },
+  };
+}
+
+/** The cells in the report's order of configurations, then workloads (the order the user asked for). */
+function orderedCells(report: BenchReport): CellSummary[] {
+  const configOrder = report.configurations.map((c) => c.name);
+  const workloadOrder = report.workloads.map((w) => w.name);
+  const rank = (list: string[], name: string): number => {
+    const i = list.indexOf(name);
+    return i < 0 ? list.length : i;
+  };
+  return [...report.cells].sort(
+    (a, b) =>
+      rank(configOrder, a.configuration) - rank(configOrder, b.configuration) ||
+      rank(workloadOrder, a.workload) - rank(workloadOrder, b.workload),
+  );
+}
+
+const unique = (xs: string[]): string[] => [...new Set(xs)];
+
+function overheadChart(cells: CellSummary[]): ChartSpec {
+  const treated = cells.filter((c) => c.configuration !== BASELINE);
+  const configs = unique(treated.map((c) => c.configuration));
+  const workloads = unique(treated.map((c) => c.workload));
+  /** Percent of the baseline's TPS; null where the overhead could not be computed (no baseline runs). */
+  const point = (config: string, workload: string): { y: number; yMin: number; yMax: number } | null => {
+    const o = treated.find((c) => c.configuration === config && c.workload === workload)?.overhead;
+    if (!o) return null;
+    const [y, yMin, yMax] = [o.median, o.low, o.high].map((x) => round2(x * 100));
+    return y == null || yMin == null || yMax == null ? null : { y, yMin, yMax };
+  };
+  return {
+    id: "chart-overhead",
+    title: "Throughput overhead against the baseline",
+    caption:
+      "Bars: the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs. A whisker that crosses 0 means the difference is not significant at this sample size.",
+    config: {
+      type: "barWithErrorBars",
+      data: {
+        labels: configs,
+        datasets: workloads.map((w, i) => ({
+          label: w,
+          data: configs.map((c) => point(c, w)),
+          backgroundColor: colour(i),
+          errorBarColor: "#222",
+          errorBarWhiskerColor: "#222",
+          errorBarLineWidth: 1.5,
+          errorBarWhiskerLineWidth: 1.5,
+          errorBarWhiskerSize: 14,
+        })),
+      },
+      options: chartOptions("configuration", "TPS overhead vs baseline (%)"),
+    },
+    table: {
+      head: ["configuration", "workload", "overhead %", "95 % interval"],
+      rows: treated.map((c) => {
+        const p = point(c.configuration, c.workload);
+        return [
+          c.configuration,
+          c.workload,
+          show(p?.y ?? null),
+          p ? `${p.yMin} … ${p.yMax}` : "not measured (no baseline runs)",
+        ];
+      }),
+    },
+  };
+}
+
+function label(cell: CellSummary, workloads: number): string {
+  return workloads > 1 ? `${cell.configuration} · ${cell.workload}` : cell.configuration;
+}
+
+function latencyChart(cells: CellSummary[]): ChartSpec {
+  const workloads = unique(cells.map((c) => c.workload)).length;
+  const series = [
+    { key: "p50", label: "p50" },
+    { key: "p95", label: "p95" },
+    { key: "p99", label: "p99" },
+  ] as const;
+  return {
+    id: "chart-latency",
+    title: "Latency percentiles",
+    caption:
+      "Per configuration, the median over runs of each run's 50th, 95th and 99th percentile transaction latency, from pgbench's per-transaction log.",
+    config: {
+      type: "bar",
+      data: {
+        labels: cells.map((c) => label(c, workloads)),
+        datasets: series.map((s, i) => ({
+          label: s.label,
+          data: cells.map((c) => round2(c.latencyMs[s.key])),
+          backgroundColor: colour(i),
+        })),
+      },
+      options: chartOptions("configuration", "latency (ms)"),
+    },
+    table: {
+      head: ["configuration", "workload", "p50 ms", "p95 ms", "p99 ms"],
+      rows: cells.map((c) => [
+        c.configuration,
+        c.workload,
+        ...series.map((s) => show(round2(c.latencyMs[s.key]))),
+      ]),
+    },
+  };
+}
+
+function bytesChart(report: BenchReport, cells: CellSummary[]): ChartSpec {
+  const workloads = unique(cells.map((c) => c.workload)).length;
+  const medianPerTxn = (cell: CellSummary, bytes: (r: RunResult) => number | null): number | null => {
+    const values = report.runs
+      .filter((r) => r.configuration === cell.configuration && r.workload === cell.workload)
+      .flatMap((r) => {
+        const b = bytes(r);
+        return b === null || r.transactions <= 0 ? [] : [b / r.transactions];
+      });
+    return values.length === 0 ? null : round2(median(values));
+  };
+  const series: Array<{ label: string; bytes: (r: RunResult) => number | null }> = [
+    { label: "server log bytes", bytes: (r) => r.log.bytes },
+    { label: "WAL bytes", bytes: (r) => r.walBytes },
+  ];
+  // The trigger configuration writes its audit trail into a table (and so into the WAL) instead of the log.
+  if (report.runs.some((r) => r.auditTable !== null))
+    series.push({ label: "audit table bytes", bytes: (r) => r.auditTable?.bytes ?? null });
+  const values = cells.map((c) => series.map((s) => medianPerTxn(c, s.bytes)));
+  return {
+    id: "chart-bytes",
+    title: "Log bytes against WAL bytes",
+    caption:
+      "Bytes written per transaction (median over runs): what the server logged during each run (all records, counted by auditpipe's parser over that run's byte range of the log) against the WAL it generated (pg_current_wal_lsn() difference).",
+    config: {
+      type: "bar",
+      data: {
+        labels: cells.map((c) => label(c, workloads)),
+        datasets: series.map((s, i) => ({
+          label: s.label,
+          data: values.map((v) => v[i] ?? null),
+          backgroundColor: colour(i),
+        })),
+      },
+      options: chartOptions("configuration", "bytes per transaction"),
+    },
+    table: {
+      head: ["configuration", "workload", ...series.map((s) => `${s.label} / transaction`)],
+      rows: cells.map((c, i) => [c.configuration, c.workload, ...values[i]!.map((v) => show(v ?? null))]),
+    },
+  };
+}
+
+export function reportCharts(report: BenchReport): ChartSpec[] {
+  const cells = orderedCells(report);
+  return [overheadChart(cells), latencyChart(cells), bytesChart(report, cells)];
+}

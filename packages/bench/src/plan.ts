@@ -1,0 +1,77 @@
+/**
+ * The run plan: every (configuration, workload) cell `runs` times, interleaved in rotating order
+ * so slow drift of a busy machine (other tenants, caches, autovacuum) spreads over every cell
+ * instead of landing on one; a discarded warm-up first.
+ */
+
+export interface Cell {
+  configuration: string;
+  workload: string;
+}
+
+export interface PlannedRun extends Cell {
+  /** Position in the plan, 0-based (the warm-up is -1). */
+  index: number;
+  /** Round number, 0-based; each round runs every cell once. */
+  round: number;
+  warmup: boolean;
+}
+
+export interface PlanOptions {
+  configurations: readonly string[];
+  workloads: readonly string[];
+  runs: number;
+  /** Run a discarded warm-up of the first cell first; default true. */
+  warmup?: boolean;
+}
+
+/** Cells workload by workload, so consecutive cells differ in configuration. */
+export function cellsOf(configurations: readonly string[], workloads: readonly string[]): Cell[] {
+  return workloads.flatMap((workload) =>
+    configurations.map((configuration) => ({ configuration, workload })),
+  );
+}
+
+const sameCell = (a: Cell | undefined, b: Cell | undefined): boolean =>
+  a !== undefined && b !== undefined && a.configuration === b.configuration && a.workload === b.workload;
+
+/**
+ * Round r runs the cells rotated by r places, so each cell takes each position in a round in
+ * turn; where a rotation would repeat the previous round's last cell (two cells), the round's
+ * first two swap.
+ */
+export function planRuns(options: PlanOptions): PlannedRun[] {
+  const cells = cellsOf(options.configurations, options.workloads);
+  const out: PlannedRun[] = [];
+  if (cells.length === 0 || options.runs < 1) return out;
+  if (options.warmup ?? true) out.push({ ...cells[0]!, index: -1, round: -1, warmup: true });
+  let index = 0;
+  let previous: Cell | undefined;
+  for (let round = 0; round < options.runs; round++) {
+    const shift = round % cells.length;
+    const order = [...cells.slice(shift), ...cells.slice(0, shift)];
+    if (order.length > 1 && sameCell(previous, order[0])) [order[0], order[1]] = [order[1]!, order[0]!];
+    for (const cell of order) out.push({ ...cell, index: index++, round, warmup: false });
+    previous = order.at(-1);
+  }
+  return out;
+}
+
+export interface DurationOptions {
+  /** pgbench -T of each run, seconds. */
+  durationSec: number;
+  /** Warm-up length, seconds. */
+  warmupSec: number;
+  /** Time around each run (restart, CHECKPOINT, reading the log), seconds. */
+  perRunOverheadSec: number;
+  /** One-off set-up (initdb, pgbench -i, ANALYZE), seconds. */
+  setupSec: number;
+}
+
+/** The plan's expected wall time in seconds: printed before it starts, and the base of the ETA. */
+export function plannedSeconds(plan: readonly PlannedRun[], options: DurationOptions): number {
+  let total = options.setupSec;
+  for (const run of plan)
+    total += (run.warmup ? options.warmupSec : options.durationSec) + options.perRunOverheadSec;
+  return total;
+}

@@ -1,0 +1,106 @@
+/**
+ * The terminal report in the shape of Gold Lapel's tables ("pgAudit Performance Impact:
+ * Benchmarks and Mitigation Strategies"): configuration × workload with TPS, overhead and its
+ * interval, latency percentiles, log volume and WAL, then what the figures can and cannot say.
+ */
+import type { BenchReport, CalibrationFit, CellSummary } from "./types.ts";
+
+const fmt = (x: number, digits = 0): string =>
+  x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+/** Beyond this many runs per configuration, "how many would resolve it" stops being advice. */
+const MAX_SENSIBLE_RUNS = 200;
+
+/** "13.5% [6.1% … 20.3%]", with "n.s." when the interval includes zero. */
+export function formatOverhead(cell: CellSummary): string {
+  const o = cell.overhead;
+  if (!o) return "baseline";
+  return `${pct(o.median)} [${pct(o.low)} … ${pct(o.high)}]${o.significant ? "" : " n.s."}`;
+}
+
+export function renderTable(cells: readonly CellSummary[]): string {
+  const head = [
+    "configuration",
+    "workload",
+    "runs",
+    "TPS",
+    "overhead [95% interval]",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "entries/s",
+    "MB/hour",
+    "GB/day",
+    "WAL MB",
+  ];
+  const rows = cells.map((c) => [
+    c.configuration,
+    c.workload,
+    String(c.runs),
+    fmt(c.tps.median),
+    formatOverhead(c),
+    fmt(c.latencyMs.p50, 2),
+    fmt(c.latencyMs.p95, 2),
+    fmt(c.latencyMs.p99, 2),
+    fmt(Math.max(c.logRecordsPerSec, c.auditTableRowsPerTransaction * c.tps.median)),
+    fmt(c.mbPerHour, 1),
+    fmt(c.gbPerDay, 2),
+    fmt(c.walMbPerRun, 1),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+export function renderFit(fit: CalibrationFit): string {
+  const c = (x: { estimate: number; low: number; high: number }): string =>
+    `${fmt(x.estimate, 2)} µs [${fmt(x.low, 2)} … ${fmt(x.high, 2)}]`;
+  const parts = [`per log line ${c(fit.lineCostUs)}`];
+  if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
+  if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
+  const quality =
+    fit.residualStdErrUs === null
+      ? `${fit.points} points for ${fit.points - fit.degreesOfFreedom} coefficients: an exact fit, its quality unknown`
+      : `R² ${fit.r2.toFixed(2)}, residual ${fmt(fit.residualStdErrUs, 1)} µs/transaction over ${fit.points} points`;
+  return `calibration: ${parts.join("; ")} (${quality})`;
+}
+
+export const NOT_SIGNIFICANT = "not significant at this sample size: the 95% interval includes no difference";
+
+/** One line per cell whose overhead is not resolved: what would resolve it (terminal and HTML report). */
+export function unresolvedNotes(report: BenchReport): string[] {
+  return report.cells
+    .filter((c) => c.overhead && !c.overhead.significant)
+    .map((c) => {
+      const n = c.overhead!.runsToResolve ?? 0;
+      return n > MAX_SENSIBLE_RUNS
+        ? `${c.configuration} × ${c.workload}: more than ${MAX_SENSIBLE_RUNS} runs would be needed: too small a difference to resolve in this much noise`
+        : `${c.configuration} × ${c.workload}: about ${n} runs of ${report.options.durationSec} s per configuration (or longer runs) would resolve it`;
+    });
+}
+
+/** The whole terminal report: what ran, the table, then notes on what is and is not resolved. */
+export function renderReport(report: BenchReport): string {
+  const o = report.options;
+  const env = report.environment;
+  const lines = [
+    `PostgreSQL ${env.postgres.version}, pgaudit ${env.pgaudit ?? "not installed"}, ${env.cpus.count} cores, ${fmt(env.memoryBytes / 2 ** 30, 1)} GiB, load ${env.loadAverage.toFixed(2)} at start`,
+    `pgbench scale ${o.scale}, ${o.clients} clients, ${o.jobs} jobs, ${o.durationSec} s × ${o.runs} runs per cell, interleaved; log ${o.logDestination} ${env.logOnDataDisk ? "on the data disk" : "on another filesystem"}`,
+    `baseline: ${report.target.baseline === "pgaudit-not-loaded" ? "pgaudit not loaded" : "pgaudit loaded with nothing logged (an existing server is not restarted; its hooks' cost is in the baseline)"}`,
+    "",
+    renderTable(report.cells),
+    "",
+  ];
+  const unresolved = unresolvedNotes(report);
+  if (unresolved.length > 0) {
+    lines.push(`n.s. = ${NOT_SIGNIFICANT}.`);
+    for (const note of unresolved) lines.push(`  ${note}`);
+  }
+  if (report.calibration) lines.push(renderFit(report.calibration));
+  for (const note of report.notes) lines.push(`note: ${note}`);
+  if (!report.complete)
+    lines.push(`incomplete: ${report.interruption ?? "stopped"}; the runs above were measured`);
+  lines.push(`reproduce: ${report.command}`);
+  return `${lines.join("\n")}\n`;
+}

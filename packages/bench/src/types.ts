@@ -1,0 +1,197 @@
+/**
+ * The bench report (`auditpipe bench --json`, schema version 1) and the calibration file
+ * (`--calibration-out`). Stable: fields are only ever added; docs/bench.md documents each one.
+ */
+import type { OverheadInterval } from "./stats.ts";
+
+export interface Filesystem {
+  /** The directory measured. */
+  path: string;
+  /** Filesystem type (ext4, xfs, tmpfs, overlay …); null when it could not be read. */
+  type: string | null;
+  /** Device or source of the mount; null when unknown. */
+  device: string | null;
+  /** Mount point holding the directory; null when unknown. */
+  mountPoint: string | null;
+}
+
+export interface Environment {
+  host: string;
+  os: string;
+  kernel: string;
+  arch: string;
+  cpus: { count: number; model: string };
+  memoryBytes: number;
+  node: string;
+  postgres: { version: string; versionNum: number };
+  /** pgaudit's extension version, or the library's when no extension is created; null when absent. */
+  pgaudit: string | null;
+  pgbench: string;
+  /** Settings that shape the figures (shared_buffers, fsync, synchronous_commit, logging …), as SHOW prints them. */
+  settings: Record<string, string>;
+  dataDirectory: Filesystem;
+  logDirectory: Filesystem;
+  /** Whether the log directory is on the same filesystem as the data directory. */
+  logOnDataDisk: boolean;
+  /** The 1-minute load average when the bench started (other work on the machine adds noise). */
+  loadAverage: number;
+}
+
+export interface RunLog {
+  /** Log records PostgreSQL wrote during the run (audit entries, statement lines, anything else). */
+  records: number;
+  /** pgAudit entries among them. */
+  auditEntries: number;
+  /** Bytes of log written during the run (the byte range of the log files, all records). */
+  bytes: number;
+  /** Stretches our parser could not read (should be 0). */
+  malformed: number;
+}
+
+export interface RunResult {
+  index: number;
+  round: number;
+  configuration: string;
+  workload: string;
+  startedAt: string;
+  /** Wall seconds pgbench ran. */
+  durationSec: number;
+  tps: number;
+  transactions: number;
+  failedTransactions: number;
+  latencyMs: { mean: number; p50: number; p95: number; p99: number; max: number };
+  log: RunLog;
+  /** Rows and bytes the trigger configuration wrote to its audit table (null for the others). */
+  auditTable: { rows: number; bytes: number } | null;
+  /** WAL generated, from the pg_current_wal_lsn() difference. */
+  walBytes: number;
+  /** Deltas of pg_stat_wal's counters over the run. */
+  statWal: Record<string, number>;
+  /** Deltas of pg_stat_io summed per backend type (reads, writes, extends, fsyncs …); {} before PostgreSQL 16. */
+  statIo: Record<string, number>;
+  /** Deltas of pg_stat_bgwriter's counters. */
+  statBgwriter: Record<string, number>;
+}
+
+export interface CellSummary {
+  configuration: string;
+  workload: string;
+  runs: number;
+  /** Median TPS over runs with its 95 % bootstrap interval. */
+  tps: { median: number; low: number; high: number };
+  /** Throughput overhead against the baseline (0.12 = 12 % fewer TPS); null for the baseline itself. */
+  overhead: OverheadInterval | null;
+  /** Medians over runs of each run's percentile. */
+  latencyMs: { p50: number; p95: number; p99: number };
+  /** Log records per second (median over runs). */
+  logRecordsPerSec: number;
+  /** pgAudit entries per second (median over runs). */
+  auditEntriesPerSec: number;
+  /** Log bytes per second (median over runs). */
+  logBytesPerSec: number;
+  mbPerHour: number;
+  gbPerDay: number;
+  /** Median WAL MB per run, and per transaction in bytes. */
+  walMbPerRun: number;
+  walBytesPerTransaction: number;
+  /** Log records and audit-table rows per transaction (median over runs): the calibration's inputs. */
+  logRecordsPerTransaction: number;
+  auditTableRowsPerTransaction: number;
+}
+
+export interface ConfigurationInfo {
+  name: string;
+  kind: string;
+  description: string;
+  preloadPgaudit: boolean;
+  settings: Record<string, string>;
+  /** Tables granted to the audit role (object) or carrying the trigger (trigger). */
+  tables: string[];
+}
+
+export interface WorkloadInfo {
+  name: string;
+  description: string;
+  statementsPerTransaction: number;
+}
+
+export interface CalibrationCoefficient {
+  /** Fitted to the cells' medians. */
+  estimate: number;
+  /** Fitted to the cells' interval ends (the noise of the runs carried into the coefficient). */
+  low: number;
+  high: number;
+}
+
+export interface CalibrationFit {
+  /** Backend time per log line, µs (log directory on the data disk, or everywhere when not measured apart). */
+  lineCostUs: CalibrationCoefficient;
+  /** Backend time per log line with the log directory on another disk, µs; null when not measured. */
+  lineCostElsewhereUs: CalibrationCoefficient | null;
+  /** Time in pgaudit's hooks per statement it processes, µs; null when no pgaudit configuration was measured. */
+  statementCostUs: CalibrationCoefficient | null;
+  /** Coefficient of determination over the points (1 = perfect; near 0 or below: the model explains little). */
+  r2: number;
+  /** Residual standard error of the added time per transaction, µs (null with no degrees of freedom). */
+  residualStdErrUs: number | null;
+  points: number;
+  degreesOfFreedom: number;
+}
+
+export interface CalibrationPoint {
+  configuration: string;
+  workload: string;
+  clients: number;
+  linesPerTransaction: number;
+  auditedStatementsPerTransaction: number;
+  logElsewhere: boolean;
+  /** Added backend time per transaction, µs: overhead × clients / TPS, at the median and interval ends. */
+  addedUs: { median: number; low: number; high: number };
+}
+
+export interface Calibration {
+  kind: "auditpipe-calibration";
+  version: 1;
+  createdAt: string;
+  host: string;
+  environment: Environment;
+  fit: CalibrationFit;
+  points: CalibrationPoint[];
+}
+
+export interface BenchReport {
+  schemaVersion: 1;
+  tool: { name: "auditpipe"; version: string };
+  /** The command that reproduces this report. */
+  command: string;
+  startedAt: string;
+  finishedAt: string;
+  /** False when interrupted (Ctrl-C, an error): the runs measured so far are still reported. */
+  complete: boolean;
+  interruption: string | null;
+  target: {
+    kind: "scratch" | "existing";
+    /** What "none" means here: pgaudit not loaded (scratch), or loaded with nothing logged (existing). */
+    baseline: "pgaudit-not-loaded" | "pgaudit-loaded-nothing-logged";
+  };
+  options: {
+    scale: number;
+    clients: number;
+    jobs: number;
+    durationSec: number;
+    runs: number;
+    warmupSec: number;
+    seed: number;
+    logDestination: string;
+    logStatementOnce: boolean;
+    logDirElsewhere: string | null;
+    quick: boolean;
+  };
+  environment: Environment;
+  configurations: ConfigurationInfo[];
+  workloads: WorkloadInfo[];
+  runs: RunResult[];
+  cells: CellSummary[];
+  calibration: CalibrationFit | null;
+  notes: string[];
+}
