@@ -29,22 +29,20 @@ afterAll(async () => {
   await pg?.stop();
 });
 
-/** `estimate` as `role` while pgbench runs as `loadRole` (started before the sample, lasting past it). */
-async function estimateAs(role: string, loadRole = "postgres") {
+/** `estimate` as `role` while pgbench runs as each of `loadRoles` (connected before the sample, lasting past it). */
+async function estimateAs(role: string, ...loadRoles: string[]) {
   process.env.PGUSER = role;
-  const load = pg.pgbench(["-n", "-U", loadRole, "-c", "2", "-j", "2", "-T", "6"]);
+  const users = loadRoles.length > 0 ? loadRoles : ["postgres"];
+  const loads = users.map((user) => pg.pgbench(["-n", "-U", user, "-c", "1", "-T", "8"]));
   await waitUntil(
     async () =>
-      (
-        await pg.query(
-          "SELECT 1 FROM pg_stat_activity WHERE application_name = 'pgbench' AND state = 'active'",
-        )
-      ).rowCount! > 0,
+      (await pg.query("SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name = 'pgbench'"))
+        .rowCount === users.length,
     10_000,
     () => "pgbench did not start",
   );
   const out = await runCli(["estimate", "--interval", "2", "--config", "write"]);
-  await load;
+  await Promise.all(loads);
   return out;
 }
 
@@ -71,6 +69,15 @@ describe("auditpipe estimate as a role without pg_read_all_stats / pg_read_all_s
     expect(out.stderr).not.toMatch(/no other client is connected/);
     const write = out.stdout.split("\n").find((l) => /^write\s/.test(l));
     expect(Number(write?.split(/\s+/)[1]?.replaceAll(",", ""))).toBeGreaterThan(0);
+  });
+
+  it("with others' statements partly hidden: estimates what it sees and says what share it could not", async () => {
+    const out = await estimateAs("plain", "plain", "postgres");
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stderr).toMatch(
+      /pg_stat_statements hid the statements of 1 other role\(s\) from role plain \(\d+% of the calls during the sample\): the estimates leave them out and are too low\. GRANT pg_read_all_stats TO "plain"/,
+    );
+    expect(out.stdout).toMatch(/statements \(others hidden from this role\)/);
   });
 
   it("with GRANT pg_read_all_stats, pg_read_all_settings: the normal table and no privilege warnings", async () => {

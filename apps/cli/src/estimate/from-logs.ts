@@ -56,7 +56,7 @@ function volume(
 ): ObservedVolume {
   const projected = seconds >= MIN_PROJECTION_SECONDS;
   const perDay = projected ? (bytes / seconds) * 86_400 : 0;
-  // An observed log holds audit entries only: what a log service ingests is what is archived.
+  // Only audit records are counted (analyze's bytes), so both lines bill the same entries.
   const cost = projected ? costOf(perDay, perDay, "csvlog", options, ratio) : undefined;
   return {
     entries,
