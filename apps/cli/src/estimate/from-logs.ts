@@ -12,9 +12,8 @@ import {
   costInputs,
   costOf,
   DEFAULT_PRICE_PER_GB,
-  MIN_PROJECTION_SECONDS,
 } from "@auditpipe/estimate";
-import type { VolumeReport } from "@auditpipe/meter";
+import { projectVolume, type VolumeReport } from "@auditpipe/meter";
 import { ArchiveSizer } from "../analyze/archive-size.ts";
 import { analyzeFiles } from "../analyze/read-logs.ts";
 
@@ -23,12 +22,14 @@ export interface ObservedVolume {
   entries: number;
   bytes: number;
   bytesPerEntry: number;
-  /** Null below MIN_PROJECTION_SECONDS of log time: a projection from a few seconds means nothing. */
+  /** Null when there is no projection (below MIN_PROJECTION_SECONDS of log time): see `reason`. */
   entriesPerSec: number | null;
   gbPerDay: number | null;
   /** Ingestion by a log service, per month (null without a projection). */
   dollarsPerMonth: number | null;
   archive: ArchiveCost | null;
+  /** Why nothing is projected; null when it is. */
+  reason: string | null;
 }
 
 export interface ConfigObserved extends ObservedVolume {
@@ -50,22 +51,23 @@ export interface FromLogs {
 function volume(
   entries: number,
   bytes: number,
-  seconds: number,
+  span: number | null,
   options: CostOptions,
   ratio: { ratio: number; source: string } | undefined,
 ): ObservedVolume {
-  const projected = seconds >= MIN_PROJECTION_SECONDS;
-  const perDay = projected ? (bytes / seconds) * 86_400 : 0;
+  const p = projectVolume(bytes, span, entries);
+  const perDay = p.gbPerDay === null ? null : p.gbPerDay * 1e9;
   // Only audit records are counted (analyze's bytes), so both lines bill the same entries.
-  const cost = projected ? costOf(perDay, perDay, "csvlog", options, ratio) : undefined;
+  const cost = perDay === null ? undefined : costOf(perDay, perDay, "csvlog", options, ratio);
   return {
     entries,
     bytes,
     bytesPerEntry: entries > 0 ? bytes / entries : 0,
-    entriesPerSec: projected ? entries / seconds : null,
-    gbPerDay: projected ? perDay / 1e9 : null,
+    entriesPerSec: perDay === null || !span ? null : entries / span,
+    gbPerDay: p.gbPerDay,
     dollarsPerMonth: cost ? cost.ingestion.dollarsPerMonth : null,
     archive: cost ? cost.archive : null,
+    reason: p.reason,
   };
 }
 
@@ -93,14 +95,15 @@ export async function estimateFromLogs(
       ? { ratio: report.bytes / compressedBytes, source: "measured on these logs" }
       : undefined;
   const seconds = report.span.seconds;
+  const span = report.span.start === null ? null : seconds;
   return {
     files,
     seconds,
     compressedBytes,
-    observed: { ...volume(report.entries, report.bytes, seconds, options, ratio), byClass: report.byClass },
+    observed: { ...volume(report.entries, report.bytes, span, options, ratio), byClass: report.byClass },
     configs: tally.results().map((c: ConfigFromLog) => ({
       ...c,
-      ...volume(c.entries, c.bytes, seconds, options, ratio),
+      ...volume(c.entries, c.bytes, span, options, ratio),
     })),
   };
 }
@@ -128,11 +131,7 @@ export function renderFromLogs(r: FromLogs, options: CostOptions): string {
   const lines: string[] = [
     `Observed in ${r.files.length} log file(s): ${num(o.entries)} entries, ${num(o.bytes)} bytes over ${num(r.seconds, 1)} s of log time, ${num(o.bytesPerEntry)} B/entry; archived as gzip NDJSON: ${num(r.compressedBytes)} bytes (${o.bytes > 0 && r.compressedBytes > 0 ? `${num(o.bytes / r.compressedBytes, 1)}x smaller` : "nothing"})`,
   ];
-  const projected = o.gbPerDay !== null;
-  if (!projected)
-    lines.push(
-      `No GB/day or $/month: the entries span ${num(r.seconds, 1)} s, under ${MIN_PROJECTION_SECONDS} s of log time, too little to project a day from.`,
-    );
+  if (o.reason !== null) lines.push(`No GB/day or $/month: ${o.reason}.`);
   const head = [
     "configuration",
     "entries",
