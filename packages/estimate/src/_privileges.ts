@@ -15,9 +15,6 @@ export const HIDDEN_QUERY = "<insufficient privilege>";
 
 export interface Privileges {
   role: string;
-  superuser: boolean;
-  /** Has the privileges of pg_read_all_stats (or is a superuser). */
-  readAllStats: boolean;
   /** Has the privileges of pg_read_all_settings (or is a superuser). */
   readAllSettings: boolean;
 }
@@ -25,15 +22,12 @@ export interface Privileges {
 export async function readPrivileges(client: pg.Client, tag: (sql: string) => string): Promise<Privileges> {
   const r = await client.query(
     tag(`SELECT current_user AS role, r.rolsuper AS su,
-                pg_has_role(current_user, '${READ_ALL_STATS}', 'USAGE') AS stats,
                 pg_has_role(current_user, '${READ_ALL_SETTINGS}', 'USAGE') AS settings
            FROM pg_roles r WHERE r.rolname = current_user`),
   );
   const row = r.rows[0];
   return {
     role: row.role,
-    superuser: row.su === true,
-    readAllStats: row.su === true || row.stats === true,
     readAllSettings: row.su === true || row.settings === true,
   };
 }

@@ -8,11 +8,13 @@ import pg from "pg";
 import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
 import {
   blindSampleError,
+  grantSql,
   HIDDEN_QUERY,
   hiddenSessionsWarning,
   hiddenStatementsWarning,
   type Privileges,
   preloadWarning,
+  READ_ALL_SETTINGS,
   readPrivileges,
   type StatementVisibility,
   unreadableSettings,
@@ -412,7 +414,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     const unreadable = unreadableSettings(SETTINGS, settings, privileges);
     if (unreadable.length > 0)
       warnings.push(
-        `role ${privileges.role} cannot read ${unreadable.join(", ")} (GRANT pg_read_all_settings TO the role, or sample as a superuser): what depends on ${unreadable.length > 1 ? "them" : "it"} is not checked`,
+        `role ${privileges.role} cannot read ${unreadable.join(", ")} (${grantSql([READ_ALL_SETTINGS], privileges.role)}, or sample as a superuser): what depends on ${unreadable.length > 1 ? "them" : "it"} is not checked`,
       );
     const preload = preloadWarning(settings, privileges);
     if (preload) warnings.push(preload);
