@@ -26,8 +26,19 @@ export const estimateSchema: z.ZodType<Estimate> = z
     otherBytesPerSec: z.number().describe("log_statement / log_duration lines, not audit entries."),
     mbPerHour: z.number(),
     gbPerDay: z.number(),
-    dollarsPerMonth: z.number(),
+    dollarsPerMonth: z.number().describe("Ingestion by a log service: raw log bytes x pricePerGb, 30 days."),
     pricePerGb: z.number(),
+    archive: z
+      .object({
+        compressionRatio: z.number(),
+        compressionRatioSource: z.string(),
+        gbPerDay: z.number().describe("Compressed GB written to the archive per day."),
+        retentionDays: z.number(),
+        storedGb: z.number().describe("GB held at steady state: gbPerDay x retentionDays."),
+        pricePerGbMonth: z.number(),
+        dollarsPerMonth: z.number().describe("Storage bill per month at steady state."),
+      })
+      .describe("The S3 archive: audit entries as gzip NDJSON, accumulating over the retention period."),
     byClass: rates,
     byAuditType: rates,
     byObject: rates,

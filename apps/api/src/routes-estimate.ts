@@ -49,6 +49,9 @@ const estimatesBody = z.object({
       "Preset names (ddl,role · write · read · all ...), pgaudit.log values, or full configurations.",
     ),
   pricePerGb: z.number().nonnegative().optional(),
+  storagePricePerGbMonth: z.number().nonnegative().optional(),
+  compressionRatio: z.number().positive().optional(),
+  retentionDays: z.number().int().positive().optional(),
   logOnDataDisk: z.boolean().optional(),
 });
 
@@ -114,6 +117,11 @@ export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps
       const options = {
         ...(body.pricePerGb === undefined ? {} : { pricePerGb: body.pricePerGb }),
         ...(body.logOnDataDisk === undefined ? {} : { logOnDataDisk: body.logOnDataDisk }),
+        ...(body.storagePricePerGbMonth === undefined
+          ? {}
+          : { storagePricePerGbMonth: body.storagePricePerGbMonth }),
+        ...(body.compressionRatio === undefined ? {} : { compressionRatio: body.compressionRatio }),
+        ...(body.retentionDays === undefined ? {} : { retentionDays: body.retentionDays }),
       };
       const configs = configsOf(body.configs);
       if (sample) configs.unshift(sample.currentConfig);

@@ -49,7 +49,7 @@ describe("auditpipe estimate", () => {
     expect(out.code, out.stderr).toBe(0);
     const lines = out.stdout.split("\n");
     expect(lines.find((l) => l.startsWith("configuration"))).toMatch(
-      /entries\/s\s+B\/entry\s+MB\/hour\s+GB\/day\s+\$\/month/,
+      /entries\/s\s+B\/entry\s+MB\/hour\s+GB\/day\s+ingest \$\/month\s+archive GB\s+archive \$\/month/,
     );
     expect(lines.some((l) => /^current\s/.test(l))).toBe(true);
     expect(lines.some((l) => /^all\s+[\d,.]+\s+\d+/.test(l))).toBe(true);

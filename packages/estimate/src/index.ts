@@ -10,13 +10,26 @@ export {
 } from "./advise.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
+  type ArchiveCost,
+  type Cost,
+  type CostOptions,
+  costInputs,
+  costOf,
+  DEFAULT_COMPRESSION_RATIO,
+  DEFAULT_PRICE_PER_GB,
+  DEFAULT_RETENTION_DAYS,
+  DEFAULT_STORAGE_PRICE_PER_GB_MONTH,
+  type IngestionCost,
+} from "./cost.ts";
+export {
   AUDITPIPE_ERR_BAD_WORKLOAD,
   AUDITPIPE_ERR_DB_CONNECT,
   AUDITPIPE_ERR_DB_PRIVILEGE,
   AUDITPIPE_ERR_DB_QUERY,
   EstimateError,
 } from "./errors.ts";
-export { auditCsv, DEFAULT_PRICE_PER_GB, type EstimateOptions, estimate, meanDigits } from "./model.ts";
+export { type ConfigFromLog, ConfigsFromLog } from "./from-log.ts";
+export { auditCsv, type EstimateOptions, estimate, meanDigits } from "./model.ts";
 export {
   type CalibratedCost,
   type CalibratedInput,

@@ -11,25 +11,20 @@ import {
 } from "./_entries.ts";
 import { withConstants } from "./_sql.ts";
 import { sessionClasses } from "./configs.ts";
+import { type CostOptions, costOf } from "./cost.ts";
 import { type OverheadCalibration, overheadRange } from "./overhead.ts";
 import { recordBytes, TYPICAL_QUERY_ID } from "./render.ts";
 import type { AuditConfig, Estimate, LogContext, Rate, StatementLoad, Workload } from "./types.ts";
 
-export interface EstimateOptions {
-  /** $ per GB stored and ingested; default DEFAULT_PRICE_PER_GB. */
-  pricePerGb?: number;
+export interface EstimateOptions extends CostOptions {
   /** Whether the log directory shares a disk with the data directory (overhead model); default true. */
   logOnDataDisk?: boolean;
   /** Overhead coefficients measured by `auditpipe bench` (the public ones when absent). */
   calibration?: OverheadCalibration;
 }
 
-/** A managed log service's list price for ingesting a GB (e.g. CloudWatch Logs standard, $0.50/GB): an assumption; pass yours. */
-export const DEFAULT_PRICE_PER_GB = 0.5;
 /** Sessions of a connection pool live for hours: line numbers and statement ids of about this size. */
 const LONG_SESSION_LINES = 200_000;
-
-const SECONDS_PER_MONTH = 30 * 86_400;
 
 /** Mean printed digits of the integers 1..n (line numbers and statement ids grow through a session). */
 export function meanDigits(n: number): number {
@@ -192,7 +187,12 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
     }
   }
   const other = otherLines(workload, config, ctx);
-  const price = options.pricePerGb ?? DEFAULT_PRICE_PER_GB;
+  const cost = costOf(
+    (bytesPerSec + other.bytes) * 86_400,
+    bytesPerSec * 86_400,
+    workload.log.destination,
+    options,
+  );
   const tps = workload.transactionsPerSec;
   const totalBytes = bytesPerSec + other.bytes;
   const overhead = overheadRange({
@@ -222,8 +222,9 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
     otherBytesPerSec: other.bytes,
     mbPerHour: (totalBytes * 3600) / 1e6,
     gbPerDay: (totalBytes * 86_400) / 1e9,
-    dollarsPerMonth: ((totalBytes * SECONDS_PER_MONTH) / 1e9) * price,
-    pricePerGb: price,
+    dollarsPerMonth: cost.ingestion.dollarsPerMonth,
+    pricePerGb: cost.ingestion.pricePerGb,
+    archive: cost.archive,
     byClass,
     byAuditType,
     byObject,

@@ -6,6 +6,19 @@
  */
 import pg from "pg";
 import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
+import {
+  blindSampleError,
+  grantSql,
+  HIDDEN_QUERY,
+  hiddenSessionsWarning,
+  hiddenStatementsWarning,
+  type Privileges,
+  preloadWarning,
+  READ_ALL_SETTINGS,
+  readPrivileges,
+  type StatementVisibility,
+  unreadableSettings,
+} from "./_privileges.ts";
 import { analyzeStatement, qualifiedName } from "./_sql.ts";
 import { sampleError } from "./errors.ts";
 import type {
@@ -71,6 +84,8 @@ interface StatRow {
 
 interface Snapshot {
   statements: Map<string, StatRow> | null;
+  /** Calls of the rows pg_stat_statements hides from this role (no text, no queryid), by role. */
+  hiddenCalls: Map<string, number>;
   tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
   xacts: number;
   sessions: number;
@@ -80,6 +95,7 @@ const tagged = (sql: string): string => `${sql} ${SAMPLER_TAG}`;
 
 async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snapshot> {
   let statements: Map<string, StatRow> | null = null;
+  const hiddenCalls = new Map<string, number>();
   if (useStatements) {
     const res = await client.query(
       tagged(`SELECT userid::text AS userid, queryid::text AS queryid, query, calls::float8 AS calls, rows::float8 AS rows,
@@ -89,6 +105,10 @@ async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snap
     );
     statements = new Map();
     for (const r of res.rows) {
+      if (r.queryid === null || r.query === HIDDEN_QUERY) {
+        hiddenCalls.set(r.userid, (hiddenCalls.get(r.userid) ?? 0) + r.calls);
+        continue;
+      }
       const key = `${r.userid}:${r.queryid}`;
       statements.set(key, {
         key,
@@ -111,7 +131,7 @@ async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snap
     tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, coalesce(sessions, 0)::float8 AS s
               FROM pg_stat_database WHERE datname = current_database()`),
   );
-  return { statements, tables, xacts: d.rows[0]?.x ?? 0, sessions: d.rows[0]?.s ?? 0 };
+  return { statements, hiddenCalls, tables, xacts: d.rows[0]?.x ?? 0, sessions: d.rows[0]?.s ?? 0 };
 }
 
 async function readSettings(client: pg.Client): Promise<Record<string, string>> {
@@ -185,29 +205,37 @@ async function logContext(
   client: pg.Client,
   settings: Record<string, string>,
   constantLength: number,
+  statementsLoaded: boolean,
+  privileges: Privileges,
   warnings: string[],
 ): Promise<LogContext> {
+  // Without pg_read_all_stats other sessions show their user and application but no
+  // backend_type, state or client address: counted as hidden, never as "not connected".
+  const others = `FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()
+                     AND (backend_type = 'client backend' OR (backend_type IS NULL AND query = '${HIDDEN_QUERY}' AND usename IS NOT NULL))`;
   const r = await client.query(
     tagged(`SELECT current_user AS u, current_database() AS d, pg_backend_pid() AS pid,
                    txid_snapshot_xmax(txid_current_snapshot())::text AS xid,
                    (SELECT to_char(now() AT TIME ZONE current_setting('log_timezone'), 'YYYY') ) AS y,
                    (SELECT abbrev FROM pg_timezone_names WHERE name = current_setting('log_timezone')) AS tz,
-                   (SELECT mode() WITHIN GROUP (ORDER BY usename) FROM pg_stat_activity
-                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()) AS top_user,
-                   (SELECT mode() WITHIN GROUP (ORDER BY application_name) FROM pg_stat_activity
-                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()) AS top_app,
-                   (SELECT mode() WITHIN GROUP (ORDER BY coalesce(host(client_addr), '[local]')) FROM pg_stat_activity
-                     WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()) AS top_host`),
+                   (SELECT mode() WITHIN GROUP (ORDER BY usename) ${others}) AS top_user,
+                   (SELECT mode() WITHIN GROUP (ORDER BY application_name) ${others}) AS top_app,
+                   (SELECT mode() WITHIN GROUP (ORDER BY coalesce(host(client_addr), '[local]')) ${others}
+                       AND backend_type IS NOT NULL) AS top_host,
+                   (SELECT count(*)::int ${others} AND backend_type IS NULL) AS hidden`),
   );
   const row = r.rows[0];
   const preload = settings.shared_preload_libraries ?? "";
+  // pg_stat_statements being readable means it is loaded, whether or not the preload list is.
   const queryIds =
     settings.compute_query_id === "on" ||
     (settings.compute_query_id !== "off" &&
       settings.compute_query_id !== "regress" &&
-      /pg_stat_statements/.test(preload));
+      (/pg_stat_statements/.test(preload) || statementsLoaded));
   const host = row.top_host ?? "[local]";
-  if (!row.top_user)
+  const hidden = hiddenSessionsWarning(row.hidden, privileges);
+  if (hidden) warnings.push(hidden);
+  else if (!row.top_user)
     warnings.push("no other client is connected: user and application names are the sampler's own");
   return {
     destination: destinationOf(settings.log_destination, warnings),
@@ -239,7 +267,7 @@ function statementLoads(
   seconds: number,
   catalog: Catalog,
   visible: (userid: string, parent: string) => boolean,
-): { loads: StatementLoad[]; time: number; calls: number } {
+): { loads: StatementLoad[]; time: number; calls: number; visibility: StatementVisibility } {
   const lookup = catalogLookup(catalog);
   const loads: StatementLoad[] = [];
   let time = 0;
@@ -270,7 +298,14 @@ function statementLoads(
         : {}),
     });
   }
-  return { loads, time, calls };
+  let hiddenCalls = 0;
+  let hiddenRoles = 0;
+  for (const [userid, now] of after.hiddenCalls) {
+    const d = delta(before.hiddenCalls.get(userid) ?? 0, now);
+    hiddenCalls += d;
+    if (d > 0) hiddenRoles++;
+  }
+  return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles } };
 }
 
 /** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
@@ -327,18 +362,10 @@ function tableLoads(before: Snapshot, after: Snapshot, seconds: number, catalog:
   return out;
 }
 
-/** Whether pg_stat_statements can be read, and why not. */
+/** Whether pg_stat_statements can be read, and why not (what it hides is counted over the sample). */
 async function statementsAvailable(client: pg.Client, warnings: string[]): Promise<boolean> {
   try {
-    const r = await client.query(
-      tagged(
-        "SELECT count(*) FILTER (WHERE query = '<insufficient privilege>')::int AS hidden FROM pg_stat_statements",
-      ),
-    );
-    if (r.rows[0].hidden > 0)
-      warnings.push(
-        "pg_stat_statements hides other users' statements from this role: grant it pg_read_all_stats (GRANT pg_read_all_stats TO <role>) for their text",
-      );
+    await client.query(tagged("SELECT 1 FROM pg_stat_statements LIMIT 1"));
     return true;
   } catch (error) {
     const code = (error as { code?: string }).code;
@@ -382,27 +409,42 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   try {
     await client.query(tagged("SET application_name = 'auditpipe-estimate'"));
     const warnings: string[] = [];
+    const privileges = await readPrivileges(client, tagged);
     const settings = await readSettings(client);
-    if (!/pgaudit/.test(settings.shared_preload_libraries ?? ""))
+    const unreadable = unreadableSettings(SETTINGS, settings, privileges);
+    if (unreadable.length > 0)
       warnings.push(
-        "pgaudit is not in shared_preload_libraries: add it and restart before applying any configuration",
+        `role ${privileges.role} cannot read ${unreadable.join(", ")} (${grantSql([READ_ALL_SETTINGS], privileges.role)}, or sample as a superuser): what depends on ${unreadable.length > 1 ? "them" : "it"} is not checked`,
       );
+    const preload = preloadWarning(settings, privileges);
+    if (preload) warnings.push(preload);
     const useStatements = await statementsAvailable(client, warnings);
     const catalog = await readCatalog(client);
-    const log = await logContext(client, settings, options.constantLength ?? 4, warnings);
+    const log = await logContext(
+      client,
+      settings,
+      options.constantLength ?? 4,
+      useStatements,
+      privileges,
+      warnings,
+    );
     const config = await currentConfig(client, settings);
 
     const before = await snapshot(client, useStatements);
     const started = Date.now();
     options.onProgress?.(0, interval);
     const clientCounts: number[] = [];
+    let clientsHidden = false;
     while (Date.now() - started < interval) {
       await sleep(Math.min(1000, interval - (Date.now() - started)));
       const a = await client.query(
-        tagged(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend'
-                   AND pid <> pg_backend_pid() AND state NOT IN ('idle') AND datname = current_database()`),
+        tagged(`SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND state NOT IN ('idle'))::int AS n,
+                       count(*) FILTER (WHERE backend_type IS NULL AND query = '${HIDDEN_QUERY}'
+                                          AND usename IS NOT NULL)::int AS hidden
+                  FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()`),
       );
       clientCounts.push(a.rows[0].n);
+      if (a.rows[0].hidden > 0) clientsHidden = true;
       options.onProgress?.(Math.min(interval, Date.now() - started), interval);
     }
     const after = await snapshot(client, useStatements);
@@ -426,9 +468,15 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     let meanStatementMs: number | undefined;
     if (useStatements) {
       const s = statementLoads(before, after, seconds, catalog, visible);
+      if (s.visibility.hiddenCalls > 0 && s.visibility.visibleCalls === 0)
+        throw blindSampleError(s.visibility, privileges, unreadable);
+      const hidden = hiddenStatementsWarning(s.visibility, privileges);
+      if (hidden) warnings.push(hidden);
       statements = s.loads;
       meanStatementMs = s.calls > 0 ? s.time / s.calls : undefined;
-      notes.push(`pg_stat_statements over ${seconds.toFixed(1)} s: ${statements.length} statements`);
+      notes.push(
+        `pg_stat_statements over ${seconds.toFixed(1)} s: ${statements.length} statements${hidden ? " (others hidden from this role)" : ""}`,
+      );
     } else {
       statements = tableLoads(before, after, seconds, catalog);
       notes.push(
@@ -441,7 +489,8 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       const ins = delta(before.tables.get(key)?.ins ?? 0, after.tables.get(key)?.ins ?? 0) / seconds;
       if (ins > 0) tableInsertsPerSec[t.qualified] = ins;
     }
-    const clients = clientCounts.length > 0 ? Math.max(...clientCounts) : 0;
+    // Hidden sessions' state is unknown, so the count of active clients is too.
+    const clients = clientCounts.length > 0 && !clientsHidden ? Math.max(...clientCounts) : 0;
     const workload: Workload = {
       transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
       statements,

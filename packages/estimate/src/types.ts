@@ -5,6 +5,8 @@
  * write and cost on that workload.
  */
 
+import type { ArchiveCost } from "./cost.ts";
+
 /** What a statement does, as pgAudit classifies it before looking at relations. */
 export type StatementKind = "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "UTILITY";
 
@@ -170,9 +172,12 @@ export interface Estimate {
   otherBytesPerSec: number;
   mbPerHour: number;
   gbPerDay: number;
-  /** Storage and ingestion cost per 30-day month at `pricePerGb` (audit and other lines). */
+  /** Ingestion by a log service per 30-day month: raw log bytes (audit and other lines) at `pricePerGb`. */
   dollarsPerMonth: number;
+  /** $ per GB ingested. */
   pricePerGb: number;
+  /** The S3 archive: audit entries compressed, accumulating over the retention period. */
+  archive: ArchiveCost;
   byClass: Record<string, Rate>;
   byAuditType: Record<string, Rate>;
   byObject: Record<string, Rate>;

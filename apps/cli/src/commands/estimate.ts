@@ -2,8 +2,12 @@ import { readFileSync } from "node:fs";
 import {
   type AuditConfig,
   configByName,
+  costInputs,
+  DEFAULT_COMPRESSION_RATIO,
   DEFAULT_CONFIGS,
   DEFAULT_PRICE_PER_GB,
+  DEFAULT_RETENTION_DAYS,
+  DEFAULT_STORAGE_PRICE_PER_GB_MONTH,
   type Estimate,
   estimate,
   parseWorkload,
@@ -11,11 +15,13 @@ import {
   type Workload,
   type WorkloadSample,
 } from "@auditpipe/estimate";
-import type { VolumeReport } from "@auditpipe/meter";
-import { analyzeFiles } from "../analyze/read-logs.ts";
 import { parseFlags } from "../args.ts";
+import { COST_FLAGS, costOptions } from "../estimate/cost-flags.ts";
+import { estimateFromLogs, renderFromLogs } from "../estimate/from-logs.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
+import { type CommandIO, resolveFiles } from "./analyze.ts";
+
+export { priceOf } from "../estimate/cost-flags.ts";
 
 export const ESTIMATE_HELP: string = `Usage: auditpipe estimate [--db URL | --workload FILE | --log FILE...] [--config NAME...] [--json]
 
@@ -28,14 +34,24 @@ Workload, one of:
   --db URL          sample this database (postgresql://user@host:port/db). A password in the
                     URL shows in your shell history and process list: prefer PG* variables
   --workload FILE   a planned workload (JSON, see docs/estimator.md)
-  --log FILE        observed audit logs (the analyze report): what they hold, and its cost;
-                    repeatable, globs as for analyze
+  --log FILE        observed audit logs (plain or .gz; globs as for analyze; repeatable): what
+                    they hold and cost, and with --config what each configuration would have
+                    written of those entries (the rest of the settings as the log was written)
 
   --config NAME     a preset (ddl,role · write · read · read,write · all · all,-misc ·
                     all+relation · all+parameter) or a pgaudit.log value; repeatable;
                     default: the server's current configuration, ddl,role, write, read, all
   --interval S      seconds between the two reads of the statistics (default 60)
-  --price-per-gb N  $ per GB stored and ingested (default ${DEFAULT_PRICE_PER_GB})
+
+Cost, two lines billed on different bytes:
+  --price-per-gb N       $ per GB of raw log ingested by a log service (default ${DEFAULT_PRICE_PER_GB})
+  --storage-price N      $ per GB-month in the S3 archive (default ${DEFAULT_STORAGE_PRICE_PER_GB_MONTH}, S3 Standard)
+  --compression-ratio N  raw bytes per archived byte (gzip NDJSON); default measured on the
+                         --log files, else on the repository's fixtures per log format
+                         (csvlog ${DEFAULT_COMPRESSION_RATIO.csvlog}, jsonlog ${DEFAULT_COMPRESSION_RATIO.jsonlog}, stderr ${DEFAULT_COMPRESSION_RATIO.stderr}, syslog ${DEFAULT_COMPRESSION_RATIO.syslog})
+  --retention-days N     days the archive keeps each object (Object Lock; default ${DEFAULT_RETENTION_DAYS}):
+                         storage accumulates to GB/day x N
+
   --separate-log-disk  the log directory is not on the data disk (lowers the overhead bound)
   --calibration FILE  overhead coefficients measured by auditpipe bench --calibration-out
                     (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
@@ -55,7 +71,9 @@ export function renderEstimates(estimates: Estimate[]): string {
     "B/entry",
     "MB/hour",
     "GB/day",
-    "$/month",
+    "ingest $/month",
+    "archive GB",
+    "archive $/month",
     "throughput",
     "latency/txn",
   ];
@@ -66,6 +84,8 @@ export function renderEstimates(estimates: Estimate[]): string {
     num(e.mbPerHour, 1),
     num(e.gbPerDay, 2),
     num(e.dollarsPerMonth, 2),
+    num(e.archive.storedGb, 1),
+    num(e.archive.dollarsPerMonth, 2),
     `-${pct(e.overhead.throughput.low)} to -${pct(e.overhead.throughput.high)}`,
     `+${e.overhead.latencyMs.low.toFixed(3)}–${e.overhead.latencyMs.high.toFixed(3)} ms`,
   ]);
@@ -87,22 +107,6 @@ export function progressPrinter(io: CommandIO, what: string): (elapsed: number, 
   };
 }
 
-function observed(report: VolumeReport, price: number): Record<string, unknown> {
-  const bytesPerEntry = report.entries > 0 ? report.bytes / report.entries : 0;
-  return {
-    entries: report.entries,
-    bytes: report.bytes,
-    seconds: report.span.seconds,
-    entriesPerSec: report.rate.entriesPerSec,
-    bytesPerEntry,
-    mbPerHour: report.rate.mbPerHour,
-    gbPerDay: report.rate.gbPerDay,
-    dollarsPerMonth: report.rate.gbPerDay === null ? null : report.rate.gbPerDay * 30 * price,
-    ...(report.rate.reason === null ? {} : { reason: report.rate.reason }),
-    byClass: report.byClass,
-  };
-}
-
 /** Seconds from --interval, checked. */
 export function intervalMs(value: string | boolean | string[] | undefined, command: string): number {
   if (value === undefined) return 60_000;
@@ -114,16 +118,6 @@ export function intervalMs(value: string | boolean | string[] | undefined, comma
   return s * 1000;
 }
 
-export function priceOf(value: string | boolean | string[] | undefined, command: string): number {
-  if (value === undefined) return DEFAULT_PRICE_PER_GB;
-  const p = Number(value);
-  if (!Number.isFinite(p) || p < 0)
-    throw new UsageError(
-      `${command}: --price-per-gb must be a number of dollars, 0 or more (got ${JSON.stringify(value)})`,
-    );
-  return p;
-}
-
 export async function estimateCommand(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseFlags("estimate", argv, {
     db: { type: "string" },
@@ -131,7 +125,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     log: { type: "string", multiple: true },
     config: { type: "string", multiple: true },
     interval: { type: "string" },
-    "price-per-gb": { type: "string" },
+    ...COST_FLAGS,
     "separate-log-disk": { type: "boolean", default: false },
     calibration: { type: "string" },
     json: { type: "boolean", default: false },
@@ -145,10 +139,10 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     throw new UsageError(
       `estimate: unexpected argument ${JSON.stringify(positionals[0])} (see auditpipe estimate --help)`,
     );
-  const logs = (values.log as string[] | undefined) ?? [];
+  const logs = await resolveFiles((values.log as string[] | undefined) ?? [], "estimate --log");
   if (values.db !== undefined && values.workload !== undefined)
     throw new UsageError("estimate: give --db or --workload, not both");
-  const price = priceOf(values["price-per-gb"], "estimate");
+  const cost = costOptions(values, "estimate");
   const configs: AuditConfig[] = ((values.config as string[] | undefined) ?? [...DEFAULT_CONFIGS]).map(
     (name) => {
       try {
@@ -188,12 +182,16 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
   const { loadCalibration } = await import("../calibration.ts");
   const calibration = await loadCalibration(values.calibration, "estimate");
   const options = {
-    pricePerGb: price,
+    ...cost,
     logOnDataDisk: !values["separate-log-disk"],
     ...(calibration ? { calibration } : {}),
   };
   const estimates = workload ? configs.map((c) => estimate(workload, c, options)) : [];
-  const report = logs.length > 0 ? await analyzeFiles(logs, { format: "auto" }) : undefined;
+  // From logs, --config names what to derive; with a workload the logs are only observed.
+  const fromLogs =
+    logs.length > 0
+      ? await estimateFromLogs(logs, workload || values.config === undefined ? [] : configs, cost)
+      : undefined;
 
   if (values.json) {
     io.stdout(
@@ -210,7 +208,12 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
             : {}),
           ...(workload ? { transactionsPerSec: workload.transactionsPerSec, notes: workload.notes } : {}),
           estimates,
-          ...(report ? { observed: observed(report, price) } : {}),
+          ...(fromLogs
+            ? {
+                observed: { ...fromLogs.observed, seconds: fromLogs.seconds },
+                ...(fromLogs.configs.length > 0 ? { fromLog: fromLogs.configs } : {}),
+              }
+            : {}),
         },
         null,
         2,
@@ -223,22 +226,13 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
       `${num(workload.transactionsPerSec, 1)} transactions/s, ${workload.statements.length} statements (${workload.notes.join("; ")})\n\n`,
     );
     io.stdout(`${renderEstimates(estimates)}\n\n`);
-    io.stdout(`$/month at $${price}/GB (storage and ingestion, 30 days); decimal units.\n`);
+    if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n`);
     const first = estimates.find((e) => e.entriesPerSec > 0) ?? estimates[0];
     if (first)
       io.stdout(
         `Overhead (${first.config}, confidence ${first.overhead.confidence}): ${first.overhead.assumptions.join("; ")}\n`,
       );
   }
-  if (report) {
-    const o = observed(report, price);
-    io.stdout(
-      `\nObserved in ${logs.length} log file(s): ${report.entries} entries over ${num(report.span.seconds, 1)} s, ${num(o.bytesPerEntry as number)} B/entry, ${
-        report.rate.mbPerHour === null || report.rate.gbPerDay === null
-          ? `no projection: ${report.rate.reason}`
-          : `${num(report.rate.mbPerHour, 1)} MB/hour, ${num(report.rate.gbPerDay, 2)} GB/day, $${num(o.dollarsPerMonth as number, 2)}/month`
-      }\n`,
-    );
-  }
+  if (fromLogs) io.stdout(`${workload ? "\n" : ""}${renderFromLogs(fromLogs, cost)}`);
   return 0;
 }

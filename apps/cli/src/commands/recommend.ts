@@ -25,7 +25,7 @@ applies it (twice is harmless). The database is sampled as for estimate:
   --sensitive T[.C]  a table, or one column of it, to audit; repeatable (schema.table.column too)
   --role NAME        the audit role (default auditpipe_auditor)
   --interval S       seconds between the two reads of the statistics (default 60)
-  --price-per-gb N   $ per GB stored and ingested
+  --price-per-gb N   $ per GB ingested by a log service (raw log bytes)
   --calibration FILE overhead coefficients from auditpipe bench --calibration-out
                      (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
   --json             one JSON object on stdout

@@ -1,0 +1,33 @@
+/**
+ * What observed audit entries take in the archive: the sidecar's NDJSON, gzip-compressed, one
+ * object per batch. Run's batches close at 10,000 entries (its default `--batch-max-entries`),
+ * so the entries are compressed in batches of that size, as the sink would store them.
+ */
+import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { compress, NdjsonWriter } from "@auditpipe/ship";
+
+/** `auditpipe run`'s default --batch-max-entries: one archive object per this many entries. */
+const BATCH_ENTRIES = 10_000;
+
+export class ArchiveSizer {
+  private readonly writer = new NdjsonWriter();
+  private readonly pending: Promise<number>[] = [];
+
+  /** Adds one entry as the sidecar ships it (`source` as the file it came from). */
+  add(entry: AuditEntry, record: LogRecord, file: string): void {
+    this.writer.addEntry(entry, record, file, record.offset);
+    if (this.writer.entries >= BATCH_ENTRIES) this.close();
+  }
+
+  /** Compressed archive bytes of everything added. */
+  async bytes(): Promise<number> {
+    if (this.writer.entries > 0) this.close();
+    const sizes = await Promise.all(this.pending);
+    return sizes.reduce((sum, n) => sum + n, 0);
+  }
+
+  private close(): void {
+    const { ndjson } = this.writer.take();
+    this.pending.push(compress(ndjson, "gzip").then((gz) => gz.byteLength));
+  }
+}
