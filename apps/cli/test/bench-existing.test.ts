@@ -67,7 +67,7 @@ describe("auditpipe bench on an existing server (a testkit cluster treated as on
   });
 
   it("changes nothing without --yes", async () => {
-    const { code, stderr } = await runCli(["bench", ...common(), "--config", "write"]);
+    const { code, stderr } = await runCli(["bench", ...common(), "--audit", "write"]);
     expect(code).toBe(1);
     expect(stderr).toContain("AUDITPIPE_ERR_BENCH_NEEDS_YES");
     expect(await autoConf(pg)).toEqual(original);
@@ -78,7 +78,7 @@ describe("auditpipe bench on an existing server (a testkit cluster treated as on
     const { code, stdout, stderr } = await runCli([
       "bench",
       ...common(),
-      "--config",
+      "--audit",
       "write,object,log_statement",
       "--yes",
       "--json",
@@ -107,7 +107,7 @@ describe("auditpipe bench on an existing server (a testkit cluster treated as on
       ...common().filter((a, i, all) => a !== "--workload" && all[i - 1] !== "--workload"),
       "--script",
       script,
-      "--config",
+      "--audit",
       "all",
       "--yes",
     ]);
@@ -125,7 +125,7 @@ describe("auditpipe bench on an existing server (a testkit cluster treated as on
       ...common().map((a) => (a === "1" ? "3" : a)),
       "--duration",
       "30",
-      "--config",
+      "--audit",
       "all",
       "--yes",
     ]);

@@ -7,7 +7,7 @@ describe("auditpipe bench stopped with Ctrl-C", () => {
   it("stops pgbench, still reports the runs it measured, and exits 130", async () => {
     const child = spawnCli([
       "bench",
-      "--config",
+      "--audit",
       "write",
       "--workload",
       "tpcb",

@@ -83,7 +83,7 @@ describe("estimate with a bench calibration", () => {
       "estimate",
       "--workload",
       workloadFile,
-      "--config",
+      "--audit",
       "write",
       "--calibration",
       calibrationFile,
@@ -100,7 +100,7 @@ describe("estimate with a bench calibration", () => {
   it("takes AUDITPIPE_CALIBRATION when no flag is given", async () => {
     process.env.AUDITPIPE_CALIBRATION = calibrationFile;
     try {
-      const { stdout } = await runCli(["estimate", "--workload", workloadFile, "--config", "write"]);
+      const { stdout } = await runCli(["estimate", "--workload", workloadFile, "--audit", "write"]);
       expect(stdout).toContain("calibrated on benchhost, 2026-11-24");
     } finally {
       delete process.env.AUDITPIPE_CALIBRATION;
@@ -108,7 +108,7 @@ describe("estimate with a bench calibration", () => {
   });
 
   it("without one, says the range is uncalibrated and cites public sources by title and author", async () => {
-    const { stdout } = await runCli(["estimate", "--workload", workloadFile, "--config", "write", "--json"]);
+    const { stdout } = await runCli(["estimate", "--workload", workloadFile, "--audit", "write", "--json"]);
     const first = (JSON.parse(stdout) as EstimateJson).estimates[0]!.overhead.assumptions[0]!;
     expect(first).toMatch(/^uncalibrated/);
     expect(first).toContain('Gold Lapel, "pgAudit Performance Impact: Benchmarks and Mitigation Strategies"');

@@ -68,7 +68,7 @@ describe("estimate: ingestion and archive storage as separate cost lines", () =>
   );
 
   it("prints both columns and their inputs", async () => {
-    const out = await runCli(["estimate", "--workload", workload, "--config", "write"]);
+    const out = await runCli(["estimate", "--workload", workload, "--audit", "write"]);
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toMatch(/GB\/day\s+ingest \$\/month\s+archive GB\s+archive \$\/month/);
     expect(out.stdout).toMatch(/raw log bytes x \$0\.5 per GB ingested/);
@@ -84,7 +84,7 @@ describe("estimate: ingestion and archive storage as separate cost lines", () =>
       "estimate",
       "--workload",
       workload,
-      "--config",
+      "--audit",
       "write",
       "--compression-ratio",
       "10",

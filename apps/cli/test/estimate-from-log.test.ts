@@ -1,6 +1,6 @@
 /**
  * `estimate --log` on the committed fixtures (real pgaudit logs): globs resolve as for analyze,
- * and `--config` answers what each configuration would have written of the observed entries,
+ * and `--audit` answers what each configuration would have written of the observed entries,
  * checked against expected.json (the fixtures' independent oracle); what the log cannot answer
  * is said, not filled in.
  */
@@ -17,14 +17,14 @@ async function fromLog(caseName: string, pattern: string, configs: string[]) {
     "estimate",
     "--log",
     join(cases, caseName, pattern),
-    ...configs.flatMap((c) => ["--config", c]),
+    ...configs.flatMap((c) => ["--audit", c]),
     "--json",
   ]);
   expect(out.code, out.stderr).toBe(0);
   return JSON.parse(out.stdout);
 }
 
-describe("estimate --log FILE... --config NAME...", () => {
+describe("estimate --log FILE... --audit NAME...", () => {
   it("accepts a glob and answers what `write` would have written of an `all` log, entry for entry", async () => {
     const expected = readExpected(join(cases, "session-all")).formats["postgresql.csv.gz"]!;
     const body = await fromLog("session-all", "postgresql.csv*", ["write", "read"]);
@@ -76,9 +76,9 @@ describe("estimate --log FILE... --config NAME...", () => {
       "estimate",
       "--log",
       join(cases, "session-all", "postgresql.csv*"),
-      "--config",
+      "--audit",
       "write",
-      "--config",
+      "--audit",
       "ddl,role",
     ]);
     expect(out.code, out.stderr).toBe(0);

@@ -41,7 +41,7 @@ async function estimateAs(role: string, ...loadRoles: string[]) {
     10_000,
     () => "pgbench did not start",
   );
-  const out = await runCli(["estimate", "--interval", "2", "--config", "write"]);
+  const out = await runCli(["estimate", "--interval", "2", "--audit", "write"]);
   await Promise.all(loads);
   return out;
 }

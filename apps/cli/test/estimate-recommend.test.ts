@@ -44,12 +44,12 @@ async function underLoad(
 
 describe("auditpipe estimate", () => {
   it("prints a table of configurations from a sample taken through PG* variables", async () => {
-    const out = await underLoad(["estimate", "--interval", "2", "--config", "write", "--config", "all"]);
+    const out = await underLoad(["estimate", "--interval", "2", "--audit", "write", "--audit", "all"]);
     expect(out.stderr).toMatch(/estimate: sampling for 2 s/);
     expect(out.code, out.stderr).toBe(0);
     const lines = out.stdout.split("\n");
     expect(lines.find((l) => l.startsWith("configuration"))).toMatch(
-      /entries\/s\s+B\/entry\s+MB\/hour\s+GB\/day\s+ingest \$\/month\s+archive GB\s+archive \$\/month/,
+      /entries\/s\s+bytes\/entry\s+MB\/hour\s+GB\/day\s+ingest \$\/month\s+archive GB\s+archive \$\/month/,
     );
     expect(lines.some((l) => /^current\s/.test(l))).toBe(true);
     expect(lines.some((l) => /^all\s+[\d,.]+\s+\d+/.test(l))).toBe(true);
@@ -59,7 +59,7 @@ describe("auditpipe estimate", () => {
     // pg_stat_database's transaction counts reach shared memory up to a second late (PostgreSQL 15
     // flushes a backend's stats at most once a second), so a short window jitters: sample 4 s.
     const out = await underLoad(
-      ["estimate", "--interval", "4", "--config", "write", "--config", "all", "--json"],
+      ["estimate", "--interval", "4", "--audit", "write", "--audit", "all", "--json"],
       6,
     );
     expect(out.code, out.stderr).toBe(0);
@@ -86,9 +86,9 @@ describe("auditpipe estimate", () => {
   });
 
   it("rejects an unknown configuration naming the flag", async () => {
-    const out = await runCli(["estimate", "--workload", "/nonexistent.json", "--config", "reed"]);
+    const out = await runCli(["estimate", "--workload", "/nonexistent.json", "--audit", "reed"]);
     expect(out.code).toBe(2);
-    expect(out.stderr).toMatch(/--config .*unknown class "REED"/);
+    expect(out.stderr).toMatch(/--audit .*unknown class "REED"/);
   });
 });
 

@@ -8,7 +8,7 @@ describe("auditpipe serve", () => {
     const pg = await startPostgres({ preloadLibraries: ["pg_stat_statements"] });
     await pg.query("CREATE EXTENSION pg_stat_statements");
     await pg.pgbench(["-i", "-s", "1", "-q"]);
-    const child = spawnCli(["serve", "--listen", "127.0.0.1:0", "--interval", "1"], {
+    const child = spawnCli(["serve", "--listen", "127.0.0.1:0", "--sample-interval-ms", "1000"], {
       PGHOST: pg.socketDir,
       PGPORT: String(pg.port),
       PGUSER: "postgres",
@@ -56,8 +56,8 @@ describe("auditpipe serve", () => {
   });
 
   it("names the flag on a usage error", async () => {
-    const { code, stderr } = await runCli(["serve", "--interval", "soon"]);
+    const { code, stderr } = await runCli(["serve", "--sample-interval-ms", "soon"]);
     expect(code).toBe(2);
-    expect(stderr).toMatch(/--interval must be a number of seconds/);
+    expect(stderr).toMatch(/--sample-interval-ms must be a whole number of milliseconds/);
   });
 });

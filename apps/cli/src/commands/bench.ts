@@ -14,7 +14,7 @@ import { oneOf, parseFlags } from "../args.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--config NAME...] [--workload NAME...] [--script FILE...]
+export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--audit NAME...] [--workload NAME...] [--script FILE...]
                       [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
                       [--db URL | --existing] [--yes] [--restore] [--json] [--report FILE.html]
                       [--calibration-out FILE]
@@ -25,7 +25,7 @@ workload, runs interleaved in rotating order after a discarded warm-up. Without 
 scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
 
   --quick              about two minutes: none, write, all, log_statement × tpcb × 3 runs of 6 s
-  --config NAME        none, write, read, all, object (the two largest tables), log_statement
+  --audit NAME         none, write, read, all, object (the two largest tables), log_statement
                        (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
                        repeatable or comma-separated; default all of them
   --workload NAME      tpcb, read-heavy, write-heavy, select-only; repeatable; default all
@@ -99,7 +99,7 @@ export function statementsInScript(script: string): number {
 export async function benchCommand(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseFlags("bench", argv, {
     quick: { type: "boolean", default: false },
-    config: { type: "string", multiple: true },
+    audit: { type: "string", multiple: true },
     workload: { type: "string", multiple: true },
     script: { type: "string", multiple: true },
     scale: { type: "string" },
@@ -156,10 +156,10 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
   }
 
   const quick = values.quick === true;
-  const configNames = listOf(values.config);
+  const configNames = listOf(values.audit);
   const configs = (
     configNames.length > 0 ? configNames : quick ? QUICK.configs : bench.CONFIGURATION_NAMES
-  ).map((c) => oneOf("bench", "config", c, bench.CONFIGURATION_NAMES));
+  ).map((c) => oneOf("bench", "audit", c, bench.CONFIGURATION_NAMES));
   if (!configs.includes("none")) configs.unshift("none"); // overhead needs its baseline
   const scripts = ((values.script as string[] | undefined) ?? []).map((file) => {
     try {

@@ -23,7 +23,7 @@ import { type CommandIO, resolveFiles } from "./analyze.ts";
 
 export { priceOf } from "../estimate/cost-flags.ts";
 
-export const ESTIMATE_HELP: string = `Usage: auditpipe estimate [--db URL | --workload FILE | --log FILE...] [--config NAME...] [--json]
+export const ESTIMATE_HELP: string = `Usage: auditpipe estimate [--db URL | --workload FILE | --log FILE...] [--audit NAME...] [--json]
 
 Predicts what each candidate pgAudit configuration would write and cost on a workload:
 entries/s, bytes per entry, MB/hour, GB/day, $/month and the overhead range.
@@ -35,10 +35,10 @@ Workload, one of:
                     URL shows in your shell history and process list: prefer PG* variables
   --workload FILE   a planned workload (JSON, see docs/estimator.md)
   --log FILE        observed audit logs (plain or .gz; globs as for analyze; repeatable): what
-                    they hold and cost, and with --config what each configuration would have
+                    they hold and cost, and with --audit what each configuration would have
                     written of those entries (the rest of the settings as the log was written)
 
-  --config NAME     a preset (ddl,role · write · read · read,write · all · all,-misc ·
+  --audit NAME      a preset (ddl,role · write · read · read,write · all · all,-misc ·
                     all+relation · all+parameter) or a pgaudit.log value; repeatable;
                     default: the server's current configuration, ddl,role, write, read, all
   --interval S      seconds between the two reads of the statistics (default 60)
@@ -68,7 +68,7 @@ export function renderEstimates(estimates: Estimate[]): string {
   const head = [
     "configuration",
     "entries/s",
-    "B/entry",
+    "bytes/entry",
     "MB/hour",
     "GB/day",
     "ingest $/month",
@@ -123,7 +123,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     db: { type: "string" },
     workload: { type: "string" },
     log: { type: "string", multiple: true },
-    config: { type: "string", multiple: true },
+    audit: { type: "string", multiple: true },
     interval: { type: "string" },
     ...COST_FLAGS,
     "separate-log-disk": { type: "boolean", default: false },
@@ -143,12 +143,12 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
   if (values.db !== undefined && values.workload !== undefined)
     throw new UsageError("estimate: give --db or --workload, not both");
   const cost = costOptions(values, "estimate");
-  const configs: AuditConfig[] = ((values.config as string[] | undefined) ?? [...DEFAULT_CONFIGS]).map(
+  const configs: AuditConfig[] = ((values.audit as string[] | undefined) ?? [...DEFAULT_CONFIGS]).map(
     (name) => {
       try {
         return configByName(name);
       } catch (error) {
-        throw new UsageError(`estimate: --config ${(error as Error).message}`);
+        throw new UsageError(`estimate: --audit ${(error as Error).message}`);
       }
     },
   );
@@ -187,10 +187,10 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     ...(calibration ? { calibration } : {}),
   };
   const estimates = workload ? configs.map((c) => estimate(workload, c, options)) : [];
-  // From logs, --config names what to derive; with a workload the logs are only observed.
+  // From logs, --audit names what to derive; with a workload the logs are only observed.
   const fromLogs =
     logs.length > 0
-      ? await estimateFromLogs(logs, workload || values.config === undefined ? [] : configs, cost)
+      ? await estimateFromLogs(logs, workload || values.audit === undefined ? [] : configs, cost)
       : undefined;
 
   if (values.json) {

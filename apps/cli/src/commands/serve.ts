@@ -7,7 +7,7 @@ import { startWorkloadSampler } from "../run/workload-sampler.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT] [--interval SECONDS] [--log-level L]
+export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT] [--sample-interval-ms MS] [--log-level L]
 
 The REST API on its own, for internal tools: POST /v1/estimates, POST /v1/recommendations,
 GET /v1/workload (the last sample of the configured database), /healthz, /readyz, /metrics and
@@ -16,7 +16,8 @@ the OpenAPI document at /docs/json. It samples its database continuously in the 
   --db URL             the database to sample (default: libpq's PGHOST, PGPORT, PGUSER, PGDATABASE;
                        keep the password in ~/.pgpass or a service file, not in the URL)
   --listen HOST:PORT   default 127.0.0.1:9187; a non-loopback address needs AUDITPIPE_API_TOKEN
-  --interval SECONDS   how long each workload sample spans (default 60)
+  --sample-interval-ms MS  how long each workload sample spans, as for run (default 60000;
+                       AUDITPIPE_SAMPLE_INTERVAL_MS)
   --log-level L        fatal, error, warn, info (default), debug, trace, silent
 
 The bearer token comes only from AUDITPIPE_API_TOKEN (16+ characters), never from a flag.
@@ -26,7 +27,7 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   const { values, positionals } = parseFlags("serve", argv, {
     db: { type: "string" },
     listen: { type: "string", default: process.env.AUDITPIPE_LISTEN ?? "127.0.0.1:9187" },
-    interval: { type: "string", default: "60" },
+    "sample-interval-ms": { type: "string", default: process.env.AUDITPIPE_SAMPLE_INTERVAL_MS ?? "60000" },
     "log-level": { type: "string", default: process.env.AUDITPIPE_LOG_LEVEL ?? "info" },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -36,10 +37,11 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   }
   if (positionals.length > 0)
     throw new UsageError(`serve: unexpected argument ${positionals[0]} (serve takes flags only)`);
-  const interval = Number(values.interval);
-  if (!(interval >= 1))
+  // The same setting, name and unit as run's --sample-interval-ms.
+  const intervalMs = Number(values["sample-interval-ms"]);
+  if (!(Number.isInteger(intervalMs) && intervalMs >= 1000))
     throw new UsageError(
-      `serve: --interval must be a number of seconds, at least 1 (got ${JSON.stringify(values.interval)})`,
+      `serve: --sample-interval-ms must be a whole number of milliseconds, at least 1000 (got ${JSON.stringify(values["sample-interval-ms"])})`,
     );
   const level = String(values["log-level"]);
   if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
@@ -61,7 +63,7 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   const logger = createLogger(level);
   const sampler = startWorkloadSampler({
     ...(values.db ? { connection: String(values.db) } : {}),
-    intervalMs: interval * 1000,
+    intervalMs,
     logger,
   });
   const app = await buildApi({

@@ -1,5 +1,5 @@
 /**
- * `estimate --log FILE...`: the observed volume and its cost, and with `--config` what each named
+ * `estimate --log FILE...`: the observed volume and its cost, and with `--audit` what each named
  * configuration would have written of the observed entries. The archive's compression ratio is
  * measured on the same entries (the sidecar's NDJSON, gzip, in its batches).
  */
@@ -136,7 +136,7 @@ export function renderFromLogs(r: FromLogs, options: CostOptions): string {
     "configuration",
     "entries",
     "bytes",
-    "B/entry",
+    "bytes/entry",
     "GB/day",
     "ingest $/month",
     "archive GB",
