@@ -192,7 +192,7 @@ export function overheadRange(input: OverheadInput): Overhead {
   if (clients > 0) {
     baselineUs = (clients / tps) * 1e6;
     assumptions.push(
-      `${clients} concurrent clients, ${tps.toFixed(0)} transactions/s: ${baselineUs.toFixed(0)} µs per transaction per client`,
+      `${clients} concurrent client${clients === 1 ? "" : "s"}, ${tps.toFixed(0)} transactions/s: ${baselineUs.toFixed(0)} µs per transaction per client`,
     );
   } else {
     const ms = w.meanStatementMs ?? 0.1;
