@@ -1,7 +1,7 @@
 /**
  * GET /v1/advice: what makes the audit log the sidecar follows big, and what to change — the
  * advisor of `auditpipe advise`, fed live by the sidecar (top statements from a sample of the
- * entries). Statements appear only as fingerprints: no value from the log.
+ * statements). Statements appear only as fingerprints: no value from the log.
  */
 import type { Advice } from "@auditpipe/estimate";
 import type { FastifyInstance } from "fastify";
@@ -44,7 +44,7 @@ export const adviceSchema: z.ZodType<Advice> = z.object({
   topStatements: z.array(
     z.object({ fingerprint: z.string(), entries: z.number(), bytes: z.number(), share: z.number() }),
   ),
-  topStatementsSampled: z.boolean(),
+  sampled: z.boolean().describe("Whether the figures are estimated from a sample of the statements."),
 }) as z.ZodType<Advice>;
 
 export function registerAdviceRoutes(app: FastifyInstance, deps: AdviceDeps): void {

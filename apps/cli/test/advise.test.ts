@@ -169,19 +169,20 @@ describe("GET /v1/advice from the running sidecar", () => {
         expect(JSON.stringify(await first.json())).toContain("AUDITPIPE_ERR_NO_ADVICE");
       await pg.pgbench(["-i", "-s", "1", "-q"]);
       await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "100"]);
-      let advice: AdviceJson & { topStatementsSampled: boolean } = { items: [] } as never;
+      let advice: AdviceJson & { sampled: boolean } = { items: [] } as never;
       await waitUntil(
         async () => {
           const response = await fetch(`${url}/v1/advice`);
           if (response.status !== 200) return false;
           advice = (await response.json()) as typeof advice;
-          return advice.items.some((i) => i.kind === "transaction-control") && advice.entries >= 200 * 6;
+          // The sidecar samples one statement in 32: MISC (2 of TPC-B's 7 statements) shows up soon.
+          return advice.items.some((i) => i.kind === "transaction-control");
         },
         30_000,
         () => `no advice on the transaction control: ${JSON.stringify(advice.items?.map((i) => i.kind))}`,
         200,
       );
-      expect(advice.topStatementsSampled).toBe(true);
+      expect(advice.sampled).toBe(true);
       expect(advice.items.find((i) => i.kind === "transaction-control")!.givesUp).toMatch(/no longer logged/);
       for (const { fingerprint } of advice.topStatements)
         expect(fingerprint).not.toMatch(/'[^']*'|\b\d{2,}\b/);

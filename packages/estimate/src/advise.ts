@@ -12,7 +12,7 @@
 
 import { projectVolume } from "@auditpipe/meter/projection";
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
-import { parseLogTimestamp } from "@auditpipe/parse";
+import { detached, parseLogTimestamp } from "@auditpipe/parse";
 import { fingerprint } from "./_fingerprint.ts";
 import { quoteIdent, quoteLiteral } from "./_sql.ts";
 import { AUDIT_CLASSES, sessionClasses } from "./configs.ts";
@@ -58,16 +58,30 @@ export interface Advice {
   items: AdviceItem[];
   /** The statements writing the most bytes, by fingerprint (no values). */
   topStatements: { fingerprint: string; entries: number; bytes: number; share: number }[];
-  /** Whether topStatements are estimated from a sample of the entries (the live sidecar). */
-  topStatementsSampled: boolean;
+  /**
+   * Whether the figures are estimated from a sample of the statements (the live sidecar feeds one
+   * statement in `weight`, every entry of it, each counted `weight` times).
+   */
+  sampled: boolean;
 }
 
 export interface AdviceTallyOptions {
   /**
-   * Fingerprint one entry in this many (its bytes weighted by it) for the top statements: 1 (every
-   * entry) for logs read once; the live sidecar samples, since lexing costs a few µs an entry.
+   * How many entries each added entry stands for: 1 for logs read once; the live sidecar adds one
+   * statement in this many (all of its entries, so repeated text is still seen), since timestamps,
+   * tallies and lexing cost a few µs an entry (measured: half the sidecar's throughput when every
+   * entry was added; docs/benchmarks.md).
    */
-  fingerprintEvery?: number;
+  weight?: number;
+}
+
+/**
+ * One statement in `every` (a power of two up to 2^31), picked by a Fibonacci hash of its
+ * statement ID and backend PID: all entries of a picked statement are picked, and a session's
+ * repeating cycle of statements does not line up with the choice.
+ */
+export function sampledStatement(statementId: number, pid: number | null, every: number): boolean {
+  return Math.imul(statementId ^ (pid ?? 0), 0x9e3779b1) >>> 0 < 2 ** 32 / every;
 }
 
 export interface AdviseOptions {
@@ -121,19 +135,27 @@ interface Tally {
   bytes: number;
 }
 
-const add = (t: Tally, bytes: number): void => {
-  t.entries++;
+/** `weight` entries of `bytes` bytes in all (one sampled entry standing for `weight`). */
+const add = (t: Tally, bytes: number, weight: number): void => {
+  t.entries += weight;
   t.bytes += bytes;
 };
 const tally = (): Tally => ({ entries: 0, bytes: 0 });
 
-/** The value of `key`, created with `make` the first time; past MAX_KEYS keys, a shared overflow value. */
-function slot<K, V>(map: Map<K, V>, key: K, make: () => V, overflow: K): V {
+/**
+ * The value of `key`, created with `make` the first time; past MAX_KEYS keys, a shared overflow
+ * value. A key is copied when admitted: the parser's strings are views of a whole chunk of log
+ * text, and a kept view would keep its chunk alive.
+ */
+function slot<V>(map: Map<string, V>, key: string, make: () => V, overflow: string): V {
   let value = map.get(key);
   if (value === undefined) {
-    if (map.size >= MAX_KEYS) return slot(map, overflow, make, overflow);
-    value = make();
-    map.set(key, value);
+    const admitted = map.size < MAX_KEYS || key === overflow ? detached(key) : overflow;
+    value = map.get(admitted);
+    if (value === undefined) {
+      value = make();
+      map.set(admitted, value);
+    }
   }
   return value;
 }
@@ -161,19 +183,16 @@ export class AdviceTally {
   private statementOnceSeen = false;
   /** (session, statement id) → seen, for repeated text. */
   private lastStatement = new Map<string, number>();
-  private readonly fingerprintEvery: number;
-  private sinceFingerprint = 0;
-  /** Whether top statements are estimated from a sample of the entries. */
-  private readonly sampled: boolean;
+  private readonly weight: number;
 
   constructor(options: AdviceTallyOptions = {}) {
-    this.fingerprintEvery = Math.max(1, Math.floor(options.fingerprintEvery ?? 1));
-    this.sampled = this.fingerprintEvery > 1;
+    this.weight = Math.max(1, Math.floor(options.weight ?? 1));
   }
 
   add(entry: AuditEntry, record: LogRecord): void {
-    const size = record.size;
-    this.entries++;
+    const w = this.weight;
+    const size = record.size * w;
+    this.entries += w;
     this.bytes += size;
     if (record.timestamp) {
       const t = parseLogTimestamp(record.timestamp);
@@ -183,19 +202,16 @@ export class AdviceTally {
       }
     }
     const cls = entry.class.toUpperCase();
-    add(slot(this.byClass, cls, tally, OTHER), size);
-    if (entry.auditType === "SESSION") this.sessionClassesSeen.add(cls);
+    add(slot(this.byClass, cls, tally, OTHER), size, w);
+    if (entry.auditType === "SESSION" && !this.sessionClassesSeen.has(cls))
+      this.sessionClassesSeen.add(detached(cls));
 
     const command = entry.command.toUpperCase();
     const text = STATEMENT_MARKERS.has(entry.statement) ? "" : entry.statement;
-    let print = "";
-    if (text && ++this.sinceFingerprint >= this.fingerprintEvery) {
-      this.sinceFingerprint = 0;
-      print = fingerprint(text);
-    }
-    if (cls === "MISC" && (command === "SET" || command === "RESET")) add(this.sets, size);
-    else if (cls === "MISC" && TRANSACTION_CONTROL.has(command)) add(this.transactionControl, size);
-    if (CATALOG_SCHEMAS.test(entry.objectName)) add(this.catalog, size);
+    const print = text ? fingerprint(text) : "";
+    if (cls === "MISC" && (command === "SET" || command === "RESET")) add(this.sets, size, w);
+    else if (cls === "MISC" && TRANSACTION_CONTROL.has(command)) add(this.transactionControl, size, w);
+    if (CATALOG_SCHEMAS.test(entry.objectName)) add(this.catalog, size, w);
     const role = record.user ?? "";
     if (
       cls === "READ" &&
@@ -203,7 +219,7 @@ export class AdviceTally {
       text.length <= HEALTH_CHECK_MAX_CHARS &&
       HEALTH_CHECK.test(text)
     )
-      add(slot(this.healthByRole, role, tally, OTHER), size);
+      add(slot(this.healthByRole, role, tally, OTHER), size, w);
     if (cls === "READ" && entry.objectName !== "" && isForeignKeyCheck(text))
       add(
         slot(
@@ -213,24 +229,25 @@ export class AdviceTally {
           OTHER,
         ),
         size,
+        w,
       );
-    if (cls === "READ" && entry.auditType === "SESSION") add(this.sessionRead, size);
+    if (cls === "READ" && entry.auditType === "SESSION") add(this.sessionRead, size, w);
     const r = slot(this.byRole, role, () => ({ ...tally(), read: 0 }), OTHER);
-    add(r, size);
+    add(r, size, w);
     if (cls === "READ") r.read += size;
-    if (print) {
-      const t = slot(this.byFingerprint, print, tally, OTHER);
-      t.entries += this.fingerprintEvery;
-      t.bytes += size * this.fingerprintEvery;
-    }
+    if (print) add(slot(this.byFingerprint, print, tally, OTHER), size, w);
 
     if (entry.statement === PREVIOUSLY_LOGGED) this.statementOnceSeen = true;
     else if (text) {
       // The same statement logged again for a later substatement or relation: log_statement_once
       // would print `<previously logged>` instead of the text.
-      const key = `${record.sessionId ?? record.pid ?? ""}:${entry.statementId}`;
+      // Built from numbers where it can be: a key holding a view of the log text would keep its chunk.
+      const key =
+        record.pid !== null
+          ? `${record.pid}:${entry.statementId}`
+          : detached(`${record.sessionId ?? ""}:${entry.statementId}`);
       if (this.lastStatement.get(key) === entry.statementId) {
-        this.repeatedText += Math.max(0, Buffer.byteLength(text) - PREVIOUSLY_LOGGED.length);
+        this.repeatedText += Math.max(0, Buffer.byteLength(text) - PREVIOUSLY_LOGGED.length) * w;
       }
       this.lastStatement.set(key, entry.statementId);
       if (this.lastStatement.size > 10_000)
@@ -410,7 +427,7 @@ export class AdviceTally {
       pgauditLog,
       items: items.slice(0, top),
       topStatements,
-      topStatementsSampled: this.sampled,
+      sampled: this.weight > 1,
     };
   }
 }

@@ -7,6 +7,7 @@ export {
   type AdviseOptions,
   adviceSql,
   type NoiseKind,
+  sampledStatement,
 } from "./advise.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {

@@ -4,7 +4,7 @@
  * are pooled in one overflow tally instead of growing memory and metric cardinality.
  */
 
-import { detached } from "./_detach.ts";
+import { detached } from "@auditpipe/parse";
 import type { Tally } from "./volume.ts";
 
 /** Distinct keys kept per capped breakdown; pgAudit has a dozen classes and a few hundred commands. */

@@ -3,8 +3,9 @@
  * byAuditType are sums over it, so the hot path pays one nested lookup for all three. Past
  * CAPPED_KEYS distinct pairs the rest is pooled in `overflow` (labels class="other",audit_type="other").
  */
+
+import { detached } from "@auditpipe/parse";
 import { CAPPED_KEYS } from "./_capped.ts";
-import { detached } from "./_detach.ts";
 import type { Tally } from "./volume.ts";
 
 export class PairTally {

@@ -12,7 +12,7 @@
  * down, and heavy keys settle in the leaves where a repeat costs one comparison.
  */
 
-import { detached } from "./_detach.ts";
+import { detached } from "@auditpipe/parse";
 import type { Tally } from "./volume.ts";
 
 export interface TopNResult {

@@ -1,5 +1,4 @@
-import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
-import { detached } from "./_detach.ts";
+import { type AuditEntry, detached, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
 import { projectVolume } from "./projection.ts";
 
 export interface Tally {

@@ -1,5 +1,5 @@
 import { buildApi, listenApi } from "@auditpipe/api";
-import { AdviceTally } from "@auditpipe/estimate";
+import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
 import { AUDIT_PREFIX, type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
 import { redactRecord, toShippedRecord } from "@auditpipe/ship";
@@ -26,8 +26,11 @@ export interface Sidecar {
 
 /** How long shutdown waits for the sink; SIGTERM must end within 10 s. */
 const SHUTDOWN_SINK_MS = 7_000;
-/** The live advisor lexes one statement in this many for its top statements (a few µs each). */
-const ADVICE_FINGERPRINT_EVERY = 16;
+/**
+ * The live advisor sees one statement in this many (every entry of it), each standing for this
+ * many: fed every entry it halved the sidecar's throughput (docs/benchmarks.md).
+ */
+const ADVICE_SAMPLE_EVERY = 32;
 /**
  * How long shutdown waits for a sink that is failing: no acknowledgement is coming, and the S3
  * sink spools a batch before its first upload attempt, so waiting keeps nothing safer.
@@ -80,8 +83,11 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   });
   configured.registerMetrics(meter.registry);
   const sinkHealth = { failing: false, lastError: "" };
-  /** GET /v1/advice; statements fingerprinted one in ADVICE_FINGERPRINT_EVERY (lexing is the cost). */
-  const advisor = new AdviceTally({ fingerprintEvery: ADVICE_FINGERPRINT_EVERY });
+  /** GET /v1/advice, from a sample of the statements. */
+  const advisor = new AdviceTally({ weight: ADVICE_SAMPLE_EVERY });
+  const advise = (entry: AuditEntry, record: LogRecord): void => {
+    if (sampledStatement(entry.statementId, record.pid, ADVICE_SAMPLE_EVERY)) advisor.add(entry, record);
+  };
   const malformedInput = new MalformedWatch(meter.registry, logger);
   const sourceHealth = new SourceHealth(meter.registry);
 
@@ -92,7 +98,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     },
     entry: (entry, record) => {
       meter.entry(entry, record);
-      advisor.add(entry, record);
+      advise(entry, record);
     },
     malformed: (source, error) => {
       meter.malformed(source, 1);
@@ -246,7 +252,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         }
         if (!entry) return;
         meter.entry(entry, record);
-        advisor.add(entry, record);
+        advise(entry, record);
         const shipped = toShippedRecord(entry, record, source.name, source.offset);
         ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
       },
