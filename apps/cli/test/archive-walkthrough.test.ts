@@ -71,12 +71,14 @@ describe("docs/archive.md: the first-time walkthrough, as written", () => {
       await pg.pgbench(["-i", "-s", "1", "-q"]);
       await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "100"]);
       // Step 4: /v1/volume counts what the sink acknowledged; /readyz is ready.
+      let pipeline: { sinks: Record<string, { entries: number }> } = { sinks: {} };
       await waitUntil(
-        async () =>
-          ((await getJson<{ pipeline: { sinks: Record<string, { entries: number }> } }>(`${url}/v1/volume`))
-            .pipeline.sinks.s3?.entries ?? 0) >= 1000,
+        async () => {
+          ({ pipeline } = await getJson<{ pipeline: typeof pipeline }>(`${url}/v1/volume`));
+          return (pipeline.sinks.s3?.entries ?? 0) >= 200 * 4; // 200 TPC-B transactions, 4 writes each
+        },
         60_000,
-        () => `nothing acknowledged:\n${sidecar.stderr()}`,
+        () => `nothing acknowledged: ${JSON.stringify(pipeline)}\n${sidecar.stderr().slice(-3000)}`,
         200,
       );
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
