@@ -94,8 +94,9 @@ export class S3Sink implements Sink {
       await this.sleep(50);
     }
     // An entry leaves the spool's index before its upload attempt has returned (and cleared the
-    // failure health() reports): wait for those attempts still running.
-    await Promise.allSettled(keys.map((k) => this.attempts.get(k)));
+    // failure health() reports), and may have left it before this flush listed the spool: wait
+    // for every attempt still running.
+    await Promise.allSettled([...this.attempts.values()]);
   }
 
   /** Bytes waiting in the spool (a gauge: it grows while the store is down). */
