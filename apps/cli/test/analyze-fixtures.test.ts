@@ -37,8 +37,20 @@ describe("analyze --json on the real fixtures", () => {
       bytes: want.bytes,
       malformed: want.malformed,
     });
+    // The oracle gives user, database and object breakdowns for csvlog and jsonlog only. Every
+    // format holds the same messages of the same window, and the stderr/syslog prefix carries %u
+    // and %d, so the other formats must count the csvlog's entries under the same keys (their
+    // bytes differ: each format writes a record at its own length).
+    const csv = expected.formats["postgresql.csv.gz"]!;
+    const entriesOf = (b: Record<string, { entries: number }>) =>
+      Object.fromEntries(Object.entries(b).map(([k, v]) => [k, v.entries]));
     for (const key of ["byClass", "byAuditType", "byCommand", "byUser", "byDatabase", "byObject"] as const) {
-      if (want[key]) expect(got[key], key).toEqual(want[key]);
+      const own = want[key];
+      if (own) expect(got[key], key).toEqual(own);
+      else {
+        expect(csv[key], `${key}: neither ${file} nor the csvlog has it in expected.json`).toBeDefined();
+        expect(entriesOf(got[key]), key).toEqual(entriesOf(csv[key]!));
+      }
     }
     expect(got.span.seconds).toBeGreaterThan(0);
     // Every fixture is a scripted session of seconds: too short to project (the JSON says why).
