@@ -29,7 +29,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
     || die "apt-get install ${need_apt[*]} failed"
 else
-  say "postgresql-$PG_MAJOR, pgaudit, rsyslog and tini already installed"
+  say "postgresql-$PG_MAJOR, pgaudit, rsyslog, chromium and tini already installed"
 fi
 
 # --- MinIO, built from source into the ignored .tools/bin ------------------------------------
