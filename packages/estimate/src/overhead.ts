@@ -145,7 +145,8 @@ export function calibratedOverhead(c: OverheadCalibration, input: CalibratedInpu
     high += spread;
   }
   const t0 = input.baselineUsPerTransaction;
-  const fraction = (added: number): number => (t0 + added > 0 ? added / (t0 + added) : 0);
+  // A negative added time (noise in the fit) means faster; at half the time it is −100 %: clamp there.
+  const fraction = (added: number): number => (t0 + added > t0 / 2 ? added / (t0 + added) : -1);
   return {
     low: fraction(low),
     estimate: fraction(estimate),
