@@ -26,7 +26,7 @@ const REPORTED_SETTINGS = [
 
 export function filesystemOf(path: string): Filesystem {
   try {
-    const out = execFileSync("df", ["-P", "--output=source,fstype,target", path], {
+    const out = execFileSync("df", ["--output=source,fstype,target", path], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
     });
