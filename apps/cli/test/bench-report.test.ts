@@ -229,7 +229,9 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     for (const setting of Object.keys(report.environment.settings)) expect(environment).toContain(setting);
     expect(await page.locator("#reproduce-command").textContent()).toBe(report.command);
     expect(report.command).toContain("--report");
-    expect(await page.locator("#significance").textContent()).toMatch(/calibration: per log line/);
+    expect(await page.locator("#significance").textContent()).toMatch(
+      /calibration in server CPU time: per log line/,
+    );
     const unresolved = report.cells.filter((c) => c.overhead && !c.overhead.significant);
     if (unresolved.length > 0)
       expect(await page.locator("#significance").textContent()).toContain(

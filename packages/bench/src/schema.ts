@@ -35,6 +35,15 @@ const environment = z.object({
 const interval = z.object({ median: num, low: num, high: num });
 const coefficient = z.object({ estimate: num, low: num, high: num });
 
+const cpuCalibration = z.object({
+  columns: z.array(z.enum(["lines", "linesElsewhere", "statements"])).min(1),
+  coefficients: z.array(num),
+  covariance: z.array(z.array(num)),
+  runs: z.number().int().positive(),
+  loggerShare: num,
+  baselineServerUsPerStatement: coefficient,
+});
+
 const fit = z.object({
   lineCostUs: coefficient,
   lineCostElsewhereUs: coefficient.nullable(),
@@ -43,6 +52,17 @@ const fit = z.object({
   residualStdErrUs: num.nullable(),
   points: z.number().int(),
   degreesOfFreedom: z.number().int(),
+  basis: z.enum(["cpu", "tps"]).optional(),
+  cpu: cpuCalibration
+    .refine(
+      (c) =>
+        c.coefficients.length === c.columns.length &&
+        c.covariance.length === c.columns.length &&
+        c.covariance.every((row) => row.length === c.columns.length),
+      { message: "coefficients and covariance must match columns" },
+    )
+    .nullable()
+    .optional(),
 });
 
 const point = z.object({
@@ -53,6 +73,10 @@ const point = z.object({
   auditedStatementsPerTransaction: num,
   logElsewhere: z.boolean(),
   addedUs: interval,
+  samples: z.array(num).optional(),
+  addedLoggerUs: num.optional(),
+  baselineServerUs: interval.optional(),
+  statementsPerTransaction: num.optional(),
 });
 
 const run = z.object({
@@ -73,20 +97,29 @@ const run = z.object({
     malformed: z.number().int(),
   }),
   auditTable: z.object({ rows: z.number().int(), bytes: z.number().int() }).nullable(),
+  cpu: z
+    .object({ serverSec: num, loggerSec: num, clientSec: num, machineBusySec: num.nullable().optional() })
+    .nullable()
+    .optional(),
   walBytes: num,
   statWal: counters,
   statIo: counters,
   statBgwriter: counters,
 });
 
+const overhead = interval
+  .extend({ significant: z.boolean(), runsToResolve: z.number().int().nullable() })
+  .nullable();
+
 const cell = z.object({
   configuration: z.string(),
   workload: z.string(),
   runs: z.number().int(),
   tps: interval,
-  overhead: interval
-    .extend({ significant: z.boolean(), runsToResolve: z.number().int().nullable() })
-    .nullable(),
+  overhead,
+  overheadBasis: z.enum(["cpu", "tps"]).optional(),
+  tpsOverhead: overhead.optional(),
+  cpuUsPerTransaction: z.object({ server: num, logger: num, client: num }).nullable().optional(),
   latencyMs: z.object({ p50: num, p95: num, p99: num }),
   logRecordsPerSec: num,
   auditEntriesPerSec: num,

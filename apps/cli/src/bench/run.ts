@@ -295,6 +295,8 @@ export async function runBench(
   const points = calibrationPoints(cells, configInfos, workloadInfos, {
     clients: o.clients,
     logElsewhere: environment ? !environment.logOnDataDisk : false,
+    runs: results,
+    seed: o.seed,
   });
   const calibration = fitCalibration(points);
   if (!o.existing && environment && environment.settings.fsync === "off")
