@@ -39,5 +39,6 @@ export async function loadCalibration(
     statementCostUs: c.fit.statementCostUs,
     residualStdErrUs: c.fit.residualStdErrUs,
     degreesOfFreedom: c.fit.degreesOfFreedom,
+    cpu: c.fit.cpu ?? null,
   };
 }

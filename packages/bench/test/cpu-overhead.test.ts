@@ -1,5 +1,15 @@
-import { planRuns, type RunResult, seededRng, summarizeCells } from "@auditpipe/bench";
+import {
+  type CalibrationPoint,
+  fitCalibration,
+  median,
+  planRuns,
+  predictOverhead,
+  type RunResult,
+  seededRng,
+  summarizeCells,
+} from "@auditpipe/bench";
 import { describe, expect, it } from "vitest";
+import { normals } from "./_synthetic.ts";
 
 const SERVER_US = 200;
 const CLIENT_US = 50;
@@ -76,5 +86,100 @@ describe("overhead from CPU time, paired with the nearest baseline run", () => {
     expect(none!.cpuUsPerTransaction).toBeNull();
     expect(write!.overheadBasis).toBe("tps");
     expect(write!.overhead).toEqual(write!.tpsOverhead);
+  });
+});
+
+/** Rounds of added server µs per transaction from known costs: 20 µs per line, 5 per statement. */
+function point(
+  configuration: string,
+  lines: number,
+  statements: number,
+  rounds: number,
+  seed: number,
+): CalibrationPoint {
+  const truth = 20 * lines + 5 * statements;
+  const samples = normals(rounds, truth, 40, seed);
+  const m = median(samples);
+  return {
+    configuration,
+    workload: "tpcb",
+    clients: 2,
+    linesPerTransaction: lines,
+    auditedStatementsPerTransaction: statements,
+    logElsewhere: false,
+    addedUs: { median: m, low: m - 10, high: m + 10 },
+    samples,
+    addedLoggerUs: 0.25 * m,
+    baselineServerUs: { median: 210, low: 200, high: 220 },
+    statementsPerTransaction: 7,
+  };
+}
+
+describe("the CPU-basis calibration", () => {
+  it("fits round by round: known costs within their intervals, and the covariance to predict with", () => {
+    const fit = fitCalibration([point("write", 4, 7, 8, 1), point("log_statement", 7, 0, 8, 2)])!;
+    expect(fit.basis).toBe("cpu");
+    expect(fit.degreesOfFreedom).toBe(14);
+    expect(fit.lineCostUs.low).toBeLessThan(20);
+    expect(fit.lineCostUs.high).toBeGreaterThan(20);
+    expect(fit.statementCostUs!.low).toBeLessThan(5);
+    expect(fit.statementCostUs!.high).toBeGreaterThan(5);
+    expect(fit.residualStdErrUs!).toBeGreaterThan(20);
+    expect(fit.residualStdErrUs!).toBeLessThan(60);
+    expect(fit.cpu!.columns).toEqual(["lines", "statements"]);
+    expect(fit.cpu!.runs).toBe(8);
+    expect(fit.cpu!.loggerShare).toBeCloseTo(0.25, 6);
+    expect(fit.cpu!.baselineServerUsPerStatement).toEqual({ estimate: 30, low: 200 / 7, high: 220 / 7 });
+  });
+
+  it("predicts a configuration it never saw: the interval holds a new measurement about 95 % of the time", () => {
+    // all = 7 lines and 7 statements: truth 175 µs. The interval must hold a new median of
+    // 5 runs, not only the mean: coefficient uncertainty plus that measurement's own noise.
+    let covered = 0;
+    let coefficientOnly = 0;
+    const trials = 300;
+    for (let t = 0; t < trials; t++) {
+      const fit = fitCalibration([
+        point("write", 4, 7, 5, 10 + t),
+        point("log_statement", 7, 0, 5, 5000 + t),
+      ])!;
+      const measured = median(normals(5, 175, 40, 9000 + t));
+      const p = predictOverhead(fit, {
+        linesPerTransaction: 7,
+        auditedStatementsPerTransaction: 7,
+        logElsewhere: false,
+        baselineUsPerTransaction: 1000,
+        baselineCpuUsPerTransaction: 250,
+      });
+      if (p.addedUs.low <= measured && measured <= p.addedUs.high) covered++;
+      const half = 2.1 * Math.sqrt(fit.cpu!.covariance.flat().reduce((s, v) => s + 49 * v, 0));
+      if (Math.abs(p.addedUs.estimate - measured) <= half) coefficientOnly++;
+    }
+    expect(covered / trials).toBeGreaterThan(0.9);
+    expect(covered / trials).toBeLessThan(0.995);
+    // The coefficients' interval alone would be too narrow for a new measurement.
+    expect(coefficientOnly / trials).toBeLessThan(covered / trials - 0.05);
+  });
+
+  it("ranges from a server with idle cores (the backends' share against its wall time) to a CPU-bound one", () => {
+    const fit = fitCalibration([point("write", 4, 7, 8, 1), point("log_statement", 7, 0, 8, 2)])!;
+    const input = {
+      linesPerTransaction: 7,
+      auditedStatementsPerTransaction: 7,
+      logElsewhere: false,
+      baselineUsPerTransaction: 1000,
+      statementsPerTransaction: 7,
+    };
+    const p = predictOverhead(fit, input);
+    const added = p.addedUs;
+    // CPU-bound, the transaction's CPU time at its floor: 7 statements × the cheapest 200/7 µs.
+    expect(p.cpuBound!.high).toBeCloseTo(added.high / (200 + added.high), 9);
+    // Idle cores: the collector's 25 % runs beside the backends.
+    expect(p.idleCores!.low).toBeCloseTo((0.75 * added.low) / (1000 + 0.75 * added.low), 9);
+    expect(p.low).toBe(p.idleCores!.low);
+    expect(p.high).toBe(p.cpuBound!.high);
+    // Measured CPU time per transaction (bench) replaces the floor.
+    const measured = predictOverhead(fit, { ...input, baselineCpuUsPerTransaction: 400 });
+    expect(measured.cpuBound!.estimate).toBeCloseTo(added.estimate / (400 + added.estimate), 9);
   });
 });
