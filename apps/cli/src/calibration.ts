@@ -37,6 +37,7 @@ export async function loadCalibration(
     lineCostUs: c.fit.lineCostUs,
     lineCostElsewhereUs: c.fit.lineCostElsewhereUs,
     statementCostUs: c.fit.statementCostUs,
+    transactionCostUs: c.fit.transactionCostUs ?? null,
     residualStdErrUs: c.fit.residualStdErrUs,
     degreesOfFreedom: c.fit.degreesOfFreedom,
     cpu: c.fit.cpu ?? null,

@@ -72,8 +72,9 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
   return {
     id: "chart-overhead",
     title: "Throughput overhead against the baseline",
-    caption:
-      "Bars: the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs. A whisker that crosses 0 means the difference is not significant at this sample size.",
+    caption: treated.some((c) => c.overheadBasis === "cpu")
+      ? "Bars: the TPS a CPU-bound machine loses: the server CPU time each configuration added per transaction over the baseline (none) measured around each run, in % of a transaction's CPU time (server + pgbench), median over runs; whiskers: its 95 % bootstrap interval. A whisker that crosses 0 means the difference is not significant at this sample size."
+      : "Bars: the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs. A whisker that crosses 0 means the difference is not significant at this sample size.",
     config: {
       type: "barWithErrorBars",
       data: {

@@ -5,22 +5,28 @@
  * added µs = cost per line × lines + cost per statement × statements.
  *
  * With CPU times (the CPU basis), the added time is the server's CPU time per transaction, one
- * point per round (each configuration's run against that round's baseline run), so the residual
- * is the run-to-run noise and the fit's covariance gives a prediction interval for a new
- * measurement. Without them (TPS basis): with C clients kept busy, TPS = C / t, so an overhead f
- * (1 − TPS'/TPS) means each transaction took f·C/TPS' longer; one point per cell.
+ * point per run (against the baseline around it), so the residual is the run-to-run noise and
+ * the fit's covariance gives a prediction interval for a new measurement; and a cost per
+ * transaction that logs anything joins the model: on a busy machine the logging collector's
+ * wake-ups cost the backends more than the lines themselves (session write's 4 lines cost
+ * about what all's 7 did at a load of 12 on 2 cores). Without CPU times (TPS basis): with C
+ * clients kept busy, TPS = C / t, so an overhead f (1 − TPS'/TPS) means each transaction took
+ * f·C/TPS' longer; one point per cell.
  */
-import { type CalibratedInput, type CalibratedOverhead, calibratedOverhead, t95 } from "@auditpipe/estimate";
+import {
+  type CalibratedInput,
+  type CalibratedOverhead,
+  type CostColumn,
+  calibratedOverhead,
+  costFeature,
+  t95,
+} from "@auditpipe/estimate";
 import { median } from "./stats.ts";
 import type { CalibrationCoefficient, CalibrationFit, CalibrationPoint, CpuCalibration } from "./types.ts";
 
-type Column = "lines" | "linesElsewhere" | "statements";
+type Column = CostColumn;
 
-function featureOf(p: CalibrationPoint, column: Column): number {
-  if (column === "lines") return p.logElsewhere ? 0 : p.linesPerTransaction;
-  if (column === "linesElsewhere") return p.logElsewhere ? p.linesPerTransaction : 0;
-  return p.auditedStatementsPerTransaction;
-}
+const featureOf = (p: CalibrationPoint, column: Column): number => costFeature(column, p);
 
 /** Solves A x = b by Gaussian elimination with partial pivoting; null when A is singular. */
 export function solveLinear(a: number[][], b: number[]): number[] | null {
@@ -111,11 +117,13 @@ function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): Cali
     const r = rows(cols);
     return invert(cols.map((_, i) => cols.map((_, j) => r.reduce((s, row) => s + row.x[i]! * row.x[j]!, 0))));
   };
+  // What the points cannot tell apart goes: the per-transaction cost first, then the statements'.
   let inverse = gram(columns);
-  if (!inverse && columns.includes("statements")) {
-    columns = columns.filter((c) => c !== "statements");
-    inverse = gram(columns);
-  }
+  for (const drop of ["transactions", "statements"] as const)
+    if (!inverse && columns.includes(drop)) {
+      columns = columns.filter((c) => c !== drop);
+      inverse = gram(columns);
+    }
   const data = rows(columns);
   const p = columns.length;
   if (!inverse || data.length <= p) return null;
@@ -146,6 +154,7 @@ function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): Cali
     lineCostUs: coefficient("lines") ?? coefficient("linesElsewhere")!,
     lineCostElsewhereUs: columns.includes("lines") ? coefficient("linesElsewhere") : null,
     statementCostUs: coefficient("statements"),
+    transactionCostUs: coefficient("transactions"),
     r2: r2Of(medians, predicted),
     residualStdErrUs: Math.sqrt(variance),
     points: points.length,
@@ -163,13 +172,13 @@ function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): Cali
  */
 export function fitCalibration(points: readonly CalibrationPoint[]): CalibrationFit | null {
   if (points.length === 0) return null;
-  let columns: Column[] = (["lines", "linesElsewhere", "statements"] as const).filter((c) =>
+  let columns: Column[] = (["lines", "linesElsewhere", "statements"] as Column[]).filter((c) =>
     points.some((p) => featureOf(p, c) > 0),
   );
   if (!columns.includes("lines") && !columns.includes("linesElsewhere")) return null;
   const cpuBasis = points.every((p) => (p.samples?.length ?? 0) > 0);
   if (cpuBasis) {
-    const fit = fitRounds(points, columns);
+    const fit = fitRounds(points, [...columns, "transactions"]);
     if (fit) return fit;
   }
   const design = (cols: Column[]): number[][] => points.map((p) => cols.map((c) => featureOf(p, c)));

@@ -59,6 +59,7 @@ export function renderFit(fit: CalibrationFit): string {
   const parts = [`per log line ${c(fit.lineCostUs)}`];
   if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
   if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
+  if (fit.transactionCostUs) parts.push(`per transaction that logs ${c(fit.transactionCostUs)}`);
   if (fit.cpu)
     parts.push(
       `${(fit.cpu.loggerShare * 100).toFixed(0)}% of it in the logging collector; baseline ${fmt(fit.cpu.baselineServerUsPerStatement.estimate, 1)} µs per statement`,

@@ -36,7 +36,7 @@ const interval = z.object({ median: num, low: num, high: num });
 const coefficient = z.object({ estimate: num, low: num, high: num });
 
 const cpuCalibration = z.object({
-  columns: z.array(z.enum(["lines", "linesElsewhere", "statements"])).min(1),
+  columns: z.array(z.enum(["lines", "linesElsewhere", "statements", "transactions"])).min(1),
   coefficients: z.array(num),
   covariance: z.array(z.array(num)),
   runs: z.number().int().positive(),
@@ -48,6 +48,7 @@ const fit = z.object({
   lineCostUs: coefficient,
   lineCostElsewhereUs: coefficient.nullable(),
   statementCostUs: coefficient.nullable(),
+  transactionCostUs: coefficient.nullable().optional(),
   r2: num,
   residualStdErrUs: num.nullable(),
   points: z.number().int(),

@@ -159,7 +159,7 @@ export interface CalibrationCoefficient {
  * regimes' denominators (see docs/bench.md#calibration).
  */
 export interface CpuCalibration {
-  /** The fit's columns, in the covariance's order: "lines", "linesElsewhere", "statements". */
+  /** The fit's columns, in the covariance's order: "lines", "linesElsewhere", "statements", "transactions". */
   columns: string[];
   /** The coefficients in that order, server CPU µs (the same values as the named costs). */
   coefficients: number[];
@@ -180,6 +180,11 @@ export interface CalibrationFit {
   lineCostElsewhereUs: CalibrationCoefficient | null;
   /** Time in pgaudit's hooks per statement it processes, µs; null when no pgaudit configuration was measured. */
   statementCostUs: CalibrationCoefficient | null;
+  /**
+   * CPU basis: server µs per transaction that logs anything (the logging collector's wake-ups and
+   * what they cost a busy machine); null when not told apart (absent in older files).
+   */
+  transactionCostUs?: CalibrationCoefficient | null;
   /** Coefficient of determination over the points (1 = perfect; near 0 or below: the model explains little). */
   r2: number;
   /** Residual standard error of the added time per transaction, µs (null with no degrees of freedom). */

@@ -8,6 +8,7 @@ import {
   seededRng,
   summarizeCells,
 } from "@auditpipe/bench";
+import { t95 } from "@auditpipe/estimate";
 import { describe, expect, it } from "vitest";
 import { normals } from "./_synthetic.ts";
 
@@ -89,16 +90,19 @@ describe("overhead from CPU time, paired with the nearest baseline run", () => {
   });
 });
 
-/** Rounds of added server µs per transaction from known costs: 20 µs per line, 5 per statement. */
+/**
+ * Runs of added server µs per transaction from known costs: 60 µs per transaction that logs,
+ * 15 per line, 5 per statement pgaudit processes; 40 µs of noise per run.
+ */
 function point(
   configuration: string,
   lines: number,
   statements: number,
-  rounds: number,
+  runs: number,
   seed: number,
 ): CalibrationPoint {
-  const truth = 20 * lines + 5 * statements;
-  const samples = normals(rounds, truth, 40, seed);
+  const truth = 60 + 15 * lines + 5 * statements;
+  const samples = normals(runs, truth, 40, seed);
   const m = median(samples);
   return {
     configuration,
@@ -115,67 +119,84 @@ function point(
   };
 }
 
+/** --quick's configurations on TPC-B but write: 1 and 7 pgaudit lines, 7 log_statement lines. */
+const calibrating = (runs: number, seed: number): CalibrationPoint[] => [
+  point("read", 1, 7, runs, seed),
+  point("all", 7, 7, runs, seed + 1000),
+  point("log_statement", 7, 0, runs, seed + 2000),
+];
+
+const WRITE = { linesPerTransaction: 4, auditedStatementsPerTransaction: 7, logElsewhere: false } as const;
+
 describe("the CPU-basis calibration", () => {
-  it("fits round by round: known costs within their intervals, and the covariance to predict with", () => {
-    const fit = fitCalibration([point("write", 4, 7, 8, 1), point("log_statement", 7, 0, 8, 2)])!;
+  it("fits run by run: the known costs within their intervals, and the covariance to predict with", () => {
+    const fit = fitCalibration([...calibrating(8, 1), point("write", 4, 7, 8, 7)])!;
     expect(fit.basis).toBe("cpu");
-    expect(fit.degreesOfFreedom).toBe(14);
-    expect(fit.lineCostUs.low).toBeLessThan(20);
-    expect(fit.lineCostUs.high).toBeGreaterThan(20);
-    expect(fit.statementCostUs!.low).toBeLessThan(5);
-    expect(fit.statementCostUs!.high).toBeGreaterThan(5);
-    expect(fit.residualStdErrUs!).toBeGreaterThan(20);
-    expect(fit.residualStdErrUs!).toBeLessThan(60);
-    expect(fit.cpu!.columns).toEqual(["lines", "statements"]);
+    expect(fit.cpu!.columns).toEqual(["lines", "statements", "transactions"]);
+    expect(fit.degreesOfFreedom).toBe(32 - 3);
+    for (const [c, truth] of [
+      [fit.lineCostUs, 15],
+      [fit.statementCostUs!, 5],
+      [fit.transactionCostUs!, 60],
+    ] as const) {
+      expect(c.low).toBeLessThan(truth);
+      expect(c.high).toBeGreaterThan(truth);
+    }
+    expect(fit.residualStdErrUs!).toBeGreaterThan(25);
+    expect(fit.residualStdErrUs!).toBeLessThan(55);
     expect(fit.cpu!.runs).toBe(8);
     expect(fit.cpu!.loggerShare).toBeCloseTo(0.25, 6);
     expect(fit.cpu!.baselineServerUsPerStatement).toEqual({ estimate: 30, low: 200 / 7, high: 220 / 7 });
   });
 
-  it("predicts a configuration it never saw: the interval holds a new measurement about 95 % of the time", () => {
-    // all = 7 lines and 7 statements: truth 175 µs. The interval must hold a new median of
-    // 5 runs, not only the mean: coefficient uncertainty plus that measurement's own noise.
-    let covered = 0;
-    let coefficientOnly = 0;
+  it("leaves out the per-transaction cost when every point logs the same lines", () => {
+    const fit = fitCalibration([point("all", 7, 7, 5, 1), point("log_statement", 7, 0, 5, 2)])!;
+    expect(fit.cpu!.columns).toEqual(["lines", "statements"]);
+    expect(fit.transactionCostUs).toBeNull();
+  });
+
+  it("predicts a configuration it never saw: the interval holds a new measurement as often as it says", () => {
+    // write = 4 lines and 7 statements: truth 60 + 60 + 35 = 155 µs. The interval must hold a
+    // new median of 5 runs, not only the mean: coefficient uncertainty plus that median's noise.
     const trials = 300;
+    let at95 = 0;
+    let at999 = 0;
+    let coefficientsOnly = 0;
     for (let t = 0; t < trials; t++) {
-      const fit = fitCalibration([
-        point("write", 4, 7, 5, 10 + t),
-        point("log_statement", 7, 0, 5, 5000 + t),
-      ])!;
-      const measured = median(normals(5, 175, 40, 9000 + t));
-      const p = predictOverhead(fit, {
-        linesPerTransaction: 7,
-        auditedStatementsPerTransaction: 7,
-        logElsewhere: false,
-        baselineUsPerTransaction: 1000,
-        baselineCpuUsPerTransaction: 250,
-      });
-      if (p.addedUs.low <= measured && measured <= p.addedUs.high) covered++;
-      const half = 2.1 * Math.sqrt(fit.cpu!.covariance.flat().reduce((s, v) => s + 49 * v, 0));
-      if (Math.abs(p.addedUs.estimate - measured) <= half) coefficientOnly++;
+      const fit = fitCalibration(calibrating(5, 10 + t))!;
+      const measured = median(normals(5, 155, 40, 9000 + t));
+      const input = { ...WRITE, baselineUsPerTransaction: 1000, baselineCpuUsPerTransaction: 250 };
+      const p95 = predictOverhead(fit, input).addedUs;
+      const p999 = predictOverhead(fit, { ...input, level: 0.999 }).addedUs;
+      if (p95.low <= measured && measured <= p95.high) at95++;
+      if (p999.low <= measured && measured <= p999.high) at999++;
+      const x = [4, 7, 1];
+      const c = fit.cpu!.covariance;
+      const meanOnly = x.reduce((s, xi, i) => s + x.reduce((u, xj, j) => u + xi * xj * c[i]![j]!, 0), 0);
+      if (Math.abs(p95.estimate - measured) <= t95(fit.degreesOfFreedom) * Math.sqrt(meanOnly))
+        coefficientsOnly++;
     }
-    expect(covered / trials).toBeGreaterThan(0.9);
-    expect(covered / trials).toBeLessThan(0.995);
-    // The coefficients' interval alone would be too narrow for a new measurement.
-    expect(coefficientOnly / trials).toBeLessThan(covered / trials - 0.05);
+    expect(at95 / trials).toBeGreaterThan(0.9);
+    expect(at95 / trials).toBeLessThan(0.99);
+    expect(at999 / trials).toBeGreaterThan(0.985);
+    // The coefficients' interval alone is too narrow for a new measurement.
+    expect(coefficientsOnly / trials).toBeLessThan(at95 / trials - 0.1);
   });
 
   it("ranges from a server with idle cores (the backends' share against its wall time) to a CPU-bound one", () => {
-    const fit = fitCalibration([point("write", 4, 7, 8, 1), point("log_statement", 7, 0, 8, 2)])!;
-    const input = {
-      linesPerTransaction: 7,
-      auditedStatementsPerTransaction: 7,
-      logElsewhere: false,
-      baselineUsPerTransaction: 1000,
-      statementsPerTransaction: 7,
-    };
+    const fit = fitCalibration(calibrating(8, 1))!;
+    const input = { ...WRITE, baselineUsPerTransaction: 1000, statementsPerTransaction: 7 };
     const p = predictOverhead(fit, input);
     const added = p.addedUs;
     // CPU-bound, the transaction's CPU time at its floor: 7 statements × the cheapest 200/7 µs.
     expect(p.cpuBound!.high).toBeCloseTo(added.high / (200 + added.high), 9);
-    // Idle cores: the collector's 25 % runs beside the backends.
-    expect(p.idleCores!.low).toBeCloseTo((0.75 * added.low) / (1000 + 0.75 * added.low), 9);
+    // Idle cores: no per-transaction cost, and the collector's 25 % runs beside the backends.
+    const k = fit.transactionCostUs!.estimate;
+    expect(p.idleCores!.estimate).toBeCloseTo(
+      (0.75 * (added.estimate - k)) / (1000 + 0.75 * (added.estimate - k)),
+      9,
+    );
+    expect(p.idleCores!.low).toBeLessThan(p.idleCores!.estimate);
     expect(p.low).toBe(p.idleCores!.low);
     expect(p.high).toBe(p.cpuBound!.high);
     // Measured CPU time per transaction (bench) replaces the floor.

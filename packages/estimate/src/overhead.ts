@@ -53,11 +53,37 @@ export interface CalibratedCost {
 }
 
 /**
+ * What the calibrated model's coefficients multiply: log lines per transaction (on the data disk,
+ * or elsewhere), statements pgaudit's hooks process per transaction, and transactions that log
+ * anything (the logging collector's wake-ups, which on a busy machine cost the backends more
+ * than the lines do).
+ */
+export type CostColumn = "lines" | "linesElsewhere" | "statements" | "transactions";
+
+export interface CostFeatures {
+  linesPerTransaction: number;
+  auditedStatementsPerTransaction: number;
+  logElsewhere: boolean;
+}
+
+/**
+ * One feature of a workload. A transaction logs anything at most once, so "transactions" is
+ * min(1, lines per transaction): exact when every transaction logs alike, an upper bound when a
+ * few transactions log several lines each.
+ */
+export function costFeature(column: CostColumn, w: CostFeatures): number {
+  if (column === "lines") return w.logElsewhere ? 0 : w.linesPerTransaction;
+  if (column === "linesElsewhere") return w.logElsewhere ? w.linesPerTransaction : 0;
+  if (column === "statements") return w.auditedStatementsPerTransaction;
+  return Math.min(1, Math.max(0, w.linesPerTransaction));
+}
+
+/**
  * What a calibration measured in CPU time adds: the fit's covariance, to give any workload a
  * prediction interval, and what places the overhead between its two regimes.
  */
 export interface CpuCostModel {
-  /** The fit's columns: "lines", "linesElsewhere", "statements". */
+  /** The fit's columns (CostColumn names). */
   columns: string[];
   /** Coefficients in the columns' order, server CPU µs. */
   coefficients: number[];
@@ -82,6 +108,8 @@ export interface OverheadCalibration {
   lineCostElsewhereUs: CalibratedCost | null;
   /** µs in pgaudit's hooks per statement; null when not told apart from the line cost. */
   statementCostUs: CalibratedCost | null;
+  /** CPU basis: µs per transaction that logs anything; null or absent when not measured. */
+  transactionCostUs?: CalibratedCost | null;
   /** Residual standard error of the fit, µs per transaction (null: no degrees of freedom). */
   residualStdErrUs: number | null;
   degreesOfFreedom: number;
@@ -89,6 +117,40 @@ export interface OverheadCalibration {
   cpu?: CpuCostModel | null;
 }
 
+/** Two-sided 99.9 % quantiles of Student's t by degrees of freedom (then 3.291). */
+const T999: readonly number[] = [
+  Number.NaN,
+  636.62,
+  31.599,
+  12.924,
+  8.61,
+  6.869,
+  5.959,
+  5.408,
+  5.041,
+  4.781,
+  4.587,
+  4.437,
+  4.318,
+  4.221,
+  4.14,
+  4.073,
+  4.015,
+  3.965,
+  3.922,
+  3.883,
+  3.85,
+  3.819,
+  3.792,
+  3.768,
+  3.745,
+  3.725,
+  3.707,
+  3.69,
+  3.674,
+  3.659,
+  3.646,
+];
 /** Two-sided 95 % quantiles of Student's t by degrees of freedom (then 1.96). */
 const T95: readonly number[] = [
   Number.NaN,
@@ -127,6 +189,14 @@ export function t95(df: number): number {
   return df < T95.length ? T95[df]! : 1.96;
 }
 
+/** The coverage levels intervals are given at: 95 % (what is printed), 99.9 % (what a test can rely on). */
+export type IntervalLevel = 0.95 | 0.999;
+
+export function tQuantile(level: IntervalLevel, df: number): number {
+  if (level === 0.95) return t95(df);
+  return df < T999.length ? T999[df]! : 3.291;
+}
+
 export interface CalibratedInput {
   linesPerTransaction: number;
   /** Statements per transaction pgaudit's hooks process (0 when pgaudit audits nothing). */
@@ -138,6 +208,8 @@ export interface CalibratedInput {
   statementsPerTransaction?: number;
   /** CPU µs per transaction without auditing, where measured (bench): the CPU-bound denominator. */
   baselineCpuUsPerTransaction?: number;
+  /** The intervals' coverage; default 0.95. */
+  level?: IntervalLevel;
 }
 
 interface Range {
@@ -159,26 +231,26 @@ export interface CalibratedOverhead extends Range {
 const MEDIAN_EFFICIENCY = Math.PI / 2;
 
 /**
- * Added server CPU µs per transaction with its 95 % prediction interval: the coefficients'
- * uncertainty (covariance) plus the noise of a new median of as many runs as the calibration had.
+ * Added server CPU µs per transaction with its prediction interval: the coefficients'
+ * uncertainty (covariance) plus the noise of a new median of as many runs as the calibration
+ * had. `perTransaction: false` leaves out the cost per logging transaction (what the collector's
+ * wake-ups cost a busy machine).
  */
 export function predictAddedUs(
   c: OverheadCalibration & { cpu: CpuCostModel },
   input: CalibratedInput,
+  options: { perTransaction?: boolean } = {},
 ): Range {
   const { columns, coefficients, covariance, runs } = c.cpu;
-  const lineColumn =
-    input.logElsewhere && columns.includes("linesElsewhere")
-      ? "linesElsewhere"
-      : columns.includes("lines")
-        ? "lines"
-        : "linesElsewhere";
+  // A calibration that measured one placement only uses its cost for both.
+  const logElsewhere = columns.includes("lines")
+    ? input.logElsewhere && columns.includes("linesElsewhere")
+    : true;
+  const features: CostFeatures = { ...input, logElsewhere };
   const x = columns.map((name) =>
-    name === "statements"
-      ? input.auditedStatementsPerTransaction
-      : name === lineColumn
-        ? input.linesPerTransaction
-        : 0,
+    name === "transactions" && options.perTransaction === false
+      ? 0
+      : costFeature(name as CostColumn, features),
   );
   const estimate = x.reduce((sum, v, i) => sum + v * coefficients[i]!, 0);
   let variance = 0;
@@ -186,7 +258,7 @@ export function predictAddedUs(
     for (let j = 0; j < x.length; j++) variance += x[i]! * x[j]! * covariance[i]![j]!;
   const sigma = c.residualStdErrUs ?? 0;
   variance += (MEDIAN_EFFICIENCY * sigma * sigma) / Math.max(1, runs);
-  const half = t95(c.degreesOfFreedom) * Math.sqrt(Math.max(0, variance));
+  const half = tQuantile(input.level ?? 0.95, c.degreesOfFreedom) * Math.sqrt(Math.max(0, variance));
   return { low: estimate - half, estimate, high: estimate + half };
 }
 
@@ -197,8 +269,8 @@ const fraction = (t0: number, added: number): number => (t0 + added > t0 / 2 ? a
  * A CPU calibration's range. CPU-bound: every added CPU µs (backends and logging collector) costs
  * throughput, against the transaction's CPU time — measured (bench), or its statements at the
  * calibration's cheapest (pgbench's) cost each, which bounds it from below. Idle cores: only the
- * backends' share is on a transaction's path, against its wall time per client (clients / TPS,
- * which is at least its CPU time). The truth lies between; the range is from the lower regime's
+ * backends' share is on a transaction's path (and no contention for the collector's wake-ups),
+ * against its wall time per client (clients / TPS, which is at least its CPU time). The truth lies between; the range is from the lower regime's
  * low to the higher's high.
  */
 function cpuCalibratedOverhead(
@@ -206,6 +278,8 @@ function cpuCalibratedOverhead(
   input: CalibratedInput,
 ): CalibratedOverhead {
   const added = predictAddedUs(c, input);
+  // With idle cores there is no contention for the collector's wake-ups to cause.
+  const onPathAdded = predictAddedUs(c, input, { perTransaction: false });
   const cpu0 =
     input.baselineCpuUsPerTransaction ??
     (input.statementsPerTransaction ?? input.auditedStatementsPerTransaction) *
@@ -218,9 +292,9 @@ function cpuCalibratedOverhead(
     high: fraction(cpu0, added.high),
   };
   const idleCores = {
-    low: fraction(t0, added.low * onPath),
-    estimate: fraction(t0, added.estimate * onPath),
-    high: fraction(t0, added.high * onPath),
+    low: fraction(t0, onPathAdded.low * onPath),
+    estimate: fraction(t0, onPathAdded.estimate * onPath),
+    high: fraction(t0, onPathAdded.high * onPath),
   };
   return {
     low: Math.min(idleCores.low, cpuBound.low),
@@ -377,7 +451,7 @@ function calibratedRange(
   assumptions.push(
     `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} audited statements per transaction; measured ${cost(
       !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs,
-    )} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}`,
+    )} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs (the collector's wake-ups, on a busy machine)` : ""}`,
   );
   if (cal.cpu && p.cpuBound && p.idleCores) {
     const pct = (x: number): string => `${(Math.max(0, x) * 100).toFixed(1)}%`;
