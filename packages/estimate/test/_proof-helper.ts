@@ -1,19 +1,10 @@
 /** Switching audit configurations on a live cluster and measuring what pgaudit wrote. */
-import {
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuditConfig } from "@auditpipe/estimate";
 import type { VolumeReport } from "@auditpipe/meter";
-import { type PostgresCluster, repoRoot, sleep } from "@auditpipe/testkit";
+import { type PostgresCluster, rewriteDocSection, sleep } from "@auditpipe/testkit";
 // The CLI's own reader (what `auditpipe analyze` runs); apps are not packages we depend on.
 import { analyzeFiles } from "../../../apps/cli/src/analyze/read-logs.ts";
 
@@ -99,9 +90,6 @@ export interface ProofRow {
   measuredBytes: number;
 }
 
-const START = "<!-- proof:start -->";
-const END = "<!-- proof:end -->";
-
 /** With AUDITPIPE_WRITE_PROOF=1, replaces the table between the proof markers of docs/estimator.md. */
 export function writeProofTable(rows: ProofRow[]): void {
   const table = [
@@ -113,11 +101,5 @@ export function writeProofTable(rows: ProofRow[]): void {
     ),
   ].join("\n");
   process.stdout.write(`\n${table}\n`);
-  const doc = join(repoRoot(), "docs", "estimator.md");
-  if (process.env.AUDITPIPE_WRITE_PROOF !== "1" || !existsSync(doc)) return;
-  const text = readFileSync(doc, "utf8");
-  const a = text.indexOf(START);
-  const b = text.indexOf(END);
-  if (a < 0 || b < a) return;
-  writeFileSync(doc, `${text.slice(0, a + START.length)}\n${table}\n${text.slice(b)}`);
+  if (process.env.AUDITPIPE_WRITE_PROOF === "1") rewriteDocSection("estimator.md", "proof", table);
 }
