@@ -5,12 +5,11 @@
 
 export class BenchError extends Error {
   override readonly name: string = "BenchError";
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
+  readonly code: string;
+  constructor(code: string, message: string) {
     // The code leads the message: the CLI prints messages, and users search for codes.
     super(`${code}: ${message}`);
+    this.code = code;
   }
 }
 

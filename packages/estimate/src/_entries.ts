@@ -85,13 +85,18 @@ export function isGranted(
 class StackItem {
   private logged = false;
   readonly entries: EntryTemplate[] = [];
-  constructor(
-    private readonly config: AuditConfig,
-    private readonly text: string,
-    private readonly params: number,
-    private readonly rows: number,
-    private readonly substatement: number,
-  ) {}
+  private readonly config: AuditConfig;
+  private readonly text: string;
+  private readonly params: number;
+  private readonly rows: number;
+  private readonly substatement: number;
+  constructor(config: AuditConfig, text: string, params: number, rows: number, substatement: number) {
+    this.config = config;
+    this.text = text;
+    this.params = params;
+    this.rows = rows;
+    this.substatement = substatement;
+  }
   add(auditType: EntryTemplate["auditType"], cls: string, command: string, objectName: string): void {
     const c = this.config;
     let statement: EntryTemplate["statement"];

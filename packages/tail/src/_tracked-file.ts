@@ -103,22 +103,40 @@ export class TrackedFile {
   private readonly forcedEnds: number[];
   private parserEnded = false;
   private readBuffer: Buffer | undefined;
+  path: string;
+  handle: FileHandle;
+  ino: number;
+  readonly fingerprint: string;
+  private readonly format: LogFormat;
+  private readonly prefix: string | undefined;
+  private readonly limits: BatchLimits;
+  private readonly observer: SourceObserver;
+  /** Applied to each record before it is encoded (`--redact`); metering sees the original. */
+  private readonly redact: RedactionMode | undefined;
 
   constructor(
-    public path: string,
-    public handle: FileHandle,
-    public ino: number,
-    readonly fingerprint: string,
-    private readonly format: LogFormat,
-    private readonly prefix: string | undefined,
+    path: string,
+    handle: FileHandle,
+    ino: number,
+    fingerprint: string,
+    format: LogFormat,
+    prefix: string | undefined,
     start: number,
     inflightEnds: number[],
-    private readonly limits: BatchLimits,
-    private readonly observer: SourceObserver,
+    limits: BatchLimits,
+    observer: SourceObserver,
     now: number,
-    /** Applied to each record before it is encoded (`--redact`); metering sees the original. */
-    private readonly redact: RedactionMode | undefined,
+    redact: RedactionMode | undefined,
   ) {
+    this.path = path;
+    this.handle = handle;
+    this.ino = ino;
+    this.fingerprint = fingerprint;
+    this.format = format;
+    this.prefix = prefix;
+    this.limits = limits;
+    this.observer = observer;
+    this.redact = redact;
     this.head = fingerprint;
     this.readPos = start;
     this.acked = start;

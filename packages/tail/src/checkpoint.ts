@@ -84,11 +84,13 @@ export class Checkpointer {
    * first save() writes the file even if it holds no checkpoint, so the next start is not fresh.
    */
   fresh = true;
+  private readonly dir: string;
+  private readonly outOfFiles: OutOfFilesRetryOptions;
 
-  private constructor(
-    private readonly dir: string,
-    private readonly outOfFiles: OutOfFilesRetryOptions,
-  ) {}
+  private constructor(dir: string, outOfFiles: OutOfFilesRetryOptions) {
+    this.dir = dir;
+    this.outOfFiles = outOfFiles;
+  }
 
   /**
    * `outOfFiles.onRetry` reports a save that waits for a file descriptor (EMFILE/ENFILE): a save

@@ -176,7 +176,10 @@ export class FileSource {
   private readonly writes = new Set<Promise<void>>();
   private lastSave = 0;
 
-  constructor(private readonly options: FileSourceOptions) {
+  private readonly options: FileSourceOptions;
+
+  constructor(options: FileSourceOptions) {
+    this.options = options;
     this.limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
     this.pattern = globToRegExp(options.pattern ?? DEFAULT_PATTERNS[options.format]);
     this.observer = options.observer ?? {};

@@ -25,10 +25,12 @@ function capturingLogger(): SourceLogger & { lines: { level: string; obj: object
 /** A sink that takes its time, so the source is still behind when the test stops it. */
 class SlowSink implements Sink {
   readonly name = "slow";
-  constructor(
-    private readonly inner: Sink,
-    private readonly delayMs: number,
-  ) {}
+  private readonly inner: Sink;
+  private readonly delayMs: number;
+  constructor(inner: Sink, delayMs: number) {
+    this.inner = inner;
+    this.delayMs = delayMs;
+  }
   async write(batch: Batch): Promise<void> {
     await new Promise((r) => setTimeout(r, this.delayMs));
     await this.inner.write(batch);

@@ -36,7 +36,10 @@ class GatedSink implements Sink {
   private readonly gate = new Promise<void>((resolve) => {
     this.open = resolve;
   });
-  constructor(private readonly inner: Sink) {}
+  private readonly inner: Sink;
+  constructor(inner: Sink) {
+    this.inner = inner;
+  }
   release(): void {
     this.open();
   }
@@ -52,10 +55,12 @@ class GatedSink implements Sink {
 /** A sink that takes its time: the reader falls behind the writer, as with a slow store. */
 class SlowSink implements Sink {
   readonly name = "slow";
-  constructor(
-    private readonly inner: Sink,
-    private readonly delayMs: number,
-  ) {}
+  private readonly inner: Sink;
+  private readonly delayMs: number;
+  constructor(inner: Sink, delayMs: number) {
+    this.inner = inner;
+    this.delayMs = delayMs;
+  }
   async write(batch: Batch): Promise<void> {
     await new Promise((r) => setTimeout(r, this.delayMs));
     await this.inner.write(batch);

@@ -36,7 +36,10 @@ export class SyslogShipping {
    */
   private readonly run = randomUUID();
 
-  constructor(private readonly options: SyslogShippingOptions) {
+  private readonly options: SyslogShippingOptions;
+
+  constructor(options: SyslogShippingOptions) {
+    this.options = options;
     this.maxQueued = options.maxQueuedBatches ?? 1000;
   }
 
