@@ -94,7 +94,7 @@ export function renderPipelineSection(s, root) {
     );
     for (const r of s.rss)
       lines.push(
-        `| ${int(r.fileBytes / 1e6)} MB (${r.copies} copies) | ${r.how ?? "tsx, uncapped"} | ${int(r.entries)} | ${int(r.steadyEntriesPerSec)} | ${r.seconds} s (${int(r.entriesPerSec)}/s) | ${r.cpuMicrosPerEntry?.steady ?? "–"} | ${r.cpuMicrosPerEntry?.all ?? "–"} | ${int(r.peakRssMb)} MB | ${int(r.rssSamplesMb.min)}–${int(r.rssSamplesMb.max)} MB |`,
+        `| ${int(r.fileBytes / 1e6)} MB (${r.copies} copies) | ${r.how ?? "uncapped"} | ${int(r.entries)} | ${int(r.steadyEntriesPerSec)} | ${r.seconds} s (${int(r.entriesPerSec)}/s) | ${r.cpuMicrosPerEntry?.steady ?? "–"} | ${r.cpuMicrosPerEntry?.all ?? "–"} | ${int(r.peakRssMb)} MB | ${int(r.rssSamplesMb.min)}–${int(r.rssSamplesMb.max)} MB |`,
       );
     lines.push("");
     if (s.startCpu)

@@ -19,7 +19,7 @@ export interface SidecarProcess {
 
 /**
  * Any `auditpipe` command as a real process from the repository root, stdout and stderr piped:
- * from source through tsx, or with `built`, through the built launcher `bin/auditpipe.js`.
+ * from source (Node strips the types), or with `built`, through the built launcher `bin/auditpipe.js`.
  */
 export function spawnCli(
   argv: string[],
@@ -28,7 +28,7 @@ export function spawnCli(
 ): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(
     process.execPath,
-    options.built ? [BIN, ...argv] : ["--conditions=@auditpipe/source", "--import", "tsx", CLI, ...argv],
+    options.built ? [BIN, ...argv] : ["--conditions=@auditpipe/source", CLI, ...argv],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },

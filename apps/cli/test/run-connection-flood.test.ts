@@ -41,8 +41,6 @@ describe("auditpipe run under a connection flood", () => {
     writeFileSync(join(logDir, "postgresql-1.csv"), readFixture(first, "postgresql.csv.gz"));
     const args = [
       "--conditions=@auditpipe/source",
-      "--import",
-      "tsx",
       CLI,
       "run",
       "--log-dir",

@@ -111,7 +111,7 @@ export interface RssResult {
   copies: number;
   fileBytes: number;
   entries: number;
-  /** Spawn to the last entry acknowledged by the sink, including start-up (tsx, Fastify, prom-client). */
+  /** Spawn to the last entry acknowledged by the sink, including start-up (Fastify, prom-client, the AWS SDK). */
   seconds: number;
   entriesPerSec: number;
   /**
