@@ -4,8 +4,9 @@
  * columns and foreign keys; pg_settings gives the log format and the current pgAudit setup.
  * Works without pg_stat_statements (coarser, and says so) and names missing privileges.
  */
-import pg from "pg";
+import type pg from "pg";
 import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
+import { newPgClient } from "./_pg.ts";
 import {
   blindSampleError,
   grantSql,
@@ -393,7 +394,7 @@ async function sleep(ms: number): Promise<void> {
 /** Samples the database: two reads `intervalMs` apart. The connection's password is never logged or returned. */
 export async function sampleWorkload(options: SampleOptions = {}): Promise<WorkloadSample> {
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
-  const client = new pg.Client(
+  const client = await newPgClient(
     typeof options.connection === "string"
       ? { connectionString: options.connection }
       : (options.connection ?? {}),
