@@ -7,6 +7,12 @@
 // already created, so unless the caller chose a limit (NODE_OPTIONS or node's own flags), `run`
 // starts itself again under one; signals are forwarded, the exit status is the child's.
 import { spawn } from "node:child_process";
+import { enableCompileCache } from "node:module";
+
+// V8's code for the bundle and its libraries is kept in Node's compile cache (the OS temp
+// directory, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off): every start after
+// the first compiles little. Where the directory cannot be written, Node runs without it.
+enableCompileCache();
 
 /**
  * Heap limits for `run`: the in-flight batches (a few 10k-entry batches) plus the API fit in 128 MB

@@ -1,3 +1,4 @@
+import { flushCompileCache } from "node:module";
 import { parseFlags } from "../args.ts";
 import { createLogger } from "../logger.ts";
 import { resolveRunConfig, SETTINGS } from "../run/config.ts";
@@ -121,6 +122,9 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     const sidecar = await startSidecar(config, logger);
+    // Written now rather than only at exit (bin/auditpipe.js turned the cache on), so the next
+    // start is quick even after a kill -9.
+    flushCompileCache();
     await new Promise<void>((resolve) => {
       // Started by bin/auditpipe.js's re-exec: if the launcher dies without passing a signal on
       // (kill -9), stop as on SIGTERM instead of running on with nobody to stop it.
