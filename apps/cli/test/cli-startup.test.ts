@@ -63,7 +63,7 @@ describe("start-up of the built CLI", () => {
     expect(modules.filter((m) => HEAVY.some((name) => m.includes(name)))).toEqual([]);
   });
 
-  it("run with a local sink loads neither the AWS SDK, node-postgres, Fastify's ajv nor @fastify/swagger", async () => {
+  it("run with a local sink loads neither the AWS SDK, node-postgres, Fastify's ajv nor @fastify/swagger, in one process", async () => {
     // Each of these is loaded when first used (an s3:// sink, --db, a request for /docs/json),
     // not by every sidecar: they were most of its start-up CPU.
     const dir = join(work, "run-local");
@@ -87,6 +87,12 @@ describe("start-up of the built CLI", () => {
       30_000,
       () => `run did not start:\n${stderr}`,
     );
+    // Still one process (same PID, no child), now with an initial old generation of half the
+    // given limit, which Node refuses in NODE_OPTIONS (bin/auditpipe.js replaced itself).
+    expect(readFileSync(`/proc/${child.pid}/cmdline`, "utf8").split("\0")).toContain(
+      "--initial-old-space-size=64",
+    );
+    expect(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim()).toBe("");
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     const modules = JSON.parse(/\nMODULES (.*)\n/.exec(stderr)?.[1] ?? "[]") as string[];
