@@ -28,7 +28,7 @@ export function spawnCli(
 ): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(
     process.execPath,
-    options.built ? [BIN, ...argv] : ["--conditions=@auditpipe/source", CLI, ...argv],
+    options.built ? [options.bin ?? BIN, ...argv] : ["--conditions=@auditpipe/source", CLI, ...argv],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },
@@ -41,6 +41,8 @@ export function spawnCli(
 export interface SpawnOptions {
   /** Through the built launcher `bin/auditpipe.js` instead of the TypeScript source. */
   built?: boolean;
+  /** With `built`: another build's launcher (benchmarks comparing two builds in one run). */
+  bin?: string;
   /** Run as this OS user (the test runs as root): e.g. `postgres`, the owner of the log files. */
   user?: { uid: number; gid: number };
 }
