@@ -11,11 +11,6 @@
 import { spawn } from "node:child_process";
 import { enableCompileCache } from "node:module";
 
-// V8's code for the bundle and its libraries is kept in Node's compile cache (the OS temp
-// directory, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off): every start after
-// the first compiles little. Where the directory cannot be written, Node runs without it.
-enableCompileCache();
-
 /**
  * Heap limits for `run`: the in-flight batches (a few 10k-entry batches) plus the API fit in 128 MB
  * of old generation; 4 MB semi-spaces (V8's default is 16) keep ~25 MB off the peak RSS. A 64 MB
@@ -60,6 +55,11 @@ if (
     );
   } catch {}
 }
+
+// V8's code for the bundle and its libraries is kept in Node's compile cache (the OS temp
+// directory, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off): every start after
+// the first compiles little. Where the directory cannot be written, Node runs without it.
+enableCompileCache();
 
 if (reexec && !chosen) {
   const child = spawn(process.execPath, [...process.execArgv, ...RUN_HEAP_FLAGS, process.argv[1], ...argv], {
