@@ -9,6 +9,7 @@ export {
   type NoiseKind,
   sampledStatement,
 } from "./advise.ts";
+export { overheadBasis } from "./calibration-note.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
   type ArchiveCost,

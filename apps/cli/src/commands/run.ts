@@ -40,6 +40,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
                            log_line_prefix (PG* variables and ~/.pgpass are better than a
                            password in the URL)
   --sample-interval-ms N   how long each workload sample spans (default 60000)
+  --calibration FILE       overhead coefficients from auditpipe bench --calibration-out: the
+                           estimate routes' and the sampler's overhead ranges are then
+                           calibrated on that bench's host; without one they are uncalibrated
   --state DIR              checkpoints (default auditpipe-data/state)
   --from beginning|end     where to start in the files there at the very first start (no
                            state yet; default beginning); later files are read from their start

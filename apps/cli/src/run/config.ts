@@ -41,14 +41,18 @@ export interface RunConfig {
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
+  /** A calibration file from `auditpipe bench --calibration-out`, for the estimate routes' overhead ranges. */
+  calibration?: string | undefined;
   /** CPU priority (nice value, -20..19); absent: at least DEFAULT_NICE (run/priority.ts). */
   nice?: number | undefined;
   /** Where `listen` came from (`--listen`, `AUDITPIPE_LISTEN`, a config key), for errors. */
   listenSetting: string;
+  /** Where `calibration` came from, for errors naming it (default `--calibration`). */
+  calibrationSetting?: string | undefined;
 }
 
 /** What the schema yields: batchMaxAgeMs is filled in afterwards, from the sink. */
-type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting"> & {
+type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting" | "calibrationSetting"> & {
   batchMaxAgeMs?: number | undefined;
 };
 
@@ -96,6 +100,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: numeric(z.number().int().min(1000)).default(60_000),
+    calibration: z.string().min(1).optional(),
     nice: numeric(z.number().int().min(-20).max(19)).optional(),
   })
   .strict();
@@ -151,6 +156,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },
+  { key: "calibration", flag: "calibration", env: "AUDITPIPE_CALIBRATION" },
   { key: "nice", flag: "nice", env: "AUDITPIPE_NICE" },
 ];
 
@@ -225,6 +231,7 @@ export function resolveRunConfig(
     ...result.data,
     batchMaxAgeMs: result.data.batchMaxAgeMs ?? defaultBatchMaxAgeMs(result.data.sink),
     listenSetting: where.listen ?? "--listen",
+    calibrationSetting: where.calibration ?? "--calibration",
   };
   checkListenSetting("run", config.listen, config.listenSetting, config.apiToken !== undefined);
   if (!config.logDir && !config.pgdata && config.syslog.length === 0) {

@@ -48,6 +48,15 @@ function errorCode(error: unknown): string {
  * and the HTTP API with /metrics, /v1/volume, /healthz and /readyz.
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
+  // First: a bad calibration file ends the start-up before anything is opened.
+  const { readCalibration, logOverheadBasis } = await import("../calibration.ts");
+  const calibration = config.calibration
+    ? await readCalibration(
+        config.calibration,
+        `${config.calibrationSetting ?? "--calibration"} ${config.calibration}`,
+      )
+    : undefined;
+  if (config.db || calibration) logOverheadBasis(logger, calibration);
   const stream = resolveLogStream({
     logDir: config.logDir,
     pgdata: config.pgdata,
@@ -135,7 +144,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const app = await buildApi({
     meter,
     logger,
-    estimator: { lastSample: () => sampler?.lastSample() },
+    estimator: { lastSample: () => sampler?.lastSample(), ...(calibration ? { calibration } : {}) },
     advisor: {
       advice: () => {
         const advice = advisor.advice();
@@ -278,7 +287,12 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
 
   // With --db the sidecar also samples its database, so the estimate routes answer on this server.
   if (config.db)
-    sampler = startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger });
+    sampler = startWorkloadSampler({
+      connection: config.db,
+      intervalMs: config.sampleIntervalMs,
+      logger,
+      calibration,
+    });
 
   return { meter, url, stop };
 }
