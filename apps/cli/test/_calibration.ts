@@ -43,6 +43,26 @@ export const CALIBRATION: Calibration = {
   points: [],
 };
 
+/** A planned workload: 1,000 TPS from 2 clients, one UPDATE and one SELECT per transaction. */
+export const PLANNED_WORKLOAD = {
+  transactionsPerSec: 1000,
+  clients: 2,
+  statements: [
+    {
+      text: "UPDATE accounts SET balance = balance + $1 WHERE id = $2",
+      callsPerSec: 1000,
+      kind: "UPDATE",
+      relations: [{ relation: "public.accounts", write: "UPDATE" }],
+    },
+    {
+      text: "SELECT balance FROM accounts WHERE id = $1",
+      callsPerSec: 1000,
+      kind: "SELECT",
+      relations: [{ relation: "public.accounts" }],
+    },
+  ],
+};
+
 /** What every calibrated range says first. */
 export const CALIBRATED_ON = "calibrated on benchhost, 2026-11-24";
 

@@ -54,7 +54,16 @@ export function spawnSidecar(
   env: NodeJS.ProcessEnv = {},
   options: SpawnOptions = {},
 ): SidecarProcess {
-  const child = spawnCli(["run", ...args], env, options);
+  return spawnServer(["run", ...args], env, options);
+}
+
+/** Any command that serves the API (`run`, `serve`), its stderr kept and its URL read from its log. */
+export function spawnServer(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: SpawnOptions = {},
+): SidecarProcess {
+  const child = spawnCli(argv, env, options);
   let err = "";
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     err += d;
@@ -70,10 +79,10 @@ export function spawnSidecar(
       await waitUntil(
         () => /"url":"http:[^"]+"/.test(err) || child.exitCode !== null,
         30_000,
-        () => `sidecar did not start listening:\n${err}`,
+        () => `${argv[0]} did not start listening:\n${err}`,
       );
       const url = /"url":"(http:[^"]+)"/.exec(err)?.[1];
-      if (!url) throw new Error(`sidecar exited before listening:\n${err}`);
+      if (!url) throw new Error(`${argv[0]} exited before listening:\n${err}`);
       return url;
     },
   };

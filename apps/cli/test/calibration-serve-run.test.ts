@@ -9,26 +9,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { CALIBRATED_ON, CALIBRATION, writeCalibration } from "./_calibration.ts";
-import { type SidecarProcess, spawnCli, spawnSidecar } from "./_sidecar.ts";
+import {
+  CALIBRATED_ON,
+  CALIBRATION,
+  PLANNED_WORKLOAD as WORKLOAD,
+  writeCalibration,
+} from "./_calibration.ts";
+import { type SidecarProcess, spawnServer, spawnSidecar } from "./_sidecar.ts";
 
 const work = mkdtempSync(join(tmpdir(), "auditpipe-calibration-everywhere-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 const calibrationFile = writeCalibration(work);
-
-/** 1,000 TPS from 2 clients, one UPDATE per transaction: one WRITE entry each (as in estimate-calibration). */
-const WORKLOAD = {
-  transactionsPerSec: 1000,
-  clients: 2,
-  statements: [
-    {
-      text: "UPDATE accounts SET balance = balance + $1 WHERE id = $2",
-      callsPerSec: 1000,
-      kind: "UPDATE",
-      relations: [{ relation: "public.accounts", write: "UPDATE" }],
-    },
-  ],
-};
 
 interface EstimatesAnswer {
   overheadBasis: string;
@@ -48,35 +39,13 @@ async function postEstimates(url: string, body: unknown): Promise<{ status: numb
   return { status: response.status, json: (await response.json()) as EstimatesAnswer };
 }
 
-/** `serve` as a real process; its pino lines on stderr. A PGHOST where nothing listens: no sample. */
+/** `serve` as a real process. A PGHOST where nothing listens: no sample, no calibration from the environment. */
 function spawnServe(args: string[], env: NodeJS.ProcessEnv = {}): SidecarProcess {
-  const child = spawnCli(["serve", "--listen", "127.0.0.1:0", ...args], {
+  return spawnServer(["serve", "--listen", "127.0.0.1:0", ...args], {
     PGHOST: join(work, "no-server"),
     AUDITPIPE_CALIBRATION: "",
     ...env,
   });
-  let err = "";
-  child.stderr.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return {
-    child,
-    stderr: () => err,
-    exited,
-    async url() {
-      await waitUntil(
-        () => /"url":"http:[^"]+"/.test(err) || child.exitCode !== null,
-        30_000,
-        () => `serve did not listen:\n${err}`,
-      );
-      const url = /"url":"(http:[^"]+)"/.exec(err)?.[1];
-      if (!url) throw new Error(`serve exited before listening:\n${err}`);
-      return url;
-    },
-  };
 }
 
 async function stop(p: SidecarProcess): Promise<void> {
@@ -95,7 +64,7 @@ describe("serve with a calibration", () => {
       expect(json.calibration).toEqual({ host: "benchhost", createdAt: CALIBRATION.createdAt });
       const write = json.estimates[0]!;
       expect(write.overhead.assumptions[0]).toBe(CALIBRATED_ON);
-      // One line per transaction at 8–12 µs on 2,000 µs per transaction per client.
+      // One WRITE entry per transaction at 8–12 µs on 2,000 µs per transaction per client.
       expect(write.overhead.throughput.low).toBeCloseTo(8 / 2008, 6);
       expect(write.overhead.throughput.high).toBeCloseTo(12 / 2012, 6);
       expect(serve.stderr()).toContain(`"overheadBasis":"${CALIBRATED_ON}"`);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CALIBRATED_ON, CALIBRATION, writeCalibration } from "./_calibration.ts";
+import { CALIBRATED_ON, CALIBRATION, PLANNED_WORKLOAD, writeCalibration } from "./_calibration.ts";
 import { runCli } from "./_cli.ts";
 
 const work = mkdtempSync(join(tmpdir(), "auditpipe-calibration-"));
@@ -10,27 +10,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** A planned workload: 1,000 TPS from 2 clients, one UPDATE and one SELECT per transaction. */
 const workloadFile = join(work, "workload.json");
-writeFileSync(
-  workloadFile,
-  JSON.stringify({
-    transactionsPerSec: 1000,
-    clients: 2,
-    statements: [
-      {
-        text: "UPDATE accounts SET balance = balance + $1 WHERE id = $2",
-        callsPerSec: 1000,
-        kind: "UPDATE",
-        relations: [{ relation: "public.accounts", write: "UPDATE" }],
-      },
-      {
-        text: "SELECT balance FROM accounts WHERE id = $1",
-        callsPerSec: 1000,
-        kind: "SELECT",
-        relations: [{ relation: "public.accounts" }],
-      },
-    ],
-  }),
-);
+writeFileSync(workloadFile, JSON.stringify(PLANNED_WORKLOAD));
 
 const calibrationFile = writeCalibration(work);
 
