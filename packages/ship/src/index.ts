@@ -7,6 +7,7 @@ export {
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
 export { encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
+export { fsyncDir } from "./manifest/_durable.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,

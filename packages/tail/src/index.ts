@@ -12,6 +12,12 @@ export {
   type SourceObserver,
 } from "./file-source.ts";
 export {
+  DEFAULT_COMMIT_MS,
+  SyslogJournal,
+  type SyslogJournalOptions,
+  type SyslogJournalStats,
+} from "./syslog-journal.ts";
+export {
   SyslogErrorCode,
   type SyslogRecordSource,
   type SyslogSource,

@@ -1,0 +1,33 @@
+/**
+ * A PostgreSQL message rebuilt from its syslog chunks → the bytes the syslog journal stores: the
+ * lines PostgreSQL itself writes to stderr with the same log_line_prefix (its head line, then
+ * its DETAIL/STATEMENT... lines with the prefix and its continuation lines led by a tab).
+ *
+ * Why this layout and not the syslog lines as received: every record in it is whole and in order,
+ * so the file pipeline's stderr reader gives each record out as soon as the next one starts, and
+ * a checkpoint never passes a record still being read. Syslog chunks interleave per process: the
+ * syslog file reader holds each process's last message until that process logs again, so a batch
+ * (and its checkpoint) could end past a message still held, which a crash would then lose. It is
+ * also what `auditpipe analyze --format stderr` reads.
+ */
+
+const TAB = 0x09;
+const NEWLINE = /\n/g;
+
+/**
+ * The journal entry of a message given as its lines (SyslogMessage.lines), or undefined for one
+ * that cannot be an entry on its own: no line, or a first line led by a tab, which the stderr
+ * reader would join to the record before it.
+ */
+export function journalEntry(lines: readonly string[]): Buffer | undefined {
+  const first = lines[0];
+  if (first === undefined || first.charCodeAt(0) === TAB) return undefined;
+  let text = "";
+  for (const line of lines) {
+    // A newline inside a line (rsyslog's `#012` undone) is written as PostgreSQL writes one to
+    // stderr: newline then tab, which the reader joins back into the same field.
+    text += line.includes("\n") ? line.replace(NEWLINE, "\n\t") : line;
+    text += "\n";
+  }
+  return Buffer.from(text, "utf8");
+}
