@@ -16,12 +16,17 @@ const NEWLINE = /\n/g;
 
 /**
  * The journal entry of a message given as its lines (SyslogMessage.lines), or undefined for one
- * that cannot be an entry on its own: no line, or a first line led by a tab, which the stderr
- * reader would join to the record before it.
+ * that cannot be an entry on its own: one whose first line does not start a record
+ * (`startsRecord`: it begins with the log_line_prefix). The stderr reader would join such a line
+ * to the record before it (a tab-led one) or fold it into one malformed stretch with its
+ * neighbours; refused here, it is reported once per message, as the syslog file reader reports it.
  */
-export function journalEntry(lines: readonly string[]): Buffer | undefined {
+export function journalEntry(
+  lines: readonly string[],
+  startsRecord: (line: string) => boolean,
+): Buffer | undefined {
   const first = lines[0];
-  if (first === undefined || first.charCodeAt(0) === TAB) return undefined;
+  if (first === undefined || first.charCodeAt(0) === TAB || !startsRecord(first)) return undefined;
   let text = "";
   for (const line of lines) {
     // A newline inside a line (rsyslog's `#012` undone) is written as PostgreSQL writes one to

@@ -19,6 +19,7 @@
 
 import { type FileHandle, mkdir, open, readdir, readFile, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { compilePrefix, createPrefixFields, DEFAULT_PREFIX } from "@auditpipe/parse";
 import { backoffDelay, fsyncDir } from "@auditpipe/ship";
 import { GroupCommitQueue } from "./_group-commit.ts";
 import { journalEntry } from "./_journal-entry.ts";
@@ -53,6 +54,8 @@ export interface SyslogJournalOptions {
   checkpointDir: string;
   /** Bytes the journal may take: segments on disk plus entries waiting for their commit. */
   maxBytes: number;
+  /** The log_line_prefix of the messages (and of the follower); PostgreSQL 15's default when omitted. */
+  prefix?: string;
   /** The group commit window in ms; default DEFAULT_COMMIT_MS. */
   commitMs?: number;
   /** The journal became full (true) or has room again (false). */
@@ -90,6 +93,7 @@ export class SyslogJournal {
   private readonly queue: GroupCommitQueue;
   private readonly space: JournalSpace;
   private readonly segmentBytes: number;
+  private readonly startsRecord: (line: string) => boolean;
   private handle: FileHandle | undefined;
   /** Number of the segment written to; never deleted while it is. */
   private active = -1;
@@ -113,6 +117,9 @@ export class SyslogJournal {
     this.queue = new GroupCommitQueue(options.commitMs ?? DEFAULT_COMMIT_MS, COMMIT_MAX_BYTES);
     this.space = new JournalSpace(options.maxBytes);
     this.segmentBytes = segmentBytesFor(options.maxBytes);
+    const prefix = compilePrefix(options.prefix ?? DEFAULT_PREFIX);
+    const fields = createPrefixFields();
+    this.startsRecord = (line) => prefix.match(line, 0, fields) >= 0;
   }
 
   /**
@@ -148,11 +155,12 @@ export class SyslogJournal {
 
   /**
    * Accepts one PostgreSQL message (SyslogMessage.lines); it is committed within the window.
-   * False for a message that cannot be an entry on its own (see journalEntry): not accepted.
+   * False, and not accepted, for a message whose first line does not start with the prefix
+   * (ParseErrorCode.PREFIX_MISMATCH for the caller to report; see journalEntry).
    */
   append(lines: readonly string[]): boolean {
     if (this.closed) throw new Error("SyslogJournal.append after close()");
-    const entry = journalEntry(lines);
+    const entry = journalEntry(lines, this.startsRecord);
     if (entry === undefined) return false;
     this.queue.add(entry, Date.now());
     this.space.pending(entry.length);

@@ -50,6 +50,7 @@ describe("SyslogSource into a SyslogJournal at its limit", () => {
       dir: join(state, "journal"),
       checkpointDir: state,
       maxBytes: LIMIT,
+      prefix: PREFIX,
       onFull: (full) => {
         if (full) pauses++;
         if (full) source?.pause();

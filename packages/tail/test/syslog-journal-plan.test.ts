@@ -155,6 +155,7 @@ describe("segment names", () => {
 });
 
 describe("journalEntry (layout)", () => {
+  const startsRecord = (line: string): boolean => line.startsWith("2026-");
   // Hand-made lines in the layout PostgreSQL writes to stderr with `%m [%p] `.
   it("writes a message's lines as PostgreSQL writes them to stderr", () => {
     const lines = [
@@ -163,14 +164,15 @@ describe("journalEntry (layout)", () => {
       "2026-11-24 19:00:00.000 UTC [7] STATEMENT:  INSERT INTO t",
       "\tVALUES (1)",
     ];
-    expect(journalEntry(lines)?.toString("utf8")).toBe(`${lines.join("\n")}\n`);
+    expect(journalEntry(lines, startsRecord)?.toString("utf8")).toBe(`${lines.join("\n")}\n`);
   });
 
-  it("writes a newline inside a line as newline and tab, and refuses what would join the entry before", () => {
-    expect(journalEntry(["2026-11-24 19:00:00.000 UTC [7] LOG:  a\nb"])?.toString("utf8")).toBe(
+  it("writes a newline inside a line as newline and tab, and refuses what would not start a record", () => {
+    expect(journalEntry(["2026-11-24 19:00:00.000 UTC [7] LOG:  a\nb"], startsRecord)?.toString("utf8")).toBe(
       "2026-11-24 19:00:00.000 UTC [7] LOG:  a\n\tb\n",
     );
-    expect(journalEntry(["\tcontinuation without its head"])).toBeUndefined();
-    expect(journalEntry([])).toBeUndefined();
+    expect(journalEntry(["\tcontinuation without its head"], () => true)).toBeUndefined();
+    expect(journalEntry(["[7] LOG:  another prefix"], startsRecord)).toBeUndefined();
+    expect(journalEntry([], () => true)).toBeUndefined();
   });
 });

@@ -74,7 +74,12 @@ function checkpointDone(state: string, dir: string, names: string[], shortBy = 0
 describe("SyslogJournal", () => {
   it("holds exactly the records of the syslog file, in group commits, readable as stderr", async () => {
     const { dir, state } = tempDirs();
-    const journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20 });
+    const journal = await SyslogJournal.open({
+      dir,
+      checkpointDir: state,
+      maxBytes: 64 << 20,
+      prefix: PREFIX,
+    });
     const messages = fixtureMessages();
     for (const lines of messages) expect(journal.append(lines)).toBe(true);
     const name = segments(dir)[0]!;
@@ -114,6 +119,7 @@ describe("SyslogJournal", () => {
       dir,
       checkpointDir: state,
       maxBytes: 1 << 20, // segments of 256 KiB
+      prefix: PREFIX,
       onFull: (full) => fullness.push(full),
     });
     const messages = fixtureMessages();
@@ -162,10 +168,10 @@ describe("SyslogJournal", () => {
   it("on reopening, deletes acknowledged segments, cuts a segment cut inside a line back to its last line, and starts a new one", async () => {
     const { dir, state } = tempDirs();
     const messages = fixtureMessages();
-    let journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20 });
+    let journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20, prefix: PREFIX });
     for (const lines of messages.slice(0, 50)) journal.append(lines);
     await journal.close();
-    journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20 });
+    journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20, prefix: PREFIX });
     for (const lines of messages.slice(50, 100)) journal.append(lines);
     await journal.close();
     const [first, second] = segments(dir);
@@ -178,7 +184,7 @@ describe("SyslogJournal", () => {
     );
     checkpointDone(state, dir, [first!]);
 
-    journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20 });
+    journal = await SyslogJournal.open({ dir, checkpointDir: state, maxBytes: 64 << 20, prefix: PREFIX });
     const now = segments(dir);
     expect(now).not.toContain(first);
     expect(now[0]).toBe(second);
