@@ -18,6 +18,8 @@ export interface RunConfig {
   state: string;
   listen: string;
   syslog: string[];
+  /** Bytes the syslog journal may hold; at it, TCP is not read and UDP is dropped. */
+  syslogJournalMaxBytes: number;
   from: "beginning" | "end";
   batchMaxEntries: number;
   batchMaxBytes: number;
@@ -64,6 +66,9 @@ function numeric<T extends z.ZodType<number>>(schema: T) {
   return z.preprocess((v) => (typeof v === "string" && v.trim() !== "" ? Number(v) : v), schema);
 }
 
+/** Segments are a sixteenth of the journal, at least 256 KiB: a smaller journal holds too few. */
+const MIN_SYSLOG_JOURNAL_BYTES = 1 << 20;
+
 export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
   .object({
     logDir: z.string().min(1).optional(),
@@ -75,6 +80,9 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     state: z.string().min(1).default("auditpipe-data/state"),
     listen: z.string().min(1).default("127.0.0.1:9187"),
     syslog: z.array(z.string().regex(/^(udp|tcp):\/\//, "a udp:// or tcp:// URL")).default([]),
+    syslogJournalMaxBytes: numeric(
+      z.number().int().min(MIN_SYSLOG_JOURNAL_BYTES, `at least ${MIN_SYSLOG_JOURNAL_BYTES} (1 MiB)`),
+    ).default(1 << 30),
     from: z.enum(["beginning", "end"]).default("beginning"),
     batchMaxEntries: numeric(z.number().int().positive()).default(10_000),
     batchMaxBytes: numeric(z.number().int().positive()).default(8 << 20),
@@ -130,6 +138,11 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "state", flag: "state", env: "AUDITPIPE_STATE" },
   { key: "listen", flag: "listen", env: "AUDITPIPE_LISTEN" },
   { key: "syslog", flag: "syslog", env: "AUDITPIPE_SYSLOG", list: true },
+  {
+    key: "syslogJournalMaxBytes",
+    flag: "syslog-journal-max-bytes",
+    env: "AUDITPIPE_SYSLOG_JOURNAL_MAX_BYTES",
+  },
   { key: "from", flag: "from", env: "AUDITPIPE_FROM" },
   { key: "batchMaxEntries", flag: "batch-max-entries", env: "AUDITPIPE_BATCH_MAX_ENTRIES" },
   { key: "batchMaxBytes", flag: "batch-max-bytes", env: "AUDITPIPE_BATCH_MAX_BYTES" },
