@@ -14,6 +14,7 @@ import {
   estimate,
   recommend,
   sampleWorkload,
+  type Workload,
   type WorkloadSample,
 } from "@auditpipe/estimate";
 import { type PostgresCluster, startPostgres } from "@auditpipe/testkit";
@@ -166,6 +167,12 @@ for (const w of WORKLOADS) {
             `${(s.callsPerSec / tps).toFixed(2)} ${s.nested ? "nested" : "top"} ${s.kind} ${JSON.stringify(s.observed)} ${JSON.stringify(s.relations.map((r) => r.relation + (r.plannerAdded ? "+" : "")))} ${s.text.slice(0, 100).replace(/\s+/g, " ")}\n`,
           );
       const misses: string[] = [];
+      // The same sample as a server without nested tracking would give it: the model alone.
+      const modelled: Workload = {
+        ...sample.workload,
+        statements: sample.workload.statements.filter((s) => !s.nested),
+        nestedStatements: "modelled",
+      };
       for (const config of configs) {
         const predicted = estimate(sample.workload, config);
         await applyConfig(pg, config, AUDITOR);
@@ -180,6 +187,7 @@ for (const w of WORKLOADS) {
           measuredEntries: measured.entries / txns,
           predictedBytes: predicted.bytesPerSec / tps,
           measuredBytes: measured.bytes / txns,
+          modelledBytes: estimate(modelled, config).bytesPerSec / tps,
         };
         rows.push(row);
         if (process.env.AUDITPIPE_PROOF_DEBUG === "1")
