@@ -68,7 +68,7 @@ describe("estimate: counted or modelled", () => {
         reason: "pg_stat_statements.track was switched to 'all' for the sample and put back to 'top'",
       });
       const r = await pg.query("SELECT current_setting('pg_stat_statements.track') AS v");
-      expect(r.rows[0].v).toBe("top");
+      expect(r.rows[0]?.v).toBe("top");
     });
   });
 });

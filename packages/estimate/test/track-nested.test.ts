@@ -50,7 +50,7 @@ describe("sampleWorkload({ trackNested })", () => {
         if (elapsed === 0)
           void pg
             .query("SELECT current_setting('pg_stat_statements.track') AS v")
-            .then((r) => seen.push(r.rows[0].v))
+            .then((r) => seen.push(r.rows[0]?.v))
             .then(() => pg.query("INSERT INTO child SELECT g, 1 + g % 10 FROM generate_series(1, 5) g"));
       },
     });
