@@ -107,6 +107,8 @@ interface Snapshot {
   hiddenCalls: Map<string, number>;
   tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
   xacts: number;
+  /** pg_stat_statements_info.dealloc (14+): how often it evicted rows to make room; null when unknown. */
+  evictions: number | null;
   sessions: number;
 }
 
@@ -179,7 +181,26 @@ async function readSnapshot(
     tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, coalesce(sessions, 0)::float8 AS s
               FROM pg_stat_database WHERE datname = current_database()`),
   );
-  return { statements, hiddenCalls, tables, xacts: d.rows[0]?.x ?? 0, sessions: d.rows[0]?.s ?? 0 };
+  let evictions: number | null = null;
+  if (useStatements) {
+    // A savepoint: the view does not exist before 14, and the snapshot's transaction must go on.
+    await client.query(tagged("SAVEPOINT info"));
+    try {
+      const e = await client.query(tagged("SELECT dealloc::float8 AS n FROM pg_stat_statements_info"));
+      evictions = e.rows[0]?.n ?? null;
+      await client.query(tagged("RELEASE SAVEPOINT info"));
+    } catch {
+      await client.query(tagged("ROLLBACK TO SAVEPOINT info"));
+    }
+  }
+  return {
+    statements,
+    hiddenCalls,
+    tables,
+    xacts: d.rows[0]?.x ?? 0,
+    sessions: d.rows[0]?.s ?? 0,
+    evictions,
+  };
 }
 
 async function readSettings(client: pg.Client): Promise<Record<string, string>> {
@@ -651,6 +672,10 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       const hidden = hiddenStatementsWarning(s.visibility, privileges);
       if (hidden) warnings.push(hidden);
       statements = s.loads;
+      if (before.evictions !== null && after.evictions !== null && after.evictions > before.evictions)
+        warnings.push(
+          `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
+        );
       if (transactionBlocksSeen) {
         const bound = Math.max(1, ...clientCounts) + delta(before.sessions, after.sessions) + 1;
         const fixed = preparedTransactionControl(

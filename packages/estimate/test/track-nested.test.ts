@@ -112,3 +112,39 @@ describe("sampleWorkload({ trackNested })", () => {
     expect(sample.nested?.reason).toMatch(/--track-nested/);
   });
 });
+
+describe("a full pg_stat_statements", () => {
+  it("says that it evicted rows during the sample, so the estimate is low", async () => {
+    const small = await startPostgres({
+      preloadLibraries: ["pg_stat_statements"],
+      pgaudit: { log: "none" },
+      settings: { "pg_stat_statements.max": 100 },
+    });
+    try {
+      await small.query("CREATE EXTENSION pg_stat_statements");
+      let load: Promise<unknown> = Promise.resolve();
+      const sample = await sampleWorkload({
+        connection: { host: small.socketDir, port: small.port, user: "postgres", database: "postgres" },
+        intervalMs: 3_000,
+        onProgress: (elapsed) => {
+          // 300 texts pg_stat_statements does not normalize (utility statements before 16).
+          if (elapsed === 0)
+            load = (async () => {
+              const c = await small.connect();
+              try {
+                for (let i = 0; i < 300; i++) await c.query(`SET application_name = 'app${i}'`);
+              } finally {
+                await c.end();
+              }
+            })();
+        },
+      });
+      await load;
+      expect(sample.warnings.join(" ")).toMatch(
+        /pg_stat_statements evicted rows \d+ times during the sample/,
+      );
+    } finally {
+      await small.stop();
+    }
+  });
+});
