@@ -189,7 +189,12 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
   };
   const kind = dml[first];
   const functions = functionCalls(tokens, lookup);
-  if (kind === undefined) return { ...utilityShape(tokens, words, placeholders, lookup), functions };
+  // Of utility statements only CALL executes what it names (DDL that mentions a function does not).
+  if (kind === undefined)
+    return {
+      ...utilityShape(tokens, words, placeholders, lookup),
+      functions: words[0] === "call" ? functions : [],
+    };
   return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders, functions };
 }
 

@@ -388,6 +388,7 @@ function statementLoads(
         : {}),
     });
   }
+  dropInvisibleChecks(loads, catalog);
   let hiddenCalls = 0;
   let hiddenRoles = 0;
   for (const [userid, now] of after.hiddenCalls) {
@@ -432,6 +433,29 @@ function preparedTransactionControl(
     fixed.push(command);
   }
   return fixed;
+}
+
+/**
+ * Counted RI checks run as the table's owner, so pg_stat_statements cannot say whose statement
+ * fired them; pgaudit logs them only for a session user who is a member of the parent's owner.
+ * A check of a parent whose every top-level inserter is not such a member is dropped, as the
+ * model would not have fired it.
+ */
+function dropInvisibleChecks(loads: StatementLoad[], catalog: Catalog): void {
+  for (let i = loads.length - 1; i >= 0; i--) {
+    const l = loads[i]!;
+    const checked = l.relations[0];
+    if (!l.nested || l.kind !== "SELECT" || !checked?.locked) continue;
+    const children = new Set(
+      catalog.foreignKeys.filter((f) => f.parent === checked.relation).map((f) => f.child),
+    );
+    const firing = loads.filter(
+      (s) =>
+        !s.nested &&
+        s.relations.some((r) => (r.write === "INSERT" || r.write === "UPDATE") && children.has(r.relation)),
+    );
+    if (firing.length > 0 && firing.every((s) => s.fkChecksVisible === false)) loads.splice(i, 1);
+  }
 }
 
 /** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
