@@ -107,3 +107,31 @@ describe("estimate with nested statements counted", () => {
     expect(estimate(counted, { name: "read", log: ["read"] }).entriesPerSec).toBe(2);
   });
 });
+
+describe("a counted workload through the workload schema (GET /v1/workload, POST /v1/estimates)", () => {
+  it("keeps what makes it counted, so its checks are not modelled on top", async () => {
+    const { parseWorkload } = await import("@auditpipe/estimate");
+    const counted: Workload = {
+      transactionsPerSec: 1,
+      statements: [
+        load({ kind: "INSERT", relations: [{ relation: "public.orders", write: "INSERT" }] }),
+        load({
+          kind: "SELECT",
+          nested: true,
+          params: 1,
+          relations: [{ relation: "public.customers", locked: true }],
+        }),
+      ],
+      foreignKeys: fks,
+      log: DEFAULT_LOG_CONTEXT,
+      nestedStatements: "counted",
+      notes: [],
+    };
+    const again = parseWorkload(JSON.parse(JSON.stringify(counted)));
+    expect(again.nestedStatements).toBe("counted");
+    expect(again.statements[1]!.nested).toBe(true);
+    expect(again.foreignKeys[0]!.onDelete).toBe("cascade");
+    const read = { name: "read", log: ["read"] };
+    expect(estimate(again, read).entriesPerSec).toBe(estimate(counted, read).entriesPerSec);
+  });
+});
