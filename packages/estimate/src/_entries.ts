@@ -285,12 +285,17 @@ export function fkChecksOf(s: StatementLoad, fks: ForeignKey[]): FkAction[] {
   if (s.fkChecksVisible === false) return [];
   const out: FkAction[] = [];
   const perCall = s.rowsPerCall;
-  const parentAction = (fk: ForeignKey, action: ForeignKey["onDelete"], deleting: boolean): FkAction => {
-    if (action === "cascade")
-      return { kind: deleting ? "DELETE" : "UPDATE", table: fk.child, columns: fk.columns, perCall };
-    if (action === "set null" || action === "set default")
-      return { kind: "UPDATE", table: fk.child, columns: fk.columns, perCall };
-    return { kind: "check", table: fk.child, columns: fk.columns, perCall };
+  const parentAction = (fk: ForeignKey, action: ForeignKey["onDelete"], deleting: boolean): FkAction[] => {
+    const child = { table: fk.child, columns: fk.columns, perCall };
+    if (action === "cascade") return [{ kind: deleting ? "DELETE" : "UPDATE", ...child }];
+    if (action === "set null") return [{ kind: "UPDATE", ...child }];
+    // SET DEFAULT re-checks afterwards (ri_set runs the NO ACTION check).
+    if (action === "set default")
+      return [
+        { kind: "UPDATE", ...child },
+        { kind: "check", ...child },
+      ];
+    return [{ kind: "check", ...child }];
   };
   for (const use of s.relations) {
     if (use.write === "INSERT")
@@ -302,11 +307,11 @@ export function fkChecksOf(s: StatementLoad, fks: ForeignKey[]): FkAction[] {
       for (const fk of fks.filter(
         (f) => f.parent === use.relation && changes(use.writtenColumns, f.parentColumns),
       ))
-        out.push(parentAction(fk, fk.onUpdate, false));
+        out.push(...parentAction(fk, fk.onUpdate, false));
     }
     if (use.write === "DELETE")
       for (const fk of fks.filter((f) => f.parent === use.relation))
-        out.push(parentAction(fk, fk.onDelete, true));
+        out.push(...parentAction(fk, fk.onDelete, true));
   }
   return out;
 }

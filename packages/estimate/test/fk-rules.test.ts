@@ -61,7 +61,10 @@ describe("fkChecksOf (modelled)", () => {
     expect(kinds(other)).toEqual([]);
   });
 
-  it("deleting a parent runs each child's action: CASCADE deletes, SET NULL updates, NO ACTION checks", () => {
+  it("deleting a parent runs each child's action: CASCADE deletes, SET NULL updates, SET DEFAULT updates and checks, NO ACTION checks", () => {
+    const withDefault: ForeignKey[] = [{ ...fks[1]!, onDelete: "set default" }];
+    const gone = load({ kind: "DELETE", relations: [{ relation: "public.orders", write: "DELETE" }] });
+    expect(fkChecksOf(gone, withDefault).map((a) => a.kind)).toEqual(["UPDATE", "check"]);
     const del = load({
       kind: "DELETE",
       rowsPerCall: 2,
