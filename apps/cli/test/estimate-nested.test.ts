@@ -67,6 +67,18 @@ describe("estimate: counted or modelled", () => {
         mode: "counted",
         reason: "pg_stat_statements.track was switched to 'all' for the sample and put back to 'top'",
       });
+      const table = await runCli([
+        "estimate",
+        "--db",
+        pg.connectionString,
+        "--interval",
+        "1",
+        "--track-nested",
+      ]);
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout).toMatch(
+        /^Counted: statements run inside others .* come from pg_stat_statements; /m,
+      );
       const r = await pg.query("SELECT current_setting('pg_stat_statements.track') AS v");
       expect(r.rows[0]?.v).toBe("top");
     });
