@@ -514,6 +514,8 @@ function tableLoads(before: Snapshot, after: Snapshot, seconds: number, catalog:
 
 /** How often the sampler looks at pg_stat_activity (running statements' sizes, active clients). */
 const ACTIVITY_POLL_MS = 250;
+/** How long one polling transaction lasts before the sampler commits and begins another. */
+const POLL_TRANSACTION_MS = 5_000;
 
 /** Per query id: sums of the running texts' bytes and double quotes, and how many were seen. */
 type Observed = Map<string, { bytes: number; quotes: number; n: number }> & { unavailable?: boolean };
@@ -639,15 +641,22 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     try {
       before = await snapshot(client, useStatements, columns);
       started = Date.now();
-      // The polls run in one transaction so the sampler adds one, not several a second, to the
-      // transactions it counts; each poll clears the statistics snapshot the transaction caches.
+      // The polls run in a transaction so the sampler adds one every few seconds, not four a
+      // second, to the transactions it counts (renewed so no transaction_timeout ends it); each
+      // poll clears the statistics snapshot the transaction caches.
       await client.query(tagged("BEGIN"));
       inTransaction = true;
+      let began = Date.now();
       options.onProgress?.(0, interval);
       while (Date.now() - started < interval) {
         if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
         await sleep(Math.min(ACTIVITY_POLL_MS, interval - (Date.now() - started)), options.signal);
         if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
+        if (Date.now() - began > POLL_TRANSACTION_MS) {
+          await client.query(tagged("COMMIT"));
+          await client.query(tagged("BEGIN"));
+          began = Date.now();
+        }
         await client.query(tagged("SELECT pg_stat_clear_snapshot()"));
         const a = await client.query(
           tagged(`SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND state NOT IN ('idle'))::int AS n,
