@@ -5,6 +5,7 @@ export {
   retryWhileOutOfFiles,
 } from "./backoff.ts";
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
+export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
 export { encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
