@@ -10,9 +10,8 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { listCases, readExpected, readFixture } from "@auditpipe/fixtures";
-import { repoRoot, waitUntil } from "@auditpipe/testkit";
+import { repoRoot, shippedRecords, waitUntil } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
