@@ -1,6 +1,6 @@
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { sleep } from "./_process.ts";
+import { sleep } from "./process.ts";
 
 /** How long the files must not grow to count as settled. */
 const QUIET_MS = 300;

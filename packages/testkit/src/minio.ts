@@ -4,9 +4,9 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import { minioBinary } from "./_paths.ts";
-import { freePort, onExit, removeTree, waitUntil } from "./_process.ts";
 import { awsEnv } from "./aws-env.ts";
+import { minioBinary } from "./paths.ts";
+import { freePort, onExit, removeTree, waitUntil } from "./process.ts";
 
 export interface MinioOptions {
   /** Buckets created at start. */
