@@ -69,7 +69,8 @@ function cut(input: Uint8Array, points: number[]): Uint8Array[] {
   return chunks;
 }
 
-function expectAccounted(out: Collected, length: number, accounting: ParserSpec["accounting"]): void {
+/** Every byte of the input is in a record or a malformed report (see ParserSpec.accounting). */
+export function expectAccounted(out: Collected, length: number, accounting: ParserSpec["accounting"]): void {
   for (const m of out.malformed) {
     expect(m.code).toMatch(/^AUDITPIPE_ERR_/);
     expect(m.offset).toBeGreaterThanOrEqual(0);

@@ -6,24 +6,11 @@
  */
 import { join } from "node:path";
 import { readFixture } from "@auditpipe/fixtures";
-import type { LogFormat, LogRecord, MalformedRecord } from "@auditpipe/parse";
+import type { LogFormat, LogRecord } from "@auditpipe/parse";
 import { repoRoot } from "@auditpipe/testkit";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Collected, collect } from "./_parser-suite.ts";
-
-function expectTiling(out: Collected, length: number): void {
-  const spans: (LogRecord | MalformedRecord)[] = [...out.records, ...out.malformed].sort(
-    (a, b) => a.offset - b.offset,
-  );
-  let at = 0;
-  for (const s of spans) {
-    expect(s.offset).toBe(at);
-    expect(s.size).toBeGreaterThan(0);
-    at += s.size;
-  }
-  expect(at).toBe(length);
-}
+import { collect, expectAccounted } from "./_parser-suite.ts";
 
 const mutation = fc.record({
   record: fc.nat(),
@@ -76,7 +63,7 @@ describe.each([
         const shift = replacement.length - removed;
 
         const out = collect(format, [data]);
-        expectTiling(out, data.length);
+        expectAccounted(out, data.length, "tiles");
         const found = new Map(out.records.map((r) => [r.offset, r]));
         for (let j = 0; j < original.length; j++) {
           if (j === k) continue;
