@@ -18,13 +18,13 @@ import {
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { errorSchema } from "./_schemas.ts";
-import { createError, validationError } from "./errors.ts";
 import {
   estimatesResponseSchema,
   recommendationSchema,
   workloadSampleSchema,
-} from "./routes-estimate-schemas.ts";
+} from "./_routes-estimate-schemas.ts";
+import { errorSchema } from "./_schemas.ts";
+import { createError, validationError } from "./errors.ts";
 
 /** What the estimate routes need from the server: the last sample of its database, if any. */
 export interface EstimatorDeps {

@@ -9,9 +9,14 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type PostgresCluster, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import {
+  type PostgresCluster,
+  shippedRecords,
+  startPostgres,
+  startRsyslog,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
 import { getJson, spawnSidecar } from "./_sidecar.ts";
 

@@ -1,10 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import { duplicates, shippedKeys, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
-import { duplicates, shippedKeys } from "../../../packages/tail/test/_sink-oracle.ts";
 import { getJson, spawnSidecar } from "./_sidecar.ts";
 
 const PREFIX = "%m [%p] %q%u@%d %c:%l ";

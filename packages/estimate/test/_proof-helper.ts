@@ -14,8 +14,8 @@ import { join } from "node:path";
 import type { AuditConfig } from "@auditpipe/estimate";
 import type { VolumeReport } from "@auditpipe/meter";
 import { type PostgresCluster, repoRoot, sleep } from "@auditpipe/testkit";
-// The CLI's own reader (what `auditpipe analyze` runs); apps are not packages we depend on.
-import { analyzeFiles } from "../../../apps/cli/src/analyze/read-logs.ts";
+// Measured as `auditpipe analyze` measures it, without importing the CLI (an app above us).
+import { analyzeFiles } from "./_log-volume.ts";
 
 const lit = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 const ident = (s: string): string => `"${s.replaceAll('"', '""')}"`;

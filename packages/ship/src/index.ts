@@ -5,6 +5,7 @@ export {
   retryWhileOutOfFiles,
 } from "./backoff.ts";
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
+export { type DurableWriteOptions, writeFileDurably } from "./durable-write.ts";
 export { encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { fsyncDir } from "./manifest/_durable.ts";
@@ -62,5 +63,5 @@ export {
   type S3TimeoutOptions,
   type SinkLogger,
 } from "./sinks/s3/index.ts";
-export { Spool, type SpoolEntry, type SpoolEntryMeta, spoolFileName } from "./spool.ts";
+export { Spool, type SpoolEntry, type SpoolEntryMeta } from "./spool.ts";
 export type { Batch, ShippedRecord, Sink, SourceRange } from "./types.ts";

@@ -12,6 +12,7 @@ import {
   TrackedFile,
 } from "./_tracked-file.ts";
 import { Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
+import { globMatcher } from "./glob.ts";
 
 export type { BatchLimits, SourceObserver } from "./_tracked-file.ts";
 
@@ -113,36 +114,6 @@ const STEADY_COALESCE_MS = 100;
 
 const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
 
-/** A shell-style glob on a file name (`*`, `?`, `[...]`, `{a,b}`) as a RegExp. */
-export function globToRegExp(glob: string): RegExp {
-  let re = "";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === "*") re += "[^/]*";
-    else if (c === "?") re += "[^/]";
-    else if (c === "{") {
-      const close = glob.indexOf("}", i);
-      if (close < 0) re += "\\{";
-      else {
-        re += `(?:${glob
-          .slice(i + 1, close)
-          .split(",")
-          .map((part) => part.replace(/[.+^$()|\\[\]]/g, "\\$&").replaceAll("*", "[^/]*"))
-          .join("|")})`;
-        i = close;
-      }
-    } else if (c === "[") {
-      const close = glob.indexOf("]", i);
-      if (close < 0) re += "\\[";
-      else {
-        re += `[${glob.slice(i + 1, close).replace(/^!/, "^")}]`;
-        i = close;
-      }
-    } else re += c.replace(/[.+^$()|\\]/g, "\\$&");
-  }
-  return new RegExp(`^${re}$`);
-}
-
 /**
  * Follows one PostgreSQL log stream in a directory: every matching file, through rotation by
  * age, size or pg_rotate_logfile(), copytruncate and truncate-on-rotation, reading each audit
@@ -153,7 +124,7 @@ export function globToRegExp(glob: string): RegExp {
 export class FileSource {
   private readonly files = new Map<string, TrackedFile>(); // by identity (TrackedFile.fingerprint)
   private readonly limits: BatchLimits;
-  private readonly pattern: RegExp;
+  private readonly matches: (name: string) => boolean;
   private readonly observer: SourceObserver;
   private readonly logger: SourceLogger;
   private checkpoints!: Checkpointer;
@@ -178,7 +149,7 @@ export class FileSource {
 
   constructor(private readonly options: FileSourceOptions) {
     this.limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
-    this.pattern = globToRegExp(options.pattern ?? DEFAULT_PATTERNS[options.format]);
+    this.matches = globMatcher(options.pattern ?? DEFAULT_PATTERNS[options.format]);
     this.observer = options.observer ?? {};
     this.logger = options.logger ?? silentLogger;
   }
@@ -370,7 +341,7 @@ export class FileSource {
       this.logger.info({ dir }, "log directory can be listed again");
       this.listingError = undefined;
     }
-    const names = listed.filter((n) => this.pattern.test(n) && !n.endsWith(".gz")).sort();
+    const names = listed.filter((n) => this.matches(n) && !n.endsWith(".gz")).sort();
     const seen = new Set<string>();
     const inodes = new Map<string, string>(); // path → device:inode
     /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */

@@ -7,7 +7,6 @@ export {
   FileSourceErrorCode,
   type FileSourceHealth,
   type FileSourceOptions,
-  globToRegExp,
   type SourceLogger,
   type SourceObserver,
 } from "./file-source.ts";

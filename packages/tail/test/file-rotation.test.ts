@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
-import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
+import { duplicates, type PostgresCluster, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { duplicates, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
 
 /** Waits until the sink holds as many entries as PostgreSQL wrote (then the test compares them). */
 async function caughtUp(source: FileSource, pg: PostgresCluster, sinkDir: string): Promise<void> {

@@ -12,11 +12,11 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import { type Batch, LocalDirSink, type Sink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
-import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { duplicates, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { duplicates, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
 
 const FIXTURES = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases");
 

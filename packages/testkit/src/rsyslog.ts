@@ -14,8 +14,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rsyslogdBinary } from "./_paths.ts";
-import { isRoot, onExit, removeTree, sleep, waitUntil } from "./_process.ts";
+import { rsyslogdBinary } from "./paths.ts";
+import { isRoot, onExit, removeTree, sleep, waitUntil } from "./process.ts";
 
 /** Where PostgreSQL's syslog(3) writes: glibc's _PATH_LOG. */
 const DEV_LOG = "/dev/log";

@@ -317,7 +317,7 @@ export async function startExistingTarget(options: ExistingOptions): Promise<Ben
       database: BENCH_DATABASE,
       role: AUDIT_ROLE,
     };
-    saveRestoreState(statePath, state);
+    await saveRestoreState(statePath, state);
     await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(BENCH_DATABASE)} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
     const dataDir = (await admin.query<{ v: string }>("SELECT current_setting('data_directory') AS v"))
