@@ -1,11 +1,20 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import { createStderrParser, parseAuditPayload } from "@auditpipe/parse";
-import { freePort, sleep, startMinio, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import {
+  duplicates,
+  freePort,
+  logSettled,
+  s3Keys,
+  sleep,
+  startMinio,
+  startPostgres,
+  startRsyslog,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { duplicates, logSettled, writtenKeys } from "../../../packages/tail/test/_sink-oracle.ts";
-import { s3Keys } from "./_s3-oracle.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
 /** %c and %l give shipped syslog records the (session_id, session_line) the csvlog oracle keys on. */

@@ -5,10 +5,9 @@ export {
   retryWhileOutOfFiles,
 } from "./backoff.ts";
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
-export { type DurableWriteOptions, writeFileDurably } from "./durable-write.ts";
+export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
 export { encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
-export { fsyncDir } from "./manifest/_durable.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,
