@@ -1,7 +1,7 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
-import { AUDIT_PREFIX, type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
+import { type AuditEntry, decodeAuditEntry, type LogRecord } from "@auditpipe/parse";
 import { redactRecord, toShippedRecord } from "@auditpipe/ship";
 import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
 import type { Logger } from "pino";
@@ -237,19 +237,14 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       onRecord(record: LogRecord, source) {
         meter.recordsRead(source.name, 1);
         malformedInput.read(1);
-        if (!record.message.startsWith(AUDIT_PREFIX)) return;
-        let entry: AuditEntry | undefined;
-        try {
-          entry = parseAuditPayload(record.message);
-        } catch (error) {
+        const entry = decodeAuditEntry(record, (error) => {
           meter.malformed(source.name, 1);
-          malformedInput.malformed(source.name, errorCode(error), source.offset);
+          malformedInput.malformed(source.name, error.code, source.offset);
           logger.debug(
-            { source: source.name, offset: source.offset, code: errorCode(error) },
+            { source: source.name, offset: source.offset, code: error.code },
             "malformed audit entry skipped",
           );
-          return;
-        }
+        });
         if (!entry) return;
         meter.entry(entry, record);
         advise(entry, record);
