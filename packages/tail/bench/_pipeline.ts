@@ -104,7 +104,7 @@ export async function runPipeline(file: string, format: LogFormat, prefix?: stri
   }
 }
 
-/** Parse-only over the same file, read the way TrackedFile reads it (1 MiB reads from disk). */
+/** Parse-only over the same file, read the way the file follower reads it (1 MiB reads from disk). */
 export async function runParseOnly(
   file: string,
   format: LogFormat,

@@ -190,7 +190,7 @@ describe("FileSource and files that change under it", () => {
       format: "csvlog",
       stateDir: join(work, "state"),
       // Slow enough that the old file is still unread when it is deleted: FileSource keeps up to
-      // MAX_IN_FLIGHT_BATCHES (3) writes out at once, so 300 ms a write is the 100 ms of one at a time.
+      // DEFAULT_MAX_IN_FLIGHT (3) writes out at once, so 300 ms a write is the 100 ms of one at a time.
       sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 300),
       batch: { maxEntries: 100, maxAgeMs: 100 },
     });
