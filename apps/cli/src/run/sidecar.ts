@@ -91,6 +91,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const malformedInput = new MalformedWatch(meter.registry, logger);
   const sourceHealth = new SourceHealth(meter.registry);
 
+  // The meter's tap on the file pipeline, and what it reports on the way (docs/architecture.md).
   const observer: SourceObserver = {
     recordsRead: (source, count) => {
       meter.recordsRead(source, count);
@@ -195,6 +196,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
 
   if (stream) {
+    // The file pipeline: follower → lane (parse, decode, tap, redact, encode, batch) → delivery → sink.
     files = new FileSource({
       logDir: stream.logDir,
       format: stream.format,
