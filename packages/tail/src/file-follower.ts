@@ -6,7 +6,7 @@ import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-id
 import { type Downstream, READ_BYTES, TrackedFile } from "./_tracked-file.ts";
 import { Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
 
-/** The small logger interface FileSource needs (pino fits). Messages never carry record text. */
+/** The small logger interface the file pipeline needs (pino fits). Messages never carry record text. */
 export interface SourceLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
@@ -58,6 +58,7 @@ export interface FileFollowerOptions {
   /** Where each followed file's bytes go. */
   downstream: OpenDownstream;
 }
+
 /** Default file name pattern per format: what PostgreSQL's log_filename gives each destination. */
 export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
   csvlog: "*.csv",
