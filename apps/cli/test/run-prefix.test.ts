@@ -159,7 +159,7 @@ describe("auditpipe run --syslog without --prefix", () => {
     ]);
     const url = await sidecar.url();
     expect(sidecar.stderr()).toMatch(/"prefix":"%m \[%p\] %u@%d\/%a ","from":"postgresql\.conf:2"/);
-    const port = Number(/"listen":\["tcp:\/\/127\.0\.0\.1:(\d+)"\]/.exec(sidecar.stderr())?.[1]);
+    const port = await sidecar.syslogTcpPort();
     const rsyslog = await startRsyslog({
       forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],
     });

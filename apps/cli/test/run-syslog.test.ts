@@ -29,7 +29,7 @@ describe("auditpipe run --syslog", () => {
       "200",
     ]);
     const url = await sidecar.url();
-    const port = Number(/"listen":\["tcp:\/\/127\.0\.0\.1:(\d+)"\]/.exec(sidecar.stderr())?.[1]);
+    const port = await sidecar.syslogTcpPort();
     expect(port).toBeGreaterThan(0);
     const rsyslog = await startRsyslog({
       forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],

@@ -23,6 +23,7 @@ export {
 } from "./deliver.ts";
 export { encodeEntry, encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
+export { fsyncDir } from "./manifest/_durable.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,

@@ -9,6 +9,12 @@ export {
 } from "./file-follower.ts";
 export { FileSource, type FileSourceOptions, type SourceObserver } from "./file-pipeline.ts";
 export {
+  DEFAULT_COMMIT_MS,
+  SyslogJournal,
+  type SyslogJournalOptions,
+  type SyslogJournalStats,
+} from "./syslog-journal.ts";
+export {
   SyslogErrorCode,
   type SyslogRecordSource,
   type SyslogSource,
