@@ -48,14 +48,18 @@ export class Batcher {
   private openedAt: number;
   /** Batch ends recorded before a crash: the replay cuts exactly there (and only there) until past them. */
   private readonly forcedEnds: number[];
+  private readonly source: BatchSource;
+  private readonly limits: BatchLimits;
 
   constructor(
-    private readonly source: BatchSource,
+    source: BatchSource,
     start: number,
     replayEnds: readonly number[],
-    private readonly limits: BatchLimits,
+    limits: BatchLimits,
     now: number,
   ) {
+    this.source = source;
+    this.limits = limits;
     this.start = start;
     this.end = start;
     this.openedAt = now;

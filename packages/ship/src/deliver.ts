@@ -74,11 +74,13 @@ export interface InFlightBatch {
 /** One source's batches in the sink's hands, in order: acknowledgements are taken from the front. */
 export class DeliveryQueue {
   readonly inflight: InFlightBatch[] = [];
+  readonly source: DeliverySource;
+  private readonly delivery: Delivery;
 
-  constructor(
-    private readonly delivery: Delivery,
-    readonly source: DeliverySource,
-  ) {}
+  constructor(delivery: Delivery, source: DeliverySource) {
+    this.delivery = delivery;
+    this.source = source;
+  }
 
   /**
    * Hands the source's ready batches to the sink while there is room, and takes acknowledgements
@@ -103,8 +105,10 @@ export class Delivery {
   private readonly writes = new Set<Promise<void>>();
   private stopping = false;
   private stopDeadline = Number.POSITIVE_INFINITY;
+  private readonly options: DeliveryOptions;
 
-  constructor(private readonly options: DeliveryOptions) {
+  constructor(options: DeliveryOptions) {
+    this.options = options;
     this.sink = options.sink;
     this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.observer = options.observer ?? {};

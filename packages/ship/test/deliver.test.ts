@@ -61,7 +61,10 @@ class GatedSink implements Sink {
   maxWriting = 0;
   private readonly gates = new Map<string, () => void>();
   private readonly opened = new Set<string>();
-  constructor(private readonly inner: Sink) {}
+  private readonly inner: Sink;
+  constructor(inner: Sink) {
+    this.inner = inner;
+  }
   async write(batch: Batch): Promise<void> {
     const key = `${batch.range.sourceId}:${batch.range.start}`;
     this.events.push(`write ${key}`);

@@ -80,11 +80,11 @@ export class FileLane implements Downstream, DeliverySource {
   private readonly observer: LaneObserver;
   private readonly redact: RedactionMode | undefined;
   private readonly checkpoints: LaneCheckpoints;
+  /** The file whose lane this is: its path names the records' source (it changes on a rename). */
+  private readonly file: TrackedFile;
 
-  constructor(
-    private readonly file: TrackedFile,
-    options: FileLaneOptions,
-  ) {
+  constructor(file: TrackedFile, options: FileLaneOptions) {
+    this.file = file;
     this.base = options.start;
     this.acked = options.start;
     this.observer = options.observer;

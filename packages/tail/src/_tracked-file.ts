@@ -45,6 +45,10 @@ export const READ_BYTES: number = 1 << 20;
  * bookkeeping plus reads; finding files and keeping checkpoints is FileFollower's job.
  */
 export class TrackedFile {
+  path: string;
+  handle: FileHandle;
+  ino: number;
+  readonly fingerprint: string;
   /** Next byte to read (absolute). */
   readPos: number;
   lastGrowth: number;
@@ -63,14 +67,18 @@ export class TrackedFile {
   private readBuffer: Buffer | undefined;
 
   constructor(
-    public path: string,
-    public handle: FileHandle,
-    public ino: number,
-    readonly fingerprint: string,
+    path: string,
+    handle: FileHandle,
+    ino: number,
+    fingerprint: string,
     start: number,
     now: number,
     openDownstream: (file: TrackedFile) => Downstream,
   ) {
+    this.path = path;
+    this.handle = handle;
+    this.ino = ino;
+    this.fingerprint = fingerprint;
     this.head = fingerprint;
     this.readPos = start;
     this.size = start;

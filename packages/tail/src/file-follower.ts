@@ -167,8 +167,10 @@ export class FileFollower {
   /** Matching paths that could not be opened or read, with the errno code: retried every scan. */
   private readonly unreadable = new Map<string, string>();
   private lastSave = 0;
+  private readonly options: FileFollowerOptions;
 
-  constructor(private readonly options: FileFollowerOptions) {
+  constructor(options: FileFollowerOptions) {
+    this.options = options;
     this.pattern = globToRegExp(options.pattern ?? DEFAULT_PATTERNS[options.format]);
     this.observer = options.observer ?? {};
     this.logger = options.logger ?? silentLogger;
