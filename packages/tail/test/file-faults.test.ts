@@ -159,13 +159,20 @@ describe("FileSource under directory and file faults", () => {
       renameSync(away, pg.logDir);
     }
     const back = logger.lines.length;
+    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
+    // A listing that failed is said to work again. A scan that listed the directory just before
+    // it went and could then not stat its file took the file for deleted, drained and finished
+    // it; back, the file is known by its inode and followed again once it grows (pgbench above).
     await waitUntil(
       () => logger.lines.slice(back).some((l) => /listed again|following file/.test(l.msg)),
       10_000,
-      () => "the source did not see the directory come back",
+      () =>
+        `the source did not see the directory come back; it logged: ${logger.lines
+          .slice(marks)
+          .map((l) => l.msg)
+          .join(" | ")}`,
       20,
     );
-    await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
     await logSettled(pg.logDir);
     const written = writtenKeys(pg.logDir);
     await waitUntil(

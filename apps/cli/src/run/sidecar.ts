@@ -107,6 +107,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   let syslog: SyslogIntake | undefined;
   registerSyslogMetrics(meter.registry, () => syslog);
 
+  // The meter's tap on the file pipeline, and what it reports on the way (docs/architecture.md).
   const observer: SourceObserver = {
     recordsRead: (source, count) => {
       meter.recordsRead(source, count);
@@ -210,6 +211,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
 
   if (stream) {
+    // The file pipeline: follower → lane (parse, decode, tap, redact, encode, batch) → delivery → sink.
     files = new FileSource({
       logDir: stream.logDir,
       format: stream.format,
