@@ -20,6 +20,16 @@ import { enableCompileCache } from "node:module";
  */
 const RUN_HEAP_FLAGS = ["--max-old-space-size=128", "--max-semi-space-size=4", "--initial-old-space-size=64"];
 
+// Older Node fails later with an obscure SyntaxError (node:zlib's zstd arrived in 22.15).
+const [major, minor] = process.versions.node.split(".").map(Number);
+if ((major < 22 || (major === 22 && minor < 15)) && process.env.AUDITPIPE_ANY_NODE === undefined) {
+  process.stderr.write(
+    `auditpipe: needs Node.js 22.15 or later; this is ${process.versions.node} (${process.execPath}). ` +
+      "Install Node.js 24 LTS (https://nodejs.org) or run it with: npx -p node@24 -p auditpipe auditpipe ...\n",
+  );
+  process.exit(1);
+}
+
 const argv = process.argv.slice(2);
 const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
 const chosen = given.some((flag) => flag.startsWith("--max-old-space-size"));

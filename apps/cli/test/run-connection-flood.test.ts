@@ -10,9 +10,8 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readExpected, readFixture } from "@auditpipe/fixtures";
-import { waitUntil } from "@auditpipe/testkit";
+import { shippedRecords, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 
 const CASES = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases");
 const CLI = join(import.meta.dirname, "..", "src", "_run.ts");

@@ -29,11 +29,7 @@ function verifyCli(args: string[]): Promise<{ code: number | null; stdout: strin
     const child = spawn(process.execPath, ["--conditions=@auditpipe/source", CLI, "verify", ...args], {
       env: {
         ...process.env,
-        AWS_ACCESS_KEY_ID: minio.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-        AWS_REGION: minio.region,
-        AWS_CONFIG_FILE: "/nonexistent",
-        AWS_SHARED_CREDENTIALS_FILE: "/nonexistent",
+        ...minio.env(),
       },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -1,4 +1,4 @@
-import { appendFileSync, cpSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Manifest, ManifestErrorCode, ManifestJournal } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
@@ -165,6 +165,38 @@ describe("ManifestJournal", () => {
     await journal.close();
     const { m } = await manifest(`${prefix}/_manifests/${HOST}/2026-03-01T11.json`);
     expect(m.objects.map((o) => o.key)).toEqual([late.key]);
+  });
+
+  it("keeps journaling after a compaction failed part-way (the handle is reopened, not left closed)", async () => {
+    const client = minio.client();
+    const prefix = "rewrite-fails";
+    const dir = stateDir();
+    const clock = manualClock(T10);
+    const journal = await ManifestJournal.open({
+      client,
+      bucket: BUCKET,
+      prefix,
+      host: HOST,
+      stateDir: dir,
+      now: clock.now,
+    });
+    await journal.record(await upload(prefix, "f1", 0, T10 + MIN));
+    // The compaction after hour 10's manifest renames onto the journal's path: a directory there
+    // makes that rename fail, as a full disk or EMFILE would fail it.
+    const path = join(dir, "manifest-journal.ndjson");
+    rmSync(path);
+    mkdirSync(join(path, "blocker"), { recursive: true });
+    clock.set(T10 + HOUR + 6 * MIN);
+    await expect(journal.closeDue()).rejects.toThrow();
+    rmSync(path, { recursive: true });
+
+    const later = await upload(prefix, "f1", 100, T10 + HOUR + 7 * MIN);
+    await journal.record(later); // the old code rejected every record from here on: "journal is closed"
+    expect(readFileSync(path, "utf8")).toContain(later.key);
+    clock.set(T10 + 2 * HOUR + 6 * MIN);
+    await journal.close();
+    const { m } = await manifest(`${prefix}/_manifests/${HOST}/2026-03-01T11.json`);
+    expect(m.objects.map((o) => o.key)).toEqual([later.key]);
   });
 
   it("adopts its own manifest after a crash between the PUT and saving the head, and never overwrites one", async () => {

@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { pgBinDir } from "./_paths.ts";
+import { pgBinDir } from "./paths.ts";
 import {
   freePort,
   isRoot,
@@ -21,7 +21,7 @@ import {
   removeTree,
   run,
   waitUntil,
-} from "./_process.ts";
+} from "./process.ts";
 
 export type LogDestination = "csvlog" | "jsonlog" | "stderr" | "syslog";
 export type GucValue = string | number | boolean;
@@ -129,6 +129,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
 
     const port = await freePort();
     const destinations = options.logDestination ?? ["csvlog"];
+    const logFilename = options.logFilename ?? "postgresql-%Y-%m-%d_%H%M%S.log";
     const conf: Record<string, GucValue> = {
       port,
       listen_addresses: "127.0.0.1",
@@ -137,7 +138,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
       logging_collector: true,
       log_destination: destinations.join(","),
       log_directory: logDir,
-      log_filename: options.logFilename ?? "postgresql-%Y-%m-%d_%H%M%S.log",
+      log_filename: logFilename,
       log_rotation_size: options.rotationSizeKb ?? 0,
       log_rotation_age: options.rotationAgeMin ?? 0,
       log_file_mode: "0644",
@@ -151,6 +152,7 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
     if (options.logLinePrefix !== undefined) conf.log_line_prefix = options.logLinePrefix;
     for (const [key, value] of Object.entries(options.pgaudit ?? {})) conf[`pgaudit.${key}`] = value;
     Object.assign(conf, options.settings ?? {});
+    const namedPerSecond = String(conf.log_filename).includes("%S");
     const confText = Object.entries(conf)
       .map(([key, value]) => `${key} = ${confValue(value)}`)
       .join("\n");
@@ -256,14 +258,24 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
       },
       async rotate() {
         const before = JSON.stringify(readCurrentLogfiles());
+        // A rotation within the second the current file was named in reuses its name (PostgreSQL
+        // then appends to it): with a per-second name, wait for the next second so it always moves on.
+        const second = Math.floor(Date.now() / 1000);
+        if (namedPerSecond)
+          await waitUntil(
+            () => Math.floor(Date.now() / 1000) > second,
+            5_000,
+            () => "clock stalled",
+            20,
+          );
         await (await adminClient()).query("SELECT pg_rotate_logfile()");
-        // A rotation within the same second reuses the file name; then only the content moves on.
+        if (!namedPerSecond) return;
         await waitUntil(
           () => JSON.stringify(readCurrentLogfiles()) !== before,
-          2_000,
-          () => "",
+          30_000,
+          () => `pg_rotate_logfile() did not change current_logfiles (still ${before})`,
           20,
-        ).catch(() => {});
+        );
       },
       async pgbench(args) {
         const result = await run(

@@ -26,7 +26,7 @@ const REPORTED_SETTINGS = [
 
 export function filesystemOf(path: string): Filesystem {
   try {
-    const out = execFileSync("df", ["-P", "--output=source,fstype,target", path], {
+    const out = execFileSync("df", ["--output=source,fstype,target", path], {
       encoding: "utf8",
       stdio: ["ignore", "pipe", "ignore"],
     });
@@ -43,6 +43,16 @@ function sameFilesystem(a: string, b: string, fa: Filesystem, fb: Filesystem): b
   } catch {
     return fa.mountPoint !== null && fa.mountPoint === fb.mountPoint && fa.device === fb.device;
   }
+}
+
+/** A log directory's filesystem, and whether it is the data directory's. */
+export function logDirectoryOf(
+  dataDir: string,
+  logDir: string,
+): { logDirectory: Filesystem; logOnDataDisk: boolean } {
+  const data = filesystemOf(dataDir);
+  const log = filesystemOf(logDir);
+  return { logDirectory: log, logOnDataDisk: sameFilesystem(dataDir, logDir, data, log) };
 }
 
 export async function collectEnvironment(

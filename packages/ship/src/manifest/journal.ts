@@ -1,7 +1,7 @@
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
-import { writeFileDurably } from "./_durable.ts";
+import { writeFileDurably } from "../durable-write.ts";
 import { decodeManifest, encodeManifest } from "./_format.ts";
 import { floorHour, HOUR_MS, hourLabel, manifestKey, normalizePrefix } from "./_keys.ts";
 import { headObjectsFromOutbox, newestOwnInBucket } from "./_resume.ts";
@@ -504,7 +504,12 @@ export class ManifestJournal {
 
   /** Appends and fsyncs; only then are the records part of the journal in memory. */
   private async append(records: JournalRecord[]): Promise<void> {
-    if (!this.file) throw new ManifestError(ManifestErrorCode.CLOSED, "journal is closed");
+    if (!this.file) {
+      if (this.closed) throw new ManifestError(ManifestErrorCode.CLOSED, "journal is closed");
+      // A rewrite that failed part-way (EMFILE, ENOSPC) left no handle; the file on disk is the
+      // old journal or the new one, both correct to append to.
+      this.file = await open(join(this.stateDir, JOURNAL_FILE), "a");
+    }
     await this.file.appendFile(records.map(encodeRecord).join(""));
     await this.file.sync();
     for (const r of records) this.add(r);
