@@ -166,11 +166,10 @@ ensurePgbadger();
 let failed = 0;
 for (const file of benchFiles()) {
   console.log(`\n▶ ${relative(root, file)}`);
-  const r = spawnSync(
-    process.execPath,
-    ["--expose-gc", "--conditions=@auditpipe/source", "--import", "tsx", file],
-    { cwd: root, stdio: "inherit" },
-  );
+  const r = spawnSync(process.execPath, ["--expose-gc", "--conditions=@auditpipe/source", file], {
+    cwd: root,
+    stdio: "inherit",
+  });
   if (r.status !== 0) {
     failed++;
     console.error(`✗ ${relative(root, file)} exited with ${r.status}`);

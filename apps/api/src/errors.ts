@@ -19,13 +19,14 @@ export interface ApiErrorBody {
 
 export class ApiError extends Error {
   override readonly name: string = "ApiError";
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly statusCode: number,
-    readonly field?: string,
-  ) {
+  readonly code: string;
+  readonly statusCode: number;
+  readonly field?: string;
+  constructor(code: string, message: string, statusCode: number, field?: string) {
     super(message);
+    this.code = code;
+    this.statusCode = statusCode;
+    this.field = field;
   }
 
   toBody(): ApiErrorBody {

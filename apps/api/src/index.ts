@@ -1,4 +1,3 @@
-export { liveVolumeSchema } from "./_schemas.ts";
 export { type ApiOptions, buildApi } from "./app.ts";
 export {
   ApiError,

@@ -9,6 +9,8 @@ import {
   configByName,
   DEFAULT_CONFIGS,
   estimate,
+  type OverheadCalibration,
+  overheadBasis,
   recommend,
   type WorkloadSample,
   workloadSchema,
@@ -16,18 +18,23 @@ import {
 import type { FastifyInstance } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { errorSchema } from "./_schemas.ts";
-import { createError, validationError } from "./errors.ts";
 import {
   estimatesResponseSchema,
   recommendationSchema,
   workloadSampleSchema,
-} from "./routes-estimate-schemas.ts";
+} from "./_routes-estimate-schemas.ts";
+import { errorSchema } from "./_schemas.ts";
+import { createError, validationError } from "./errors.ts";
 
 /** What the estimate routes need from the server: the last sample of its database, if any. */
 export interface EstimatorDeps {
   /** The most recent workload sample, or undefined before the first completes (or without a database). */
   lastSample(): WorkloadSample | undefined;
+  /**
+   * Overhead coefficients `auditpipe bench` measured (the server's `--calibration`); without one
+   * the overhead ranges are uncalibrated, and every answer says so.
+   */
+  calibration?: OverheadCalibration;
 }
 
 export const AUDITPIPE_ERR_NO_SAMPLE: ReturnType<typeof createError> = createError(
@@ -115,6 +122,7 @@ export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps
       const workload = body.workload ?? sample?.workload;
       if (!workload) throw new AUDITPIPE_ERR_NO_SAMPLE();
       const options = {
+        ...(deps.calibration ? { calibration: deps.calibration } : {}),
         ...(body.pricePerGb === undefined ? {} : { pricePerGb: body.pricePerGb }),
         ...(body.logOnDataDisk === undefined ? {} : { logOnDataDisk: body.logOnDataDisk }),
         ...(body.storagePricePerGbMonth === undefined
@@ -130,6 +138,10 @@ export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps
         sampledAt: sample?.takenAt ?? null,
         estimates: configs.map((c) => estimate(workload, c, options)),
         notes: workload.notes,
+        overheadBasis: overheadBasis(deps.calibration),
+        calibration: deps.calibration
+          ? { host: deps.calibration.host, createdAt: deps.calibration.createdAt }
+          : null,
       };
     },
   );
@@ -153,6 +165,7 @@ export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps
         ...(body.sensitive ? { sensitive: body.sensitive } : {}),
         ...(body.role ? { role: body.role } : {}),
         ...(body.pricePerGb === undefined ? {} : { pricePerGb: body.pricePerGb }),
+        ...(deps.calibration ? { calibration: deps.calibration } : {}),
       });
     },
   );

@@ -1,6 +1,7 @@
 /** A meter with a hand-moved clock and a few entries, and the readiness the tests switch. */
 import { LiveMeter } from "@auditpipe/meter";
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 
 export const TOKEN = "s3cr3t-token-0123456789abcdef";
 
@@ -26,28 +27,13 @@ export class Fixture {
         { user: "bob", size: 200 },
       ],
     ];
-    for (const [e, r] of entries) this.meter.entry(entry(e), record(r));
+    // The statement text is a stand-in for personal data: the request-log tests check it never reaches a log.
+    for (const [e, r] of entries)
+      this.meter.entry(
+        auditEntry({ objectName: "", statement: "select secret_statement_text from t", ...e }),
+        logRecord({ user: null, database: "bank", ...r }),
+      );
     this.meter.recordsRead("postgresql.csv", 5);
     this.ms += 2000;
   }
-}
-
-function entry(over: Partial<AuditEntry>): AuditEntry {
-  return {
-    auditType: "SESSION",
-    statementId: 1,
-    substatementId: 1,
-    class: "READ",
-    command: "SELECT",
-    objectType: "TABLE",
-    objectName: "",
-    statement: "select secret_statement_text from t",
-    parameter: "<not logged>",
-    rows: null,
-    ...over,
-  };
-}
-
-function record(over: Partial<LogRecord>): LogRecord {
-  return { offset: 0, size: 100, user: null, database: "bank", timestamp: null, ...over } as LogRecord;
 }

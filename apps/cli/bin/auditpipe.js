@@ -5,8 +5,11 @@
 // memory, or more) lets its heap grow to ~370 MB RSS while reading at full speed, though it needs
 // far less. A flag set after start-up (v8.setFlagsFromString) does not change the limit of a heap
 // already created, so unless the caller chose a limit (NODE_OPTIONS or node's own flags), `run`
-// starts itself again under one; signals are forwarded, the exit status is the child's.
+// starts itself again under one; signals are forwarded, the exit status is the child's. When the
+// caller did (NODE_OPTIONS, as the deploy recipes do), `run` replaces itself once (execve: same
+// PID, still one process) to add the initial old-generation size Node refuses in NODE_OPTIONS.
 import { spawn } from "node:child_process";
+import { enableCompileCache } from "node:module";
 
 /**
  * Heap limits for `run`: the in-flight batches (a few 10k-entry batches) plus the API fit in 128 MB
@@ -17,12 +20,58 @@ import { spawn } from "node:child_process";
  */
 const RUN_HEAP_FLAGS = ["--max-old-space-size=128", "--max-semi-space-size=4", "--initial-old-space-size=64"];
 
+// Older Node fails later with an obscure SyntaxError (node:zlib's zstd arrived in 22.15).
+const [major, minor] = process.versions.node.split(".").map(Number);
+if ((major < 22 || (major === 22 && minor < 15)) && process.env.AUDITPIPE_ANY_NODE === undefined) {
+  process.stderr.write(
+    `auditpipe: needs Node.js 22.15 or later; this is ${process.versions.node} (${process.execPath}). ` +
+      "Install Node.js 24 LTS (https://nodejs.org) or run it with: npx -p node@24 -p auditpipe auditpipe ...\n",
+  );
+  process.exit(1);
+}
+
 const argv = process.argv.slice(2);
-const chosen = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)].some((flag) =>
-  flag.startsWith("--max-old-space-size"),
+const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
+const chosen = given.some((flag) => flag.startsWith("--max-old-space-size"));
+const reexec = argv[0] === "run" && process.env.AUDITPIPE_NO_REEXEC === undefined;
+/** The caller's old-generation limit in MB, e.g. 128 from NODE_OPTIONS="--max-old-space-size=128". */
+const maxOldSpace = Number(
+  given.findLast((flag) => flag.startsWith("--max-old-space-size="))?.split("=")[1] ?? Number.NaN,
 );
 
-if (argv[0] === "run" && !chosen && process.env.AUDITPIPE_NO_REEXEC === undefined) {
+if (
+  reexec &&
+  chosen &&
+  maxOldSpace > 0 &&
+  !given.some((flag) => flag.startsWith("--initial-old-space-size")) &&
+  typeof process.execve === "function"
+) {
+  // Heap limits in NODE_OPTIONS (the deploy recipes): still one process. Node refuses
+  // --initial-old-space-size there, so the process replaces itself (same PID, same descriptors)
+  // with one started with half the caller's limit as its initial old generation: V8 then marks
+  // the small heap of a steadily fed sidecar half as often (docs/benchmarks.md, "CPU per entry").
+  // Should the exec fail, this process runs the sidecar as it is.
+  try {
+    process.execve(
+      process.execPath,
+      [
+        process.execPath,
+        ...process.execArgv,
+        `--initial-old-space-size=${Math.floor(maxOldSpace / 2)}`,
+        process.argv[1],
+        ...argv,
+      ],
+      { ...process.env, AUDITPIPE_NO_REEXEC: "1" },
+    );
+  } catch {}
+}
+
+// V8's code for the bundle and its libraries is kept in Node's compile cache (the OS temp
+// directory, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off): every start after
+// the first compiles little. Where the directory cannot be written, Node runs without it.
+enableCompileCache();
+
+if (reexec && !chosen) {
   const child = spawn(process.execPath, [...process.execArgv, ...RUN_HEAP_FLAGS, process.argv[1], ...argv], {
     stdio: "inherit",
     // The child watches this pid: if the launcher is killed outright, it stops rather than run orphaned.

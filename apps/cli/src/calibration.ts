@@ -1,33 +1,32 @@
 /**
- * `--calibration FILE` (or AUDITPIPE_CALIBRATION): the overhead coefficients `auditpipe bench
- * --calibration-out` measured, checked against the bench's schema, for the estimator.
+ * A calibration file (`--calibration FILE`, AUDITPIPE_CALIBRATION, run's `calibration` key): the
+ * overhead coefficients `auditpipe bench --calibration-out` measured, checked against the bench's
+ * schema, for the estimator. Used by estimate, recommend, serve and run.
  */
 import { readFileSync } from "node:fs";
-import type { OverheadCalibration } from "@auditpipe/estimate";
+import { type OverheadCalibration, overheadBasis } from "@auditpipe/estimate";
 
 /** The environment variable that names a calibration file when no flag does. */
 export const CALIBRATION_ENV = "AUDITPIPE_CALIBRATION";
 
-export async function loadCalibration(
-  flag: string | boolean | string[] | undefined,
-  command: string,
-): Promise<OverheadCalibration | undefined> {
-  const file = typeof flag === "string" ? flag : process.env[CALIBRATION_ENV];
-  if (!file) return undefined;
+/**
+ * Reads and checks a calibration file. `source` names where the file came from (`--calibration
+ * FILE`, `AUDITPIPE_CALIBRATION=FILE`, a config key) so the error says what to fix.
+ */
+export async function readCalibration(file: string, source: string): Promise<OverheadCalibration> {
   const { AUDITPIPE_ERR_BAD_CALIBRATION, BenchError, calibrationSchema } = await import("@auditpipe/bench");
-  const source = typeof flag === "string" ? `--calibration ${file}` : `${CALIBRATION_ENV}=${file}`;
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
-    throw new BenchError(AUDITPIPE_ERR_BAD_CALIBRATION, `${command}: ${source}: ${(error as Error).message}`);
+    throw new BenchError(AUDITPIPE_ERR_BAD_CALIBRATION, `${source}: ${(error as Error).message}`);
   }
   const parsed = calibrationSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new BenchError(
       AUDITPIPE_ERR_BAD_CALIBRATION,
-      `${command}: ${source}: not a calibration from auditpipe bench --calibration-out (${issue?.path.join(".") || "file"}: ${issue?.message ?? "invalid"})`,
+      `${source}: not a calibration from auditpipe bench --calibration-out (${issue?.path.join(".") || "file"}: ${issue?.message ?? "invalid"})`,
     );
   }
   const c = parsed.data;
@@ -42,4 +41,27 @@ export async function loadCalibration(
     degreesOfFreedom: c.fit.degreesOfFreedom,
     cpu: c.fit.cpu ?? null,
   };
+}
+
+/** The calibration a command's `--calibration` flag names, else AUDITPIPE_CALIBRATION's; none without either. */
+export async function loadCalibration(
+  flag: string | boolean | string[] | undefined,
+  command: string,
+): Promise<OverheadCalibration | undefined> {
+  const file = typeof flag === "string" ? flag : process.env[CALIBRATION_ENV];
+  if (!file) return undefined;
+  const source = typeof flag === "string" ? `--calibration ${file}` : `${CALIBRATION_ENV}=${file}`;
+  return readCalibration(file, `${command}: ${source}`);
+}
+
+/** Said once at start by serve and run: what the API's and the sampler's overhead ranges rest on. */
+export function logOverheadBasis(
+  logger: { info(obj: object, msg: string): void },
+  calibration: OverheadCalibration | undefined,
+): void {
+  const basis = overheadBasis(calibration);
+  logger.info(
+    { overheadBasis: basis },
+    calibration ? `overhead ranges ${basis}` : "overhead ranges uncalibrated",
+  );
 }

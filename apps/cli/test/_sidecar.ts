@@ -14,12 +14,18 @@ export interface SidecarProcess {
   stderr(): string;
   /** The API's base URL, once it logged it. */
   url(): Promise<string>;
+  /**
+   * The port of its first `--syslog tcp://127.0.0.1:0` listener, once it logged it. The API binds
+   * before any source starts, so the URL comes first: the syslog line follows once the journal is
+   * open and its follower started.
+   */
+  syslogTcpPort(): Promise<number>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /**
  * Any `auditpipe` command as a real process from the repository root, stdout and stderr piped:
- * from source through tsx, or with `built`, through the built launcher `bin/auditpipe.js`.
+ * from source (Node strips the types), or with `built`, through the built launcher `bin/auditpipe.js`.
  */
 export function spawnCli(
   argv: string[],
@@ -28,7 +34,7 @@ export function spawnCli(
 ): ChildProcessByStdio<null, Readable, Readable> {
   return spawn(
     process.execPath,
-    options.built ? [BIN, ...argv] : ["--conditions=@auditpipe/source", "--import", "tsx", CLI, ...argv],
+    options.built ? [options.bin ?? BIN, ...argv] : ["--conditions=@auditpipe/source", CLI, ...argv],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },
@@ -41,6 +47,8 @@ export function spawnCli(
 export interface SpawnOptions {
   /** Through the built launcher `bin/auditpipe.js` instead of the TypeScript source. */
   built?: boolean;
+  /** With `built`: another build's launcher (benchmarks comparing two builds in one run). */
+  bin?: string;
   /** Run as this OS user (the test runs as root): e.g. `postgres`, the owner of the log files. */
   user?: { uid: number; gid: number };
 }
@@ -54,7 +62,16 @@ export function spawnSidecar(
   env: NodeJS.ProcessEnv = {},
   options: SpawnOptions = {},
 ): SidecarProcess {
-  const child = spawnCli(["run", ...args], env, options);
+  return spawnServer(["run", ...args], env, options);
+}
+
+/** Any command that serves the API (`run`, `serve`), its stderr kept and its URL read from its log. */
+export function spawnServer(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: SpawnOptions = {},
+): SidecarProcess {
+  const child = spawnCli(argv, env, options);
   let err = "";
   child.stderr?.setEncoding("utf8").on("data", (d: string) => {
     err += d;
@@ -70,11 +87,22 @@ export function spawnSidecar(
       await waitUntil(
         () => /"url":"http:[^"]+"/.test(err) || child.exitCode !== null,
         30_000,
-        () => `sidecar did not start listening:\n${err}`,
+        () => `${argv[0]} did not start listening:\n${err}`,
       );
       const url = /"url":"(http:[^"]+)"/.exec(err)?.[1];
-      if (!url) throw new Error(`sidecar exited before listening:\n${err}`);
+      if (!url) throw new Error(`${argv[0]} exited before listening:\n${err}`);
       return url;
+    },
+    async syslogTcpPort() {
+      const listening = /"listen":\["tcp:\/\/127\.0\.0\.1:(\d+)"/;
+      await waitUntil(
+        () => listening.test(err) || child.exitCode !== null,
+        30_000,
+        () => `sidecar did not start receiving syslog:\n${err}`,
+      );
+      const port = Number(listening.exec(err)?.[1]);
+      if (!(port > 0)) throw new Error(`sidecar exited before receiving syslog:\n${err}`);
+      return port;
     },
   };
 }

@@ -16,9 +16,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { logSettled, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { logSettled } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 

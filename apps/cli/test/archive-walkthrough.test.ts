@@ -53,13 +53,7 @@ describe("docs/archive.md: the first-time walkthrough, as written", () => {
     const minio = await startMinio({ lockedBuckets: [bucket] });
     const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl" } });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-walkthrough-"));
-    const env = {
-      AWS_ACCESS_KEY_ID: minio.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-      AWS_REGION: minio.region,
-      AWS_CONFIG_FILE: "/nonexistent",
-      AWS_SHARED_CREDENTIALS_FILE: "/nonexistent",
-    };
+    const env = minio.env();
     // The page's paths are the server's; here they are this cluster's and a temp state volume.
     const here = (word: string) =>
       word.replace("/var/lib/postgresql/15/main", pg.dataDir).replace("/var/lib/auditpipe", work);

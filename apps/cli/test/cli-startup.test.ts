@@ -3,11 +3,11 @@
  * what it needs. Checked on the built package (`bin/auditpipe.js` → the bundle in dist/), with a
  * module.registerHooks() resolve hook recording every module the process resolves.
  */
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { repoRoot } from "@auditpipe/testkit";
+import { repoRoot, waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 
 const ROOT = repoRoot();
@@ -61,6 +61,48 @@ describe("start-up of the built CLI", () => {
     expect(JSON.parse(stdout).entries).toBe(1042);
     expect(modules.some((m) => m.includes("/chunks/analyze-"))).toBe(true);
     expect(modules.filter((m) => HEAVY.some((name) => m.includes(name)))).toEqual([]);
+  });
+
+  it("run with a local sink loads neither the AWS SDK, node-postgres, Fastify's ajv nor @fastify/swagger, in one process", async () => {
+    // Each of these is loaded when first used (an s3:// sink, --db, a request for /docs/json),
+    // not by every sidecar: they were most of its start-up CPU.
+    const dir = join(work, "run-local");
+    mkdirSync(join(dir, "log"), { recursive: true });
+    const child = spawn(
+      process.execPath,
+      [
+        ...["--import", HOOK, BIN, "run", "--log-dir", join(dir, "log"), "--format", "csvlog"],
+        ...["--sink", join(dir, "sink"), "--state", join(dir, "state"), "--listen", "127.0.0.1:0"],
+      ],
+      // Heap limits given: one process, so the hook sees the sidecar itself.
+      { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: "--max-old-space-size=128" } },
+    );
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    await waitUntil(
+      () => stderr.includes('"url":"http') || child.exitCode !== null,
+      30_000,
+      () => `run did not start:\n${stderr}`,
+    );
+    // Still one process (same PID, no child), now with an initial old generation of half the
+    // given limit, which Node refuses in NODE_OPTIONS (bin/auditpipe.js replaced itself).
+    expect(readFileSync(`/proc/${child.pid}/cmdline`, "utf8").split("\0")).toContain(
+      "--initial-old-space-size=64",
+    );
+    expect(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim()).toBe("");
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const modules = JSON.parse(/\nMODULES (.*)\n/.exec(stderr)?.[1] ?? "[]") as string[];
+    expect(modules.some((m) => m.includes("/chunks/run-"))).toBe(true);
+    expect(modules.some((m) => m.includes("node_modules") && m.includes("fastify"))).toBe(true);
+    expect(
+      modules.filter((m) =>
+        ["@aws-sdk", "/pg/", "/ajv/", "@fastify/swagger", "/yaml/"].some((n) => m.includes(n)),
+      ),
+    ).toEqual([]);
   });
 
   it("a command's chunk loads when that command runs (run --help)", () => {

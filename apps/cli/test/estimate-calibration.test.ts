@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Calibration } from "@auditpipe/bench";
 import { afterAll, describe, expect, it } from "vitest";
+import { CALIBRATED_ON, CALIBRATION, PLANNED_WORKLOAD, writeCalibration } from "./_calibration.ts";
 import { runCli } from "./_cli.ts";
 
 const work = mkdtempSync(join(tmpdir(), "auditpipe-calibration-"));
@@ -10,65 +10,9 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** A planned workload: 1,000 TPS from 2 clients, one UPDATE and one SELECT per transaction. */
 const workloadFile = join(work, "workload.json");
-writeFileSync(
-  workloadFile,
-  JSON.stringify({
-    transactionsPerSec: 1000,
-    clients: 2,
-    statements: [
-      {
-        text: "UPDATE accounts SET balance = balance + $1 WHERE id = $2",
-        callsPerSec: 1000,
-        kind: "UPDATE",
-        relations: [{ relation: "public.accounts", write: "UPDATE" }],
-      },
-      {
-        text: "SELECT balance FROM accounts WHERE id = $1",
-        callsPerSec: 1000,
-        kind: "SELECT",
-        relations: [{ relation: "public.accounts" }],
-      },
-    ],
-  }),
-);
+writeFileSync(workloadFile, JSON.stringify(PLANNED_WORKLOAD));
 
-const fs = { path: "/var/lib/postgresql", type: "ext4", device: "/dev/sda1", mountPoint: "/" };
-/** Coefficients as bench writes them: 10 µs per log line (8–12), statements not told apart. */
-const calibration: Calibration = {
-  kind: "auditpipe-calibration",
-  version: 1,
-  createdAt: "2026-11-24T15:00:00.000Z",
-  host: "benchhost",
-  environment: {
-    host: "benchhost",
-    os: "Linux",
-    kernel: "6.1",
-    arch: "x64",
-    cpus: { count: 2, model: "test" },
-    memoryBytes: 8e9,
-    node: "v24.0.0",
-    postgres: { version: "15.18", versionNum: 150018 },
-    pgaudit: "1.7",
-    pgbench: "pgbench (PostgreSQL) 15.18",
-    settings: {},
-    dataDirectory: fs,
-    logDirectory: fs,
-    logOnDataDisk: true,
-    loadAverage: 0.5,
-  },
-  fit: {
-    lineCostUs: { estimate: 10, low: 8, high: 12 },
-    lineCostElsewhereUs: null,
-    statementCostUs: null,
-    r2: 0.9,
-    residualStdErrUs: null,
-    points: 1,
-    degreesOfFreedom: 0,
-  },
-  points: [],
-};
-const calibrationFile = join(work, "calibration.json");
-writeFileSync(calibrationFile, JSON.stringify(calibration));
+const calibrationFile = writeCalibration(work);
 
 type EstimateJson = {
   estimates: Array<{
@@ -91,7 +35,7 @@ describe("estimate with a bench calibration", () => {
     ]);
     expect(code, stderr).toBe(0);
     const write = (JSON.parse(stdout) as EstimateJson).estimates[0]!;
-    expect(write.overhead.assumptions[0]).toBe("calibrated on benchhost, 2026-11-24");
+    expect(write.overhead.assumptions[0]).toBe(CALIBRATED_ON);
     // One WRITE entry per transaction, 2 clients at 1,000 TPS = 2,000 µs each: 8–12 µs added.
     expect(write.overhead.throughput.low).toBeCloseTo(8 / 2008, 6);
     expect(write.overhead.throughput.high).toBeCloseTo(12 / 2012, 6);
@@ -101,7 +45,7 @@ describe("estimate with a bench calibration", () => {
     process.env.AUDITPIPE_CALIBRATION = calibrationFile;
     try {
       const { stdout } = await runCli(["estimate", "--workload", workloadFile, "--audit", "write"]);
-      expect(stdout).toContain("calibrated on benchhost, 2026-11-24");
+      expect(stdout).toContain(CALIBRATED_ON);
     } finally {
       delete process.env.AUDITPIPE_CALIBRATION;
     }
@@ -117,8 +61,10 @@ describe("estimate with a bench calibration", () => {
   });
 
   it("rejects a file that is not a calibration, naming the field", async () => {
-    const bad = join(work, "bad.json");
-    writeFileSync(bad, JSON.stringify({ ...calibration, fit: { ...calibration.fit, lineCostUs: 10 } }));
+    const bad = writeCalibration(work, "bad.json", {
+      ...CALIBRATION,
+      fit: { ...CALIBRATION.fit, lineCostUs: 10 },
+    });
     const { code, stderr } = await runCli(["estimate", "--workload", workloadFile, "--calibration", bad]);
     expect(code).toBe(1);
     expect(stderr).toContain("AUDITPIPE_ERR_BAD_CALIBRATION");

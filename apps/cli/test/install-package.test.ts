@@ -8,23 +8,21 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import {
+  duplicates,
   freePort,
+  logSettled,
   type NpmRegistry,
   npmEnv,
   type PostgresCluster,
   repoRoot,
+  shippedKeys,
   startNpmRegistry,
   startPostgres,
   waitUntil,
 } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  duplicates,
-  logSettled,
-  shippedKeys,
-  writtenKeys,
-} from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
 import { dockerfileRuntime, systemdService } from "./_deploy-files.ts";
 

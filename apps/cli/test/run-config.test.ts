@@ -19,6 +19,7 @@ describe("auditpipe run settings", () => {
       { AUDITPIPE_SINK: "/env/sink", AUDITPIPE_SYSLOG: "udp://127.0.0.1:5514, tcp://127.0.0.1:5514" },
     );
     expect(config).toMatchObject({
+      syslogJournalMaxBytes: 1 << 30,
       logDir: "/from/flag",
       sink: "/env/sink",
       batchMaxEntries: 50,
@@ -51,6 +52,11 @@ describe("auditpipe run settings", () => {
     ],
     [{ "log-dir": "/x", syslog: ["http://x"] }, {}, /run: --syslog: .*udp:\/\/ or tcp:\/\//],
     [{ "log-dir": "/x", nice: "20" }, {}, /run: --nice: .*(<=|at most) ?19/i],
+    [
+      { syslog: ["tcp://127.0.0.1:5514"], "syslog-journal-max-bytes": "65536" },
+      {},
+      /run: --syslog-journal-max-bytes: at least 1048576 \(1 MiB\)/,
+    ],
     [{ "log-dir": "/x" }, { AUDITPIPE_NICE: "lowest" }, /run: AUDITPIPE_NICE: .*expected number/i],
     [{}, {}, /nothing to follow: give --log-dir DIR, --pgdata DIR or --syslog URL/],
     [

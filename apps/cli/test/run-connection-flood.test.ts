@@ -10,9 +10,8 @@ import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readExpected, readFixture } from "@auditpipe/fixtures";
-import { waitUntil } from "@auditpipe/testkit";
+import { shippedRecords, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 
 const CASES = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases");
 const CLI = join(import.meta.dirname, "..", "src", "_run.ts");
@@ -41,8 +40,6 @@ describe("auditpipe run under a connection flood", () => {
     writeFileSync(join(logDir, "postgresql-1.csv"), readFixture(first, "postgresql.csv.gz"));
     const args = [
       "--conditions=@auditpipe/source",
-      "--import",
-      "tsx",
       CLI,
       "run",
       "--log-dir",

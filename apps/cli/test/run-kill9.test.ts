@@ -1,14 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
+import { duplicates, logSettled, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import {
-  duplicates,
-  logSettled,
-  shippedKeys,
-  writtenKeys,
-} from "../../../packages/tail/test/_sink-oracle.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
 describe("auditpipe run killed with SIGKILL", () => {

@@ -30,7 +30,7 @@ describe("auditpipe run --syslog with a --prefix that reads nothing", () => {
       "127.0.0.1:0",
     ]);
     const url = await sidecar.url();
-    const port = Number(/"listen":\["tcp:\/\/127\.0\.0\.1:(\d+)"\]/.exec(sidecar.stderr())?.[1]);
+    const port = await sidecar.syslogTcpPort();
     const rsyslog = await startRsyslog({
       forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],
     });

@@ -9,9 +9,14 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type PostgresCluster, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import {
+  type PostgresCluster,
+  shippedRecords,
+  startPostgres,
+  startRsyslog,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
 import { getJson, spawnSidecar } from "./_sidecar.ts";
 
@@ -159,7 +164,7 @@ describe("auditpipe run --syslog without --prefix", () => {
     ]);
     const url = await sidecar.url();
     expect(sidecar.stderr()).toMatch(/"prefix":"%m \[%p\] %u@%d\/%a ","from":"postgresql\.conf:2"/);
-    const port = Number(/"listen":\["tcp:\/\/127\.0\.0\.1:(\d+)"\]/.exec(sidecar.stderr())?.[1]);
+    const port = await sidecar.syslogTcpPort();
     const rsyslog = await startRsyslog({
       forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],
     });

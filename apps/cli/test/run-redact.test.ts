@@ -9,9 +9,8 @@ import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { AUDIT_PREFIX, createParser, parseAuditPayload } from "@auditpipe/parse";
 import { redactStatement } from "@auditpipe/ship";
-import { repoRoot, waitUntil } from "@auditpipe/testkit";
+import { repoRoot, shippedRecords, waitUntil } from "@auditpipe/testkit";
 import { afterEach, expect, it } from "vitest";
-import { shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 import { getJson, type SidecarProcess, spawnSidecar } from "./_sidecar.ts";
 
 interface Shipped {

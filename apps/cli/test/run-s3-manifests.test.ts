@@ -33,13 +33,7 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
     const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl" } });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-manifests-"));
     const state = join(work, "state");
-    const env = {
-      AWS_ACCESS_KEY_ID: minio.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-      AWS_REGION: minio.region,
-      AWS_CONFIG_FILE: "/nonexistent",
-      AWS_SHARED_CREDENTIALS_FILE: "/nonexistent",
-    };
+    const env = minio.env();
     const s3 = ["--s3-endpoint", minio.endpoint, "--s3-force-path-style"];
     const args = [
       "--pgdata",

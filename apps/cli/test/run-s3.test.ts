@@ -1,10 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
+import { duplicates, logSettled, s3Keys, startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { duplicates, logSettled, writtenKeys } from "../../../packages/tail/test/_sink-oracle.ts";
-import { s3Keys } from "./_s3-oracle.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
 describe("auditpipe run --sink s3://", () => {
@@ -16,11 +15,7 @@ describe("auditpipe run --sink s3://", () => {
       pgaudit: { log: "all" },
     });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-s3-"));
-    const env = {
-      AWS_ACCESS_KEY_ID: minio.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-      AWS_REGION: minio.region,
-    };
+    const env = minio.env();
     const args = [
       "--pgdata",
       pg.dataDir,

@@ -1,10 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import { duplicates, shippedKeys, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
 import { parse } from "csv-parse/sync";
 import { describe, expect, it } from "vitest";
-import { duplicates, shippedKeys } from "../../../packages/tail/test/_sink-oracle.ts";
 import { getJson, spawnSidecar } from "./_sidecar.ts";
 
 const PREFIX = "%m [%p] %q%u@%d %c:%l ";
@@ -29,7 +28,7 @@ describe("auditpipe run --syslog", () => {
       "200",
     ]);
     const url = await sidecar.url();
-    const port = Number(/"listen":\["tcp:\/\/127\.0\.0\.1:(\d+)"\]/.exec(sidecar.stderr())?.[1]);
+    const port = await sidecar.syslogTcpPort();
     expect(port).toBeGreaterThan(0);
     const rsyslog = await startRsyslog({
       forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],

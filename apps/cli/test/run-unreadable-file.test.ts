@@ -1,27 +1,10 @@
-import { chmodSync, chownSync, copyFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { csvlogKeys, writtenKeys } from "@auditpipe/fixtures/oracle";
+import { duplicates, logSettled, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import {
-  duplicates,
-  logSettled,
-  rotateToNewFile,
-  shippedKeys,
-  writtenKeys,
-} from "../../../packages/tail/test/_sink-oracle.ts";
 import { spawnSidecar } from "./_sidecar.ts";
-
-/** The audit entries PostgreSQL wrote to one file (csv-parse oracle). */
-function keysOf(file: string): string[] {
-  const dir = mkdtempSync(join(tmpdir(), "auditpipe-oracle-"));
-  try {
-    copyFileSync(file, join(dir, "0.csv"));
-    return writtenKeys(dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 async function readiness(url: string): Promise<{ status: number; reasons: string[] }> {
   const response = await fetch(`${url}/readyz`);
@@ -51,7 +34,7 @@ describe("auditpipe run and a log file it cannot read", () => {
       await pg.pgbench(["-i", "-s", "1", "-q"]);
       await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
       const locked = pg.currentLogfiles().csvlog!;
-      await rotateToNewFile(pg);
+      await pg.rotate();
       await logSettled(pg.logDir);
       chmodSync(locked, 0o000);
 
@@ -94,7 +77,7 @@ describe("auditpipe run and a log file it cannot read", () => {
       await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
       await logSettled(pg.logDir);
       const current = pg.currentLogfiles().csvlog!;
-      const others = keysOf(current);
+      const others = csvlogKeys(current);
       await waitUntil(
         () => shippedKeys(sinkDir).length >= others.length,
         30_000,

@@ -7,9 +7,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { logSettled, shippedRecords, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { logSettled, shippedRecords } from "../../../packages/tail/test/_sink-oracle.ts";
 import { runCli } from "./_cli.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 

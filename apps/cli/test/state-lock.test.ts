@@ -30,7 +30,7 @@ function locker(dir: string): {
     }`;
   const child = spawn(
     process.execPath,
-    ["--conditions=@auditpipe/source", "--import", "tsx", "--input-type=module", "-e", script],
+    ["--conditions=@auditpipe/source", "--input-type=module", "-e", script],
     { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] },
   );
   let out = "";

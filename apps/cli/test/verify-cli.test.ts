@@ -26,21 +26,13 @@ afterAll(async () => {
 /** Runs the CLI from source as a user would, with the credentials in the environment only. */
 function verifyCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=@auditpipe/source", "--import", "tsx", CLI, "verify", ...args],
-      {
-        env: {
-          ...process.env,
-          AWS_ACCESS_KEY_ID: minio.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-          AWS_REGION: minio.region,
-          AWS_CONFIG_FILE: "/nonexistent",
-          AWS_SHARED_CREDENTIALS_FILE: "/nonexistent",
-        },
-        stdio: ["ignore", "pipe", "pipe"],
+    const child = spawn(process.execPath, ["--conditions=@auditpipe/source", CLI, "verify", ...args], {
+      env: {
+        ...process.env,
+        ...minio.env(),
       },
-    );
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));

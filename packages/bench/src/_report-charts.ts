@@ -3,6 +3,7 @@
  * its 95 % interval, latency percentiles, and log bytes against WAL bytes. Each also carries the
  * same figures as a table, the chart's text for readers without a canvas.
  */
+import { cellTitle, hasVariants } from "./mitigations.ts";
 import { median } from "./stats.ts";
 import { BASELINE } from "./summarize.ts";
 import type { BenchReport, CellSummary, RunResult } from "./types.ts";
@@ -15,8 +16,8 @@ export interface ChartSpec {
   caption: string;
   /** The Chart.js configuration (type, data, options), serialisable as JSON. */
   config: Record<string, unknown>;
-  /** The same figures as a table. */
-  table: { head: string[]; rows: string[][] };
+  /** The same figures as a table; its columns from `numericFrom` on are figures. */
+  table: { head: string[]; rows: string[][]; numericFrom: number };
 }
 
 /** Okabe and Ito's colour-blind-safe palette. */
@@ -41,9 +42,10 @@ function chartOptions(xTitle: string, yTitle: string): Record<string, unknown> {
   };
 }
 
-/** The cells in the report's order of configurations, then workloads (the order the user asked for). */
+/** The cells in the report's order of configurations, variants, then workloads (the order the user asked for). */
 function orderedCells(report: BenchReport): CellSummary[] {
   const configOrder = report.configurations.map((c) => c.name);
+  const variantOrder = report.variants.map((v) => v.name);
   const workloadOrder = report.workloads.map((w) => w.name);
   const rank = (list: string[], name: string): number => {
     const i = list.indexOf(name);
@@ -52,19 +54,30 @@ function orderedCells(report: BenchReport): CellSummary[] {
   return [...report.cells].sort(
     (a, b) =>
       rank(configOrder, a.configuration) - rank(configOrder, b.configuration) ||
+      rank(variantOrder, a.variant) - rank(variantOrder, b.variant) ||
       rank(workloadOrder, a.workload) - rank(workloadOrder, b.workload),
   );
+}
+
+/** The table columns naming a cell: configuration, its mitigations when they vary, workload. */
+function cellColumns(withVariant: boolean): string[] {
+  return ["configuration", ...(withVariant ? ["mitigations"] : []), "workload"];
+}
+function cellValues(cell: CellSummary, withVariant: boolean): string[] {
+  return [cell.configuration, ...(withVariant ? [cell.variant] : []), cell.workload];
 }
 
 const unique = (xs: string[]): string[] => [...new Set(xs)];
 
 function overheadChart(cells: CellSummary[]): ChartSpec {
+  const withVariant = hasVariants(cells);
   const treated = cells.filter((c) => c.configuration !== BASELINE);
-  const configs = unique(treated.map((c) => c.configuration));
+  const title = (c: CellSummary): string => cellTitle(c, withVariant);
+  const configs = unique(treated.map(title));
   const workloads = unique(treated.map((c) => c.workload));
   /** Percent of the baseline's TPS; null where the overhead could not be computed (no baseline runs). */
   const point = (config: string, workload: string): { y: number; yMin: number; yMax: number } | null => {
-    const o = treated.find((c) => c.configuration === config && c.workload === workload)?.overhead;
+    const o = treated.find((c) => title(c) === config && c.workload === workload)?.overhead;
     if (!o) return null;
     const [y, yMin, yMax] = [o.median, o.low, o.high].map((x) => round2(x * 100));
     return y == null || yMin == null || yMax == null ? null : { y, yMin, yMax };
@@ -72,9 +85,11 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
   return {
     id: "chart-overhead",
     title: "Throughput overhead against the baseline",
-    caption: treated.some((c) => c.overheadBasis === "cpu")
-      ? "Bars: the TPS a CPU-bound machine loses: the server CPU time each configuration added per transaction over the baseline (none) measured around each run, in % of a transaction's CPU time (server + pgbench), median over runs; whiskers: its 95 % bootstrap interval. A whisker that crosses 0 means the difference is not significant at this sample size."
-      : "Bars: the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs. A whisker that crosses 0 means the difference is not significant at this sample size.",
+    caption: `Bars: ${
+      treated.some((c) => c.overheadBasis === "cpu")
+        ? "the TPS a CPU-bound machine loses: the server CPU time each configuration added per transaction over the baseline (none) measured around each run, in % of a transaction's CPU time (server + pgbench), median over runs; whiskers: its 95 % bootstrap interval."
+        : "the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs."
+    } A whisker that crosses 0 means the difference is not significant at this sample size.${withVariant ? " In brackets: the mitigations it ran with (log destination, +once: pgaudit.log_statement_once on, +elsewhere: the log directory on another disk)." : ""}`,
     config: {
       type: "barWithErrorBars",
       data: {
@@ -93,12 +108,12 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
       options: chartOptions("configuration", "TPS overhead vs baseline (%)"),
     },
     table: {
-      head: ["configuration", "workload", "overhead %", "95 % interval"],
+      numericFrom: cellColumns(withVariant).length,
+      head: [...cellColumns(withVariant), "overhead %", "95 % interval"],
       rows: treated.map((c) => {
-        const p = point(c.configuration, c.workload);
+        const p = point(title(c), c.workload);
         return [
-          c.configuration,
-          c.workload,
+          ...cellValues(c, withVariant),
           show(p?.y ?? null),
           p ? `${p.yMin} … ${p.yMax}` : "not measured (no baseline runs)",
         ];
@@ -107,12 +122,14 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
   };
 }
 
-function label(cell: CellSummary, workloads: number): string {
-  return workloads > 1 ? `${cell.configuration} · ${cell.workload}` : cell.configuration;
+function label(cell: CellSummary, workloads: number, withVariant: boolean): string {
+  const name = cellTitle(cell, withVariant);
+  return workloads > 1 ? `${name} · ${cell.workload}` : name;
 }
 
 function latencyChart(cells: CellSummary[]): ChartSpec {
   const workloads = unique(cells.map((c) => c.workload)).length;
+  const withVariant = hasVariants(cells);
   const series = [
     { key: "p50", label: "p50" },
     { key: "p95", label: "p95" },
@@ -126,7 +143,7 @@ function latencyChart(cells: CellSummary[]): ChartSpec {
     config: {
       type: "bar",
       data: {
-        labels: cells.map((c) => label(c, workloads)),
+        labels: cells.map((c) => label(c, workloads, withVariant)),
         datasets: series.map((s, i) => ({
           label: s.label,
           data: cells.map((c) => round2(c.latencyMs[s.key])),
@@ -136,10 +153,10 @@ function latencyChart(cells: CellSummary[]): ChartSpec {
       options: chartOptions("configuration", "latency (ms)"),
     },
     table: {
-      head: ["configuration", "workload", "p50 ms", "p95 ms", "p99 ms"],
+      numericFrom: cellColumns(withVariant).length,
+      head: [...cellColumns(withVariant), "p50 ms", "p95 ms", "p99 ms"],
       rows: cells.map((c) => [
-        c.configuration,
-        c.workload,
+        ...cellValues(c, withVariant),
         ...series.map((s) => show(round2(c.latencyMs[s.key]))),
       ]),
     },
@@ -148,9 +165,15 @@ function latencyChart(cells: CellSummary[]): ChartSpec {
 
 function bytesChart(report: BenchReport, cells: CellSummary[]): ChartSpec {
   const workloads = unique(cells.map((c) => c.workload)).length;
+  const withVariant = hasVariants(cells);
   const medianPerTxn = (cell: CellSummary, bytes: (r: RunResult) => number | null): number | null => {
     const values = report.runs
-      .filter((r) => r.configuration === cell.configuration && r.workload === cell.workload)
+      .filter(
+        (r) =>
+          r.configuration === cell.configuration &&
+          r.workload === cell.workload &&
+          (r.variant ?? "") === cell.variant,
+      )
       .flatMap((r) => {
         const b = bytes(r);
         return b === null || r.transactions <= 0 ? [] : [b / r.transactions];
@@ -173,7 +196,7 @@ function bytesChart(report: BenchReport, cells: CellSummary[]): ChartSpec {
     config: {
       type: "bar",
       data: {
-        labels: cells.map((c) => label(c, workloads)),
+        labels: cells.map((c) => label(c, workloads, withVariant)),
         datasets: series.map((s, i) => ({
           label: s.label,
           data: values.map((v) => v[i] ?? null),
@@ -183,8 +206,9 @@ function bytesChart(report: BenchReport, cells: CellSummary[]): ChartSpec {
       options: chartOptions("configuration", "bytes per transaction"),
     },
     table: {
-      head: ["configuration", "workload", ...series.map((s) => `${s.label} / transaction`)],
-      rows: cells.map((c, i) => [c.configuration, c.workload, ...values[i]!.map((v) => show(v ?? null))]),
+      numericFrom: cellColumns(withVariant).length,
+      head: [...cellColumns(withVariant), ...series.map((s) => `${s.label} / transaction`)],
+      rows: cells.map((c, i) => [...cellValues(c, withVariant), ...values[i]!.map((v) => show(v ?? null))]),
     },
   };
 }

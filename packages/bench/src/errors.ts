@@ -5,12 +5,11 @@
 
 export class BenchError extends Error {
   override readonly name: string = "BenchError";
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
+  readonly code: string;
+  constructor(code: string, message: string) {
     // The code leads the message: the CLI prints messages, and users search for codes.
     super(`${code}: ${message}`);
+    this.code = code;
   }
 }
 
@@ -24,3 +23,5 @@ export const AUDITPIPE_ERR_BENCH_PGBENCH = "AUDITPIPE_ERR_BENCH_PGBENCH";
 export const AUDITPIPE_ERR_BENCH_PENDING_RESTORE = "AUDITPIPE_ERR_BENCH_PENDING_RESTORE";
 /** A calibration file that is not JSON or does not match the schema. */
 export const AUDITPIPE_ERR_BAD_CALIBRATION = "AUDITPIPE_ERR_BAD_CALIBRATION";
+/** --log-destination syslog without a syslog daemon on /dev/log writing to --syslog-file. */
+export const AUDITPIPE_ERR_BENCH_NO_SYSLOG = "AUDITPIPE_ERR_BENCH_NO_SYSLOG";

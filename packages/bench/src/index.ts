@@ -24,11 +24,25 @@ export {
 export {
   AUDITPIPE_ERR_BAD_CALIBRATION,
   AUDITPIPE_ERR_BENCH_NEEDS_YES,
+  AUDITPIPE_ERR_BENCH_NO_SYSLOG,
   AUDITPIPE_ERR_BENCH_NOT_SUPERUSER,
   AUDITPIPE_ERR_BENCH_PENDING_RESTORE,
   AUDITPIPE_ERR_BENCH_PGBENCH,
   BenchError,
 } from "./errors.ts";
+export {
+  cellTitle,
+  hasVariants,
+  LOG_DESTINATIONS,
+  LOG_PLACEMENTS,
+  type LogDestination,
+  type LogPlacement,
+  type Mitigation,
+  type MitigationAxes,
+  mitigationName,
+  mitigationVariants,
+  variantsFor,
+} from "./mitigations.ts";
 export {
   type LatencyPercentiles,
   latencyFromPgbenchLog,

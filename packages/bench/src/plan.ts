@@ -7,6 +7,8 @@
 export interface Cell {
   configuration: string;
   workload: string;
+  /** The mitigation variant (mitigations.ts) the cell runs under; absent when none were planned. */
+  variant?: string;
 }
 
 export interface PlannedRun extends Cell {
@@ -23,17 +25,39 @@ export interface PlanOptions {
   runs: number;
   /** Run a discarded warm-up of the first cell first; default true. */
   warmup?: boolean;
+  /** The mitigation variants each configuration runs under (a cell each); none when absent. */
+  variants?: (configuration: string) => readonly string[];
 }
 
-/** Cells workload by workload, so consecutive cells differ in configuration. */
-export function cellsOf(configurations: readonly string[], workloads: readonly string[]): Cell[] {
+/**
+ * Cells workload by workload, then variant by variant, so consecutive cells differ in
+ * configuration (the variants cycle like the configurations do).
+ */
+export function cellsOf(
+  configurations: readonly string[],
+  workloads: readonly string[],
+  variants?: (configuration: string) => readonly string[],
+): Cell[] {
+  if (!variants)
+    return workloads.flatMap((workload) =>
+      configurations.map((configuration) => ({ configuration, workload })),
+    );
+  const names = [...new Set(configurations.flatMap((c) => variants(c)))];
   return workloads.flatMap((workload) =>
-    configurations.map((configuration) => ({ configuration, workload })),
+    names.flatMap((variant) =>
+      configurations
+        .filter((configuration) => variants(configuration).includes(variant))
+        .map((configuration) => ({ configuration, workload, variant })),
+    ),
   );
 }
 
 const sameCell = (a: Cell | undefined, b: Cell | undefined): boolean =>
-  a !== undefined && b !== undefined && a.configuration === b.configuration && a.workload === b.workload;
+  a !== undefined &&
+  b !== undefined &&
+  a.configuration === b.configuration &&
+  a.workload === b.workload &&
+  a.variant === b.variant;
 
 /**
  * Round r runs the cells rotated by r places, so each cell takes each position in a round in
@@ -41,7 +65,7 @@ const sameCell = (a: Cell | undefined, b: Cell | undefined): boolean =>
  * first two swap.
  */
 export function planRuns(options: PlanOptions): PlannedRun[] {
-  const cells = cellsOf(options.configurations, options.workloads);
+  const cells = cellsOf(options.configurations, options.workloads, options.variants);
   const out: PlannedRun[] = [];
   if (cells.length === 0 || options.runs < 1) return out;
   if (options.warmup ?? true) out.push({ ...cells[0]!, index: -1, round: -1, warmup: true });

@@ -3,6 +3,7 @@
  * Benchmarks and Mitigation Strategies"): configuration × workload with TPS, overhead and its
  * interval, latency percentiles, log volume and WAL, then what the figures can and cannot say.
  */
+import { cellTitle, hasVariants } from "./mitigations.ts";
 import type { BenchReport, CalibrationFit, CellSummary } from "./types.ts";
 
 const fmt = (x: number, digits = 0): string =>
@@ -18,9 +19,12 @@ export function formatOverhead(cell: CellSummary): string {
   return `${pct(o.median)} [${pct(o.low)} … ${pct(o.high)}]${o.significant ? "" : " n.s."}`;
 }
 
+/** The results table; a `mitigations` column when the cells ran under more than one variant. */
 export function renderTable(cells: readonly CellSummary[]): string {
+  const withVariant = hasVariants(cells);
   const head = [
     "configuration",
+    ...(withVariant ? ["mitigations"] : []),
     "workload",
     "runs",
     "TPS",
@@ -35,6 +39,7 @@ export function renderTable(cells: readonly CellSummary[]): string {
   ];
   const rows = cells.map((c) => [
     c.configuration,
+    ...(withVariant ? [c.variant] : []),
     c.workload,
     String(c.runs),
     fmt(c.tps.median),
@@ -48,8 +53,9 @@ export function renderTable(cells: readonly CellSummary[]): string {
     fmt(c.walMbPerRun, 1),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const textColumns = withVariant ? 3 : 2;
   const line = (cells: string[]): string =>
-    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+    cells.map((c, i) => (i < textColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
@@ -78,14 +84,27 @@ export const NOT_SIGNIFICANT = "not significant at this sample size: the 95% int
 
 /** One line per cell whose overhead is not resolved: what would resolve it (terminal and HTML report). */
 export function unresolvedNotes(report: BenchReport): string[] {
+  const withVariant = hasVariants(report.cells);
   return report.cells
     .filter((c) => c.overhead && !c.overhead.significant)
     .map((c) => {
       const n = c.overhead!.runsToResolve ?? 0;
+      const cell = `${cellTitle(c, withVariant)} × ${c.workload}`;
       return n > MAX_SENSIBLE_RUNS
-        ? `${c.configuration} × ${c.workload}: more than ${MAX_SENSIBLE_RUNS} runs would be needed: too small a difference to resolve in this much noise`
-        : `${c.configuration} × ${c.workload}: about ${n} runs of ${report.options.durationSec} s per configuration (or longer runs) would resolve it`;
+        ? `${cell}: more than ${MAX_SENSIBLE_RUNS} runs would be needed: too small a difference to resolve in this much noise`
+        : `${cell}: about ${n} runs of ${report.options.durationSec} s per configuration (or longer runs) would resolve it`;
     });
+}
+
+/** What was logged where: the variants, or the one destination and placement. */
+export function loggingSummary(report: BenchReport): string {
+  const env = report.environment;
+  const o = report.options;
+  const variants = report.variants ?? [];
+  const durable = o.durable ? "; durable (fsync, synchronous_commit on)" : "";
+  if (variants.length > 1)
+    return `mitigations: ${variants.map((v) => v.name).join(", ")} (the baseline and trigger, which log nothing, once)${durable}`;
+  return `log ${o.logDestination}${o.logStatementOnce ? ", log_statement_once on" : ""} ${env.logOnDataDisk ? "on the data disk" : "on another filesystem"}${durable}`;
 }
 
 /** The whole terminal report: what ran, the table, then notes on what is and is not resolved. */
@@ -94,7 +113,7 @@ export function renderReport(report: BenchReport): string {
   const env = report.environment;
   const lines = [
     `PostgreSQL ${env.postgres.version}, pgaudit ${env.pgaudit ?? "not installed"}, ${env.cpus.count} cores, ${fmt(env.memoryBytes / 2 ** 30, 1)} GiB, load ${env.loadAverage.toFixed(2)} at start`,
-    `pgbench scale ${o.scale}, ${o.clients} clients, ${o.jobs} jobs, ${o.durationSec} s × ${o.runs} runs per cell, interleaved; log ${o.logDestination} ${env.logOnDataDisk ? "on the data disk" : "on another filesystem"}`,
+    `pgbench scale ${o.scale}, ${o.clients} clients, ${o.jobs} jobs, ${o.durationSec} s × ${o.runs} runs per cell, interleaved; ${loggingSummary(report)}`,
     `baseline: ${report.target.baseline === "pgaudit-not-loaded" ? "pgaudit not loaded" : "pgaudit loaded with nothing logged (an existing server is not restarted; its hooks' cost is in the baseline)"}`,
     "",
     renderTable(report.cells),

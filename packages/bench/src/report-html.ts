@@ -8,7 +8,8 @@
 import { type ChartAssets, loadChartAssets } from "./_chart-assets.ts";
 import { type ChartSpec, reportCharts } from "./_report-charts.ts";
 import { CONTENT_SECURITY_POLICY, PAGE_SCRIPT, PAGE_STYLE } from "./_report-page.ts";
-import { formatOverhead, NOT_SIGNIFICANT, renderFit, unresolvedNotes } from "./render.ts";
+import { hasVariants } from "./mitigations.ts";
+import { formatOverhead, loggingSummary, NOT_SIGNIFICANT, renderFit, unresolvedNotes } from "./render.ts";
 import type { BenchReport, Filesystem } from "./types.ts";
 
 const ESCAPES: Record<string, string> = {
@@ -56,7 +57,7 @@ function figure(chart: ChartSpec): string {
   return `<figure id="${chart.id}-figure">
 <h3>${escapeHtml(chart.title)}</h3>
 <div class="chart"><canvas id="${chart.id}" role="img" aria-label="${escapeHtml(chart.title)}">
-${table(chart.table.head, chart.table.rows, 2)}
+${table(chart.table.head, chart.table.rows, chart.table.numericFrom)}
 </canvas></div>
 <figcaption>${escapeHtml(chart.caption)}</figcaption>
 </figure>`;
@@ -72,8 +73,10 @@ function filesystem(fs: Filesystem): string {
 }
 
 function resultsTable(report: BenchReport): string {
+  const withVariant = hasVariants(report.cells);
   const head = [
     "configuration",
+    ...(withVariant ? ["mitigations"] : []),
     "workload",
     "runs",
     "TPS [95% interval]",
@@ -89,6 +92,7 @@ function resultsTable(report: BenchReport): string {
   ];
   const rows = report.cells.map((c) => [
     c.configuration,
+    ...(withVariant ? [c.variant] : []),
     c.workload,
     String(c.runs),
     `${fmt(c.tps.median)} [${fmt(c.tps.low)} … ${fmt(c.tps.high)}]`,
@@ -102,7 +106,7 @@ function resultsTable(report: BenchReport): string {
     fmt(c.gbPerDay, 2),
     fmt(c.walMbPerRun, 1),
   ]);
-  return table(head, rows, 2);
+  return table(head, rows, withVariant ? 3 : 2);
 }
 
 function significance(report: BenchReport): string {
@@ -152,9 +156,14 @@ function environment(report: BenchReport): string {
       "runs",
       `${o.runs} × ${o.durationSec} s per cell, interleaved in rotating order, after a ${o.warmupSec} s warm-up`,
     ],
+    ["log", loggingSummary(report)],
+    ...(o.logDirElsewhere
+      ? ([["log directory elsewhere", o.logDirElsewhere]] as Array<[string, string]>)
+      : []),
+    ...(o.syslogFile ? ([["syslog file", o.syslogFile]] as Array<[string, string]>) : []),
     [
-      "log",
-      `${o.logDestination}${o.logStatementOnce ? ", pgaudit.log_statement_once on" : ""}${o.logDirElsewhere ? `, directory ${o.logDirElsewhere}` : ""}`,
+      "durability",
+      `fsync ${env.settings.fsync ?? "?"}, synchronous_commit ${env.settings.synchronous_commit ?? "?"}${o.durable ? " (--durable)" : ""}`,
     ],
     ["bootstrap seed", String(o.seed)],
     ["preset", o.quick ? "--quick" : "none"],
@@ -175,6 +184,18 @@ function environment(report: BenchReport): string {
       c.tables.join(", "),
     ]),
   );
+  const variants =
+    report.variants.length > 0
+      ? table(
+          ["mitigations", "log destination", "pgaudit.log_statement_once", "log directory"],
+          report.variants.map((v) => [
+            v.name,
+            v.logDestination,
+            v.logStatementOnce ? "on" : "off",
+            `${filesystem(v.logDirectory)}; ${v.logOnDataDisk ? "on the data disk" : "on another filesystem"}`,
+          ]),
+        )
+      : "<p>One setting, as above.</p>";
   const workloads = table(
     ["workload", "what it is", "statements / transaction"],
     report.workloads.map((w) => [w.name, w.description, fmt(w.statementsPerTransaction)]),
@@ -187,6 +208,8 @@ ${options}
 ${settings}
 <h3>Configurations</h3>
 ${configurations}
+<h3>Mitigations</h3>
+${variants}
 <h3>Workloads</h3>
 ${workloads}`;
 }
@@ -197,6 +220,7 @@ function runsTable(report: BenchReport): string {
       "#",
       "round",
       "configuration",
+      "mitigations",
       "workload",
       "TPS",
       "p50 ms",
@@ -211,6 +235,7 @@ function runsTable(report: BenchReport): string {
       String(r.index + 1),
       String(r.round + 1),
       r.configuration,
+      r.variant ?? "",
       r.workload,
       fmt(r.tps),
       fmt(r.latencyMs.p50, 2),
@@ -221,7 +246,7 @@ function runsTable(report: BenchReport): string {
       fmt(r.log.bytes),
       fmt(r.walBytes),
     ]),
-    4,
+    5,
   );
 }
 

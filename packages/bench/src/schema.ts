@@ -3,6 +3,7 @@
  * report, CI scripts) and `--calibration FILE` validate against them.
  */
 import { z } from "zod";
+import { LOG_DESTINATIONS, LOG_PLACEMENTS } from "./mitigations.ts";
 import type { BenchReport, Calibration } from "./types.ts";
 
 const num = z.number();
@@ -85,6 +86,7 @@ const run = z.object({
   round: z.number().int(),
   configuration: z.string(),
   workload: z.string(),
+  variant: z.string().optional(),
   startedAt: z.string(),
   durationSec: num,
   tps: num,
@@ -115,6 +117,7 @@ const overhead = interval
 const cell = z.object({
   configuration: z.string(),
   workload: z.string(),
+  variant: z.string().default(""),
   runs: z.number().int(),
   tps: interval,
   overhead,
@@ -157,6 +160,8 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
     logStatementOnce: z.boolean(),
     logDirElsewhere: z.string().nullable(),
     quick: z.boolean(),
+    durable: z.boolean().default(false),
+    syslogFile: z.string().nullable().default(null),
   }),
   environment,
   configurations: z.array(
@@ -170,6 +175,18 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
     }),
   ),
   workloads: z.array(z.object({ name: z.string(), description: z.string(), statementsPerTransaction: num })),
+  variants: z
+    .array(
+      z.object({
+        name: z.string(),
+        logDestination: z.enum(LOG_DESTINATIONS),
+        logStatementOnce: z.boolean(),
+        logDir: z.enum(LOG_PLACEMENTS),
+        logDirectory: filesystem,
+        logOnDataDisk: z.boolean(),
+      }),
+    )
+    .default([]),
   runs: z.array(run),
   cells: z.array(cell),
   calibration: fit.nullable(),

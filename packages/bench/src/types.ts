@@ -2,6 +2,7 @@
  * The bench report (`auditpipe bench --json`, schema version 1) and the calibration file
  * (`--calibration-out`). Stable: fields are only ever added; docs/bench.md documents each one.
  */
+import type { LogDestination, LogPlacement } from "./mitigations.ts";
 import type { OverheadInterval } from "./stats.ts";
 
 export interface Filesystem {
@@ -68,6 +69,8 @@ export interface RunResult {
   round: number;
   configuration: string;
   workload: string;
+  /** The mitigation variant it ran under (`variants[].name`); absent in reports before variants. */
+  variant?: string;
   startedAt: string;
   /** Wall seconds pgbench ran. */
   durationSec: number;
@@ -93,6 +96,8 @@ export interface RunResult {
 export interface CellSummary {
   configuration: string;
   workload: string;
+  /** The mitigation variant (`variants[].name`); "" in reports before variants. */
+  variant: string;
   runs: number;
   /** Median TPS over runs with its 95 % bootstrap interval. */
   tps: { median: number; low: number; high: number };
@@ -135,6 +140,21 @@ export interface ConfigurationInfo {
   settings: Record<string, string>;
   /** Tables granted to the audit role (object) or carrying the trigger (trigger). */
   tables: string[];
+}
+
+/** One combination of mitigations the bench measured (the `variant` of runs and cells). */
+export interface VariantInfo {
+  /** `csvlog`, `csvlog+once`, `syslog+elsewhere` …: the destination, then what differs from the defaults. */
+  name: string;
+  logDestination: LogDestination;
+  /** pgaudit.log_statement_once (pgaudit configurations only: the others run with it off). */
+  logStatementOnce: boolean;
+  /** The log directory on the data disk, or at --log-dir-elsewhere's path. */
+  logDir: LogPlacement;
+  /** Where the log of this variant is written (for syslog: the syslog daemon's file's directory). */
+  logDirectory: Filesystem;
+  /** Whether that is on the data directory's filesystem. */
+  logOnDataDisk: boolean;
 }
 
 export interface WorkloadInfo {
@@ -255,14 +275,22 @@ export interface BenchReport {
     runs: number;
     warmupSec: number;
     seed: number;
+    /** The log destinations measured, comma-separated (one before variants). */
     logDestination: string;
+    /** Whether every variant had pgaudit.log_statement_once on. */
     logStatementOnce: boolean;
     logDirElsewhere: string | null;
     quick: boolean;
+    /** Whether the scratch server ran with fsync, synchronous_commit and full_page_writes on (--durable). */
+    durable: boolean;
+    /** The file the syslog daemon writes PostgreSQL's messages to (--syslog-file), or null. */
+    syslogFile: string | null;
   };
   environment: Environment;
   configurations: ConfigurationInfo[];
   workloads: WorkloadInfo[];
+  /** The mitigation variants measured; [] in reports before variants. */
+  variants: VariantInfo[];
   runs: RunResult[];
   cells: CellSummary[];
   calibration: CalibrationFit | null;

@@ -81,6 +81,8 @@ function syntheticReport(overrides: Partial<BenchReport> = {}): BenchReport {
       logStatementOnce: false,
       logDirElsewhere: null,
       quick: false,
+      durable: false,
+      syslogFile: null,
     },
     environment: {
       host: "bench-host",
@@ -101,6 +103,7 @@ function syntheticReport(overrides: Partial<BenchReport> = {}): BenchReport {
     },
     configurations,
     workloads: [{ name: HOSTILE_WORKLOAD, description: "a user's script", statementsPerTransaction: 3 }],
+    variants: [],
     runs,
     cells: summarizeCells(runs, { configurations: names, workloads: [HOSTILE_WORKLOAD] }),
     calibration: null,

@@ -22,11 +22,17 @@ export interface CatalogTable {
   partitionOf: string | null;
   rowEstimate: number;
   columns: CatalogColumn[];
+  /** A view's base relations (pgaudit logs them with the view under log_relation). */
+  viewOf?: string[];
+  /** Columns that lead an index (the planner can answer min()/max() of them from it). */
+  indexLeads?: string[];
 }
 
 export interface Catalog {
   tables: CatalogTable[];
   foreignKeys: ForeignKey[];
+  /** User functions and procedures (pgaudit writes a FUNCTION entry when one is called), qualified. */
+  functions?: string[];
 }
 
 const TAG = "/* auditpipe-estimate */";
@@ -49,16 +55,60 @@ const FKS_SQL = `SELECT cn.nspname AS child_schema, c.relname AS child, pn.nspna
        (SELECT array_agg(a.attname::text ORDER BY k.i) FROM unnest(con.conkey) WITH ORDINALITY k(n, i)
           JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.n) AS columns,
        (SELECT array_agg(a.attname::text ORDER BY k.i) FROM unnest(con.confkey) WITH ORDINALITY k(n, i)
-          JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.n) AS parent_columns
+          JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.n) AS parent_columns,
+       con.confdeltype::text AS on_delete, con.confupdtype::text AS on_update
   FROM pg_constraint con
   JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace
   JOIN pg_class p ON p.oid = con.confrelid JOIN pg_namespace pn ON pn.oid = p.relnamespace
  WHERE con.contype = 'f' AND (con.conparentid = 0 OR con.conparentid IS NULL) ${TAG}`;
 
+// A view's rule depends on the relations its query reads (and on the view itself).
+const VIEW_BASES_SQL = `SELECT vn.nspname AS vs, v.relname AS v, bn.nspname AS bs, b.relname AS b
+  FROM pg_rewrite r JOIN pg_class v ON v.oid = r.ev_class JOIN pg_namespace vn ON vn.oid = v.relnamespace
+  JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
+  JOIN pg_class b ON b.oid = d.refobjid AND b.oid <> v.oid JOIN pg_namespace bn ON bn.oid = b.relnamespace
+ WHERE v.relkind = 'v' AND r.rulename = '_RETURN'
+   AND vn.nspname NOT IN ('pg_catalog', 'information_schema')
+ GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, min(d.objsubid), 3, 4 ${TAG}`;
+
+// Functions and procedures outside the system schemas and extensions: pgaudit's FUNCTION class
+// logs their calls (it skips pg_catalog's, which would make the log "unusably noisy").
+const FUNCTIONS_SQL = `SELECT n.nspname AS s, p.proname AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+ WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.prokind IN ('f', 'p')
+   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+ ORDER BY 1, 2 ${TAG}`;
+
+const INDEX_LEADS_SQL = `SELECT n.nspname AS s, c.relname AS t, a.attname AS col
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+ WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' ${TAG}`;
+
+const FK_ACTIONS: Record<string, ForeignKey["onDelete"]> = {
+  a: "no action",
+  r: "restrict",
+  c: "cascade",
+  n: "set null",
+  d: "set default",
+};
+
 export async function readCatalog(client: pg.Client): Promise<Catalog> {
   const tables = await client.query(TABLES_SQL);
   const fks = await client.query(FKS_SQL);
+  const bases = await client.query(VIEW_BASES_SQL);
+  const functions = await client.query(FUNCTIONS_SQL);
+  const leads = await client.query(INDEX_LEADS_SQL);
+  const indexLeads = new Map<string, string[]>();
+  for (const r of leads.rows) {
+    const table = qualifiedName(r.s, r.t);
+    indexLeads.set(table, [...new Set([...(indexLeads.get(table) ?? []), r.col as string])]);
+  }
+  const viewOf = new Map<string, string[]>();
+  for (const r of bases.rows) {
+    const view = qualifiedName(r.vs, r.v);
+    viewOf.set(view, [...(viewOf.get(view) ?? []), qualifiedName(r.bs, r.b)]);
+  }
   return {
+    functions: [...new Set(functions.rows.map((r) => qualifiedName(r.s, r.f)))],
     tables: tables.rows.map((r) => ({
       schema: r.schema,
       name: r.name,
@@ -69,12 +119,20 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
       partitionOf: r.parent,
       rowEstimate: Number(r.rows),
       columns: (typeof r.columns === "string" ? JSON.parse(r.columns) : r.columns) as CatalogColumn[],
+      ...(viewOf.has(qualifiedName(r.schema, r.name))
+        ? { viewOf: viewOf.get(qualifiedName(r.schema, r.name)) }
+        : {}),
+      ...(indexLeads.has(qualifiedName(r.schema, r.name))
+        ? { indexLeads: indexLeads.get(qualifiedName(r.schema, r.name)) }
+        : {}),
     })),
     foreignKeys: fks.rows.map((r) => ({
       child: qualifiedName(r.child_schema, r.child),
       parent: qualifiedName(r.parent_schema, r.parent),
       columns: r.columns ?? [],
       parentColumns: r.parent_columns ?? [],
+      ...(FK_ACTIONS[r.on_delete] ? { onDelete: FK_ACTIONS[r.on_delete] } : {}),
+      ...(FK_ACTIONS[r.on_update] ? { onUpdate: FK_ACTIONS[r.on_update] } : {}),
     })),
   };
 }
@@ -82,11 +140,44 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
 /** Resolves names as the default search_path would: an unqualified name in `public` first, else a unique match. */
 export function catalogLookup(catalog: Catalog): RelationLookup {
   const byName = new Map<string, CatalogRelation[]>();
+  const partitions = new Map<string, string[]>();
+  const parentOf = new Map(catalog.tables.map((t) => [t.qualified, t.partitionOf]));
   for (const t of catalog.tables) {
-    const rel = { schema: t.schema, name: t.name, columns: t.columns.map((c) => c.name) };
+    if (t.kind === "p") continue;
+    // Leaf partitions, under every partitioned ancestor.
+    for (let p = t.partitionOf; p; ) {
+      const [schema, name] = p.split(".");
+      const key = qualifiedName(schema!, name!);
+      partitions.set(key, [...(partitions.get(key) ?? []), t.qualified]);
+      p = parentOf.get(key) ?? null;
+    }
+  }
+  for (const t of catalog.tables) {
+    const rel: CatalogRelation = {
+      schema: t.schema,
+      name: t.name,
+      columns: t.columns.map((c) => c.name),
+      ...(t.viewOf ? { viewOf: t.viewOf } : {}),
+      ...(t.indexLeads ? { indexLeads: t.indexLeads } : {}),
+      ...(partitions.has(t.qualified) ? { partitions: partitions.get(t.qualified) } : {}),
+    };
     byName.set(t.name, [...(byName.get(t.name) ?? []), rel]);
   }
+  const functions = new Map<string, string[]>();
+  for (const f of catalog.functions ?? []) {
+    const name = f.slice(f.lastIndexOf(".") + 1).replace(/^"|"$/g, "");
+    functions.set(name, [...(functions.get(name) ?? []), f]);
+  }
   return {
+    findFunction(schema, name) {
+      const candidates = functions.get(name) ?? [];
+      if (schema !== null)
+        return candidates.find((f) => f.startsWith(`${qualifiedName(schema, "x").slice(0, -1)}`));
+      return (
+        candidates.find((f) => f.startsWith("public.")) ??
+        (candidates.length === 1 ? candidates[0] : undefined)
+      );
+    },
     find(schema, name) {
       const candidates = byName.get(name) ?? [];
       if (schema !== null) return candidates.find((c) => c.schema === schema);

@@ -85,14 +85,25 @@ export function isGranted(
 class StackItem {
   private logged = false;
   readonly entries: EntryTemplate[] = [];
-  constructor(
-    private readonly config: AuditConfig,
-    private readonly text: string,
-    private readonly params: number,
-    private readonly rows: number,
-    private readonly substatement: number,
-  ) {}
-  add(auditType: EntryTemplate["auditType"], cls: string, command: string, objectName: string): void {
+  private readonly config: AuditConfig;
+  private readonly text: string;
+  private readonly params: number;
+  private readonly rows: number;
+  private readonly substatement: number;
+  constructor(config: AuditConfig, text: string, params: number, rows: number, substatement: number) {
+    this.config = config;
+    this.text = text;
+    this.params = params;
+    this.rows = rows;
+    this.substatement = substatement;
+  }
+  add(
+    auditType: EntryTemplate["auditType"],
+    cls: string,
+    command: string,
+    objectName: string,
+    objectType = objectName === "" ? "" : "TABLE",
+  ): void {
     const c = this.config;
     let statement: EntryTemplate["statement"];
     if (c.logStatement === false) statement = "<not logged>";
@@ -103,7 +114,7 @@ class StackItem {
       auditType,
       class: printed(cls),
       command,
-      objectType: objectName === "" ? "" : "TABLE",
+      objectType,
       objectName,
       statement,
       rows: this.rows,
@@ -132,26 +143,49 @@ function dmlEntries(
       if (r.on.has(statementClass)) item.add("SESSION", statementClass, statementCommand, "");
       first = false;
     }
+    const type = use.objectType ?? "TABLE";
+    // No privileges to check: pgaudit prints MISC,??? and never object-logs it.
+    if (use.plannerAdded) {
+      if (c.logRelation && r.on.has("MISC")) item.add("SESSION", "MISC", "???", use.relation, type);
+      continue;
+    }
     const cls = use.write ? "WRITE" : "READ";
     const command = use.write ?? "SELECT";
     if (c.role && isGranted(c.grants, use.relation, requiredPerms(use), use.columns, use.writtenColumns))
-      item.add("OBJECT", cls, command, use.relation);
-    if (c.logRelation && r.on.has(cls)) item.add("SESSION", cls, command, use.relation);
+      item.add("OBJECT", cls, command, use.relation, type);
+    if (c.logRelation && r.on.has(cls)) item.add("SESSION", cls, command, use.relation, type);
   }
+}
+
+/**
+ * FUNCTION entries: one per user function or procedure a statement calls, each its own stack
+ * item (so log_statement_once prints the text again), substatement after the statement's own.
+ */
+function functionEntries(r: Resolved, s: StatementLoad, text: string, substatement: number): EntryTemplate[] {
+  if (!r.on.has("FUNCTION")) return [];
+  return (s.functions ?? []).flatMap((f) => {
+    const item = new StackItem(r.config, text, s.params ?? 0, Math.round(s.rowsPerCall), substatement);
+    item.add("SESSION", "FUNCTION", "EXECUTE", f, "FUNCTION");
+    return item.entries;
+  });
 }
 
 /** The entries one call of `s` writes (without the FK checks it fires). */
 export function statementEntries(r: Resolved, s: StatementLoad, text: string): EntryTemplate[] {
   const rows = Math.round(s.rowsPerCall);
-  const item = new StackItem(r.config, text, s.params ?? 0, rows, 1);
+  // A statement run inside another is a substatement of it (its id is at least 2).
+  const sub = s.nested ? 2 : 1;
+  const item = new StackItem(r.config, text, s.params ?? 0, rows, sub);
   if (s.kind === "UTILITY") {
     const cls = utilityClass(s.command ?? "");
+    // CALL: the procedure's FUNCTION entry comes first, then CALL's own (MISC) entry.
+    const functions = functionEntries(r, s, text, sub);
     if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");
-    return item.entries;
+    return [...functions, ...item.entries];
   }
   const cls = s.kind === "SELECT" ? "READ" : "WRITE";
   dmlEntries(r, item, cls, s.kind, s.relations);
-  return item.entries;
+  return [...item.entries, ...functionEntries(r, s, text, sub + 1)];
 }
 
 /** Splits a qualified name as quote_qualified_identifier printed it. */
@@ -203,20 +237,86 @@ export function fkCheckEntries(
   return item.entries;
 }
 
-/** FK checks a statement fires per call: [checked table, key columns, checks per call]. */
-export function fkChecksOf(
-  s: StatementLoad,
-  fks: ForeignKey[],
-): { table: string; columns: string[]; perCall: number }[] {
+/** The RI action query PostgreSQL runs per parent row for ON DELETE/UPDATE CASCADE or SET NULL/DEFAULT. */
+export function fkActionText(
+  action: "DELETE" | "UPDATE",
+  child: string,
+  columns: string[],
+  setTo = "NULL",
+): string {
+  const [schema, table] = splitQualified(child);
+  const where = columns.map((col, i) => `$${i + 1} OPERATOR(pg_catalog.=) ${q(col)}`).join(" AND ");
+  if (action === "DELETE") return `DELETE FROM ONLY ${q(schema)}.${q(table)} WHERE ${where}`;
+  const set = columns.map((col) => `${q(col)} = ${setTo}`).join(", ");
+  return `UPDATE ONLY ${q(schema)}.${q(table)} SET ${set} WHERE ${where}`;
+}
+
+/** Entries of one RI action (a cascade's DELETE, a SET NULL/DEFAULT's UPDATE of the child). */
+export function fkActionEntries(
+  r: Resolved,
+  action: "DELETE" | "UPDATE",
+  child: string,
+  columns: string[],
+  substatement: number,
+): EntryTemplate[] {
+  const text = fkActionText(action, child, columns);
+  const item = new StackItem(r.config, text, columns.length, 1, substatement);
+  dmlEntries(r, item, "WRITE", action, [
+    { relation: child, write: action, columns, ...(action === "UPDATE" ? { writtenColumns: columns } : {}) },
+  ]);
+  return item.entries;
+}
+
+/** One thing PostgreSQL's RI triggers run per affected row: a check, or a cascade's DELETE/UPDATE. */
+export interface FkAction {
+  kind: "check" | "DELETE" | "UPDATE";
+  table: string;
+  columns: string[];
+  perCall: number;
+}
+
+const changes = (written: string[] | undefined, keys: string[]): boolean =>
+  written === undefined || written.some((c) => keys.includes(c));
+
+/**
+ * What the RI triggers run per call, modelled from the catalog (ri_triggers.c): an INSERT checks
+ * each new row's parents; an UPDATE that sets a child's key columns re-checks (the server skips
+ * the check when the values did not change, unless the row was inserted in the same transaction:
+ * RI_FKey_fk_upd_check_required — both unknowable here, counted as a check); deleting or re-keying
+ * a parent row runs the child's ON DELETE / ON UPDATE action: NO ACTION and RESTRICT check the
+ * child, CASCADE deletes (or updates) its rows, SET NULL/DEFAULT updates them.
+ */
+export function fkChecksOf(s: StatementLoad, fks: ForeignKey[]): FkAction[] {
   if (s.fkChecksVisible === false) return [];
-  const out: { table: string; columns: string[]; perCall: number }[] = [];
+  const out: FkAction[] = [];
+  const perCall = s.rowsPerCall;
+  const parentAction = (fk: ForeignKey, action: ForeignKey["onDelete"], deleting: boolean): FkAction[] => {
+    const child = { table: fk.child, columns: fk.columns, perCall };
+    if (action === "cascade") return [{ kind: deleting ? "DELETE" : "UPDATE", ...child }];
+    if (action === "set null") return [{ kind: "UPDATE", ...child }];
+    // SET DEFAULT re-checks afterwards (ri_set runs the NO ACTION check).
+    if (action === "set default")
+      return [
+        { kind: "UPDATE", ...child },
+        { kind: "check", ...child },
+      ];
+    return [{ kind: "check", ...child }];
+  };
   for (const use of s.relations) {
     if (use.write === "INSERT")
       for (const fk of fks.filter((f) => f.child === use.relation))
-        out.push({ table: fk.parent, columns: fk.parentColumns, perCall: s.rowsPerCall });
+        out.push({ kind: "check", table: fk.parent, columns: fk.parentColumns, perCall });
+    if (use.write === "UPDATE") {
+      for (const fk of fks.filter((f) => f.child === use.relation && changes(use.writtenColumns, f.columns)))
+        out.push({ kind: "check", table: fk.parent, columns: fk.parentColumns, perCall });
+      for (const fk of fks.filter(
+        (f) => f.parent === use.relation && changes(use.writtenColumns, f.parentColumns),
+      ))
+        out.push(...parentAction(fk, fk.onUpdate, false));
+    }
     if (use.write === "DELETE")
       for (const fk of fks.filter((f) => f.parent === use.relation))
-        out.push({ table: fk.child, columns: fk.columns, perCall: s.rowsPerCall });
+        out.push(...parentAction(fk, fk.onDelete, true));
   }
   return out;
 }

@@ -63,11 +63,19 @@ export interface CatalogRelation {
   schema: string;
   name: string;
   columns: string[];
+  /** A view's base relations, qualified. */
+  viewOf?: string[];
+  /** A partitioned table's leaf partitions, qualified. */
+  partitions?: string[];
+  /** Columns leading an index. */
+  indexLeads?: string[];
 }
 
 /** Looks up a (possibly qualified) name the way search_path `"$user", public` would. */
 export interface RelationLookup {
   find(schema: string | null, name: string): CatalogRelation | undefined;
+  /** A user function or procedure by (possibly qualified) name, qualified as pgaudit prints it. */
+  findFunction?(schema: string | null, name: string): string | undefined;
 }
 
 /** `schema.name` as quote_qualified_identifier prints it (quotes only where needed). */
@@ -97,6 +105,7 @@ const RESERVED = new Set(
 );
 
 const UTILITY_MISC = new Set([
+  "call",
   "begin",
   "start",
   "commit",
@@ -156,6 +165,8 @@ export interface StatementShape {
   relations: RelationUse[];
   /** `$n` placeholders in the text. */
   placeholders: number;
+  /** User functions and procedures called (pgaudit's FUNCTION class), qualified. */
+  functions: string[];
 }
 
 const CATALOG_SCHEMAS = new Set(["pg_catalog", "information_schema"]);
@@ -177,8 +188,27 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
     merge: "UPDATE",
   };
   const kind = dml[first];
-  if (kind === undefined) return utilityShape(tokens, words, placeholders, lookup);
-  return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders };
+  const functions = functionCalls(tokens, lookup);
+  // Of utility statements only CALL executes what it names (DDL that mentions a function does not).
+  if (kind === undefined)
+    return {
+      ...utilityShape(tokens, words, placeholders, lookup),
+      functions: words[0] === "call" ? functions : [],
+    };
+  return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders, functions };
+}
+
+/** Names followed by `(` that are user functions: each is one FUNCTION entry per call. */
+function functionCalls(tokens: Token[], lookup: RelationLookup): string[] {
+  if (!lookup.findFunction) return [];
+  const out: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    if (!isName(tokens[i]) || tokens[i + 1]?.value !== "(") continue;
+    const qualified = tokens[i - 1]?.value === "." && isName(tokens[i - 2]);
+    const found = lookup.findFunction(qualified ? tokens[i - 2]!.value : null, tokens[i]!.value);
+    if (found) out.push(found);
+  }
+  return out;
 }
 
 function utilityShape(
@@ -186,12 +216,13 @@ function utilityShape(
   words: string[],
   placeholders: number,
   lookup: RelationLookup,
-): StatementShape {
+): Omit<StatementShape, "functions"> {
   const a = words[0] ?? "";
   const command = utilityTag(words.slice(0, 4));
   let utilityClass = "MISC";
   if (a === "set" || a === "reset") utilityClass = "MISC_SET";
-  else if (a === "do" || a === "call") utilityClass = "FUNCTION";
+  // CALL's own entry is MISC; the procedure's FUNCTION entry comes from functionCalls.
+  else if (a === "do") utilityClass = "FUNCTION";
   else if (a === "grant" || a === "revoke" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(command))
     utilityClass = "ROLE";
   else if (a === "truncate") utilityClass = "WRITE";
@@ -211,6 +242,9 @@ interface Resolved {
   columns: string[];
   catalog: boolean;
   next: number;
+  viewOf?: string[];
+  partitions?: string[];
+  indexLeads?: string[];
 }
 
 function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved | undefined {
@@ -237,7 +271,67 @@ function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved 
     columns: rel.columns,
     catalog: CATALOG_SCHEMAS.has(rel.schema),
     next,
+    ...(rel.viewOf ? { viewOf: rel.viewOf } : {}),
+    ...(rel.partitions ? { partitions: rel.partitions } : {}),
+    ...(rel.indexLeads ? { indexLeads: rel.indexLeads } : {}),
   };
+}
+
+const OTHER_AGGREGATES = new Set([
+  "count",
+  "sum",
+  "avg",
+  "array_agg",
+  "string_agg",
+  "json_agg",
+  "jsonb_agg",
+  "group",
+]);
+
+/**
+ * min()/max() of an indexed column, alone in its SELECT over one table: the planner answers it
+ * with an index scan in a subquery of its own (planagg.c), a copy of the table in the range
+ * table that pgaudit logs as one more READ. Planned so once the table is not tiny.
+ */
+function minMaxCopies(tokens: Token[], lookup: RelationLookup): RelationUse[] {
+  const out: RelationUse[] = [];
+  for (let i = 0; i + 3 < tokens.length; i++) {
+    const f = tokens[i]!;
+    if (f.type !== "ident" || (f.value !== "max" && f.value !== "min") || tokens[i + 1]?.value !== "(")
+      continue;
+    const column = tokens[i + 2];
+    if (!isName(column) || tokens[i + 3]?.value !== ")") continue;
+    let j = i + 4;
+    while (j < tokens.length && tokens[j]!.value !== "from") {
+      if (OTHER_AGGREGATES.has(tokens[j]!.value)) break;
+      j++;
+    }
+    if (tokens[j]?.value !== "from") continue;
+    const rel = resolve(tokens, j + 1, lookup);
+    if (!rel?.indexLeads?.includes(column.value)) continue;
+    // One table only: the next token ends the FROM list.
+    const after = tokens[rel.next]?.value ?? "";
+    if (after === "," || after === "join") continue;
+    if (tokens.slice(rel.next).some((t) => t.value === "group")) continue;
+    out.push({ relation: rel.name, columns: [column.value] });
+  }
+  return out;
+}
+
+/**
+ * What PostgreSQL 15 adds to the range table pgaudit walks: a view's second entry (no
+ * privileges) and its base relations (checked as the view's owner); a scanned partitioned
+ * table's partitions (no privileges). An INSERT routes to partitions without listing them.
+ */
+function plannerRelations(rel: Resolved, write: RelationUse["write"]): RelationUse[] {
+  if (rel.viewOf)
+    return [
+      { relation: rel.name, objectType: "VIEW", plannerAdded: true },
+      ...rel.viewOf.map((relation) => ({ relation })),
+    ];
+  if (rel.partitions && write !== "INSERT")
+    return rel.partitions.map((relation) => ({ relation, plannerAdded: true }));
+  return [];
 }
 
 const CLAUSE_END = new Set([
@@ -263,18 +357,20 @@ const CLAUSE_END = new Set([
 function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLookup): RelationUse[] {
   const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
   const star = tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
-  const found = new Map<string, RelationUse>();
+  // One entry per range-table entry: a table named twice (an UPDATE's target read again in a
+  // subquery, a self-join) is two, and pgaudit logs each.
+  const found: RelationUse[] = [];
   const add = (rel: Resolved, write?: RelationUse["write"], written?: string[]): void => {
     const read = star ? undefined : rel.columns.filter((c) => identifiers.has(c));
-    const prior = found.get(rel.name);
-    const use: RelationUse = {
+    found.push({
       relation: rel.name,
       ...(write ? { write } : {}),
       ...(read ? { columns: read } : {}),
       ...(written ? { writtenColumns: written } : {}),
       ...(rel.catalog ? { catalog: true } : {}),
-    };
-    if (!prior || write) found.set(rel.name, { ...prior, ...use });
+      ...(rel.viewOf ? { objectType: "VIEW" as const } : {}),
+    });
+    found.push(...plannerRelations(rel, write));
   };
 
   for (let i = 0; i < tokens.length; i++) {
@@ -312,7 +408,8 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
       }
     }
   }
-  return [...found.values()];
+  found.push(...minMaxCopies(tokens, lookup));
+  return found;
 }
 
 function setColumns(tokens: Token[], columns: string[]): string[] {
@@ -346,5 +443,28 @@ export function withConstants(sql: string, length: number): string {
     out += sql.slice(at, token.start) + constant;
     at = token.end;
   }
+  return out + sql.slice(at);
+}
+
+/**
+ * The text with its `$n` placeholders replaced by constants sized so the whole text is `bytes`
+ * long (UTF-8) and holds `quotes` more double quotes than the placeholders' text: what the
+ * statement looked like as it ran (measured on pg_stat_activity), without keeping its values.
+ */
+export function withConstantBytes(sql: string, bytes: number, quotes: number): string {
+  const params = lexSql(sql).filter((t) => t.kind === "parameter");
+  if (params.length === 0) return sql;
+  const fixed = Buffer.byteLength(sql) - params.reduce((n, t) => n + (t.end - t.start), 0);
+  const per = Math.max(1, (bytes - fixed) / params.length);
+  let out = "";
+  let at = 0;
+  let quotesLeft = Math.max(0, Math.round(quotes));
+  params.forEach((t, i) => {
+    const length = Math.max(1, Math.round((i + 1) * per) - Math.round(i * per));
+    const q = Math.min(quotesLeft, length);
+    quotesLeft -= q;
+    out += sql.slice(at, t.start) + '"'.repeat(q) + "9".repeat(length - q);
+    at = t.end;
+  });
   return out + sql.slice(at);
 }

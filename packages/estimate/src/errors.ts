@@ -5,11 +5,10 @@
 
 export class EstimateError extends Error {
   override readonly name: string = "EstimateError";
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
+  readonly code: string;
+  constructor(code: string, message: string) {
     super(message);
+    this.code = code;
   }
 }
 

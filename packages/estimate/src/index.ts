@@ -9,6 +9,7 @@ export {
   type NoiseKind,
   sampledStatement,
 } from "./advise.ts";
+export { overheadBasis } from "./calibration-note.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
   type ArchiveCost,
@@ -65,7 +66,13 @@ export {
   type SensitiveTable,
 } from "./recommend.ts";
 export { expandPrefix, type RecordFields, recordBytes, renderRecord, TYPICAL_QUERY_ID } from "./render.ts";
-export { DEFAULT_INTERVAL_MS, type SampleOptions, sampleWorkload, type WorkloadSample } from "./sample.ts";
+export {
+  DEFAULT_INTERVAL_MS,
+  MODELLED_MISSES,
+  type SampleOptions,
+  sampleWorkload,
+  type WorkloadSample,
+} from "./sample.ts";
 export { showSetting } from "./show-setting.ts";
 export type * from "./types.ts";
 export { auditConfigSchema, DEFAULT_LOG_CONTEXT, parseWorkload, workloadSchema } from "./workload-schema.ts";

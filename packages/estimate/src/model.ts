@@ -4,12 +4,13 @@
  */
 import {
   type EntryTemplate,
+  fkActionEntries,
   fkCheckEntries,
   fkChecksOf,
   resolveConfig,
   statementEntries,
 } from "./_entries.ts";
-import { withConstants } from "./_sql.ts";
+import { withConstantBytes, withConstants } from "./_sql.ts";
 import { sessionClasses } from "./configs.ts";
 import { type CostOptions, costOf } from "./cost.ts";
 import { type OverheadCalibration, overheadRange } from "./overhead.ts";
@@ -46,6 +47,9 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
   const r = resolveConfig(config);
   const out: Stream[] = [];
   const explainedInserts = new Map<string, number>();
+  // Counted: the server's own nested statements (RI checks and actions, function and trigger
+  // bodies) are in the workload with their calls; nothing of them is modelled on top.
+  const counted = workload.nestedStatements === "counted";
   for (const s of workload.statements) {
     const text = loggedText(s, workload.log);
     const write = s.kind === "INSERT" || s.kind === "UPDATE" || s.kind === "DELETE";
@@ -53,12 +57,16 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
       entries: statementEntries(r, s, text),
       perSec: s.callsPerSec,
       commandTag: tagOf(s),
-      xid: write,
+      xid: write || s.nested === true,
     });
+    if (counted) continue;
     let sub = 2;
     for (const fk of fkChecksOf(s, workload.foreignKeys)) {
       out.push({
-        entries: fkCheckEntries(r, fk.table, fk.columns, sub++),
+        entries:
+          fk.kind === "check"
+            ? fkCheckEntries(r, fk.table, fk.columns, sub++)
+            : fkActionEntries(r, fk.kind, fk.table, fk.columns, sub++),
         perSec: s.callsPerSec * fk.perCall,
         commandTag: tagOf(s),
         xid: true,
@@ -72,7 +80,7 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
         );
   }
   // Rows inserted that no statement explains (COPY, triggers, functions) still fire FK checks.
-  for (const [table, rate] of Object.entries(workload.tableInsertsPerSec ?? {})) {
+  for (const [table, rate] of Object.entries(counted ? {} : (workload.tableInsertsPerSec ?? {}))) {
     const extra = rate - (explainedInserts.get(table) ?? 0);
     if (extra <= rate * 0.05) continue;
     for (const fk of workload.foreignKeys.filter((f) => f.child === table))
@@ -90,8 +98,12 @@ const tagOf = (s: StatementLoad): string => (s.kind === "UTILITY" ? (s.command ?
 
 /** The text pgaudit logs: constants where pg_stat_statements shows `$n`, unless they are real parameters. */
 function loggedText(s: StatementLoad, log: LogContext): string {
-  return (s.params ?? 0) > 0 ? s.text : withConstants(s.text, log.constantLength);
+  if ((s.params ?? 0) > 0) return s.text;
+  if (s.observed) return withConstantBytes(s.text, s.observed.bytes, s.observed.quotes - quotesIn(s.text));
+  return withConstants(s.text, log.constantLength);
 }
+
+const quotesIn = (text: string): number => text.split('"').length - 1;
 
 /** pgaudit's append_valid_csv: quoted (quotes doubled) when the value holds `,` `"` CR or LF. */
 export function auditCsv(value: string): string {

@@ -4,8 +4,9 @@
  * columns and foreign keys; pg_settings gives the log format and the current pgAudit setup.
  * Works without pg_stat_statements (coarser, and says so) and names missing privileges.
  */
-import pg from "pg";
+import type pg from "pg";
 import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
+import { newPgClient } from "./_pg.ts";
 import {
   blindSampleError,
   grantSql,
@@ -19,13 +20,16 @@ import {
   type StatementVisibility,
   unreadableSettings,
 } from "./_privileges.ts";
+import { riStatement } from "./_ri.ts";
 import { analyzeStatement, qualifiedName } from "./_sql.ts";
+import { nestedTracking } from "./_track-nested.ts";
 import { sampleError } from "./errors.ts";
 import type {
   AuditConfig,
   Grant,
   LogContext,
   LogDestinationName,
+  NestedTracking,
   Privilege,
   StatementLoad,
   Workload,
@@ -40,6 +44,14 @@ export interface SampleOptions {
   onProgress?: (elapsedMs: number, totalMs: number) => void;
   /** Printed length of a constant standing for a `$n` in normalized statements; default 4. */
   constantLength?: number;
+  /**
+   * Switch `pg_stat_statements.track` to `all` for the sample (ALTER SYSTEM + reload, put back
+   * afterwards, also on error or abort) so statements run inside others are counted. Needs a
+   * superuser; without this, a server already tracking `all` is counted as it is.
+   */
+  trackNested?: boolean;
+  /** Ends the sampling wait early (Ctrl-C): the setting is put back and the sample fails. */
+  signal?: AbortSignal;
 }
 
 /** What a sample found, with the workload the model runs on. */
@@ -55,9 +67,15 @@ export interface WorkloadSample {
   currentConfig: AuditConfig;
   /** Whether per-statement rates came from pg_stat_statements (false: estimated from table statistics). */
   statementStats: boolean;
+  /** Whether statements run inside others were counted (see Workload.nestedStatements) and why not. */
+  nested?: NestedTracking;
   /** What could not be read and what that costs in accuracy. */
   warnings: string[];
 }
+
+/** What a modelled estimate may miss, said wherever it is printed. */
+export const MODELLED_MISSES =
+  "statements inside functions, procedures and triggers, foreign-key checks PostgreSQL skips or repeats (an UPDATE that leaves the key unchanged, a row updated in the transaction that inserted it), and cascades' row counts";
 
 export const DEFAULT_INTERVAL_MS = 60_000;
 
@@ -76,6 +94,8 @@ const SETTINGS = [
 interface StatRow {
   key: string;
   userid: string;
+  queryid: string;
+  toplevel: boolean;
   query: string;
   calls: number;
   rows: number;
@@ -88,20 +108,49 @@ interface Snapshot {
   hiddenCalls: Map<string, number>;
   tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
   xacts: number;
+  /** pg_stat_statements_info.dealloc (14+): how often it evicted rows to make room; null when unknown. */
+  evictions: number | null;
   sessions: number;
 }
 
 const tagged = (sql: string): string => `${sql} ${SAMPLER_TAG}`;
 
-async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snapshot> {
+/**
+ * Reads pg_stat_statements: top-level rows, and with `nested` the rows of statements run inside
+ * others too. `toplevel` exists from PostgreSQL 14 on; before, nested calls of a statement are
+ * merged into its row and `nested` is never asked for.
+ */
+async function snapshot(
+  client: pg.Client,
+  useStatements: boolean,
+  columns: { toplevel: boolean; nested: boolean },
+): Promise<Snapshot> {
+  // One transaction: the reads are one more transaction in the counts, not three.
+  await client.query(tagged("BEGIN"));
+  try {
+    const s = await readSnapshot(client, useStatements, columns);
+    await client.query(tagged("COMMIT"));
+    return s;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  }
+}
+
+async function readSnapshot(
+  client: pg.Client,
+  useStatements: boolean,
+  columns: { toplevel: boolean; nested: boolean },
+): Promise<Snapshot> {
   let statements: Map<string, StatRow> | null = null;
   const hiddenCalls = new Map<string, number>();
   if (useStatements) {
+    const toplevel = columns.toplevel ? "toplevel" : "true";
     const res = await client.query(
       tagged(`SELECT userid::text AS userid, queryid::text AS queryid, query, calls::float8 AS calls, rows::float8 AS rows,
-                     total_exec_time AS time
+                     total_exec_time AS time, ${toplevel} AS toplevel
                 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                 AND toplevel`),
+                 ${columns.nested ? "" : `AND ${toplevel}`}`),
     );
     statements = new Map();
     for (const r of res.rows) {
@@ -109,10 +158,12 @@ async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snap
         hiddenCalls.set(r.userid, (hiddenCalls.get(r.userid) ?? 0) + r.calls);
         continue;
       }
-      const key = `${r.userid}:${r.queryid}`;
+      const key = `${r.userid}:${r.queryid}:${r.toplevel}`;
       statements.set(key, {
         key,
         userid: r.userid,
+        queryid: r.queryid,
+        toplevel: r.toplevel,
         query: r.query ?? "",
         calls: r.calls,
         rows: r.rows,
@@ -131,7 +182,26 @@ async function snapshot(client: pg.Client, useStatements: boolean): Promise<Snap
     tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, coalesce(sessions, 0)::float8 AS s
               FROM pg_stat_database WHERE datname = current_database()`),
   );
-  return { statements, hiddenCalls, tables, xacts: d.rows[0]?.x ?? 0, sessions: d.rows[0]?.s ?? 0 };
+  let evictions: number | null = null;
+  if (useStatements) {
+    // A savepoint: the view does not exist before 14, and the snapshot's transaction must go on.
+    await client.query(tagged("SAVEPOINT info"));
+    try {
+      const e = await client.query(tagged("SELECT dealloc::float8 AS n FROM pg_stat_statements_info"));
+      evictions = e.rows[0]?.n ?? null;
+      await client.query(tagged("RELEASE SAVEPOINT info"));
+    } catch {
+      await client.query(tagged("ROLLBACK TO SAVEPOINT info"));
+    }
+  }
+  return {
+    statements,
+    hiddenCalls,
+    tables,
+    xacts: d.rows[0]?.x ?? 0,
+    sessions: d.rows[0]?.s ?? 0,
+    evictions,
+  };
 }
 
 async function readSettings(client: pg.Client): Promise<Record<string, string>> {
@@ -267,6 +337,7 @@ function statementLoads(
   seconds: number,
   catalog: Catalog,
   visible: (userid: string, parent: string) => boolean,
+  observed: Observed,
 ): { loads: StatementLoad[]; time: number; calls: number; visibility: StatementVisibility } {
   const lookup = catalogLookup(catalog);
   const loads: StatementLoad[] = [];
@@ -277,15 +348,30 @@ function statementLoads(
     const prev = before.statements?.get(key);
     const dc = delta(prev?.calls ?? 0, now.calls);
     if (dc <= 0) continue;
+    // A nested statement's time is inside the statement that ran it: counted once, at the top.
+    if (now.toplevel) time += delta(prev?.time ?? 0, now.time);
+    const ri = now.toplevel ? null : riStatement(now.query);
+    if (ri) {
+      loads.push({
+        text: ri.text,
+        callsPerSec: dc / seconds,
+        kind: ri.kind,
+        relations: [ri.relation],
+        rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
+        params: ri.params,
+        nested: true,
+      });
+      continue;
+    }
     const shape = analyzeStatement(now.query, lookup);
+    const seen = now.toplevel ? observed.get(now.queryid) : undefined;
     const inserted = shape.relations
       .filter((r) => r.write === "INSERT" || r.write === "DELETE")
       .map((r) => r.relation);
     const fkParents = catalog.foreignKeys.filter(
       (f) => inserted.includes(f.child) || inserted.includes(f.parent),
     );
-    time += delta(prev?.time ?? 0, now.time);
-    calls += dc;
+    if (now.toplevel) calls += dc;
     loads.push({
       text: now.query,
       callsPerSec: dc / seconds,
@@ -293,11 +379,17 @@ function statementLoads(
       ...(shape.kind === "UTILITY" ? { command: shape.command } : {}),
       relations: shape.relations,
       rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
+      ...(shape.functions.length > 0 ? { functions: shape.functions } : {}),
+      ...(seen && shape.placeholders > 0
+        ? { observed: { bytes: seen.bytes / seen.n, quotes: seen.quotes / seen.n } }
+        : {}),
+      ...(now.toplevel ? {} : { nested: true }),
       ...(fkParents.length > 0 && !fkParents.every((f) => visible(now.userid, f.parent))
         ? { fkChecksVisible: false }
         : {}),
     });
   }
+  dropInvisibleChecks(loads, catalog);
   let hiddenCalls = 0;
   let hiddenRoles = 0;
   for (const [userid, now] of after.hiddenCalls) {
@@ -306,6 +398,65 @@ function statementLoads(
     if (d > 0) hiddenRoles++;
   }
   return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles } };
+}
+
+const TRANSACTION_CONTROL: Record<string, RegExp> = {
+  BEGIN: /^\s*(BEGIN|START\s+TRANSACTION)\s*;?\s*$/i,
+  COMMIT: /^\s*(COMMIT|END)\s*;?\s*$/i,
+};
+
+/**
+ * BEGIN and COMMIT sent through the extended protocol (prepared, as drivers and pgbench -M
+ * prepared do): pg_stat_statements 1.10 (PostgreSQL 15) zeroes a utility statement's query id
+ * after its first run, so a prepared one is counted once per session, not per call. Sessions
+ * were seen inside transaction blocks and the row grew by no more than the sessions could
+ * explain: its rate is the transaction rate. Returns the commands so adjusted.
+ */
+function preparedTransactionControl(
+  before: Snapshot,
+  after: Snapshot,
+  loads: StatementLoad[],
+  xactsPerSec: number,
+  seconds: number,
+  bound: number,
+): string[] {
+  const fixed: string[] = [];
+  for (const [command, pattern] of Object.entries(TRANSACTION_CONTROL)) {
+    const rows = [...(after.statements?.values() ?? [])].filter((r) => r.toplevel && pattern.test(r.query));
+    if (rows.length === 0) continue;
+    const calls = rows.reduce((n, r) => n + delta(before.statements?.get(r.key)?.calls ?? 0, r.calls), 0);
+    if (calls > bound || calls / seconds >= xactsPerSec * 0.5) continue;
+    const text = rows[0]!.query;
+    const existing = loads.find((l) => l.text === text && l.kind === "UTILITY");
+    if (existing) existing.callsPerSec = xactsPerSec;
+    else
+      loads.push({ text, callsPerSec: xactsPerSec, kind: "UTILITY", command, relations: [], rowsPerCall: 0 });
+    fixed.push(command);
+  }
+  return fixed;
+}
+
+/**
+ * Counted RI checks run as the table's owner, so pg_stat_statements cannot say whose statement
+ * fired them; pgaudit logs them only for a session user who is a member of the parent's owner.
+ * A check of a parent whose every top-level inserter is not such a member is dropped, as the
+ * model would not have fired it.
+ */
+function dropInvisibleChecks(loads: StatementLoad[], catalog: Catalog): void {
+  for (let i = loads.length - 1; i >= 0; i--) {
+    const l = loads[i]!;
+    const checked = l.relations[0];
+    if (!l.nested || l.kind !== "SELECT" || !checked?.locked) continue;
+    const children = new Set(
+      catalog.foreignKeys.filter((f) => f.parent === checked.relation).map((f) => f.child),
+    );
+    const firing = loads.filter(
+      (s) =>
+        !s.nested &&
+        s.relations.some((r) => (r.write === "INSERT" || r.write === "UPDATE") && children.has(r.relation)),
+    );
+    if (firing.length > 0 && firing.every((s) => s.fkChecksVisible === false)) loads.splice(i, 1);
+  }
 }
 
 /** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
@@ -362,6 +513,42 @@ function tableLoads(before: Snapshot, after: Snapshot, seconds: number, catalog:
   return out;
 }
 
+/** How often the sampler looks at pg_stat_activity (running statements' sizes, active clients). */
+const ACTIVITY_POLL_MS = 250;
+/** How long one polling transaction lasts before the sampler commits and begins another. */
+const POLL_TRANSACTION_MS = 5_000;
+
+/** Per query id: sums of the running texts' bytes and double quotes, and how many were seen. */
+type Observed = Map<string, { bytes: number; quotes: number; n: number }> & { unavailable?: boolean };
+
+/**
+ * The sizes of the statements other sessions are running (pg_stat_activity.query, PostgreSQL
+ * 14+ with query ids): pg_stat_statements keeps only the text with constants replaced by `$n`,
+ * and a JSON literal is many times longer than `$1`. Only sizes leave the server, never text.
+ */
+async function observeTexts(client: pg.Client, observed: Observed): Promise<void> {
+  if (observed.unavailable) return;
+  try {
+    const r = await client.query(
+      tagged(`SELECT query_id::text AS q, octet_length(query)::float8 AS b,
+                     (octet_length(query) - octet_length(replace(query, '"', '')))::float8 AS d
+                FROM pg_stat_activity
+               WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'
+                 AND query_id IS NOT NULL AND query_id <> 0
+                 AND octet_length(query) < (SELECT setting::int - 1 FROM pg_settings WHERE name = 'track_activity_query_size')`),
+    );
+    for (const row of r.rows) {
+      const o = observed.get(row.q) ?? { bytes: 0, quotes: 0, n: 0 };
+      o.bytes += row.b;
+      o.quotes += row.d;
+      o.n += 1;
+      observed.set(row.q, o);
+    }
+  } catch {
+    observed.unavailable = true;
+  }
+}
+
 /** Whether pg_stat_statements can be read, and why not (what it hides is counted over the sample). */
 async function statementsAvailable(client: pg.Client, warnings: string[]): Promise<boolean> {
   try {
@@ -386,14 +573,22 @@ async function statementsAvailable(client: pg.Client, warnings: string[]): Promi
   }
 }
 
-async function sleep(ms: number): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, ms));
+async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** Samples the database: two reads `intervalMs` apart. The connection's password is never logged or returned. */
 export async function sampleWorkload(options: SampleOptions = {}): Promise<WorkloadSample> {
   const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
-  const client = new pg.Client(
+  const client = await newPgClient(
     typeof options.connection === "string"
       ? { connectionString: options.connection }
       : (options.connection ?? {}),
@@ -430,24 +625,62 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     );
     const config = await currentConfig(client, settings);
 
-    const before = await snapshot(client, useStatements);
-    const started = Date.now();
-    options.onProgress?.(0, interval);
+    const nested = await nestedTracking(client, {
+      statements: useStatements,
+      requested: options.trackNested ?? false,
+      tag: tagged,
+    });
+    const columns = { toplevel: nested.toplevelColumn, nested: nested.tracking.mode === "counted" };
+    let before: Snapshot;
+    let after: Snapshot;
+    let started: number;
     const clientCounts: number[] = [];
     let clientsHidden = false;
-    while (Date.now() - started < interval) {
-      await sleep(Math.min(1000, interval - (Date.now() - started)));
-      const a = await client.query(
-        tagged(`SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND state NOT IN ('idle'))::int AS n,
-                       count(*) FILTER (WHERE backend_type IS NULL AND query = '${HIDDEN_QUERY}'
-                                          AND usename IS NOT NULL)::int AS hidden
-                  FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()`),
-      );
-      clientCounts.push(a.rows[0].n);
-      if (a.rows[0].hidden > 0) clientsHidden = true;
-      options.onProgress?.(Math.min(interval, Date.now() - started), interval);
+    const observed: Observed = new Map();
+    let transactionBlocksSeen = false;
+    let inTransaction = false;
+    try {
+      before = await snapshot(client, useStatements, columns);
+      started = Date.now();
+      // The polls run in a transaction so the sampler adds one every few seconds, not four a
+      // second, to the transactions it counts (renewed so no transaction_timeout ends it); each
+      // poll clears the statistics snapshot the transaction caches.
+      await client.query(tagged("BEGIN"));
+      inTransaction = true;
+      let began = Date.now();
+      options.onProgress?.(0, interval);
+      while (Date.now() - started < interval) {
+        if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
+        await sleep(Math.min(ACTIVITY_POLL_MS, interval - (Date.now() - started)), options.signal);
+        if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
+        if (Date.now() - began > POLL_TRANSACTION_MS) {
+          await client.query(tagged("COMMIT"));
+          await client.query(tagged("BEGIN"));
+          began = Date.now();
+        }
+        await client.query(tagged("SELECT pg_stat_clear_snapshot()"));
+        const a = await client.query(
+          tagged(`SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND state NOT IN ('idle'))::int AS n,
+                         count(*) FILTER (WHERE backend_type IS NULL AND query = '${HIDDEN_QUERY}'
+                                            AND usename IS NOT NULL)::int AS hidden,
+                         count(*) FILTER (WHERE backend_type = 'client backend' AND (state = 'idle in transaction'
+                                            OR (state = 'active' AND xact_start < query_start)))::int AS in_block
+                    FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()`),
+        );
+        clientCounts.push(a.rows[0].n);
+        if (a.rows[0].hidden > 0) clientsHidden = true;
+        if (a.rows[0].in_block > 0) transactionBlocksSeen = true;
+        if (useStatements) await observeTexts(client, observed);
+        options.onProgress?.(Math.min(interval, Date.now() - started), interval);
+      }
+      await client.query(tagged("COMMIT"));
+      inTransaction = false;
+      after = await snapshot(client, useStatements, columns);
+    } finally {
+      if (inTransaction) await client.query("ROLLBACK").catch(() => {});
+      // Put back before anything else can fail; on error or abort too.
+      await nested.restore();
     }
-    const after = await snapshot(client, useStatements);
     const seconds = (Date.now() - started) / 1000;
 
     const owners = new Map(catalog.tables.map((t) => [t.qualified, t.owner]));
@@ -467,12 +700,31 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     let statements: StatementLoad[];
     let meanStatementMs: number | undefined;
     if (useStatements) {
-      const s = statementLoads(before, after, seconds, catalog, visible);
+      const s = statementLoads(before, after, seconds, catalog, visible, observed);
       if (s.visibility.hiddenCalls > 0 && s.visibility.visibleCalls === 0)
         throw blindSampleError(s.visibility, privileges, unreadable);
       const hidden = hiddenStatementsWarning(s.visibility, privileges);
       if (hidden) warnings.push(hidden);
       statements = s.loads;
+      if (before.evictions !== null && after.evictions !== null && after.evictions > before.evictions)
+        warnings.push(
+          `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
+        );
+      if (transactionBlocksSeen) {
+        const bound = Math.max(1, ...clientCounts) + delta(before.sessions, after.sessions) + 1;
+        const fixed = preparedTransactionControl(
+          before,
+          after,
+          statements,
+          delta(before.xacts, after.xacts) / seconds,
+          seconds,
+          bound,
+        );
+        if (fixed.length > 0)
+          warnings.push(
+            `${fixed.join(" and ")} ran as prepared statements, which pg_stat_statements (PostgreSQL 15) counts once per session: taken as one per transaction`,
+          );
+      }
       meanStatementMs = s.calls > 0 ? s.time / s.calls : undefined;
       notes.push(
         `pg_stat_statements over ${seconds.toFixed(1)} s: ${statements.length} statements${hidden ? " (others hidden from this role)" : ""}`,
@@ -491,9 +743,18 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     }
     // Hidden sessions' state is unknown, so the count of active clients is too.
     const clients = clientCounts.length > 0 && !clientsHidden ? Math.max(...clientCounts) : 0;
+    if (nested.tracking.mode === "modelled")
+      notes.push(
+        `modelled: statements run inside others are derived from the catalog (${nested.tracking.reason}); may miss ${MODELLED_MISSES}`,
+      );
+    else
+      notes.push(
+        `counted: statements run inside others come from pg_stat_statements (${nested.tracking.reason})`,
+      );
     const workload: Workload = {
       transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
       statements,
+      nestedStatements: nested.tracking.mode,
       foreignKeys: catalog.foreignKeys,
       tableInsertsPerSec,
       sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
@@ -511,6 +772,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       settings,
       currentConfig: config,
       statementStats: useStatements,
+      nested: nested.tracking,
       warnings,
     };
   } catch (error) {

@@ -1,4 +1,4 @@
-import pg from "pg";
+import { newPgClient } from "./_pg.ts";
 import { sampleError } from "./errors.ts";
 
 /** How long to wait for the server before giving up (the caller is starting up). */
@@ -10,7 +10,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * EstimateErrors that never carry the connection string.
  */
 export async function showSetting(connection: string | undefined, name: string): Promise<string> {
-  const client = new pg.Client({
+  const client = await newPgClient({
     ...(connection ? { connectionString: connection } : {}),
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });

@@ -26,6 +26,14 @@ export interface RelationUse {
   locked?: boolean;
   /** A pg_catalog / information_schema relation (filtered out unless log_catalog is on). */
   catalog?: boolean;
+  /** pgaudit's object type when not TABLE (a view prints VIEW). */
+  objectType?: "VIEW";
+  /**
+   * A relation the planner added without privileges to check (PostgreSQL 15: a view's second
+   * range-table entry, the partitions a scan of a partitioned table reaches): pgaudit logs it
+   * with log_relation as `MISC,???` (so only with MISC on), never in object mode.
+   */
+  plannerAdded?: boolean;
 }
 
 /** One distinct statement of the workload (a pg_stat_statements row, or a line of a workload file). */
@@ -43,6 +51,18 @@ export interface StatementLoad {
   params?: number;
   /** Whether the session user may see foreign-key checks this statement fires (member of the parent's owner); default true. */
   fkChecksVisible?: boolean;
+  /**
+   * The text as it ran, measured on pg_stat_activity (mean UTF-8 bytes and double quotes): the
+   * constants pg_stat_statements replaced by `$n` are sized to match. Only sizes are kept.
+   */
+  observed?: { bytes: number; quotes: number };
+  /** User functions and procedures it calls (one FUNCTION entry each per call of the statement). */
+  functions?: string[];
+  /**
+   * Run inside another statement (pg_stat_statements.track = 'all', toplevel false): a foreign-key
+   * check or cascade, a statement of a function, procedure or trigger. Logged as a substatement.
+   */
+  nested?: boolean;
 }
 
 /** A foreign key: inserting a child row runs one check query against the parent. */
@@ -55,7 +75,13 @@ export interface ForeignKey {
   columns: string[];
   /** Referenced columns, in the same order. */
   parentColumns: string[];
+  /** What deleting a parent row does (default no action: a check of the child per row). */
+  onDelete?: FkAction;
+  /** What changing a parent's key does (default no action). */
+  onUpdate?: FkAction;
 }
+
+export type FkAction = "no action" | "restrict" | "cascade" | "set null" | "set default";
 
 export type LogDestinationName = "csvlog" | "jsonlog" | "stderr" | "syslog";
 
@@ -92,6 +118,16 @@ export interface LogContext {
   constantLength: number;
 }
 
+/** How statements run inside others got into the estimate. */
+export interface NestedTracking {
+  /** `counted`: from pg_stat_statements; `modelled`: derived from the catalog. */
+  mode: "counted" | "modelled";
+  /** Why, in a sentence the output prints. */
+  reason: string;
+  /** Whether the sampler changed pg_stat_statements.track for the sample (and put it back). */
+  changed: boolean;
+}
+
 /** The workload the estimate runs on. */
 export interface Workload {
   /** Committed and rolled back transactions per second. */
@@ -107,6 +143,13 @@ export interface Workload {
   /** Mean server time per statement in ms (pg_stat_statements), for the overhead model. */
   meanStatementMs?: number;
   log: LogContext;
+  /**
+   * Where the statements run inside others come from: `counted` (pg_stat_statements tracked
+   * nested statements and they are in `statements`), or `modelled` (foreign-key checks and
+   * cascades derived from the catalog; statements inside functions and triggers are not seen).
+   * Absent means modelled.
+   */
+  nestedStatements?: "counted" | "modelled";
   /** How the workload was obtained and what it could not see. */
   notes: string[];
 }

@@ -15,6 +15,8 @@ const relationUse = z.object({
   writtenColumns: z.array(z.string()).optional(),
   locked: z.boolean().optional(),
   catalog: z.boolean().optional(),
+  objectType: z.enum(["VIEW"]).optional(),
+  plannerAdded: z.boolean().optional(),
 });
 
 const statement = z.object({
@@ -29,6 +31,12 @@ const statement = z.object({
   rowsPerCall: z.number().nonnegative().default(1),
   params: z.number().int().nonnegative().optional(),
   fkChecksVisible: z.boolean().optional(),
+  observed: z.object({ bytes: z.number().nonnegative(), quotes: z.number().nonnegative() }).optional(),
+  functions: z.array(z.string()).optional(),
+  nested: z
+    .boolean()
+    .optional()
+    .describe("Run inside another statement (an RI check, a function's statement)"),
 });
 
 const foreignKey = z.object({
@@ -36,6 +44,8 @@ const foreignKey = z.object({
   parent: z.string().min(1),
   columns: z.array(z.string()).min(1),
   parentColumns: z.array(z.string()).min(1),
+  onDelete: z.enum(["no action", "restrict", "cascade", "set null", "set default"]).optional(),
+  onUpdate: z.enum(["no action", "restrict", "cascade", "set null", "set default"]).optional(),
 });
 
 /** A planner's defaults: TCP clients, no query ids, csvlog. */
@@ -86,6 +96,7 @@ export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   clients: z.number().int().nonnegative().optional(),
   meanStatementMs: z.number().nonnegative().optional(),
   log: logContext.default(() => ({ ...DEFAULT_LOG_CONTEXT })),
+  nestedStatements: z.enum(["counted", "modelled"]).optional(),
   notes: z.array(z.string()).default([]),
 }) as unknown as z.ZodType<Workload, unknown>;
 

@@ -3,7 +3,7 @@
  * lock-step with a session's repeating cycle of statements.
  */
 import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
-import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 
 describe("sampledStatement", () => {
@@ -28,25 +28,14 @@ describe("sampledStatement", () => {
 describe("AdviceTally with a weight", () => {
   it("counts each added entry as `weight` entries and `weight` times its bytes", () => {
     // A hand-made entry (not a log line): the tally's arithmetic only.
-    const entry = {
-      auditType: "SESSION",
-      statementId: 1,
-      substatementId: 1,
+    const entry = auditEntry({
       class: "MISC",
       command: "BEGIN",
       objectType: "",
       objectName: "",
       statement: "BEGIN",
-      parameter: "<not logged>",
-      rows: null,
-    } as AuditEntry;
-    const record = {
-      size: 100,
-      timestamp: null,
-      user: "app",
-      sessionId: "s",
-      pid: 1,
-    } as unknown as LogRecord;
+    });
+    const record = logRecord({ size: 100, user: "app", sessionId: "s", pid: 1 });
     const tally = new AdviceTally({ weight: 32 });
     tally.add(entry, record);
     const advice = tally.advice();

@@ -16,8 +16,11 @@ export const OVERFLOW_LABEL = "other";
 export class CappedTally {
   readonly map: Map<string, Tally> = new Map();
   readonly overflow: Tally = { entries: 0, bytes: 0 };
+  readonly limit: number;
 
-  constructor(readonly limit: number = CAPPED_KEYS) {}
+  constructor(limit: number = CAPPED_KEYS) {
+    this.limit = limit;
+  }
 
   /** The tally of `key`, or the overflow tally once `limit` keys are held; the caller adds to it. */
   slot(key: string): Tally {
@@ -37,8 +40,11 @@ export class CappedTally {
  */
 export class LabelCap {
   private readonly seen = new Set<string>();
+  readonly limit: number;
 
-  constructor(readonly limit: number) {}
+  constructor(limit: number) {
+    this.limit = limit;
+  }
 
   value(value: string): string {
     if (this.seen.has(value)) return value;

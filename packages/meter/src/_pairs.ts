@@ -12,8 +12,11 @@ export class PairTally {
   readonly byClass: Map<string, Map<string, Tally>> = new Map();
   readonly overflow: Tally = { entries: 0, bytes: 0 };
   private pairs = 0;
+  readonly limit: number;
 
-  constructor(readonly limit: number = CAPPED_KEYS) {}
+  constructor(limit: number = CAPPED_KEYS) {
+    this.limit = limit;
+  }
 
   slot(cls: string, auditType: string): Tally {
     let inner = this.byClass.get(cls);

@@ -43,8 +43,10 @@ export class TopN {
   private displaced = 0;
   totalEntries = 0;
   totalBytes = 0;
+  readonly capacity: number;
 
-  constructor(readonly capacity: number) {
+  constructor(capacity: number) {
+    this.capacity = capacity;
     if (!Number.isInteger(capacity) || capacity < 1)
       throw new RangeError(`topN must be an integer ≥ 1, got ${capacity}`);
     this.rank = new Float64Array(capacity);

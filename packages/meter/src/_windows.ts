@@ -30,11 +30,11 @@ export class RollingWindows {
   private readonly bytes = new Float64Array(RING_SECONDS);
   /** The epoch second of the newest slot. */
   private second: number;
+  /** ms of the meter's start: windows never claim time before it. */
+  private readonly startMs: number;
 
-  constructor(
-    /** ms of the meter's start: windows never claim time before it. */
-    private readonly startMs: number,
-  ) {
+  constructor(startMs: number) {
+    this.startMs = startMs;
     this.second = Math.floor(startMs / 1000);
   }
 

@@ -4,8 +4,9 @@
  * substring as a view of its parent. Here each key is cut from a 64 KiB string of its own.
  */
 import { LiveMeter, VolumeTally } from "@auditpipe/meter";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { auditEntry, gc, record } from "./_helper.ts";
+import { gc } from "./_helper.ts";
 
 const KEYS = 400;
 const CHUNK = 64 << 10;
@@ -36,7 +37,7 @@ describe("kept keys", () => {
     const mb = retainedMb((keys) => {
       meter = new LiveMeter();
       for (const k of keys)
-        meter.entry(auditEntry({ objectName: k, command: k, class: k }), record({ user: k, database: k }));
+        meter.entry(auditEntry({ objectName: k, command: k, class: k }), logRecord({ user: k, database: k }));
       return meter;
     });
     expect(Object.keys(meter!.snapshot().byObject.keys)).toHaveLength(KEYS);
@@ -48,7 +49,10 @@ describe("kept keys", () => {
     const mb = retainedMb((keys) => {
       tally = new VolumeTally();
       for (const k of keys)
-        tally.addEntry(auditEntry({ objectName: k, command: k, class: k }), record({ user: k, database: k }));
+        tally.addEntry(
+          auditEntry({ objectName: k, command: k, class: k }),
+          logRecord({ user: k, database: k }),
+        );
       return tally;
     });
     expect(tally).toBeDefined();

@@ -3,8 +3,9 @@
  * read, and there is none below a minute of log time.
  */
 import { LiveMeter, MIN_PROJECTION_SECONDS, VolumeTally } from "@auditpipe/meter";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { auditEntry, ManualClock, record } from "./_helper.ts";
+import { ManualClock } from "./_helper.ts";
 
 /** A csvlog-style timestamp `ms` after 2026-11-23 08:00:00 UTC. */
 function stamp(ms: number): string {
@@ -24,7 +25,7 @@ describe("LiveMeter projection", () => {
     const clock = new ManualClock();
     const meter = new LiveMeter({ now: clock.now });
     // Ten minutes of log, read without the wall clock moving at all.
-    for (const r of steadyLog(600)) meter.entry(auditEntry(), record(r));
+    for (const r of steadyLog(600)) meter.entry(auditEntry(), logRecord(r));
     const first = meter.snapshot().projection;
     expect(first.seconds).toBeCloseTo(299.95, 6);
     expect(first.asOf).toBe("2026-11-23T08:09:59.950Z");
@@ -42,7 +43,7 @@ describe("LiveMeter projection", () => {
 
   it("says why there is no projection from 0.35 s of log time", () => {
     const meter = new LiveMeter({ now: new ManualClock().now });
-    for (let i = 0; i < 311; i++) meter.entry(auditEntry(), record({ timestamp: stamp(i), size: 300 }));
+    for (let i = 0; i < 311; i++) meter.entry(auditEntry(), logRecord({ timestamp: stamp(i), size: 300 }));
     expect(meter.snapshot().projection).toEqual({
       window: "5m",
       seconds: 0.31,
@@ -57,7 +58,7 @@ describe("LiveMeter projection", () => {
   it("has none without timestamps, and none before the first entry", () => {
     const meter = new LiveMeter({ now: new ManualClock().now });
     expect(meter.snapshot().projection).toMatchObject({ gbPerDay: null, reason: "no audit entries" });
-    meter.entry(auditEntry(), record({ timestamp: null }));
+    meter.entry(auditEntry(), logRecord({ timestamp: null }));
     expect(meter.snapshot().projection).toMatchObject({
       gbPerDay: null,
       reason: "the records carry no timestamps (a log_line_prefix without %m or %t)",
@@ -68,14 +69,14 @@ describe("LiveMeter projection", () => {
 describe("VolumeTally (analyze) projection", () => {
   it(`projects from ${MIN_PROJECTION_SECONDS} s of log time on, and not below`, () => {
     const short = new VolumeTally();
-    for (const r of steadyLog(59)) short.addEntry(auditEntry(), record(r));
+    for (const r of steadyLog(59)) short.addEntry(auditEntry(), logRecord(r));
     const s = short.report();
     expect(s.span.seconds).toBeCloseTo(58.95, 6);
     expect(s.rate).toMatchObject({ mbPerHour: null, gbPerDay: null });
     expect(s.rate.reason).toMatch(/^the entries span 58\.95 s of log time; a projection needs at least 60 s/);
 
     const long = new VolumeTally();
-    for (const r of steadyLog(61)) long.addEntry(auditEntry(), record(r));
+    for (const r of steadyLog(61)) long.addEntry(auditEntry(), logRecord(r));
     const l = long.report();
     expect(l.rate.reason).toBeNull();
     expect(l.rate.gbPerDay).toBeCloseTo(((l.bytes / l.span.seconds) * 86_400) / 1e9, 12);

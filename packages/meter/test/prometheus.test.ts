@@ -1,6 +1,7 @@
 import { LiveMeter } from "@auditpipe/meter";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { auditEntry, ManualClock, record } from "./_helper.ts";
+import { ManualClock } from "./_helper.ts";
 
 /** The sample lines of an exposition: name, labels, value. */
 function samples(text: string): { name: string; labels: Record<string, string>; value: number }[] {
@@ -27,8 +28,11 @@ describe("Prometheus registry", () => {
     const meter = new LiveMeter({ now: clock.now });
     meter.recordsRead("/var/log/postgresql/postgresql-Mon.csv", 12);
     meter.malformed("/var/log/postgresql/postgresql-Mon.csv", 2);
-    for (let i = 0; i < 3; i++) meter.entry(auditEntry(), record({ size: 200 }));
-    meter.entry(auditEntry({ class: "WRITE", command: "INSERT", auditType: "OBJECT" }), record({ size: 50 }));
+    for (let i = 0; i < 3; i++) meter.entry(auditEntry(), logRecord({ size: 200 }));
+    meter.entry(
+      auditEntry({ class: "WRITE", command: "INSERT", auditType: "OBJECT" }),
+      logRecord({ size: 50 }),
+    );
     meter.setBytesBehind("/var/log/postgresql/postgresql-Mon.csv", 4096);
     meter.truncation("/var/log/postgresql/postgresql-Mon.csv");
     meter.sinkAck("local-dir", 4, 650, 12);
@@ -77,7 +81,7 @@ describe("Prometheus registry", () => {
     const meter = new LiveMeter();
     meter.entry(
       auditEntry({ objectName: "hr.salaries_secret", statement: "select * from hr.salaries_secret" }),
-      record({ user: "alice_secret", database: "payroll_secret" }),
+      logRecord({ user: "alice_secret", database: "payroll_secret" }),
     );
     const text = await meter.registry.metrics();
     expect(text).not.toContain("secret");
@@ -87,7 +91,7 @@ describe("Prometheus registry", () => {
   it("caps label cardinality: classes, sinks and files", async () => {
     const meter = new LiveMeter();
     for (let i = 0; i < 1000; i++)
-      meter.entry(auditEntry({ class: `CLASS_${i}`, auditType: "SESSION" }), record());
+      meter.entry(auditEntry({ class: `CLASS_${i}`, auditType: "SESSION" }), logRecord());
     for (let i = 0; i < 100; i++) meter.sinkAck(`sink-${i}`, 1, 1, 1);
     for (let i = 0; i < 200; i++) meter.setBytesBehind(`/log/f${i}.csv`, i);
     const all = samples(await meter.registry.metrics());

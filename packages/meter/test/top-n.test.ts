@@ -1,13 +1,14 @@
 import { LiveMeter } from "@auditpipe/meter";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { auditEntry, gc, record } from "./_helper.ts";
+import { gc } from "./_helper.ts";
 
 describe("bounded breakdowns (user, database, object)", () => {
   it("are exact while there are fewer keys than topN", () => {
     const meter = new LiveMeter({ topN: 10 });
     const users = ["ann", "bob", "cy"];
     for (let i = 0; i < 60; i++)
-      meter.entry(auditEntry(), record({ user: users[i % 3]!, size: 10 + (i % 3) }));
+      meter.entry(auditEntry(), logRecord({ user: users[i % 3]!, size: 10 + (i % 3) }));
     const { byUser } = meter.snapshot();
     expect(byUser).toEqual({
       keys: {
@@ -24,7 +25,7 @@ describe("bounded breakdowns (user, database, object)", () => {
 
   it("skips what a record does not carry: no user, no database, no object name", () => {
     const meter = new LiveMeter();
-    meter.entry(auditEntry({ objectName: "" }), record({ user: null, database: null }));
+    meter.entry(auditEntry({ objectName: "" }), logRecord({ user: null, database: null }));
     const s = meter.snapshot();
     expect(s.totals.entries).toBe(1);
     expect([s.byUser.keys, s.byDatabase.keys, s.byObject.keys]).toEqual([{}, {}, {}]);
@@ -38,7 +39,7 @@ describe("bounded breakdowns (user, database, object)", () => {
     const truth = new Map<string, number>();
     const feedHeavy = (i: number) => {
       const name = heavy[i % heavy.length]!;
-      meter.entry(auditEntry({ objectName: name }), record({ size: 500 }));
+      meter.entry(auditEntry({ objectName: name }), logRecord({ size: 500 }));
       truth.set(name, (truth.get(name) ?? 0) + 500);
     };
     gc();
@@ -46,7 +47,7 @@ describe("bounded breakdowns (user, database, object)", () => {
     let totalBytes = 0;
     for (let i = 0; i < 1_000_000; i++) {
       // Distinct names built fresh each time, as a parser would hand them over.
-      meter.entry(auditEntry({ objectName: `public.t_${i}` }), record({ size: 100 }));
+      meter.entry(auditEntry({ objectName: `public.t_${i}` }), logRecord({ size: 100 }));
       totalBytes += 100;
       if (i % 20 === 0) {
         feedHeavy(i / 20);
@@ -83,7 +84,7 @@ describe("bounded breakdowns (user, database, object)", () => {
   it("lists at most `limit` keys when asked and moves the rest to others", () => {
     const meter = new LiveMeter();
     for (let i = 0; i < 5; i++)
-      for (let j = 0; j <= i; j++) meter.entry(auditEntry(), record({ database: `db${i}` }));
+      for (let j = 0; j <= i; j++) meter.entry(auditEntry(), logRecord({ database: `db${i}` }));
     const { byDatabase } = meter.snapshot({ limit: 2 });
     expect(byDatabase.keys).toEqual({ db4: { entries: 5, bytes: 500 }, db3: { entries: 4, bytes: 400 } });
     expect(byDatabase.others).toEqual({ entries: 6, bytes: 600 });
@@ -93,7 +94,7 @@ describe("bounded breakdowns (user, database, object)", () => {
 
   it("keeps a key named __proto__ as a key", () => {
     const meter = new LiveMeter();
-    meter.entry(auditEntry({ objectName: "__proto__", class: "__proto__" }), record());
+    meter.entry(auditEntry({ objectName: "__proto__", class: "__proto__" }), logRecord());
     const s = meter.snapshot();
     expect(Object.keys(s.byObject.keys)).toEqual(["__proto__"]);
     expect(Object.entries(JSON.parse(JSON.stringify(s)).byClass.keys)).toEqual([
@@ -105,7 +106,8 @@ describe("bounded breakdowns (user, database, object)", () => {
 describe("capped breakdowns (class, command, audit type)", () => {
   it("pool keys past 256 in others", () => {
     const meter = new LiveMeter();
-    for (let i = 0; i < 1000; i++) meter.entry(auditEntry({ class: `C${i}`, command: `CMD ${i}` }), record());
+    for (let i = 0; i < 1000; i++)
+      meter.entry(auditEntry({ class: `C${i}`, command: `CMD ${i}` }), logRecord());
     const { byClass, byCommand, byAuditType } = meter.snapshot();
     expect(Object.keys(byClass.keys).length).toBe(256);
     expect(byClass.others).toEqual({ entries: 744, bytes: 74_400 });

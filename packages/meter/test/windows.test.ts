@@ -1,9 +1,10 @@
 import { LiveMeter } from "@auditpipe/meter";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { auditEntry, ManualClock, record } from "./_helper.ts";
+import { ManualClock } from "./_helper.ts";
 
 function feed(meter: LiveMeter, count: number, size = 100): void {
-  for (let i = 0; i < count; i++) meter.entry(auditEntry(), record({ size }));
+  for (let i = 0; i < count; i++) meter.entry(auditEntry(), logRecord({ size }));
 }
 
 describe("rolling windows", () => {

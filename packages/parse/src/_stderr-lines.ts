@@ -28,11 +28,13 @@ export class LineSplitter {
   private offset = 0;
   /** Skipping the rest of an over-long line: its start offset, or -1. */
   private skipFrom = -1;
+  private readonly handler: LineHandler;
+  private readonly maxLineBytes: number;
 
-  constructor(
-    private readonly handler: LineHandler,
-    private readonly maxLineBytes: number,
-  ) {}
+  constructor(handler: LineHandler, maxLineBytes: number) {
+    this.handler = handler;
+    this.maxLineBytes = maxLineBytes;
+  }
 
   push(chunk: Uint8Array): void {
     const buf = asBuffer(chunk);

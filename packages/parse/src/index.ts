@@ -1,5 +1,6 @@
 export { AUDIT_PREFIX, AuditPayloadError, decodeAuditParameter, parseAuditPayload } from "./audit-payload.ts";
 export { createCsvlogParser } from "./csvlog.ts";
+export { decodeAuditEntry } from "./decode.ts";
 export { detached } from "./detach.ts";
 export { ParseErrorCode } from "./errors.ts";
 export { createJsonlogParser } from "./jsonlog.ts";

@@ -57,12 +57,15 @@ export class StderrAssembler {
   private offset = 0;
   private size = 0;
   private pending = false;
+  private readonly sink: RecordSink;
+  private readonly prefix: CompiledPrefix;
+  private readonly maxRecordBytes: number;
 
-  constructor(
-    private readonly sink: RecordSink,
-    private readonly prefix: CompiledPrefix,
-    private readonly maxRecordBytes: number,
-  ) {}
+  constructor(sink: RecordSink, prefix: CompiledPrefix, maxRecordBytes: number) {
+    this.sink = sink;
+    this.prefix = prefix;
+    this.maxRecordBytes = maxRecordBytes;
+  }
 
   /**
    * A line starting with a tab: `text` is the line without it (null: not UTF-8 and not escaped;

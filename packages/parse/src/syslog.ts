@@ -119,12 +119,10 @@ class Reassembler implements SyslogReassembler {
   private readonly max: number;
   private nextOffset = 0;
   private readonly startsLine: (text: string) => boolean;
+  private readonly sink: SyslogMessageSink;
 
-  constructor(
-    private readonly sink: SyslogMessageSink,
-    options: SyslogParserOptions,
-    prefix: CompiledPrefix,
-  ) {
+  constructor(sink: SyslogMessageSink, options: SyslogParserOptions, prefix: CompiledPrefix) {
+    this.sink = sink;
     this.ident = options.ident ?? "postgres";
     this.max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
     const fields = createPrefixFields();

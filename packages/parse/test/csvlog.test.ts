@@ -118,12 +118,6 @@ describe("csvlog on real pgaudit output", () => {
     expect(compound).toHaveLength(2);
     expect(compound[1]!.statementId).toBe(compound[0]!.statementId + 1);
   });
-
-  it("gives the same records however the file is chunked", () => {
-    const chunks: Buffer[] = [];
-    for (let i = 0; i < samples.csv.length; i += 3) chunks.push(samples.csv.subarray(i, i + 3));
-    expect(collect(createCsvlogParser, chunks).records).toEqual(records);
-  });
 });
 
 describe("csvlog column sets and layout", () => {

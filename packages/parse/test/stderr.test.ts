@@ -1,60 +1,14 @@
-import { join } from "node:path";
+// Real captures (fixtures/) are read in parser-conformance.test.ts: csvlog oracle, chunking, fuzz.
 import { createStderrParser, ParseErrorCode } from "@auditpipe/parse";
-import { repoRoot } from "@auditpipe/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { actualByPid, collector, csvRows, expectedByPid, feed, readMaybeGz } from "./_stderr-oracle.ts";
-
-const CASES = [
-  "session-all",
-  "read-write-once",
-  "object-only",
-  "ddl-role-object",
-  "function-misc-nostatement",
-];
-/** The prefix fixtures/ captures were written with (fixtures/README.md). */
-const FIXTURE_PREFIX = "%m [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ";
-const FIXTURE_FIELDS = ["timestamp", "user", "database", "applicationName", "host"];
-const fixture = (name: string, file: string): Buffer =>
-  readMaybeGz(join(repoRoot(), "fixtures/cases", name, file));
+import { collector, feed } from "./_stderr-oracle.ts";
 
 function parseStderr(data: Uint8Array, prefix: string, sizes?: number[]) {
   const c = collector();
   feed(createStderrParser(c.sink, { prefix }), data, sizes);
   return c;
 }
-
-describe("stderr parser on real captures (fixtures/), csvlog read by csv-parse as the oracle", () => {
-  for (const name of CASES) {
-    it(`${name}: every record equals its csvlog row, per process`, () => {
-      const data = fixture(name, "postgresql.log.gz");
-      const got = parseStderr(data, FIXTURE_PREFIX);
-      expect(got.malformed).toEqual([]);
-      const expected = expectedByPid(csvRows(fixture(name, "postgresql.csv.gz")), FIXTURE_FIELDS);
-      expect(actualByPid(got.records, FIXTURE_FIELDS)).toEqual(expected);
-      // Offsets and sizes tile the file exactly.
-      let pos = 0;
-      for (const r of got.records) {
-        expect(r.offset).toBe(pos);
-        pos += r.size;
-      }
-      expect(pos).toBe(data.length);
-    });
-  }
-
-  it("gives identical results however the input is chunked", () => {
-    const data = fixture("session-all", "postgresql.log.gz");
-    const whole = parseStderr(data, FIXTURE_PREFIX);
-    fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 4096 }), { minLength: 1, maxLength: 20 }), (sizes) => {
-        const split = parseStderr(data, FIXTURE_PREFIX, sizes);
-        expect(split.records).toEqual(whole.records);
-        expect(split.malformed).toEqual(whole.malformed);
-      }),
-      { numRuns: 40 },
-    );
-  });
-});
 
 // Hand-made input below: lines shaped like PostgreSQL's, damaged on purpose.
 describe("stderr parser on bad input", () => {

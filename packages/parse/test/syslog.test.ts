@@ -9,7 +9,7 @@ import {
 import { repoRoot } from "@auditpipe/testkit";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { actualByPid, collector, csvRows, expectedByPid, feed, readMaybeGz } from "./_stderr-oracle.ts";
+import { collector, feed, readMaybeGz } from "./_stderr-oracle.ts";
 
 const CASES = [
   "session-all",
@@ -21,7 +21,6 @@ const CASES = [
 const FILES = ["syslog-rfc3164.log.gz", "syslog-rfc5424.log.gz", "syslog-rsyslog-file.log.gz"];
 /** The prefix fixtures/ captures were written with (fixtures/README.md). */
 const FIXTURE_PREFIX = "%m [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h ";
-const FIXTURE_FIELDS = ["timestamp", "user", "database", "applicationName", "host"];
 const fixture = (name: string, file: string): Buffer =>
   readMaybeGz(join(repoRoot(), "fixtures/cases", name, file));
 
@@ -32,15 +31,13 @@ function parseSyslog(data: Uint8Array, prefix: string, sizes?: number[]) {
   return { ...c, stats: parser.stats };
 }
 
-describe("syslog parser on real captures (fixtures/), csvlog read by csv-parse as the oracle", () => {
+describe("syslog parser on real captures (fixtures/; their records are checked in parser-conformance.test.ts)", () => {
   for (const name of CASES) {
     for (const file of FILES) {
-      it(`${name}/${file}: every reassembled record equals its csvlog row, per process`, () => {
+      it(`${name}/${file}: counts every line, one message per record, none foreign or incomplete`, () => {
         const data = fixture(name, file);
         const got = parseSyslog(data, FIXTURE_PREFIX);
         expect(got.malformed).toEqual([]);
-        const expected = expectedByPid(csvRows(fixture(name, "postgresql.csv.gz")), FIXTURE_FIELDS);
-        expect(actualByPid(got.records, FIXTURE_FIELDS)).toEqual(expected);
         const lines = data.toString("utf8").split("\n").length - 1;
         expect(got.stats).toEqual({
           lines,
@@ -48,24 +45,13 @@ describe("syslog parser on real captures (fixtures/), csvlog read by csv-parse a
           messages: got.records.length,
           incompleteMessages: 0,
         });
-        // Every line belongs to exactly one record.
-        expect(got.records.reduce((n, r) => n + r.size, 0)).toBe(data.length);
       });
     }
   }
 
-  it("gives identical results however the input is chunked", () => {
-    const data = fixture("session-all", "syslog-rfc3164.log.gz");
-    const whole = parseSyslog(data, FIXTURE_PREFIX);
-    expect(whole.records.some((r) => Buffer.byteLength(r.message) > 900)).toBe(true); // split by PostgreSQL
-    fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 4096 }), { minLength: 1, maxLength: 20 }), (sizes) => {
-        const split = parseSyslog(data, FIXTURE_PREFIX, sizes);
-        expect(split.records).toEqual(whole.records);
-        expect(split.malformed).toEqual(whole.malformed);
-      }),
-      { numRuns: 30 },
-    );
+  it("reassembles messages PostgreSQL split into [n-m] chunks", () => {
+    const got = parseSyslog(fixture("session-all", "syslog-rfc3164.log.gz"), FIXTURE_PREFIX);
+    expect(got.records.some((r) => Buffer.byteLength(r.message) > 900)).toBe(true);
   });
 });
 

@@ -4,8 +4,25 @@ export {
   type OutOfFilesRetryOptions,
   retryWhileOutOfFiles,
 } from "./backoff.ts";
+export {
+  Batcher,
+  type BatchLimits,
+  type BatchSource,
+  DEFAULT_BATCH_LIMITS,
+} from "./batch.ts";
 export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
-export { encodeNdjson, recordsBatch } from "./encode.ts";
+export {
+  DEFAULT_MAX_IN_FLIGHT,
+  Delivery,
+  type DeliveryLogger,
+  type DeliveryObserver,
+  type DeliveryOptions,
+  DeliveryQueue,
+  type DeliverySource,
+  type InFlightBatch,
+} from "./deliver.ts";
+export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
+export { encodeEntry, encodeNdjson, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
@@ -61,5 +78,5 @@ export {
   type S3TimeoutOptions,
   type SinkLogger,
 } from "./sinks/s3/index.ts";
-export { Spool, type SpoolEntry, type SpoolEntryMeta, spoolFileName } from "./spool.ts";
+export { Spool, type SpoolEntry, type SpoolEntryMeta } from "./spool.ts";
 export type { Batch, ShippedRecord, Sink, SourceRange } from "./types.ts";

@@ -88,6 +88,8 @@ const OPS_PER_ENTRY = 48;
 const WORST_BYTES_PER_UNIT = 6;
 /** Where the module's own constants end (see the .wat). */
 const RESERVED = 64;
+/** Bytes the module may write past the end of its output (it copies literals and numbers in 8-byte words). */
+const OVERRUN_BYTES = 24;
 const PAGE = 65536;
 /** Memory above this is given back when a smaller encode comes (an oversized record has passed). */
 const KEEP_BYTES = 16 << 20;
@@ -424,7 +426,7 @@ export class NdjsonWriter {
     const numsAt = align(opsAt + 4 * this.opCount, 8);
     const textAt = align(numsAt + 8 * this.numCount, 16);
     const outAt = align(textAt + 2 * units, 16);
-    const likely = this.fixedBytes + this.strUnits + (this.strUnits >> 2) + 64;
+    const likely = this.fixedBytes + this.strUnits + (this.strUnits >> 2) + 64 + OVERRUN_BYTES;
     try {
       this.encodeAt(litAt, tableAt, opsAt, numsAt, textAt, outAt, likely);
     } catch (error) {
@@ -436,7 +438,7 @@ export class NdjsonWriter {
         numsAt,
         textAt,
         outAt,
-        this.fixedBytes + WORST_BYTES_PER_UNIT * this.strUnits,
+        this.fixedBytes + WORST_BYTES_PER_UNIT * this.strUnits + OVERRUN_BYTES,
       );
     }
     this.opCount = 0;

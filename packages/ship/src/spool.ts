@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Compression } from "./compression.ts";
+import { writeFileDurably } from "./durable-write.ts";
 import { SinkError, SinkErrorCode } from "./errors.ts";
 import type { SourceRange } from "./types.ts";
 
@@ -48,15 +49,6 @@ function spoolError(action: string, dir: string, error: unknown): SinkError {
       "the batch is not acknowledged, so the source keeps it and writes it again",
     { retryable: true, storeCode: typeof code === "string" ? code : undefined },
   );
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**
@@ -225,20 +217,11 @@ export class Spool {
       throw new SinkError(SinkErrorCode.CLOSED, "the sink was closed while waiting for spool space");
     this.used += diskBytes;
     const path = join(this.dir, spoolFileName(meta.key));
-    const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
     try {
-      const handle = await open(temp, "w");
-      try {
-        await handle.writev([header, body]);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, path);
-      await fsyncDir(this.dir); // the rename itself must survive a crash
+      // Its temp file is `<path>.tmp-…`, which open() removes after a crash.
+      await writeFileDurably(path, [header, body]);
     } catch (error) {
       this.used -= diskBytes;
-      await rm(temp, { force: true }).catch(() => undefined);
       this.wakeWaiters();
       throw spoolError("write a batch", this.dir, error);
     }

@@ -3,8 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Batch, ShippedRecord, Sink } from "@auditpipe/ship";
 import { decompress, recordsBatch } from "@auditpipe/ship";
-import type { MinioServer } from "@auditpipe/testkit";
-import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, test } from "vitest";
 
 /** One shipped record, as the source would hand it; `n` makes each distinct. */
@@ -180,59 +178,9 @@ export function testSink(name: string, make: () => Promise<SinkHarness>): void {
   });
 }
 
-/** Environment for the SDK's default credential chain, pointed at a MinIO (returns the undo). */
-export function useCredentials(accessKeyId: string, secretAccessKey: string): () => void {
-  const names = [
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_EC2_METADATA_DISABLED",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_CONFIG_FILE",
-  ];
-  const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
-  for (const n of names) delete process.env[n];
-  if (accessKeyId) process.env.AWS_ACCESS_KEY_ID = accessKeyId;
-  if (secretAccessKey) process.env.AWS_SECRET_ACCESS_KEY = secretAccessKey;
-  // No instance metadata look-up and no shared files: the test decides what the chain finds.
-  process.env.AWS_EC2_METADATA_DISABLED = "true";
-  process.env.AWS_SHARED_CREDENTIALS_FILE = "/nonexistent/credentials";
-  process.env.AWS_CONFIG_FILE = "/nonexistent/config";
-  return () => {
-    for (const n of names) {
-      if (saved[n] === undefined) delete process.env[n];
-      else process.env[n] = saved[n];
-    }
-  };
-}
-
-/** Every object in a bucket, key → bytes. */
-export async function bucketContents(client: S3Client, bucket: string): Promise<Stored> {
-  const out: Stored = new Map();
-  let token: string | undefined;
-  do {
-    const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) {
-      const got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key! }));
-      out.set(o.Key!, Buffer.from(await got.Body!.transformToByteArray()));
-    }
-    token = page.NextContinuationToken;
-  } while (token);
-  return out;
-}
-
 /** NDJSON lines of a stored body, decompressed by its extension. */
 export async function ndjsonLines(body: Buffer, key: string): Promise<string[]> {
   const text = (await decompress(body, key.endsWith(".zst") ? "zstd" : "gzip")).toString("utf8");
   expect(text.endsWith("\n")).toBe(true);
   return text.slice(0, -1).split("\n");
-}
-
-let bucketSeq = 0;
-/** A fresh bucket name per test. */
-export async function freshBucket(minio: MinioServer, objectLock = false): Promise<string> {
-  const name = `t${process.pid}-${++bucketSeq}-${Date.now().toString(36)}`;
-  await minio.createBucket(name, { objectLock });
-  return name;
 }

@@ -13,11 +13,11 @@ import {
   type UploadedObject,
   verifyArchive,
 } from "@auditpipe/ship";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getText, HOST, HOUR, manualClock, stateDir } from "./_manifest.ts";
-import { batch, tempDir, useCredentials } from "./_sink-suite.ts";
+import { batch, tempDir } from "./_sink-suite.ts";
 
 /**
  * Issue 16 item 1, performed as reported: with only the bucket's credentials, after an hour's
@@ -33,7 +33,7 @@ let restoreEnv: () => void;
 
 beforeAll(async () => {
   minio = await startMinio({ buckets: [PLAIN], lockedBuckets: [LOCKED] });
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
 });
 afterAll(async () => {
   restoreEnv?.();

@@ -1,17 +1,17 @@
 import { rmSync } from "node:fs";
 import { S3Sink, SinkError, SinkErrorCode } from "@auditpipe/ship";
 import type { UploadedObject } from "@auditpipe/ship/sinks/s3";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { GetObjectRetentionCommand, HeadObjectCommand, ListObjectVersionsCommand } from "@aws-sdk/client-s3";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { batch, freshBucket, tempDir, useCredentials } from "./_sink-suite.ts";
+import { batch, tempDir } from "./_sink-suite.ts";
 
 let minio: MinioServer;
 let restoreEnv: () => void;
 const cleanup: (() => Promise<void>)[] = [];
 beforeAll(async () => {
   minio = await startMinio();
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
 });
 afterEach(async () => {
   for (const f of cleanup.splice(0)) await f();
@@ -41,7 +41,7 @@ function makeSink(bucket: string, onUploaded?: (o: UploadedObject) => void): S3S
 }
 
 test("on a lock-enabled bucket every object carries the retention; a rewrite of the range adds no second version", async () => {
-  const bucket = await freshBucket(minio, true);
+  const bucket = await minio.freshBucket({ objectLock: true });
   const uploaded: UploadedObject[] = [];
   const sink = makeSink(bucket, (o) => void uploaded.push(o));
   const b = batch("10c4", 0, 700, 3);
@@ -67,7 +67,7 @@ test("on a lock-enabled bucket every object carries the retention; a rewrite of 
 });
 
 test("Object Lock asked for on a bucket without it: AUDITPIPE_ERR_SINK_NO_OBJECT_LOCK, a clear message", async () => {
-  const bucket = await freshBucket(minio, false);
+  const bucket = await minio.freshBucket();
   const sink = makeSink(bucket);
   const error = await sink.write(batch("10c5", 0, 10)).then(
     () => undefined,

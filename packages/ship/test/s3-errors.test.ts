@@ -1,9 +1,9 @@
 import { rmSync } from "node:fs";
 import { inspect } from "node:util";
 import { S3Sink, type S3SinkOptions, SinkError, SinkErrorCode } from "@auditpipe/ship";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import { batch, bucketContents, freshBucket, tempDir, useCredentials } from "./_sink-suite.ts";
+import { batch, tempDir } from "./_sink-suite.ts";
 
 let minio: MinioServer;
 let restoreEnv: (() => void) | undefined;
@@ -57,9 +57,9 @@ function expectNoSecret(texts: string[], secrets: string[]): void {
 }
 
 test("a wrong secret: AUDITPIPE_ERR_SINK_BAD_CREDENTIALS with a clear message and no secret; the batch stays spooled", async () => {
-  const bucket = await freshBucket(minio);
+  const bucket = await minio.freshBucket();
   const wrongSecret = `${minio.secretAccessKey}WRONG`;
-  restoreEnv = useCredentials(minio.accessKeyId, wrongSecret);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, wrongSecret);
   const { sink, logs } = makeSink(bucket);
   const error = await failure(sink.write(batch("ab", 0, 10)));
   expect(error.code).toBe(SinkErrorCode.BAD_CREDENTIALS);
@@ -82,20 +82,20 @@ test("a wrong secret: AUDITPIPE_ERR_SINK_BAD_CREDENTIALS with a clear message an
 });
 
 test("an unknown access key, or no credentials at all: AUDITPIPE_ERR_SINK_BAD_CREDENTIALS", async () => {
-  const bucket = await freshBucket(minio);
-  restoreEnv = useCredentials("AKIAUNKNOWNKEY0000000", "not-the-secret-0123456789");
+  const bucket = await minio.freshBucket();
+  restoreEnv = useAwsCredentials("AKIAUNKNOWNKEY0000000", "not-the-secret-0123456789");
   const unknown = await failure(makeSink(bucket).sink.write(batch("ab", 0, 10)));
   expect(unknown).toMatchObject({ code: SinkErrorCode.BAD_CREDENTIALS, storeCode: "InvalidAccessKeyId" });
   expectNoSecret([unknown.message, inspect(unknown)], ["not-the-secret-0123456789", "AKIAUNKNOWNKEY0000000"]);
   restoreEnv();
-  restoreEnv = useCredentials("", "");
+  restoreEnv = useAwsCredentials("", "");
   const none = await failure(makeSink(bucket).sink.write(batch("ab", 0, 10)));
   expect(none.code).toBe(SinkErrorCode.BAD_CREDENTIALS);
   expect(none.message).toMatch(/default chain/);
 });
 
 test("no such bucket: AUDITPIPE_ERR_SINK_NO_BUCKET; once the bucket exists, the spooled batch is uploaded", async () => {
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
   const bucket = `missing-${Date.now().toString(36)}`;
   const { sink } = makeSink(bucket);
   const b = batch("cd", 0, 10);
@@ -111,8 +111,8 @@ test("no such bucket: AUDITPIPE_ERR_SINK_NO_BUCKET; once the bucket exists, the 
 });
 
 test("write() after close() is refused with AUDITPIPE_ERR_SINK_CLOSED", async () => {
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
-  const { sink } = makeSink(await freshBucket(minio));
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
+  const { sink } = makeSink(await minio.freshBucket());
   await sink.close();
   expect((await failure(sink.write(batch("ef", 0, 10)))).code).toBe(SinkErrorCode.CLOSED);
 });

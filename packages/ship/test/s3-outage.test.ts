@@ -1,24 +1,16 @@
 import { rmSync } from "node:fs";
 import { S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
 import type { UploadedObject } from "@auditpipe/ship/sinks/s3";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { afterAll, afterEach, beforeAll, expect, test } from "vitest";
-import {
-  batch,
-  bucketContents,
-  freshBucket,
-  ndjsonLines,
-  tempDir,
-  useCredentials,
-  writeUntilAcked,
-} from "./_sink-suite.ts";
+import { batch, ndjsonLines, tempDir, writeUntilAcked } from "./_sink-suite.ts";
 
 let minio: MinioServer;
 let restoreEnv: () => void;
 const cleanup: (() => Promise<void>)[] = [];
 beforeAll(async () => {
   minio = await startMinio();
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
 });
 afterEach(async () => {
   minio.resume();
@@ -48,7 +40,7 @@ function options(bucket: string, spoolDir: string, extra: Partial<S3SinkOptions>
 async function makeSink(
   extra: Partial<S3SinkOptions> = {},
 ): Promise<{ sink: S3Sink; bucket: string; spoolDir: string }> {
-  const bucket = await freshBucket(minio);
+  const bucket = await minio.freshBucket();
   const spoolDir = tempDir("s3-spool");
   const sink = new S3Sink(options(bucket, spoolDir, extra));
   cleanup.push(async () => {
@@ -137,7 +129,7 @@ test("the store hangs (SIGSTOP) then resumes: attempts time out instead of hangi
 });
 
 test("a process killed with a batch spooled: the next sink on the same spool uploads it at start", async () => {
-  const bucket = await freshBucket(minio);
+  const bucket = await minio.freshBucket();
   const spoolDir = tempDir("s3-spool");
   cleanup.push(async () => rmSync(spoolDir, { recursive: true, force: true }));
   const b = batch("0e0f", 5000, 6000, 3);

@@ -2,25 +2,17 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { encodeNdjson, recordsBatch, S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
 import type { UploadedObject } from "@auditpipe/ship/sinks/s3";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import {
-  batch,
-  bucketContents,
-  freshBucket,
-  ndjsonLines,
-  record,
-  tempDir,
-  useCredentials,
-} from "./_sink-suite.ts";
+import { batch, ndjsonLines, record, tempDir } from "./_sink-suite.ts";
 
 let minio: MinioServer;
 let restoreEnv: () => void;
 const cleanup: (() => Promise<void>)[] = [];
 beforeAll(async () => {
   minio = await startMinio();
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
 });
 afterEach(async () => {
   for (const f of cleanup.splice(0)) await f();
@@ -31,7 +23,7 @@ afterAll(async () => {
 });
 
 async function makeSink(options: Partial<S3SinkOptions> = {}): Promise<{ sink: S3Sink; bucket: string }> {
-  const bucket = options.bucket ?? (await freshBucket(minio));
+  const bucket = options.bucket ?? (await minio.freshBucket());
   const spoolDir = tempDir("s3-spool");
   const sink = new S3Sink({
     bucket,

@@ -1,22 +1,12 @@
-import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
+import { parseLogTimestamp } from "@auditpipe/parse";
 import { toShippedRecord } from "@auditpipe/ship";
+import { auditEntry, logRecord } from "@auditpipe/testkit";
 import { describe, expect, test } from "vitest";
 
-const entry: AuditEntry = {
-  auditType: "SESSION",
-  statementId: 1,
-  substatementId: 1,
-  class: "READ",
-  command: "SELECT",
-  objectType: "",
-  objectName: "",
-  statement: "SELECT 1",
-  parameter: "<not logged>",
-  rows: null,
-};
+const entry = auditEntry({ objectType: "", objectName: "", statement: "SELECT 1" });
 
 function shippedTs(timestamp: string | null): string | null {
-  const record = { timestamp, user: null, database: null } as unknown as LogRecord;
+  const record = logRecord({ timestamp, user: null, database: null });
   return toShippedRecord(entry, record, "postgresql.csv", 0).ts;
 }
 

@@ -1,18 +1,9 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { LocalDirSink, S3Sink } from "@auditpipe/ship";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { afterAll, beforeAll } from "vitest";
-import {
-  bucketContents,
-  freshBucket,
-  ndjsonLines,
-  type SinkHarness,
-  type Stored,
-  tempDir,
-  testSink,
-  useCredentials,
-} from "./_sink-suite.ts";
+import { ndjsonLines, type SinkHarness, type Stored, tempDir, testSink } from "./_sink-suite.ts";
 
 /** Types from the listing, not a stat per name: the sink may rename a temp file away in between. */
 function walk(dir: string, root = dir, out: Stored = new Map()): Stored {
@@ -47,7 +38,7 @@ let minio: MinioServer;
 let restoreEnv: () => void;
 beforeAll(async () => {
   minio = await startMinio();
-  restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+  restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
 });
 afterAll(async () => {
   restoreEnv?.();
@@ -56,7 +47,7 @@ afterAll(async () => {
 
 for (const compression of ["gzip", "zstd"] as const) {
   testSink(`s3 (${compression})`, async (): Promise<SinkHarness> => {
-    const bucket = await freshBucket(minio);
+    const bucket = await minio.freshBucket();
     const spoolDir = tempDir("s3-spool");
     const sink = new S3Sink({
       bucket,

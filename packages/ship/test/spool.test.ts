@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { S3Sink, SinkErrorCode, Spool, type SpoolEntryMeta } from "@auditpipe/ship";
-import { type MinioServer, startMinio } from "@auditpipe/testkit";
+import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { batch, bucketContents, freshBucket, tempDir, useCredentials } from "./_sink-suite.ts";
+import { batch, tempDir } from "./_sink-suite.ts";
 
 function meta(key: string, body: Buffer): SpoolEntryMeta {
   return {
@@ -99,7 +99,7 @@ describe("S3Sink spool", () => {
   let restoreEnv: () => void;
   beforeAll(async () => {
     minio = await startMinio();
-    restoreEnv = useCredentials(minio.accessKeyId, minio.secretAccessKey);
+    restoreEnv = useAwsCredentials(minio.accessKeyId, minio.secretAccessKey);
   });
   afterAll(async () => {
     restoreEnv?.();
@@ -107,7 +107,7 @@ describe("S3Sink spool", () => {
   });
 
   test("spool full while the store is down: write() waits (the reader stops), nothing is lost", async () => {
-    const bucket = await freshBucket(minio);
+    const bucket = await minio.freshBucket();
     const spoolDir = tempDir("s3-spool");
     const sink = new S3Sink({
       bucket,

@@ -2,14 +2,14 @@
  * The in-process pipeline the throughput benchmark times: FileSource (one real log file) → LiveMeter
  * (every entry, as the sidecar wires it) → LocalDirSink (gzip NDJSON objects, fsynced, in a temp
  * dir), against parse-only over the same bytes. Shared by pipeline.bench.ts and profiling runs
- * (`node --cpu-prof --conditions=@auditpipe/source --import tsx packages/tail/bench/_pipeline.ts FILE`).
+ * (`node --cpu-prof --conditions=@auditpipe/source packages/tail/bench/_pipeline.ts FILE`).
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { LiveMeter } from "@auditpipe/meter";
-import { AUDIT_PREFIX, createParser, type LogFormat, parseAuditPayload } from "@auditpipe/parse";
+import { createParser, decodeAuditEntry, type LogFormat } from "@auditpipe/parse";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
 
@@ -104,7 +104,7 @@ export async function runPipeline(file: string, format: LogFormat, prefix?: stri
   }
 }
 
-/** Parse-only over the same file, read the way TrackedFile reads it (1 MiB reads from disk). */
+/** Parse-only over the same file, read the way the file follower reads it (1 MiB reads from disk). */
 export async function runParseOnly(
   file: string,
   format: LogFormat,
@@ -114,13 +114,15 @@ export async function runParseOnly(
   let records = 0;
   let entries = 0;
   let checksum = 0;
+  const badPayload = (): void => {
+    checksum--;
+  };
   const parser = createParser(
     format,
     {
       record(r) {
         records++;
-        if (!r.message.startsWith(AUDIT_PREFIX)) return;
-        const e = parseAuditPayload(r.message);
+        const e = decodeAuditEntry(r, badPayload);
         if (e !== undefined) {
           entries++;
           checksum += e.statement.length;

@@ -4,7 +4,16 @@
  * append to GET /v1/volume, and running beside a pgbench-loaded PostgreSQL for its cost in TPS.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCsvlogParser } from "@auditpipe/parse";
@@ -107,11 +116,50 @@ function cpuSeconds(pid: number): number {
   return seconds;
 }
 
+/** CPU seconds by kind of thread, summed over the process and its children. */
+export interface ThreadCpu {
+  /** The JavaScript thread: reading, parsing, metering, encoding, the sink's and the API's code. */
+  main: number;
+  /** V8's helper threads (concurrent marking, parallel scavenges, compiler jobs). */
+  v8: number;
+  /** libuv's pool: gzip/zstd, file system calls, hashing. */
+  pool: number;
+  other: number;
+}
+
+/** User + system CPU seconds of every thread, by kind (/proc/<pid>/task/<tid>/{comm,stat}). */
+function threadCpuSeconds(pid: number): ThreadCpu {
+  const out: ThreadCpu = { main: 0, v8: 0, pool: 0, other: 0 };
+  for (const p of processTree(pid)) {
+    let tids: string[] = [];
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {}
+    for (const tid of tids) {
+      try {
+        const name = readFileSync(`/proc/${p}/task/${tid}/comm`, "utf8").trim();
+        const fields = readFileSync(`/proc/${p}/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ");
+        const seconds = (Number(fields[11]) + Number(fields[12])) / 100;
+        const kind: keyof ThreadCpu =
+          tid === String(p)
+            ? "main"
+            : name.startsWith("V8")
+              ? "v8"
+              : name.startsWith("libuv-worker")
+                ? "pool"
+                : "other";
+        out[kind] += seconds;
+      } catch {}
+    }
+  }
+  return out;
+}
+
 export interface RssResult {
   copies: number;
   fileBytes: number;
   entries: number;
-  /** Spawn to the last entry acknowledged by the sink, including start-up (tsx, Fastify, prom-client). */
+  /** Spawn to the last entry acknowledged by the sink, including start-up (Fastify, prom-client, the AWS SDK). */
   seconds: number;
   entriesPerSec: number;
   /**
@@ -127,9 +175,10 @@ export interface RssResult {
   rssSamplesMb: { min: number; max: number; last: number };
   /**
    * CPU (user + system, every thread of every process of the sidecar, from /proc) per entry:
-   * between 10 % and 90 % acknowledged, and from spawn to the last acknowledgement.
+   * between 10 % and 90 % acknowledged, and from spawn to the last acknowledgement; `threads`
+   * splits the steady figure by kind of thread (sampled at the polls nearest 10 % and 90 %).
    */
-  cpuMicrosPerEntry: { steady: number; all: number };
+  cpuMicrosPerEntry: { steady: number; all: number; threads: ThreadCpu };
 }
 
 /** CPU a sidecar uses to start (spawn → API answering) and over its first seconds idle. */
@@ -167,6 +216,8 @@ export async function sidecarRss(
   copies: number,
   env: NodeJS.ProcessEnv = {},
   sink?: SinkUnderTest,
+  /** Another build's bin/auditpipe.js (a baseline in the same run); this checkout's by default. */
+  bin?: string,
 ): Promise<RssResult> {
   const work = workDir("rss");
   try {
@@ -179,12 +230,16 @@ export async function sidecarRss(
     closeSync(fd);
     const expected = entriesPerCopy * copies;
     const t0 = performance.now();
-    const sidecar = spawnSidecar(runArgs(work, logDir, [], sink), env, { built: true });
+    const sidecar = spawnSidecar(runArgs(work, logDir, [], sink), env, {
+      built: true,
+      ...(bin ? { bin } : {}),
+    });
     try {
       const url = await sidecar.url();
       const samples: number[] = [];
       const acks: [number, number][] = [];
       const cpu: [number, number][] = [];
+      const threads: [number, ThreadCpu][] = [];
       let lastRss = 0;
       for (;;) {
         const volume = await getJson<Volume>(`${url}/v1/volume`);
@@ -192,6 +247,7 @@ export async function sidecarRss(
         const now = performance.now();
         acks.push([now, acked]);
         cpu.push([now, cpuSeconds(sidecar.child.pid!)]);
+        threads.push([acked, threadCpuSeconds(sidecar.child.pid!)]);
         if (performance.now() - lastRss >= 250) {
           samples.push(memoryOf(sidecar.child.pid!).rssMb);
           lastRss = performance.now();
@@ -206,6 +262,10 @@ export async function sidecarRss(
       const steady = (0.8 * expected) / ((to - from) / 1000);
       const steadyCpu = cpuAt(cpu, to) - cpuAt(cpu, from);
       const { peakMb, workerPeakMb } = memoryOf(sidecar.child.pid!);
+      const [a0, th0] = threads.find(([a]) => a >= 0.1 * expected)!;
+      const [a1, th1] = threads.find(([a]) => a >= 0.9 * expected)!;
+      const perEntry = (k: keyof ThreadCpu) =>
+        a1 > a0 ? Number((((th1[k] - th0[k]) / (a1 - a0)) * 1e6).toFixed(2)) : Number.NaN;
       return {
         copies,
         fileBytes: unit.length * copies,
@@ -223,6 +283,12 @@ export async function sidecarRss(
         cpuMicrosPerEntry: {
           steady: Number(((steadyCpu / (0.8 * expected)) * 1e6).toFixed(2)),
           all: Number(((cpu.at(-1)![1] / expected) * 1e6).toFixed(2)),
+          threads: {
+            main: perEntry("main"),
+            v8: perEntry("v8"),
+            pool: perEntry("pool"),
+            other: perEntry("other"),
+          },
         },
       };
     } finally {
@@ -237,13 +303,18 @@ export async function sidecarRss(
  * A sidecar started on an empty log directory, as deployed (NODE_OPTIONS with the heap limits,
  * one process): CPU until its API answers, and over its first `idleSeconds` with nothing to do.
  */
-export async function sidecarStartCpu(idleSeconds = 3, env: NodeJS.ProcessEnv = {}): Promise<StartCpuResult> {
+export async function sidecarStartCpu(
+  idleSeconds = 3,
+  env: NodeJS.ProcessEnv = {},
+  /** Another build's bin/auditpipe.js (a baseline in the same run); this checkout's by default. */
+  bin?: string,
+): Promise<StartCpuResult> {
   const work = workDir("start");
   try {
     const logDir = join(work, "log");
     mkdirSync(logDir);
     const t0 = performance.now();
-    const sidecar = spawnSidecar(runArgs(work, logDir), env, { built: true });
+    const sidecar = spawnSidecar(runArgs(work, logDir), env, { built: true, ...(bin ? { bin } : {}) });
     try {
       await sidecar.url();
       const toReady = (performance.now() - t0) / 1000;

@@ -4,17 +4,28 @@
  *   csvlog and stderr files, against parse-only over the same file in the same run, interleaved;
  * - peak RSS of the real `auditpipe run` process reading ~250 MB and ~1 GB files;
  * - tail latency: append → counted in GET /v1/volume, p50/p99;
- * - impact on PostgreSQL: pgbench TPS with the sidecar running vs without, interleaved.
+ * - impact on PostgreSQL: pgbench TPS with the sidecar running vs without, interleaved;
+ * - CPU per entry of the real sidecar shipping to MinIO (gzip and zstd), by kind of thread, and
+ *   where it goes stage by stage; its start-up CPU with a cold and a warm compile cache. With
+ *   AUDITPIPE_BENCH_BASELINE_BIN=<another build's bin/auditpipe.js>, that build too, interleaved.
  * Writes `.bench/pipeline.json`; scripts/bench.mjs renders it into docs/benchmarks.md.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, loadavg } from "node:os";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
-import { repoRoot } from "@auditpipe/testkit";
+import { repoRoot, startMinio } from "@auditpipe/testkit";
+import { cpuStages } from "../../../apps/cli/bench/_cpu-stages.ts";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
-import { pgbenchImpact, sidecarRss, sidecarStartCpu, tailLatency } from "./_sidecar-bench.ts";
+import {
+  pgbenchImpact,
+  type RssResult,
+  type StartCpuResult,
+  sidecarRss,
+  sidecarStartCpu,
+  tailLatency,
+} from "./_sidecar-bench.ts";
 
 const ROUNDS = 3;
 const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
@@ -22,6 +33,7 @@ const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
   "rss",
   "latency",
   "pgbench",
+  "cpu",
 ];
 const gc = (globalThis as { gc?: () => void }).gc;
 const load = () => loadavg()[0]!;
@@ -172,6 +184,76 @@ if (only.includes("pgbench")) {
   );
   doc.pgbench = impact;
   loads.pgbench = [before, round2(load())];
+}
+
+if (only.includes("cpu")) {
+  const before = round2(load());
+  const csv = files[0]!;
+  const perCopy = (await runParseOnly(csv.file, "csvlog")).entries;
+  const nodeOptions = { NODE_OPTIONS: "--max-old-space-size=128 --max-semi-space-size=4" };
+  const baselineBin = process.env.AUDITPIPE_BENCH_BASELINE_BIN;
+  const builds: { build: string; bin?: string }[] = [
+    { build: "this build" },
+    // AUDITPIPE_BENCH_BASELINE_NAME says what it is, e.g. "main at 24e8b86".
+    ...(baselineBin
+      ? [{ build: process.env.AUDITPIPE_BENCH_BASELINE_NAME ?? "baseline", bin: baselineBin }]
+      : []),
+  ];
+  const minio = await startMinio();
+  const runs: (RssResult & { build: string; compression: string })[] = [];
+  const starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[] = [];
+  try {
+    const credentials = {
+      AWS_ACCESS_KEY_ID: minio.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
+    };
+    // Two copies of the reference file (~240 MB), as docs/operations.md deploys it; builds and
+    // compressions interleaved in every round, the lowest steady CPU of the rounds kept.
+    for (let round = 0; round < 2; round++)
+      for (const compression of ["gzip", "zstd"])
+        for (const { build, bin } of builds) {
+          const bucket = `cpu-${compression}-${round}-${build.replace(/\W/g, "")}`;
+          await minio.createBucket(bucket);
+          const sink = {
+            sink: `s3://${bucket}/audit`,
+            name: "s3",
+            args: [
+              ...["--s3-endpoint", minio.endpoint, "--s3-region", minio.region, "--s3-force-path-style"],
+              ...["--compression", compression, "--batch-max-age-ms", "1000"],
+            ],
+          };
+          const r = await sidecarRss(csv.file, perCopy, 2, { ...nodeOptions, ...credentials }, sink, bin);
+          console.log(
+            `  ${build}, ${compression}, round ${round}: ${r.cpuMicrosPerEntry.steady} µs/entry steady ${JSON.stringify(r.cpuMicrosPerEntry.threads)}, ${r.steadyEntriesPerSec} entries/s, peak RSS ${r.peakRssMb} MB`,
+          );
+          const kept = runs.findIndex((k) => k.build === build && k.compression === compression);
+          if (kept < 0) runs.push({ ...r, build, compression });
+          else if (r.cpuMicrosPerEntry.steady < runs[kept]!.cpuMicrosPerEntry.steady)
+            runs[kept] = { ...r, build, compression };
+        }
+  } finally {
+    await minio.stop();
+  }
+  // Start-up (local sink, empty log directory): a fresh compile cache, then the same one again.
+  for (let round = 0; round < 3; round++)
+    for (const { build, bin } of builds) {
+      const cache = mkdtempSync(join(tmpdir(), "auditpipe-bench-compile-cache-"));
+      try {
+        for (const state of ["cold", "warm"] as const) {
+          const r = await sidecarStartCpu(3, { ...nodeOptions, NODE_COMPILE_CACHE: cache }, bin);
+          const kept = starts.findIndex((k) => k.build === build && k.cache === state);
+          if (kept < 0) starts.push({ ...r, build, cache: state });
+          else if (r.cpuToReady < starts[kept]!.cpuToReady) starts[kept] = { ...r, build, cache: state };
+        }
+      } finally {
+        rmSync(cache, { recursive: true, force: true });
+      }
+    }
+  console.log(`  start-up: ${JSON.stringify(starts)}`);
+  const stages = await cpuStages(csv.file, 3);
+  console.table(stages);
+  doc.cpu = { runs, starts, stages, targetMicrosPerEntry: 4.6, targetStartSeconds: 0.3 };
+  loads.cpu = [before, round2(load())];
 }
 
 const dir = join(repoRoot(), ".bench");

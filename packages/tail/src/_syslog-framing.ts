@@ -68,11 +68,13 @@ export class SyslogFramer {
   private count = 0;
   private digits = 0;
   private remaining = 0;
+  private readonly sink: FrameSink;
+  private readonly maxFrameBytes: number;
 
-  constructor(
-    private readonly sink: FrameSink,
-    private readonly maxFrameBytes: number = MAX_FRAME_BYTES,
-  ) {}
+  constructor(sink: FrameSink, maxFrameBytes: number = MAX_FRAME_BYTES) {
+    this.sink = sink;
+    this.maxFrameBytes = maxFrameBytes;
+  }
 
   /** Whether the stream is still readable; false after a bad octet count (close the connection). */
   get ok(): boolean {

@@ -22,6 +22,12 @@ export interface Listener {
   /** The listen URL with the port really bound. */
   readonly url: string;
   readonly port: number;
+  /**
+   * TCP: stop reading every connection (new ones too), so the senders' own queues hold what comes
+   * (backpressure). UDP cannot be held back: nothing changes here (the source drops and counts).
+   */
+  pause(): void;
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -65,6 +71,8 @@ export async function listenUdp(
   return {
     url: listenUrl("udp", address.host, port),
     port,
+    pause() {},
+    resume() {},
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
 }
@@ -77,7 +85,9 @@ export async function listenTcp(
   /** Open connections, each with what ends it. */
   const connections = new Map<Socket, () => void>();
   let nextConnection = 0;
+  let paused = false;
   const server: Server = createServer((socket) => {
+    if (paused) socket.pause();
     const sender = `tcp #${++nextConnection}`;
     const framer = new SyslogFramer(
       {
@@ -115,6 +125,14 @@ export async function listenTcp(
   return {
     url: listenUrl("tcp", address.host, port),
     port,
+    pause() {
+      paused = true;
+      for (const socket of connections.keys()) socket.pause();
+    },
+    resume() {
+      paused = false;
+      for (const socket of connections.keys()) socket.resume();
+    },
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Senders do not hang up on their own; what they sent and we read is flushed by finish().

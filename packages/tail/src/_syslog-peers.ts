@@ -20,7 +20,11 @@ export class Peers {
   private readonly peers = new Map<string, Peer>();
   private readonly retired: SyslogStats = { lines: 0, foreignLines: 0, messages: 0, incompleteMessages: 0 };
 
-  constructor(private readonly create: (key: string) => SyslogReassembler) {}
+  private readonly create: (key: string) => SyslogReassembler;
+
+  constructor(create: (key: string) => SyslogReassembler) {
+    this.create = create;
+  }
 
   /** One syslog message from sender `key`; `connected` for a sender that says when it ends (TCP). */
   push(key: string, message: Buffer, offset: number, size: number, connected: boolean): void {

@@ -1,6 +1,6 @@
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type OutOfFilesRetryOptions, retryWhileOutOfFiles } from "@auditpipe/ship";
+import { type OutOfFilesRetryOptions, retryWhileOutOfFiles, writeFileDurably } from "@auditpipe/ship";
 
 /** One followed file's progress. Everything before `position` was acknowledged by the sink. */
 export interface FileCheckpoint {
@@ -58,15 +58,6 @@ function parse(text: string): FileCheckpoint[] | undefined {
   }
 }
 
-async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 /**
  * The state dir's checkpoints: versioned JSON written to a temp file, fsynced and renamed (the
  * directory fsynced too), only when something changed. A crash between write and rename leaves
@@ -84,11 +75,13 @@ export class Checkpointer {
    * first save() writes the file even if it holds no checkpoint, so the next start is not fresh.
    */
   fresh = true;
+  private readonly dir: string;
+  private readonly outOfFiles: OutOfFilesRetryOptions;
 
-  private constructor(
-    private readonly dir: string,
-    private readonly outOfFiles: OutOfFilesRetryOptions,
-  ) {}
+  private constructor(dir: string, outOfFiles: OutOfFilesRetryOptions) {
+    this.dir = dir;
+    this.outOfFiles = outOfFiles;
+  }
 
   /**
    * `outOfFiles.onRetry` reports a save that waits for a file descriptor (EMFILE/ENFILE): a save
@@ -154,18 +147,12 @@ export class Checkpointer {
     if (this.changes === this.saved) return false;
     const changes = this.changes;
     const body: CheckpointFile = { version: 1, checkpoints: this.entries() };
-    const temp = join(this.dir, TEMP_FILE);
-    await retryWhileOutOfFiles(async () => {
-      const handle = await open(temp, "w");
-      try {
-        await handle.writeFile(`${JSON.stringify(body, null, 1)}\n`);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, join(this.dir, CHECKPOINT_FILE));
-      await fsyncPath(this.dir);
-    }, this.outOfFiles);
+    // A fixed temp name: load() reads it first, in case a crash came between its fsync and the rename.
+    const write = () =>
+      writeFileDurably(join(this.dir, CHECKPOINT_FILE), `${JSON.stringify(body, null, 1)}\n`, {
+        tempPath: join(this.dir, TEMP_FILE),
+      });
+    await retryWhileOutOfFiles(write, this.outOfFiles);
     this.saved = changes;
     return true;
   }

@@ -1,16 +1,18 @@
+export { type BatchLimits, DEFAULT_BATCH_LIMITS } from "@auditpipe/ship";
 export { CHECKPOINT_FILE, Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
 export {
-  type BatchLimits,
-  DEFAULT_BATCH_LIMITS,
   DEFAULT_PATTERNS,
-  FileSource,
   FileSourceErrorCode,
   type FileSourceHealth,
-  type FileSourceOptions,
-  globToRegExp,
   type SourceLogger,
-  type SourceObserver,
-} from "./file-source.ts";
+} from "./file-follower.ts";
+export { FileSource, type FileSourceOptions, type SourceObserver } from "./file-pipeline.ts";
+export {
+  DEFAULT_COMMIT_MS,
+  SyslogJournal,
+  type SyslogJournalOptions,
+  type SyslogJournalStats,
+} from "./syslog-journal.ts";
 export {
   SyslogErrorCode,
   type SyslogRecordSource,

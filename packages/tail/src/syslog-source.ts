@@ -1,18 +1,22 @@
 /**
  * SyslogSource: PostgreSQL's log as syslog over UDP and TCP (what rsyslog's omfwd sends),
- * RFC 3164 or RFC 5424, turned into LogRecords exactly as the syslog file parser does.
+ * RFC 3164 or RFC 5424, rebuilt into PostgreSQL's messages exactly as the syslog file parser does.
  *
- * Delivery is as good as syslog's: UDP drops under load and nothing can be asked again, so
- * there are no checkpoints; the counters say what was received, rebuilt and lost. A record's
- * place is its listener and the count of bytes that listener had received before the record's
- * first chunk (frames counted in the order they completed), since syslog has no file offsets.
+ * Each message goes to `onMessage` (the sidecar appends it to a SyslogJournal, which the file
+ * pipeline follows with checkpoints) or, read as a LogRecord, to `onRecord`. The source itself
+ * keeps nothing: while its consumer has no room it is paused, and then TCP is not read (the
+ * senders' queues hold what comes) and UDP datagrams are dropped and counted. A record's place is
+ * its listener and the count of bytes that listener had received before the record's first chunk
+ * (frames counted in the order they completed), since syslog has no file offsets.
  */
 
 import { randomBytes } from "node:crypto";
 import {
+  createSyslogReassembler,
   createSyslogRecordReassembler,
   type LogRecord,
   type MalformedRecord,
+  type SyslogMessage,
   type SyslogParserOptions,
 } from "@auditpipe/parse";
 import { SyslogErrorCode, SyslogSourceError } from "./_syslog-errors.ts";
@@ -35,15 +39,13 @@ export interface SyslogRecordSource {
   offset: number;
 }
 
-export interface SyslogSourceOptions {
+interface SyslogSourceCommonOptions {
   /** Where to listen: `udp://HOST:PORT` and/or `tcp://HOST:PORT`; port 0 picks a free port. */
   listen: string[];
   /** The server's log_line_prefix; PostgreSQL 15's default `%m [%p] ` when omitted. */
   prefix?: string;
   /** syslog_ident; messages of other programs are counted as foreign and dropped. Default `postgres`. */
   ident?: string;
-  /** Each record, once all of its chunks are in. Must not throw. */
-  onRecord: (record: LogRecord, source: SyslogRecordSource) => void;
   /** Input that could not become a record (never carries its text); `source` is the listener's URL. */
   onMalformed?: (error: MalformedRecord, source: string) => void;
   /** A message with no new chunk for this long is complete; default 4000 ms. */
@@ -51,6 +53,21 @@ export interface SyslogSourceOptions {
   /** Largest TCP frame or UDP datagram kept; default 64 KiB. */
   maxFrameBytes?: number;
 }
+
+/** Where the rebuilt messages go: each as a LogRecord, or each as PostgreSQL's lines (for a journal). */
+export type SyslogSourceOptions = SyslogSourceCommonOptions &
+  (
+    | {
+        /** Each record, once all of its chunks are in. Must not throw. */
+        onRecord: (record: LogRecord, source: SyslogRecordSource) => void;
+        onMessage?: never;
+      }
+    | {
+        /** Each PostgreSQL message, once all of its chunks are in (its lines as on stderr). Must not throw. */
+        onMessage: (message: SyslogMessage, source: SyslogRecordSource) => void;
+        onRecord?: never;
+      }
+  );
 
 export interface SyslogSourceStats {
   /** Syslog messages received (datagrams and TCP frames), foreign and malformed ones included. */
@@ -63,6 +80,8 @@ export interface SyslogSourceStats {
   malformed: number;
   /** Messages of other programs than `ident`, dropped. */
   foreign: number;
+  /** UDP datagrams dropped unread because the source was paused (its consumer had no room). */
+  dropped: number;
 }
 
 export interface SyslogSource {
@@ -75,6 +94,14 @@ export interface SyslogSource {
    */
   readonly instance: string;
   stats(): SyslogSourceStats;
+  /**
+   * Holds input back until resume(): TCP connections are not read (their senders queue), UDP
+   * datagrams are dropped and counted (`dropped`), and messages still open are not completed by
+   * time (their next chunks may be waiting in a sender's queue).
+   */
+  pause(): void;
+  resume(): void;
+  readonly paused: boolean;
   /** Stops listening; messages still open are completed (or reported incomplete) first. */
   close(): Promise<void>;
 }
@@ -101,6 +128,8 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   if (options.ident !== undefined) parserOptions.ident = options.ident;
   let received = 0;
   let malformed = 0;
+  let dropped = 0;
+  let paused = false;
   const reportMalformed = (error: MalformedRecord, source: string): void => {
     malformed++;
     onMalformed(error, source);
@@ -119,17 +148,25 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
       let name = "";
       /** Bytes received on this listener so far: where the next frame starts. */
       let bytes = 0;
+      const malformedHere = (error: MalformedRecord): void => reportMalformed(error, name);
+      const { onMessage, onRecord } = options;
       const peers = new Peers(() =>
-        createSyslogRecordReassembler(
-          {
-            record: (record) => options.onRecord(record, { name, offset: record.offset }),
-            malformed: (error) => reportMalformed(error, name),
-          },
-          parserOptions,
-        ),
+        onMessage
+          ? createSyslogReassembler(
+              { message: (m) => onMessage(m, { name, offset: m.offset }), malformed: malformedHere },
+              parserOptions,
+            )
+          : createSyslogRecordReassembler(
+              { record: (r) => onRecord(r, { name, offset: r.offset }), malformed: malformedHere },
+              parserOptions,
+            ),
       );
       const events: ListenerEvents = {
         message(sender, message, size, connected) {
+          if (paused && !connected) {
+            dropped++; // UDP cannot wait; TCP read before the pause is taken in
+            return;
+          }
           received++;
           const offset = bytes;
           bytes += size;
@@ -162,6 +199,7 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   // between flushAfterMs/2 and flushAfterMs after its last chunk.
   const timer = setInterval(
     () => {
+      if (paused) return;
       for (const peers of peerSets) peers.sweep();
     },
     Math.max(1, Math.floor(flushAfterMs / 2)),
@@ -173,7 +211,7 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
     addresses: listeners.map((l) => ({ url: l.url, port: l.port })),
     instance: `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`,
     stats() {
-      const s = { received, reassembled: 0, incomplete: 0, malformed, foreign: 0 };
+      const s = { received, reassembled: 0, incomplete: 0, malformed, foreign: 0, dropped };
       for (const peers of peerSets) {
         const p = peers.stats();
         s.reassembled += p.messages;
@@ -181,6 +219,17 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
         s.foreign += p.foreignLines;
       }
       return s;
+    },
+    pause() {
+      paused = true;
+      for (const l of listeners) l.pause();
+    },
+    resume() {
+      paused = false;
+      for (const l of listeners) l.resume();
+    },
+    get paused() {
+      return paused;
     },
     close() {
       closing ??= (async () => {

@@ -22,7 +22,7 @@ describe("Checkpointer.save out of file descriptors", () => {
   it("retries EMFILE with backoff, reports each retry, and saves when descriptors are free", () => {
     const dir = mkdtempSync(join(tmpdir(), "auditpipe-emfile-"));
     dirs.push(dir);
-    const node = [process.execPath, "--conditions=@auditpipe/source", "--import", "tsx", CHILD, dir]
+    const node = [process.execPath, "--conditions=@auditpipe/source", CHILD, dir]
       .map((a) => `'${a}'`)
       .join(" ");
     const run = spawnSync("bash", ["-c", `ulimit -n 128 && exec ${node}`], {

@@ -3,9 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource, type SourceLogger } from "@auditpipe/tail";
-import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
+import {
+  duplicates,
+  type PostgresCluster,
+  shippedRecords,
+  startPostgres,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { duplicates, rotateToNewFile, shippedRecords } from "./_sink-oracle.ts";
 
 const PREFIX = "[%p] ";
 /** What `[%p] ` makes of a pgAudit line: the oracle for the stderr files below. */
@@ -45,7 +50,7 @@ function firstLine(path: string): string {
  * `[PID] LOG:  checkpoint starting: immediate force wait` first; pgbench then writes audit entries.
  */
 async function fileStartingWithCheckpoint(pg: PostgresCluster): Promise<string> {
-  await rotateToNewFile(pg, "stderr");
+  await pg.rotate();
   await pg.query("CHECKPOINT");
   await pg.pgbench(["-n", "-c", "1", "-t", "50"]);
   return pg.currentLogfiles().stderr!;

@@ -16,9 +16,8 @@ import {
   toShippedRecord,
 } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
-import { repoRoot, waitUntil } from "@auditpipe/testkit";
+import { repoRoot, shippedRecords, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { shippedRecords } from "./_sink-oracle.ts";
 
 const CASES = ["session-all", "read-write-once", "ddl-role-object"];
 const FILE = "postgresql-2026-01-01_000000.csv";

@@ -12,11 +12,11 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import { type Batch, LocalDirSink, type Sink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
-import { startPostgres, waitUntil } from "@auditpipe/testkit";
+import { duplicates, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { duplicates, shippedKeys, writtenKeys } from "./_sink-oracle.ts";
 
 const FIXTURES = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases");
 
@@ -36,28 +36,15 @@ class GatedSink implements Sink {
   private readonly gate = new Promise<void>((resolve) => {
     this.open = resolve;
   });
-  constructor(private readonly inner: Sink) {}
+  private readonly inner: Sink;
+  constructor(inner: Sink) {
+    this.inner = inner;
+  }
   release(): void {
     this.open();
   }
   async write(batch: Batch): Promise<void> {
     await this.gate;
-    await this.inner.write(batch);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
-/** A sink that takes its time: the reader falls behind the writer, as with a slow store. */
-class SlowSink implements Sink {
-  readonly name = "slow";
-  constructor(
-    private readonly inner: Sink,
-    private readonly delayMs: number,
-  ) {}
-  async write(batch: Batch): Promise<void> {
-    await new Promise((r) => setTimeout(r, this.delayMs));
     await this.inner.write(batch);
   }
   close(): Promise<void> {
@@ -185,13 +172,15 @@ describe("FileSource and files that change under it", () => {
     cleanups.push(() => pg.stop());
     const work = workDir();
     const sinkDir = join(work, "sink");
+    const sink = new GatedSink(new LocalDirSink({ dir: sinkDir }));
     const source = new FileSource({
       logDir: pg.logDir,
       format: "csvlog",
       stateDir: join(work, "state"),
-      // Slow enough that the old file is still unread when it is deleted: FileSource keeps up to
-      // MAX_IN_FLIGHT_BATCHES (3) writes out at once, so 300 ms a write is the 100 ms of one at a time.
-      sink: new SlowSink(new LocalDirSink({ dir: sinkDir }), 300),
+      // Closed until the old file is deleted: once DEFAULT_MAX_IN_FLIGHT (3) batches are out and
+      // one more is ready, the source stops reading (backpressure), so the old file is still
+      // unread when it goes, however fast or slow pgbench runs.
+      sink,
       batch: { maxEntries: 100, maxAgeMs: 100 },
     });
     await source.start();
@@ -216,6 +205,7 @@ describe("FileSource and files that change under it", () => {
     const oldKeys = writtenKeysOf([old]);
     expect(source.status().find((f) => f.path === old)!.read).toBeLessThan(readFileSync(old).length);
     unlinkSync(old);
+    sink.release();
     const newKeys = writtenKeys(pg.logDir);
     await waitUntil(
       () => shippedKeys(sinkDir).length >= oldKeys.length + newKeys.length,

@@ -64,6 +64,7 @@ describe("SyslogSource over UDP", () => {
       incomplete: 0,
       malformed: 1,
       foreign: 1,
+      dropped: 0,
     });
   });
 
@@ -169,6 +170,7 @@ describe("SyslogSource over TCP", () => {
       incomplete: 0,
       malformed: 0,
       foreign: 0,
+      dropped: 0,
     });
   });
 

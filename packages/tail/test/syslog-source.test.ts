@@ -209,6 +209,7 @@ describe("SyslogSource with real rsyslog forwarding what a real PostgreSQL + pga
       incomplete: 0,
       malformed: 0,
       foreign: 0,
+      dropped: 0,
     });
     expect(received.records).toHaveLength(3 * messages);
   });

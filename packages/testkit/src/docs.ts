@@ -1,7 +1,7 @@
 /** Docs that tests keep true: a measured table written between two markers of a page in docs/. */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { repoRoot } from "./_paths.ts";
+import { repoRoot } from "./paths.ts";
 
 /**
  * Replaces what lies between `<!-- NAME:start -->` and `<!-- NAME:end -->` in docs/PAGE with

@@ -1,8 +1,9 @@
-export { repoRoot, SETUP_HINT } from "./_paths.ts";
-export { freePort, type RunResult, run, sleep, waitUntil } from "./_process.ts";
+export { awsEnv, useAwsCredentials } from "./aws-env.ts";
 export { rewriteDocSection } from "./docs.ts";
+export { logSettled } from "./log-settled.ts";
 export { type MinioOptions, type MinioServer, startMinio } from "./minio.ts";
 export { type NpmRegistry, type NpmRegistryOptions, npmEnv, startNpmRegistry } from "./npm-registry.ts";
+export { repoRoot, SETUP_HINT } from "./paths.ts";
 export {
   type GucValue,
   type LogDestination,
@@ -10,4 +11,15 @@ export {
   type PostgresOptions,
   startPostgres,
 } from "./postgres.ts";
+export { freePort, type RunResult, run, sleep, waitUntil } from "./process.ts";
+export { type AuditEntryShape, auditEntry, type LogRecordShape, logRecord } from "./records.ts";
 export { type RsyslogDaemon, type RsyslogOptions, type SyslogForward, startRsyslog } from "./rsyslog.ts";
+export {
+  bucketContents,
+  duplicates,
+  type ShippedKeyFields,
+  s3Keys,
+  s3Records,
+  shippedKeys,
+  shippedRecords,
+} from "./sink-oracle.ts";

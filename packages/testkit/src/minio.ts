@@ -4,8 +4,9 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import { minioBinary } from "./_paths.ts";
-import { freePort, onExit, removeTree, waitUntil } from "./_process.ts";
+import { awsEnv } from "./aws-env.ts";
+import { minioBinary } from "./paths.ts";
+import { freePort, onExit, removeTree, waitUntil } from "./process.ts";
 
 export interface MinioOptions {
   /** Buckets created at start. */
@@ -26,6 +27,10 @@ export interface MinioServer {
   client(): S3Client;
   /** Creates a bucket, optionally with Object Lock. */
   createBucket(name: string, options?: { objectLock?: boolean }): Promise<void>;
+  /** Creates a bucket of a name no other test in any worker uses, and returns the name. */
+  freshBucket(options?: { objectLock?: boolean }): Promise<string>;
+  /** Environment for a child process (`auditpipe run`, `verify`) to reach this server, and nothing else. */
+  env(): Record<string, string>;
   /** SIGSTOP: connections hang, as with a stalled network or an overloaded store. */
   pause(): void;
   /** SIGCONT after `pause()`. */
@@ -39,6 +44,8 @@ export interface MinioServer {
 }
 
 const START_TIMEOUT_MS = 60_000;
+/** Numbers fresh buckets within this process. */
+let bucketSeq = 0;
 
 /** Starts a real MinIO on a free loopback port with its own data directory and credentials. */
 export async function startMinio(options: MinioOptions = {}): Promise<MinioServer> {
@@ -142,6 +149,12 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
           new CreateBucketCommand({ Bucket: name, ObjectLockEnabledForBucket: opts.objectLock === true }),
         );
       },
+      async freshBucket(opts = {}) {
+        const name = `t${process.pid}-${++bucketSeq}-${Date.now().toString(36)}`;
+        await server.createBucket(name, opts);
+        return name;
+      },
+      env: () => awsEnv({ accessKeyId, secretAccessKey, region }),
       pause() {
         child?.kill("SIGSTOP");
       },

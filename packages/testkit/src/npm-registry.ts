@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { SETUP_HINT } from "./_paths.ts";
-import { freePort, onExit, removeTree, waitUntil } from "./_process.ts";
+import { SETUP_HINT } from "./paths.ts";
+import { freePort, onExit, removeTree, waitUntil } from "./process.ts";
 
 export interface NpmRegistryOptions {
   /**

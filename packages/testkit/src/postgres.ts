@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { pgBinDir } from "./_paths.ts";
+import { pgBinDir } from "./paths.ts";
 import {
   freePort,
   isRoot,
@@ -21,7 +21,7 @@ import {
   removeTree,
   run,
   waitUntil,
-} from "./_process.ts";
+} from "./process.ts";
 
 export type LogDestination = "csvlog" | "jsonlog" | "stderr" | "syslog";
 export type GucValue = string | number | boolean;

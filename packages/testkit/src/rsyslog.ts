@@ -14,8 +14,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { rsyslogdBinary } from "./_paths.ts";
-import { isRoot, onExit, removeTree, sleep, waitUntil } from "./_process.ts";
+import { rsyslogdBinary } from "./paths.ts";
+import { isRoot, onExit, removeTree, sleep, waitUntil } from "./process.ts";
 
 /** Where PostgreSQL's syslog(3) writes: glibc's _PATH_LOG. */
 const DEV_LOG = "/dev/log";
@@ -31,6 +31,12 @@ export interface SyslogForward {
   format?: "rfc3164" | "rfc5424";
   /** TCP framing; default `octet-counted` (RFC 6587), or `traditional` (LF-terminated). */
   framing?: "octet-counted" | "traditional";
+  /**
+   * Keep messages while the receiver is down and retry every second, never giving up (an
+   * in-memory action queue, `action.resumeRetryCount="-1"`), as docs/syslog.md recommends.
+   * Default: rsyslog's own, which drops what fails and retries only after 30 s.
+   */
+  retry?: boolean;
 }
 
 export interface RsyslogOptions {
@@ -91,7 +97,10 @@ function config(dir: string, options: RsyslogOptions, files: RsyslogDaemon["file
   const filter = programs.map((p) => `$programname == '${p.replaceAll("'", "\\'")}'`).join(" or ");
   const forwards = (options.forward ?? []).map((f) => {
     const framing = f.protocol === "tcp" ? ` TCP_Framing="${f.framing ?? "octet-counted"}"` : "";
-    return `  action(type="omfwd" target="127.0.0.1" port="${f.port}" protocol="${f.protocol}"${framing} template="${TEMPLATES[f.format ?? "rfc5424"]}")`;
+    const retry = f.retry
+      ? ` queue.type="LinkedList" action.resumeRetryCount="-1" action.resumeInterval="1"`
+      : "";
+    return `  action(type="omfwd" target="127.0.0.1" port="${f.port}" protocol="${f.protocol}"${framing}${retry} template="${TEMPLATES[f.format ?? "rfc5424"]}")`;
   });
   return [
     `global(workDirectory="${join(dir, "work")}" maxMessageSize="64k")`,

@@ -3,10 +3,9 @@ import type { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import {
-  AUDIT_PREFIX,
   type AuditEntry,
-  AuditPayloadError,
   createParser,
+  decodeAuditEntry,
   guessPrefixes,
   isGzip,
   type LogFormat,
@@ -14,7 +13,6 @@ import {
   type LogRecord,
   type MalformedRecord,
   type PrefixGuess,
-  parseAuditPayload,
   type RecordSink,
   sniffFormat,
 } from "@auditpipe/parse";
@@ -87,27 +85,19 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     let summary: FileSummary | undefined;
     let records = 0;
     let malformed = 0;
+    /** A record whose pgAudit payload is not pgAudit's CSV (decodeAuditEntry's policy). */
+    const badPayload = (error: MalformedRecord): void => {
+      tally.addMalformed();
+      options.onMalformed?.(file, error);
+    };
     const sink: RecordSink = {
       record(record: LogRecord): void {
         tally.addRecord();
         records++;
-        if (!record.message.startsWith(AUDIT_PREFIX)) return;
-        try {
-          const entry = parseAuditPayload(record.message);
-          if (entry) {
-            tally.addEntry(entry, record);
-            options.onEntry?.(entry, record);
-          }
-        } catch (error) {
-          if (!(error instanceof AuditPayloadError)) throw error;
-          tally.addMalformed();
-          options.onMalformed?.(file, {
-            code: error.code,
-            reason: error.message,
-            offset: record.offset,
-            size: record.size,
-          });
-        }
+        const entry = decodeAuditEntry(record, badPayload);
+        if (entry === undefined) return;
+        tally.addEntry(entry, record);
+        options.onEntry?.(entry, record);
       },
       malformed(error: MalformedRecord): void {
         tally.addMalformed();

@@ -45,6 +45,16 @@ function sameFilesystem(a: string, b: string, fa: Filesystem, fb: Filesystem): b
   }
 }
 
+/** A log directory's filesystem, and whether it is the data directory's. */
+export function logDirectoryOf(
+  dataDir: string,
+  logDir: string,
+): { logDirectory: Filesystem; logOnDataDisk: boolean } {
+  const data = filesystemOf(dataDir);
+  const log = filesystemOf(logDir);
+  return { logDirectory: log, logOnDataDisk: sameFilesystem(dataDir, logDir, data, log) };
+}
+
 export async function collectEnvironment(
   client: pg.Client,
   dirs: { dataDir: string; logDir: string },

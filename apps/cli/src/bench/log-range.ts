@@ -31,6 +31,26 @@ function readRange(path: string, from: number, to: number): Buffer {
   }
 }
 
+/** Sessions that have the marker function (it lives in the session's temporary schema). */
+const withMarkerFunction = new WeakSet<pg.Client>();
+
+/**
+ * Logs `id` as one single-line record. A RAISE at the default verbosity also logs CONTEXT and
+ * STATEMENT lines, which syslog sends as further chunks of the message: the range after the
+ * marker's line would then start inside a message. The function's own settings leave both out
+ * while it runs, without changing what anything else logs. Created once per session, so the
+ * runs' log ranges hold only the call.
+ */
+async function raiseMarker(client: pg.Client, id: string): Promise<void> {
+  if (!withMarkerFunction.has(client)) {
+    await client.query(
+      "CREATE OR REPLACE FUNCTION pg_temp.auditpipe_bench_marker(id text) RETURNS void LANGUAGE plpgsql SET log_error_verbosity = terse SET log_min_error_statement = panic AS $$ BEGIN RAISE LOG '%', id; END $$",
+    );
+    withMarkerFunction.add(client);
+  }
+  await client.query("SELECT pg_temp.auditpipe_bench_marker($1)", [id]);
+}
+
 /**
  * Writes a marker record through the logging collector and waits until it is in the file:
  * resolves with the offsets where that record starts and ends. The collector writes
@@ -42,7 +62,7 @@ export async function writeMarker(
   after: LogPosition | null,
 ): Promise<{ start: LogPosition; end: LogPosition } | null> {
   const id = `auditpipe-bench-marker-${randomUUID()}`;
-  await client.query(`DO $$ BEGIN RAISE LOG '${id}'; END $$`);
+  await raiseMarker(client, id);
   const needle = Buffer.from(id);
   const deadline = Date.now() + MARKER_TIMEOUT_MS;
   for (;;) {

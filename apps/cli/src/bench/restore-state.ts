@@ -1,20 +1,13 @@
 /**
  * What bench changed on an existing server, saved before the first change so a later start (or
- * `--restore`) can put it back after a kill -9. Written temp → fsync → rename → fsync dir.
+ * `--restore`) can put it back after a kill -9. Written with ship's writeFileDurably (temp →
+ * fsync → rename → fsync dir), mode 0600.
  */
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
+import { writeFileDurably } from "@auditpipe/ship";
 
 export interface RestoreState {
   version: 1;
@@ -41,29 +34,9 @@ export function stateFile(dir: string, server: string): string {
   return join(dir, `bench-restore-${server.replace(/[^A-Za-z0-9._-]+/g, "_")}.json`);
 }
 
-// The manifest journal in @auditpipe/ship has the async twin of this; bench needs it synchronous
-// (it also runs from a signal handler's path) and must not depend on the ship package's internals.
-function writeDurably(path: string, text: string): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const temp = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temp, "w", 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, path);
-  const dir = openSync(dirname(path), "r");
-  try {
-    fsyncSync(dir);
-  } finally {
-    closeSync(dir);
-  }
-}
-
-export function saveRestoreState(path: string, state: RestoreState): void {
-  writeDurably(path, `${JSON.stringify(state, null, 2)}\n`);
+export async function saveRestoreState(path: string, state: RestoreState): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFileDurably(path, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
 }
 
 export function loadRestoreState(path: string): RestoreState | null {

@@ -17,20 +17,26 @@ import {
   calibrationPoints,
   dropAuditTriggerSql,
   fitCalibration,
+  type Mitigation,
+  type MitigationAxes,
+  mitigationVariants,
   type PlannedRun,
   plannedSeconds,
   planRuns,
   quoteIdent,
   type RunResult,
   summarizeCells,
+  type VariantInfo,
+  variantsFor,
   type WorkloadInfo,
 } from "@auditpipe/bench";
 import type pg from "pg";
 import type { CommandIO } from "../commands/analyze.ts";
-import { collectEnvironment } from "./environment.ts";
+import { collectEnvironment, logDirectoryOf } from "./environment.ts";
 import { measureRun, runPgbench } from "./measure.ts";
 import { desiredSettings } from "./settings.ts";
-import { type BenchTarget, type LogFormat, startExistingTarget, startScratchTarget } from "./target.ts";
+import { probeSyslog } from "./syslog.ts";
+import { type BenchTarget, type RunLogging, startExistingTarget, startScratchTarget } from "./target.ts";
 
 export interface BenchOptions {
   command: string;
@@ -44,9 +50,13 @@ export interface BenchOptions {
   runs: number;
   warmupSec: number;
   seed: number;
-  logDestination: LogFormat;
+  /** The mitigations axis: every combination is a variant, measured as cells of its own. */
+  mitigations: MitigationAxes;
   logDirElsewhere: string | null;
-  logStatementOnce: boolean;
+  /** The file the syslog daemon writes PostgreSQL's messages to (the syslog destination). */
+  syslogFile: string | null;
+  /** Scratch server with fsync, synchronous_commit and full_page_writes on. */
+  durable: boolean;
   quick: boolean;
   workDir: string;
   perRunOverheadSec: number;
@@ -113,11 +123,19 @@ export async function runBench(
   process.on("SIGTERM", onSignal);
 
   const workloadNames = o.workloads.map((w) => w.info.name);
+  // Each configuration under the variants that change something for it (mitigations.ts).
+  const asked = mitigationVariants(o.mitigations);
+  const variantsOf = (c: string): Mitigation[] =>
+    variantsFor(CONFIGURATIONS[c as ConfigurationName].kind, asked);
+  const variants: Mitigation[] = [];
+  for (const v of o.configs.flatMap(variantsOf))
+    if (!variants.some((x) => x.name === v.name)) variants.push(v);
   const plan = planRuns({
     configurations: o.configs,
     workloads: workloadNames,
     runs: o.runs,
     warmup: o.warmupSec > 0,
+    variants: (c) => variantsOf(c).map((v) => v.name),
   });
   const planned = plannedSeconds(plan, {
     durationSec: o.durationSec,
@@ -126,14 +144,17 @@ export async function runBench(
     setupSec: setupSeconds(o.scale),
   });
   const measuredRuns = plan.filter((r) => !r.warmup).length;
+  const cellCount = measuredRuns / o.runs;
   io.stderr(
-    `bench: ${o.configs.length} configurations × ${workloadNames.length} workloads × ${o.runs} runs of ${o.durationSec} s = ${measuredRuns} runs (+ warm-up); about ${Math.ceil(planned / 60)} min\n`,
+    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / workloadNames.length} combinations)` : ""} × ${workloadNames.length} workloads × ${o.runs} runs of ${o.durationSec} s = ${measuredRuns} runs (+ warm-up); about ${Math.ceil(planned / 60)} min\n`,
   );
 
   let target: BenchTarget | undefined;
   const results: RunResult[] = [];
   const configInfos: ConfigurationInfo[] = [];
   let environment: BenchReport["environment"] | undefined;
+  let variantInfos: VariantInfo[] = [];
+  const loggingOf = (v: Mitigation): RunLogging => ({ destination: v.logDestination, dir: v.logDir });
   let baseline: BenchReport["target"]["baseline"] = "pgaudit-not-loaded";
   const notes: string[] = [];
   let configs = [...o.configs];
@@ -141,8 +162,10 @@ export async function runBench(
     target = o.existing
       ? await startExistingTarget({ ...o.existing, onNotice: (t) => io.stderr(`bench: ${t}`) })
       : await startScratchTarget({
-          logDestination: o.logDestination,
+          logging: loggingOf(variants[0]!),
           logDirElsewhere: o.logDirElsewhere,
+          syslogFile: o.syslogFile,
+          durable: o.durable,
           scale: o.scale,
         });
     if (target.kind === "existing") {
@@ -197,10 +220,11 @@ export async function runBench(
         kind: spec.kind,
         description: spec.description,
         preloadPgaudit: spec.preloadPgaudit && target.kind === "scratch",
+        // As under its first variant; the variants table says what the others change.
         settings: Object.fromEntries(
-          Object.entries(desiredSettings(spec, spec.preloadPgaudit || target.kind === "existing", o)).filter(
-            (e): e is [string, string] => e[1] !== null,
-          ),
+          Object.entries(
+            desiredSettings(spec, spec.preloadPgaudit || target.kind === "existing", variantsOf(name)[0]!),
+          ).filter((e): e is [string, string] => e[1] !== null),
         ),
         tables: name === "object" ? largest : name === "trigger" ? PGBENCH_TABLES : [],
       });
@@ -210,11 +234,27 @@ export async function runBench(
     );
     const logPrefix = (await client.query<{ v: string }>("SELECT current_setting('log_line_prefix') AS v"))
       .rows[0]!.v;
-    environment = await collectEnvironment(
+    // Read before the syslog probe below restarts the server: the settings the first variant starts with.
+    const env = await collectEnvironment(
       client,
       { dataDir: target.dataDir, logDir: target.logDir },
       pgbenchVersion,
     );
+    const syslogVariant = variants.find((v) => v.logDestination === "syslog");
+    if (syslogVariant && target.kind === "scratch" && o.syslogFile) {
+      // Before anything is measured: a daemon that loses PostgreSQL's messages ends the bench here.
+      await target.apply(
+        desiredSettings(CONFIGURATIONS.none, false, syslogVariant),
+        false,
+        loggingOf(syslogVariant),
+      );
+      await probeSyslog(await target.client(), o.syslogFile);
+    }
+    variantInfos = variants.map((v) => ({
+      ...v,
+      ...logDirectoryOf(target!.dataDir, target!.logDirFor(loggingOf(v))),
+    }));
+    environment = env;
     if (!(await target.logFile()))
       notes.push(
         "the server's log files are not readable from here: log entries and bytes were not measured",
@@ -237,8 +277,13 @@ export async function runBench(
         for (const s of sql) await c.query(s);
         triggersOn = spec.name === "trigger";
       }
+      const variant = variants.find((v) => v.name === run.variant)!;
       const pgauditLoaded = target.kind === "existing" ? target.pgauditAvailable : spec.preloadPgaudit;
-      await target.apply(desiredSettings(spec, pgauditLoaded, o), spec.preloadPgaudit);
+      await target.apply(
+        desiredSettings(spec, pgauditLoaded, variant),
+        spec.preloadPgaudit,
+        target.kind === "scratch" ? loggingOf(variant) : undefined,
+      );
       progress(io, run, done, total, t0, planned);
       const w = o.workloads.find((x) => x.info.name === run.workload)!;
       try {
@@ -250,10 +295,13 @@ export async function runBench(
           durationSec: run.warmup ? o.warmupSec : o.durationSec,
           workDir: o.workDir,
           signal: controller.signal,
-          logPrefix: o.logDestination === "stderr" ? logPrefix : undefined,
+          logPrefix:
+            variant.logDestination === "stderr" || variant.logDestination === "syslog"
+              ? logPrefix
+              : undefined,
           serverVersionNum: versionNum,
         });
-        if (!run.warmup) results.push(result);
+        if (!run.warmup) results.push({ ...result, variant: variant.name });
       } catch (error) {
         if (controller.signal.aborted) break;
         throw error;
@@ -291,17 +339,35 @@ export async function runBench(
   }
 
   const workloadInfos = o.workloads.map((w) => w.info);
-  const cells = summarizeCells(results, { configurations: configs, workloads: workloadNames, seed: o.seed });
+  const cells = summarizeCells(results, {
+    configurations: configs,
+    workloads: workloadNames,
+    variants: variants.map((v) => v.name),
+    seed: o.seed,
+  });
   const points = calibrationPoints(cells, configInfos, workloadInfos, {
     clients: o.clients,
     logElsewhere: environment ? !environment.logOnDataDisk : false,
+    variants: variantInfos,
     runs: results,
     seed: o.seed,
   });
   const calibration = fitCalibration(points);
   if (!o.existing && environment && environment.settings.fsync === "off")
     notes.push(
-      "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster): transactions are shorter than on a durable server, so logging is a larger share of each",
+      "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster; --durable turns them on): transactions are shorter than on a durable server, so logging is a larger share of each",
+    );
+  if (asked.length > 1)
+    notes.push(
+      `mitigations measured as variants (${asked.map((v) => v.name).join(", ")}): the baseline and the trigger log nothing during a run, so they ran once (${variantsOf("none")[0]!.name}) and every variant's overhead is against that one baseline; log_statement_once changes only pgaudit's configurations`,
+    );
+  if (variants.some((v) => v.logDestination === "syslog") && o.syslogFile)
+    notes.push(
+      `syslog: the entries and bytes are what the syslog daemon wrote to ${o.syslogFile} in that run, in its format; a daemon that rate-limits its local socket drops entries and the cost of writing them`,
+    );
+  if (points.length > 0 && new Set(variants.map((v) => v.logDestination)).size > 1)
+    notes.push(
+      `calibration: fitted on the ${variants[0]!.logDestination} cells only (a log line costs differently by destination; the model has one cost per line)`,
     );
   if (environment && environment.loadAverage > environment.cpus.count * 0.5)
     notes.push(
@@ -324,14 +390,19 @@ export async function runBench(
       runs: o.runs,
       warmupSec: o.warmupSec,
       seed: o.seed,
-      logDestination: o.existing ? (environment?.settings.log_destination ?? "unknown") : o.logDestination,
-      logStatementOnce: o.logStatementOnce,
+      logDestination: o.existing
+        ? (environment?.settings.log_destination ?? "unknown")
+        : [...new Set(o.mitigations.logDestination)].join(","),
+      logStatementOnce: o.mitigations.logStatementOnce.every(Boolean),
       logDirElsewhere: o.logDirElsewhere,
       quick: o.quick,
+      durable: o.durable,
+      syslogFile: o.syslogFile,
     },
     environment: environment!,
     configurations: configInfos,
     workloads: workloadInfos,
+    variants: variantInfos,
     runs: results,
     cells,
     calibration,
@@ -350,9 +421,8 @@ function progress(
 ): void {
   const elapsed = (Date.now() - t0) / 1000;
   const eta = done > 0 ? (elapsed / done) * (total - done) : planned;
-  const what = run.warmup
-    ? `warm-up (${run.configuration} × ${run.workload}, discarded)`
-    : `${run.configuration} × ${run.workload}, round ${run.round + 1}`;
+  const cell = `${run.configuration}${run.variant ? ` (${run.variant})` : ""} × ${run.workload}`;
+  const what = run.warmup ? `warm-up (${cell}, discarded)` : `${cell}, round ${run.round + 1}`;
   const text = `bench: run ${done + 1}/${total} ${what}; about ${Math.ceil(eta / 60)} min left`;
   io.stderr(io.stderrIsTTY ? `\r\x1b[K${text}` : `${text}\n`);
 }

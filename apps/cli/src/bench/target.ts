@@ -4,7 +4,7 @@
  * ALTER SYSTEM + reload and all put back, saved first so a kill -9 can be undone.
  */
 import { accessSync, constants } from "node:fs";
-import { isAbsolute, join } from "node:path";
+import { dirname, isAbsolute, join } from "node:path";
 import {
   AUDIT_ROLE,
   AUDITPIPE_ERR_BENCH_NEEDS_YES,
@@ -24,7 +24,13 @@ import {
 } from "./restore-state.ts";
 import { MANAGED_SETTINGS } from "./settings.ts";
 
-export type LogFormat = "csvlog" | "jsonlog" | "stderr";
+export type LogFormat = "csvlog" | "jsonlog" | "stderr" | "syslog";
+
+/** The log destination and directory placement of a run (a mitigation variant); scratch servers only. */
+export interface RunLogging {
+  destination: LogFormat;
+  dir: "data" | "elsewhere";
+}
 
 export interface BenchTarget {
   readonly kind: "scratch" | "existing";
@@ -36,12 +42,22 @@ export interface BenchTarget {
   pgbench(): { args: string[]; env: NodeJS.ProcessEnv };
   /** A client on the bench database (reconnected after a restart). */
   client(): Promise<pg.Client>;
-  /** Puts the settings in effect: ALTER SYSTEM, then a restart (scratch) or a reload it waits for. */
-  apply(settings: Record<string, string | null>, preloadPgaudit: boolean): Promise<void>;
+  /**
+   * Puts the settings in effect: ALTER SYSTEM, then a restart (scratch) or a reload it waits for.
+   * `logging` (scratch servers) also sets log_destination and log_directory.
+   */
+  apply(
+    settings: Record<string, string | null>,
+    preloadPgaudit: boolean,
+    logging?: RunLogging,
+  ): Promise<void>;
   /** The current log file and its format, or null when it is not readable from here. */
   logFile(): Promise<{ path: string; format: LogFormat } | null>;
   readonly dataDir: string;
+  /** The log directory in effect at the start. */
   readonly logDir: string;
+  /** The directory a run with this logging writes its log to (an existing server: its own). */
+  logDirFor(logging: RunLogging): string;
   /** Puts everything back and lets go; safe to call twice. */
   close(): Promise<void>;
 }
@@ -82,26 +98,38 @@ async function currentLog(
 }
 
 export interface ScratchOptions {
-  logDestination: LogFormat;
+  /** The logging the server starts with (the first variant's). */
+  logging: RunLogging;
   /** log_directory on another filesystem (--log-dir-elsewhere). */
   logDirElsewhere: string | null;
+  /** Where the syslog daemon writes PostgreSQL's messages (--syslog-file). */
+  syslogFile: string | null;
+  /** fsync, synchronous_commit and full_page_writes on, as on a production server (--durable). */
+  durable: boolean;
   scale: number;
 }
 
 /** A scratch server from the test kit (a repository checkout's dev dependency, as the demo uses). */
 export async function startScratchTarget(options: ScratchOptions): Promise<BenchTarget> {
   const { startPostgres } = await import("@auditpipe/testkit");
+  const elsewhere = options.logDirElsewhere;
   const cluster = await startPostgres({
-    logDestination: [options.logDestination],
+    logDestination: [options.logging.destination],
     skipCreateExtension: true,
     settings: {
       // Enough for scale 10 to stay cached after the warm-up; the rest of testkit's defaults
-      // (fsync and synchronous_commit off) are reported with the environment.
+      // (fsync and synchronous_commit off, unless --durable) are reported with the environment.
       shared_buffers: "256MB",
       max_wal_size: "1GB",
-      ...(options.logDirElsewhere ? { log_directory: options.logDirElsewhere } : {}),
+      ...(options.durable ? { fsync: true, synchronous_commit: true, full_page_writes: true } : {}),
+      ...(options.logging.dir === "elsewhere" && elsewhere ? { log_directory: elsewhere } : {}),
     },
   });
+  const dirOf = (dir: RunLogging["dir"]): string =>
+    dir === "elsewhere" && elsewhere ? elsewhere : cluster.logDir;
+  let logging = options.logging;
+  const logDirFor = (l: RunLogging): string =>
+    l.destination === "syslog" && options.syslogFile ? dirname(options.syslogFile) : dirOf(l.dir);
   let client: pg.Client | undefined;
   const connect = async (): Promise<pg.Client> => {
     if (!client) {
@@ -120,13 +148,21 @@ export async function startScratchTarget(options: ScratchOptions): Promise<Bench
     database: BENCH_DATABASE,
     pgauditAvailable: true,
     dataDir: cluster.dataDir,
-    logDir: options.logDirElsewhere ?? cluster.logDir,
+    logDir: logDirFor(options.logging),
+    logDirFor,
     pgbench: () => ({
       args: ["-h", cluster.socketDir, "-p", String(cluster.port), "-U", "postgres"],
       env: { ...process.env, PGDATABASE: BENCH_DATABASE },
     }),
     client: connect,
-    async apply(settings, preloadPgaudit) {
+    async apply(wanted, preloadPgaudit, runLogging) {
+      if (runLogging) logging = runLogging;
+      const settings: Record<string, string | null> = {
+        ...wanted,
+        ...(runLogging
+          ? { log_destination: runLogging.destination, log_directory: dirOf(runLogging.dir) }
+          : {}),
+      };
       const restart = async (): Promise<void> => {
         const old = client;
         client = undefined;
@@ -158,7 +194,16 @@ export async function startScratchTarget(options: ScratchOptions): Promise<Bench
       await restart();
     },
     async logFile() {
-      return currentLog(await connect(), cluster.dataDir, [options.logDestination]);
+      if (logging.destination === "syslog") {
+        if (!options.syslogFile) return null;
+        try {
+          accessSync(options.syslogFile, constants.R_OK);
+          return { path: options.syslogFile, format: "syslog" };
+        } catch {
+          return null;
+        }
+      }
+      return currentLog(await connect(), cluster.dataDir, [logging.destination]);
     },
     async close() {
       const c = client;
@@ -272,7 +317,7 @@ export async function startExistingTarget(options: ExistingOptions): Promise<Ben
       database: BENCH_DATABASE,
       role: AUDIT_ROLE,
     };
-    saveRestoreState(statePath, state);
+    await saveRestoreState(statePath, state);
     await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(BENCH_DATABASE)} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
     const dataDir = (await admin.query<{ v: string }>("SELECT current_setting('data_directory') AS v"))
@@ -304,6 +349,7 @@ export async function startExistingTarget(options: ExistingOptions): Promise<Ben
       pgauditAvailable,
       dataDir,
       logDir,
+      logDirFor: () => logDir,
       pgbench: () => ({
         args: [
           ...(params.host ? ["-h", params.host] : []),

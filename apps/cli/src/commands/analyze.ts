@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import type { MalformedRecord, PrefixGuess } from "@auditpipe/parse";
-import { glob } from "tinyglobby";
+import { expandGlob, isGlob } from "@auditpipe/tail/glob";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
 import { analyzeFiles, type FileSummary } from "../analyze/read-logs.ts";
 import { formatBytes, renderReport } from "../analyze/render.ts";
@@ -29,7 +29,6 @@ const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
 const MALFORMED_SHOWN = 20;
 /** Inputs at least this large get a progress bar (when stderr is a terminal). */
 const PROGRESS_MIN_BYTES = 32 * 1024 * 1024;
-const GLOB_CHARS = /[*?[\]{}]/;
 
 export interface CommandIO {
   stdout: (text: string) => void;
@@ -38,15 +37,18 @@ export interface CommandIO {
   stderrIsTTY: boolean;
 }
 
-/** Expands globs (sorted, so rotated files read in name order) and checks every file exists. */
+/**
+ * Expands globs (the dialect of `run --pattern` too: @auditpipe/tail/glob; sorted, so rotated
+ * files read in name order) and checks every file exists.
+ */
 export async function resolveFiles(patterns: string[], command = "analyze"): Promise<string[]> {
   const files: string[] = [];
   for (const pattern of patterns) {
     if (existsSync(pattern)) {
       if (!statSync(pattern).isFile()) throw new UsageError(`${command}: ${pattern} is not a file`);
       files.push(pattern);
-    } else if (GLOB_CHARS.test(pattern)) {
-      const matches = (await glob(pattern, { onlyFiles: true, expandDirectories: false })).sort();
+    } else if (isGlob(pattern)) {
+      const matches = await expandGlob(pattern);
       if (matches.length === 0) throw new UsageError(`${command}: no file matches ${pattern}`);
       files.push(...matches);
     } else {

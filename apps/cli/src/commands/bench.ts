@@ -6,6 +6,7 @@ import type {
   Calibration,
   ConfigurationInfo,
   ConfigurationName,
+  MitigationAxes,
   PlannedRun,
   RunResult,
   WorkloadInfo,
@@ -16,8 +17,9 @@ import type { CommandIO } from "./analyze.ts";
 
 export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--audit NAME...] [--workload NAME...] [--script FILE...]
                       [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
-                      [--db URL | --existing] [--yes] [--restore] [--json] [--report FILE.html]
-                      [--calibration-out FILE]
+                      [--log-destination D,...] [--log-statement-once off,on] [--log-dir data,elsewhere]
+                      [--durable] [--db URL | --existing] [--yes] [--restore] [--json]
+                      [--report FILE.html] [--calibration-out FILE]
 
 Measures what auditing costs on this machine: pgbench TPS with a 95% interval, overhead against
 the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per configuration and
@@ -37,9 +39,22 @@ scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end
   --runs N             runs per configuration and workload (default 5; --quick 3)
   --warmup S           the discarded warm-up, seconds (default 10; --quick 5)
   --seed N             seed of the bootstrap intervals (default fixed: same runs, same intervals)
-  --log-destination D  csvlog, jsonlog or stderr (scratch server; default csvlog)
-  --log-dir-elsewhere PATH  the scratch server's log directory (another disk)
-  --log-statement-once pgaudit.log_statement_once = on (a mitigation)
+
+Mitigations, an axis of the matrix: each combination of the values given is a variant,
+measured as cells of its own, interleaved with the rest (the baseline and trigger, which log
+nothing, run once; log_statement_once applies to pgaudit's configurations):
+  --log-destination D  csvlog, jsonlog, stderr, syslog; comma-separated or repeated for several
+                       (scratch server; default csvlog). syslog needs a syslog daemon on /dev/log
+                       writing PostgreSQL's messages to --syslog-file FILE
+  --syslog-file FILE   where that daemon writes them (bench counts each run's entries and bytes there)
+  --log-statement-once V  off, on, or off,on for both (default off; alone: on)
+  --log-dir P          data, elsewhere, or data,elsewhere: the log directory on the data disk or
+                       at --log-dir-elsewhere (scratch server; default data, or elsewhere when
+                       --log-dir-elsewhere is given)
+  --log-dir-elsewhere PATH  the other log directory (another disk; writable by the server)
+  --durable            the scratch server with fsync, synchronous_commit and full_page_writes on
+                       (default off, as a throwaway cluster: logging is then a larger share)
+
   --db URL             an existing server instead (prefer --existing and libpq's PG* variables:
                        a password in a URL shows in the process list). Needs a superuser and --yes;
                        bench creates and drops its own database, changes settings with ALTER SYSTEM
@@ -98,8 +113,29 @@ export function statementsInScript(script: string): number {
     .filter((l) => l !== "" && !l.startsWith("\\") && l.endsWith(";")).length;
 }
 
+/** On/off values of --log-statement-once. */
+const ON_OFF = /^(on|off)(,(on|off))*$/;
+
+/**
+ * `--log-statement-once` alone still means on (it was a switch before it took values): given no
+ * on/off value after it, it gets one.
+ */
+export function normaliseSwitches(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") {
+      out.push(...argv.slice(i));
+      break;
+    }
+    if (a === "--log-statement-once" && !ON_OFF.test(argv[i + 1] ?? "")) out.push("--log-statement-once=on");
+    else out.push(a);
+  }
+  return out;
+}
+
 export async function benchCommand(argv: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseFlags("bench", argv, {
+  const { values, positionals } = parseFlags("bench", normaliseSwitches(argv), {
     quick: { type: "boolean", default: false },
     audit: { type: "string", multiple: true },
     workload: { type: "string", multiple: true },
@@ -111,9 +147,12 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     runs: { type: "string" },
     warmup: { type: "string" },
     seed: { type: "string" },
-    "log-destination": { type: "string" },
+    "log-destination": { type: "string", multiple: true },
     "log-dir-elsewhere": { type: "string" },
-    "log-statement-once": { type: "boolean", default: false },
+    "log-statement-once": { type: "string", multiple: true },
+    "log-dir": { type: "string", multiple: true },
+    "syslog-file": { type: "string" },
+    durable: { type: "boolean", default: false },
     db: { type: "string" },
     existing: { type: "boolean", default: false },
     yes: { type: "boolean", default: false },
@@ -190,15 +229,41 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
   const warmupSec =
     values.warmup === "0" ? 0 : positiveInt(values.warmup, "warmup", quick ? QUICK.warmup : 10, 86_400);
   const seed = values.seed === undefined ? bench.DEFAULT_SEED : positiveInt(values.seed, "seed", 1, 2 ** 31);
-  const logDestination = oneOf("bench", "log-destination", String(values["log-destination"] ?? "csvlog"), [
-    "csvlog",
-    "jsonlog",
-    "stderr",
-  ] as const);
+  const logDestination = listOf(values["log-destination"]).map((d) =>
+    oneOf("bench", "log-destination", d, bench.LOG_DESTINATIONS),
+  );
+  const logStatementOnce = listOf(values["log-statement-once"]).map(
+    (v) => oneOf("bench", "log-statement-once", v, ["off", "on"] as const) === "on",
+  );
   const logDirElsewhere =
     values["log-dir-elsewhere"] === undefined ? null : String(values["log-dir-elsewhere"]);
-  if (existing && (values["log-destination"] !== undefined || logDirElsewhere))
-    throw new UsageError("bench: --log-destination and --log-dir-elsewhere apply to the scratch server only");
+  const logDir = listOf(values["log-dir"]).map((p) => oneOf("bench", "log-dir", p, bench.LOG_PLACEMENTS));
+  const syslogFile = values["syslog-file"] === undefined ? null : resolve(String(values["syslog-file"]));
+  const scratchOnly = ["log-destination", "log-dir", "log-dir-elsewhere", "syslog-file", "durable"].filter(
+    (f) => values[f] !== undefined && values[f] !== false,
+  );
+  if (existing && scratchOnly.length > 0)
+    throw new UsageError(
+      `bench: ${scratchOnly.map((f) => `--${f}`).join(", ")} apply to the scratch server only (an existing server keeps its own logging and durability)`,
+    );
+  if (logDir.includes("elsewhere") && !logDirElsewhere)
+    throw new UsageError("bench: --log-dir elsewhere needs --log-dir-elsewhere PATH (the other directory)");
+  if (logDestination.includes("syslog") && !syslogFile)
+    throw new UsageError(
+      "bench: --log-destination syslog needs --syslog-file FILE: the file your syslog daemon writes PostgreSQL's messages to (see docs/bench.md)",
+    );
+  if (syslogFile && !logDestination.includes("syslog"))
+    throw new UsageError("bench: --syslog-file is read only with --log-destination syslog");
+  if (logDestination.includes("syslog")) {
+    const { syslogSocketProblem } = await import("../bench/syslog.ts");
+    const problem = syslogSocketProblem();
+    if (problem) throw new bench.BenchError(bench.AUDITPIPE_ERR_BENCH_NO_SYSLOG, problem);
+  }
+  const mitigations: MitigationAxes = {
+    logDestination: logDestination.length > 0 ? logDestination : ["csvlog"],
+    logStatementOnce: logStatementOnce.length > 0 ? logStatementOnce : [false],
+    logDir: logDir.length > 0 ? logDir : [logDirElsewhere ? "elsewhere" : "data"],
+  };
   const calibrationOut =
     values["calibration-out"] === undefined ? undefined : String(values["calibration-out"]);
   const reportFile = values.report === undefined ? undefined : String(values.report);
@@ -260,9 +325,10 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
         runs,
         warmupSec,
         seed,
-        logDestination,
+        mitigations,
         logDirElsewhere,
-        logStatementOnce: values["log-statement-once"] === true,
+        syslogFile,
+        durable: values.durable === true,
         quick,
         workDir,
         perRunOverheadSec: PER_RUN_OVERHEAD_SEC,

@@ -10,6 +10,7 @@ import {
   DEFAULT_STORAGE_PRICE_PER_GB_MONTH,
   type Estimate,
   estimate,
+  MODELLED_MISSES,
   parseWorkload,
   sampleWorkload,
   type Workload,
@@ -42,6 +43,12 @@ Workload, one of:
                     all+relation · all+parameter) or a pgaudit.log value; repeatable;
                     default: the server's current configuration, ddl,role, write, read, all
   --interval S      seconds between the two reads of the statistics (default 60)
+  --track-nested    count the statements the server runs inside others (foreign-key
+                    checks and cascades, function, procedure and trigger bodies): switches
+                    pg_stat_statements.track to 'all' for the sample with ALTER SYSTEM +
+                    reload and puts it back after, also on error or Ctrl-C (superuser only).
+                    Without it a server already tracking 'all' is counted; otherwise the
+                    estimate is modelled and says what it may miss
 
 Cost, two lines billed on different bytes:
   --price-per-gb N       $ per GB of raw log ingested by a log service (default ${DEFAULT_PRICE_PER_GB})
@@ -107,6 +114,20 @@ export function progressPrinter(io: CommandIO, what: string): (elapsed: number, 
   };
 }
 
+/** Whether the estimate counted the server's nested statements or modelled them, and why. */
+export function nestedSummary(
+  workload: Workload,
+  sample: WorkloadSample | undefined,
+): { mode: "counted" | "modelled"; reason: string; mayMiss?: string } {
+  const tracking = sample?.nested ?? {
+    mode: workload.nestedStatements ?? "modelled",
+    reason: "a workload file",
+  };
+  return tracking.mode === "counted"
+    ? { mode: "counted", reason: tracking.reason }
+    : { mode: "modelled", reason: tracking.reason, mayMiss: MODELLED_MISSES };
+}
+
 /** Seconds from --interval, checked. */
 export function intervalMs(value: string | boolean | string[] | undefined, command: string): number {
   if (value === undefined) return 60_000;
@@ -125,6 +146,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     log: { type: "string", multiple: true },
     audit: { type: "string", multiple: true },
     interval: { type: "string" },
+    "track-nested": { type: "boolean", default: false },
     ...COST_FLAGS,
     "separate-log-disk": { type: "boolean", default: false },
     calibration: { type: "string" },
@@ -169,11 +191,23 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
       throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
     }
   } else if (values.db !== undefined || logs.length === 0) {
-    sample = await sampleWorkload({
-      ...(values.db === undefined ? {} : { connection: String(values.db) }),
-      intervalMs: intervalMs(values.interval, "estimate"),
-      onProgress: progressPrinter(io, "estimate"),
-    });
+    // Ctrl-C while sampling ends the wait; the sampler puts pg_stat_statements.track back first.
+    const controller = new AbortController();
+    const onSignal = (): void => controller.abort();
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    try {
+      sample = await sampleWorkload({
+        ...(values.db === undefined ? {} : { connection: String(values.db) }),
+        intervalMs: intervalMs(values.interval, "estimate"),
+        onProgress: progressPrinter(io, "estimate"),
+        trackNested: values["track-nested"] === true,
+        signal: controller.signal,
+      });
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
     workload = sample.workload;
     configs.unshift(sample.currentConfig);
     for (const w of sample.warnings) io.stderr(`estimate: ${w}\n`);
@@ -206,7 +240,13 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
                 },
               }
             : {}),
-          ...(workload ? { transactionsPerSec: workload.transactionsPerSec, notes: workload.notes } : {}),
+          ...(workload
+            ? {
+                transactionsPerSec: workload.transactionsPerSec,
+                nestedStatements: nestedSummary(workload, sample),
+                notes: workload.notes,
+              }
+            : {}),
           estimates,
           ...(fromLogs
             ? {
@@ -224,6 +264,12 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
   if (workload) {
     io.stdout(
       `${num(workload.transactionsPerSec, 1)} transactions/s, ${workload.statements.length} statements (${workload.notes.join("; ")})\n\n`,
+    );
+    const nested = nestedSummary(workload, sample);
+    io.stdout(
+      nested.mode === "counted"
+        ? `Counted: statements run inside others (foreign-key checks, function and trigger bodies) come from pg_stat_statements; ${nested.reason}.\n\n`
+        : `Modelled: statements run inside others are derived from the catalog (${nested.reason}); may miss ${nested.mayMiss}.\n\n`,
     );
     io.stdout(`${renderEstimates(estimates)}\n\n`);
     if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n`);

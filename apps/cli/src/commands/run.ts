@@ -1,3 +1,4 @@
+import { flushCompileCache } from "node:module";
 import { parseFlags } from "../args.ts";
 import { createLogger } from "../logger.ts";
 import { resolveRunConfig, SETTINGS } from "../run/config.ts";
@@ -40,11 +41,18 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
                            log_line_prefix (PG* variables and ~/.pgpass are better than a
                            password in the URL)
   --sample-interval-ms N   how long each workload sample spans (default 60000)
+  --calibration FILE       overhead coefficients from auditpipe bench --calibration-out: the
+                           estimate routes' and the sampler's overhead ranges are then
+                           calibrated on that bench's host; without one they are uncalibrated
   --state DIR              checkpoints (default auditpipe-data/state)
   --from beginning|end     where to start in the files there at the very first start (no
                            state yet; default beginning); later files are read from their start
   --listen HOST:PORT       API address (default 127.0.0.1:9187); non-loopback needs a token
-  --syslog URL             udp://HOST:PORT or tcp://HOST:PORT (repeatable)
+  --syslog URL             udp://HOST:PORT or tcp://HOST:PORT (repeatable); what arrives is
+                           journaled in <state>/syslog and shipped from there
+  --syslog-journal-max-bytes N
+                           when the syslog journal holds this much, TCP is not read and UDP
+                           is dropped (default 1 GiB)
   --batch-max-entries N    entries per object (default 10000)
   --batch-max-bytes N      log bytes per object (default 8388608)
   --batch-max-age-ms N     close a batch this long after it opened (default 1000; 60000 for s3://)
@@ -121,6 +129,9 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     const sidecar = await startSidecar(config, logger);
+    // Written now rather than only at exit (bin/auditpipe.js turned the cache on), so the next
+    // start is quick even after a kill -9.
+    flushCompileCache();
     await new Promise<void>((resolve) => {
       // Started by bin/auditpipe.js's re-exec: if the launcher dies without passing a signal on
       // (kill -9), stop as on SIGTERM instead of running on with nobody to stop it.

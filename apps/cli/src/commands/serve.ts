@@ -7,7 +7,8 @@ import { startWorkloadSampler } from "../run/workload-sampler.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT] [--sample-interval-ms MS] [--log-level L]
+export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT] [--sample-interval-ms MS]
+                      [--calibration FILE] [--log-level L]
 
 The REST API on its own, for internal tools: POST /v1/estimates, POST /v1/recommendations,
 GET /v1/workload (the last sample of the configured database), /healthz, /readyz, /metrics and
@@ -18,6 +19,9 @@ the OpenAPI document at /docs/json. It samples its database continuously in the 
   --listen HOST:PORT   default 127.0.0.1:9187; a non-loopback address needs AUDITPIPE_API_TOKEN
   --sample-interval-ms MS  how long each workload sample spans, as for run (default 60000;
                        AUDITPIPE_SAMPLE_INTERVAL_MS)
+  --calibration FILE   overhead coefficients measured by auditpipe bench --calibration-out
+                       (or AUDITPIPE_CALIBRATION=FILE): the estimate routes' overhead ranges are
+                       then calibrated on that bench's host; without one they are uncalibrated
   --log-level L        fatal, error, warn, info (default), debug, trace, silent
 
 The bearer token comes only from AUDITPIPE_API_TOKEN (16+ characters), never from a flag.
@@ -29,6 +33,7 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
     listen: { type: "string", default: process.env.AUDITPIPE_LISTEN ?? "127.0.0.1:9187" },
     "sample-interval-ms": { type: "string", default: process.env.AUDITPIPE_SAMPLE_INTERVAL_MS ?? "60000" },
     "log-level": { type: "string", default: process.env.AUDITPIPE_LOG_LEVEL ?? "info" },
+    calibration: { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   });
   if (values.help) {
@@ -60,17 +65,22 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
       ? "AUDITPIPE_LISTEN"
       : "--listen";
   checkListenSetting("serve", listen, listenSetting, token !== undefined);
+  // Read before anything starts: a bad file ends the command with the field to fix.
+  const { loadCalibration, logOverheadBasis } = await import("../calibration.ts");
+  const calibration = await loadCalibration(values.calibration, "serve");
   const logger = createLogger(level);
+  logOverheadBasis(logger, calibration);
   const sampler = startWorkloadSampler({
     ...(values.db ? { connection: String(values.db) } : {}),
     intervalMs,
     logger,
+    calibration,
   });
   const app = await buildApi({
     meter: new LiveMeter(),
     logger,
     ...(token ? { token } : {}),
-    estimator: { lastSample: () => sampler.lastSample() },
+    estimator: { lastSample: () => sampler.lastSample(), ...(calibration ? { calibration } : {}) },
     readiness: () => ({ ready: true, reasons: [] }),
   });
   let url: string;

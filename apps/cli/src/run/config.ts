@@ -18,6 +18,8 @@ export interface RunConfig {
   state: string;
   listen: string;
   syslog: string[];
+  /** Bytes the syslog journal may hold; at it, TCP is not read and UDP is dropped. */
+  syslogJournalMaxBytes: number;
   from: "beginning" | "end";
   batchMaxEntries: number;
   batchMaxBytes: number;
@@ -41,14 +43,18 @@ export interface RunConfig {
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
+  /** A calibration file from `auditpipe bench --calibration-out`, for the estimate routes' overhead ranges. */
+  calibration?: string | undefined;
   /** CPU priority (nice value, -20..19); absent: at least DEFAULT_NICE (run/priority.ts). */
   nice?: number | undefined;
   /** Where `listen` came from (`--listen`, `AUDITPIPE_LISTEN`, a config key), for errors. */
   listenSetting: string;
+  /** Where `calibration` came from, for errors naming it (default `--calibration`). */
+  calibrationSetting?: string | undefined;
 }
 
 /** What the schema yields: batchMaxAgeMs is filled in afterwards, from the sink. */
-type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting"> & {
+type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting" | "calibrationSetting"> & {
   batchMaxAgeMs?: number | undefined;
 };
 
@@ -59,6 +65,9 @@ type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting"> & {
 function numeric<T extends z.ZodType<number>>(schema: T) {
   return z.preprocess((v) => (typeof v === "string" && v.trim() !== "" ? Number(v) : v), schema);
 }
+
+/** Segments are a sixteenth of the journal, at least 256 KiB: a smaller journal holds too few. */
+const MIN_SYSLOG_JOURNAL_BYTES = 1 << 20;
 
 export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
   .object({
@@ -71,6 +80,9 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     state: z.string().min(1).default("auditpipe-data/state"),
     listen: z.string().min(1).default("127.0.0.1:9187"),
     syslog: z.array(z.string().regex(/^(udp|tcp):\/\//, "a udp:// or tcp:// URL")).default([]),
+    syslogJournalMaxBytes: numeric(
+      z.number().int().min(MIN_SYSLOG_JOURNAL_BYTES, `at least ${MIN_SYSLOG_JOURNAL_BYTES} (1 MiB)`),
+    ).default(1 << 30),
     from: z.enum(["beginning", "end"]).default("beginning"),
     batchMaxEntries: numeric(z.number().int().positive()).default(10_000),
     batchMaxBytes: numeric(z.number().int().positive()).default(8 << 20),
@@ -96,6 +108,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: numeric(z.number().int().min(1000)).default(60_000),
+    calibration: z.string().min(1).optional(),
     nice: numeric(z.number().int().min(-20).max(19)).optional(),
   })
   .strict();
@@ -125,6 +138,11 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "state", flag: "state", env: "AUDITPIPE_STATE" },
   { key: "listen", flag: "listen", env: "AUDITPIPE_LISTEN" },
   { key: "syslog", flag: "syslog", env: "AUDITPIPE_SYSLOG", list: true },
+  {
+    key: "syslogJournalMaxBytes",
+    flag: "syslog-journal-max-bytes",
+    env: "AUDITPIPE_SYSLOG_JOURNAL_MAX_BYTES",
+  },
   { key: "from", flag: "from", env: "AUDITPIPE_FROM" },
   { key: "batchMaxEntries", flag: "batch-max-entries", env: "AUDITPIPE_BATCH_MAX_ENTRIES" },
   { key: "batchMaxBytes", flag: "batch-max-bytes", env: "AUDITPIPE_BATCH_MAX_BYTES" },
@@ -151,6 +169,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },
+  { key: "calibration", flag: "calibration", env: "AUDITPIPE_CALIBRATION" },
   { key: "nice", flag: "nice", env: "AUDITPIPE_NICE" },
 ];
 
@@ -225,6 +244,7 @@ export function resolveRunConfig(
     ...result.data,
     batchMaxAgeMs: result.data.batchMaxAgeMs ?? defaultBatchMaxAgeMs(result.data.sink),
     listenSetting: where.listen ?? "--listen",
+    calibrationSetting: where.calibration ?? "--calibration",
   };
   checkListenSetting("run", config.listen, config.listenSetting, config.apiToken !== undefined);
   if (!config.logDir && !config.pgdata && config.syslog.length === 0) {

@@ -26,10 +26,10 @@ export class MalformedWatch {
   private readonly ratioGauge: Gauge;
   private readonly highGauge: Gauge;
 
-  constructor(
-    registry: Registry,
-    private readonly logger: Logger,
-  ) {
+  private readonly logger: Logger;
+
+  constructor(registry: Registry, logger: Logger) {
+    this.logger = logger;
     this.ratioGauge = new Gauge({
       name: "auditpipe_malformed_ratio",
       help: "Share of the records read in the last window (10 s) that were malformed.",

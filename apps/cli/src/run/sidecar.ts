@@ -1,9 +1,9 @@
+import { join } from "node:path";
 import { buildApi, listenApi } from "@auditpipe/api";
 import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
-import { AUDIT_PREFIX, type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
-import { redactRecord, toShippedRecord } from "@auditpipe/ship";
-import { FileSource, type SourceObserver, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
+import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { FileSource, type SourceObserver } from "@auditpipe/tail";
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
@@ -13,7 +13,12 @@ import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
 import { createSink, redactionMode } from "./sinks.ts";
 import { SourceHealth } from "./source-health.ts";
 import { lockStateDir } from "./state-lock.ts";
-import { SyslogShipping } from "./syslog-shipping.ts";
+import {
+  registerSyslogMetrics,
+  SYSLOG_STATE_DIR,
+  type SyslogIntake,
+  startSyslogIntake,
+} from "./syslog-intake.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
 
 export interface Sidecar {
@@ -48,6 +53,15 @@ function errorCode(error: unknown): string {
  * and the HTTP API with /metrics, /v1/volume, /healthz and /readyz.
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
+  // First: a bad calibration file ends the start-up before anything is opened.
+  const { readCalibration, logOverheadBasis } = await import("../calibration.ts");
+  const calibration = config.calibration
+    ? await readCalibration(
+        config.calibration,
+        `${config.calibrationSetting ?? "--calibration"} ${config.calibration}`,
+      )
+    : undefined;
+  if (config.db || calibration) logOverheadBasis(logger, calibration);
   const stream = resolveLogStream({
     logDir: config.logDir,
     pgdata: config.pgdata,
@@ -90,7 +104,10 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
   const malformedInput = new MalformedWatch(meter.registry, logger);
   const sourceHealth = new SourceHealth(meter.registry);
+  let syslog: SyslogIntake | undefined;
+  registerSyslogMetrics(meter.registry, () => syslog);
 
+  // The meter's tap on the file pipeline, and what it reports on the way (docs/architecture.md).
   const observer: SourceObserver = {
     recordsRead: (source, count) => {
       meter.recordsRead(source, count);
@@ -135,7 +152,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const app = await buildApi({
     meter,
     logger,
-    estimator: { lastSample: () => sampler?.lastSample() },
+    estimator: { lastSample: () => sampler?.lastSample(), ...(calibration ? { calibration } : {}) },
     advisor: {
       advice: () => {
         const advice = advisor.advice();
@@ -149,6 +166,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       reasons.push(...sourceHealth.reasons());
       const malformed = malformedInput.reason();
       if (malformed) reasons.push(malformed);
+      const journalProblem = syslog?.problem();
+      if (journalProblem) reasons.push(journalProblem);
       const sinkProblem = configured.unhealthy();
       if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
       else if (sinkHealth.failing)
@@ -168,8 +187,6 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   logger.info({ url }, "API listening");
 
   let files: FileSource | undefined;
-  let syslog: SyslogSource | undefined;
-  let shipping: SyslogShipping | undefined;
   let ticker: NodeJS.Timeout | undefined;
   const malformedTicker = setInterval(() => malformedInput.tick(), MALFORMED_WINDOW_MS);
   const stop = async (): Promise<void> => {
@@ -177,11 +194,10 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     stopping = true;
     if (ticker) clearInterval(ticker);
     clearInterval(malformedTicker);
-    await syslog?.close();
     const failing = sinkHealth.failing || configured.unhealthy() !== undefined;
-    const waitMs = failing ? SHUTDOWN_FAILING_SINK_MS : SHUTDOWN_SINK_MS; // files are re-read
-    // Syslog has no file to re-read: it gets the full wait whatever the sink's state.
-    await Promise.all([files?.stop(waitMs), shipping?.flush(SHUTDOWN_SINK_MS)]);
+    // What is not acknowledged by then is read again at the next start (syslog from its journal).
+    const waitMs = failing ? SHUTDOWN_FAILING_SINK_MS : SHUTDOWN_SINK_MS;
+    await Promise.all([files?.stop(waitMs), syslog?.stop(waitMs)]);
     await configured.close();
     await sampler?.stop();
     await app.close();
@@ -195,6 +211,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
 
   if (stream) {
+    // The file pipeline: follower → lane (parse, decode, tap, redact, encode, batch) → delivery → sink.
     files = new FileSource({
       logDir: stream.logDir,
       format: stream.format,
@@ -222,50 +239,33 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   }
 
   if (config.syslog.length > 0) {
-    const ship = new SyslogShipping({
-      sink,
-      maxEntries: config.batchMaxEntries,
-      maxAgeMs: config.batchMaxAgeMs,
-      onAck: (entries, bytes, latencyMs) => observer.sinkAck?.(sink.name, entries, bytes, latencyMs),
-      onError: (error) => observer.sinkError?.(sink.name, error),
-      onDrop: (entries) => logger.error({ entries }, "sink unavailable too long: dropped syslog entries"),
-    });
-    shipping = ship;
-    syslog = await startSyslogSource({
+    syslog = await startSyslogIntake({
       listen: config.syslog,
-      ...(prefix !== undefined ? { prefix } : {}),
-      onRecord(record: LogRecord, source) {
-        meter.recordsRead(source.name, 1);
-        malformedInput.read(1);
-        if (!record.message.startsWith(AUDIT_PREFIX)) return;
-        let entry: AuditEntry | undefined;
-        try {
-          entry = parseAuditPayload(record.message);
-        } catch (error) {
-          meter.malformed(source.name, 1);
-          malformedInput.malformed(source.name, errorCode(error), source.offset);
-          logger.debug(
-            { source: source.name, offset: source.offset, code: errorCode(error) },
-            "malformed audit entry skipped",
-          );
-          return;
-        }
-        if (!entry) return;
-        meter.entry(entry, record);
-        advise(entry, record);
-        const shipped = toShippedRecord(entry, record, source.name, source.offset);
-        ship.add(source.name, redact ? redactRecord(shipped, redact) : shipped, source.offset, record.size);
+      prefix,
+      stateDir: config.state,
+      maxBytes: config.syslogJournalMaxBytes,
+      sink,
+      redact,
+      batch: {
+        maxEntries: config.batchMaxEntries,
+        maxBytes: config.batchMaxBytes,
+        maxAgeMs: config.batchMaxAgeMs,
       },
-      onMalformed(error, source) {
-        meter.malformed(source, 1);
-        malformedInput.malformed(source, error.code);
-        logger.debug({ source, code: error.code, size: error.size }, "malformed syslog input skipped");
+      pollIntervalMs: config.pollIntervalMs,
+      observer,
+      onMalformed(listener, error) {
+        meter.malformed(listener, 1);
+        malformedInput.malformed(listener, error.code);
+        logger.debug(
+          { source: listener, code: error.code, size: error.size },
+          "malformed syslog input skipped",
+        );
       },
+      logger,
     }).catch(abortStart);
-    const listening = syslog;
+    const receiving = syslog;
     ticker = setInterval(() => {
-      ship.tick();
-      const s = listening.stats();
+      const s = receiving.receiverStats();
       meter.syslogStats({
         received: s.received,
         reassembled: s.reassembled,
@@ -273,12 +273,20 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         malformed: s.malformed,
       });
     }, 200);
-    logger.info({ listen: syslog.addresses.map((a) => a.url) }, "receiving syslog");
+    logger.info(
+      { listen: syslog.addresses.map((a) => a.url), journal: join(config.state, SYSLOG_STATE_DIR) },
+      "receiving syslog into the journal",
+    );
   }
 
   // With --db the sidecar also samples its database, so the estimate routes answer on this server.
   if (config.db)
-    sampler = startWorkloadSampler({ connection: config.db, intervalMs: config.sampleIntervalMs, logger });
+    sampler = startWorkloadSampler({
+      connection: config.db,
+      intervalMs: config.sampleIntervalMs,
+      logger,
+      calibration,
+    });
 
   return { meter, url, stop };
 }

@@ -34,12 +34,11 @@ const TAKE_TIMEOUT_MS = 30_000;
 /** The state directory is held by another live process (or cannot be locked). */
 export class StateLockError extends Error {
   readonly code: typeof STATE_LOCKED = STATE_LOCKED;
-  constructor(
-    message: string,
-    /** The holder's PID, when it answered. */
-    readonly holderPid?: number,
-  ) {
+  /** The holder's PID, when it answered. */
+  readonly holderPid?: number;
+  constructor(message: string, holderPid?: number) {
     super(message);
+    this.holderPid = holderPid;
     this.name = "StateLockError";
   }
 }

@@ -1,4 +1,10 @@
-import { sampleWorkload, type WorkloadSample } from "@auditpipe/estimate";
+import {
+  estimate,
+  type OverheadCalibration,
+  overheadBasis,
+  sampleWorkload,
+  type WorkloadSample,
+} from "@auditpipe/estimate";
 import type { Logger } from "pino";
 
 export interface WorkloadSampler {
@@ -11,12 +17,15 @@ export interface WorkloadSampler {
  * Samples the server's own database over and over (each sample spans `intervalMs`), so
  * `GET /v1/workload` and the estimate routes answer from a recent one. The connection comes from
  * the server's configuration (`--db` or libpq's PG* variables), never from a request; it is never
- * logged. A failed sample is logged by its code and retried after a pause.
+ * logged. A failed sample is logged by its code and retried after a pause. Each sample's log line
+ * carries the overhead range of the server's current audit configuration and what it rests on
+ * (the calibration, or the public measurements when uncalibrated).
  */
 export function startWorkloadSampler(options: {
   connection?: string;
   intervalMs: number;
   logger: Logger;
+  calibration?: OverheadCalibration | undefined;
 }): WorkloadSampler {
   let last: WorkloadSample | undefined;
   let stopped = false;
@@ -39,7 +48,11 @@ export function startWorkloadSampler(options: {
         if (stopped) break;
         last = sample;
         options.logger.info(
-          { database: sample.database, statementStats: sample.statementStats },
+          {
+            database: sample.database,
+            statementStats: sample.statementStats,
+            overhead: currentOverhead(sample, options.calibration),
+          },
           "workload sampled",
         );
       } catch (error) {
@@ -56,5 +69,20 @@ export function startWorkloadSampler(options: {
       wake();
       await Promise.race([loop, new Promise((r) => setTimeout(r, 2_000))]);
     },
+  };
+}
+
+const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+
+/** The current audit configuration's throughput overhead range, with what it rests on. */
+function currentOverhead(
+  sample: WorkloadSample,
+  calibration: OverheadCalibration | undefined,
+): { configuration: string; throughput: string; basis: string } {
+  const e = estimate(sample.workload, sample.currentConfig, calibration ? { calibration } : {});
+  return {
+    configuration: e.config,
+    throughput: `-${pct(e.overhead.throughput.low)} to -${pct(e.overhead.throughput.high)}`,
+    basis: calibration ? overheadBasis(calibration) : "uncalibrated (see the start-up log)",
   };
 }

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileDurably } from "./_durable.ts";
+import { writeFileDurably } from "../durable-write.ts";
 import { hourLabel, parseHourLabel } from "./_keys.ts";
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
 import type { UploadedObject } from "./types.ts";

@@ -1,7 +1,7 @@
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
-import { writeFileDurably } from "./_durable.ts";
+import { writeFileDurably } from "../durable-write.ts";
 import { decodeManifest, encodeManifest } from "./_format.ts";
 import { floorHour, HOUR_MS, hourLabel, manifestKey, normalizePrefix } from "./_keys.ts";
 import { headObjectsFromOutbox, newestOwnInBucket } from "./_resume.ts";

@@ -13,8 +13,8 @@ import {
   sign,
   verify,
 } from "node:crypto";
-import { access, chmod, readFile } from "node:fs/promises";
-import { writeFileDurably } from "./_durable.ts";
+import { access, readFile } from "node:fs/promises";
+import { writeFileDurably } from "../durable-write.ts";
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
 import type { Manifest } from "./types.ts";
 
@@ -108,8 +108,8 @@ export async function loadOrCreateSigningKey(
   }
   const pair = generateKeyPairSync("ed25519");
   const pem = pair.privateKey.export({ type: "pkcs8", format: "pem" }) as string;
-  await writeFileDurably(path, pem);
-  await chmod(path, 0o600);
+  // Created 0600 in the first place: the private key is never readable by others, not even briefly.
+  await writeFileDurably(path, pem, { mode: 0o600 });
   await writeFileDurably(`${path}.pub`, pair.publicKey.export({ type: "spki", format: "pem" }) as string);
   return { key: await loadSigningKey(path), created: true };
 }

@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { compress } from "../compression.ts";
+import { writeFileDurably } from "../durable-write.ts";
 import { objectKey } from "../partitioner.ts";
 import type { Batch, Sink } from "../types.ts";
 
@@ -11,15 +11,6 @@ export interface LocalDirSinkOptions {
 }
 
 export const LOCAL_DIR_SINK_NAME = "local-dir";
-
-async function fsyncPath(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 /**
  * The embedded default sink: gzip NDJSON objects under
@@ -38,24 +29,8 @@ export class LocalDirSink implements Sink {
   async write(batch: Batch): Promise<void> {
     if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
     const path = join(this.dir, objectKey(batch));
-    const folder = dirname(path);
-    await mkdir(folder, { recursive: true });
-    const body = await compress(batch.ndjson, "gzip");
-    const temp = `${path}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
-    try {
-      const handle = await open(temp, "w");
-      try {
-        await handle.writeFile(body);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(temp, path);
-      await fsyncPath(folder); // the rename itself must survive a crash
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    await mkdir(dirname(path), { recursive: true });
+    await writeFileDurably(path, await compress(batch.ndjson, "gzip"));
   }
 
   async close(): Promise<void> {}

@@ -1,11 +1,5 @@
 import { createHash } from "node:crypto";
-import {
-  HeadObjectCommand,
-  PutObjectCommand,
-  type PutObjectCommandInput,
-  S3Client,
-} from "@aws-sdk/client-s3";
-import { Upload } from "@aws-sdk/lib-storage";
+import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
 import type { SpoolEntryMeta } from "../../spool.ts";
 import { MULTIPART_PART_BYTES, MULTIPART_QUEUE_SIZE, type ResolvedS3SinkOptions } from "./config.ts";
 
@@ -17,13 +11,20 @@ export const SHA256_METADATA = "sha256";
 const MS_PER_MIB = 1_000;
 
 /**
+ * The AWS SDK, imported when the first client is made rather than with this package: a sidecar
+ * writing to a local directory never loads it.
+ */
+const sdk = (): Promise<typeof import("@aws-sdk/client-s3")> => import("@aws-sdk/client-s3");
+
+/**
  * The S3 client: credentials from the SDK's default chain (no option takes a secret), our own
  * retries (maxAttempts 1: one policy, one place, and health() sees every failure), timeouts on
  * connect and socket inactivity so a hung store fails an attempt, and checksums only where we
  * set them: the SDK's default CRC32 "flexible checksums" (WHEN_SUPPORTED) send headers that several
  * S3-compatible stores reject, and we send our own SHA-256 and MD5 on every PUT anyway.
  */
-export function createS3Client(o: ResolvedS3SinkOptions): S3Client {
+export async function createS3Client(o: ResolvedS3SinkOptions): Promise<S3Client> {
+  const { S3Client } = await sdk();
   return new S3Client({
     ...(o.region ? { region: o.region } : {}),
     ...(o.endpoint ? { endpoint: o.endpoint } : {}),
@@ -75,6 +76,7 @@ export async function putObject(
     ...lockParams(o, new Date()),
   };
   if (body.length <= o.multipartThresholdBytes) {
+    const { PutObjectCommand } = await sdk();
     const out = await client.send(
       new PutObjectCommand({
         ...common,
@@ -88,6 +90,7 @@ export async function putObject(
     );
     return versionOf(out.VersionId);
   }
+  const { Upload } = await import("@aws-sdk/lib-storage");
   const upload = new Upload({
     client,
     params: { ...common, Body: body, ChecksumAlgorithm: "SHA256" },
@@ -121,6 +124,7 @@ export async function storedWithSha(
   sha256: string,
   signal: AbortSignal,
 ): Promise<{ versionId: string | undefined } | false> {
+  const { HeadObjectCommand } = await sdk();
   try {
     const head = await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: key }), {
       abortSignal: signal,

@@ -46,7 +46,7 @@ export class S3Sink implements Sink {
   private readonly onUploaded: S3SinkOptions["onUploaded"];
   private readonly logger: SinkLogger;
   private readonly target: Target;
-  private s3: S3Client | undefined;
+  private s3: Promise<S3Client> | undefined;
   private opening: Promise<Spool> | undefined;
   private spool: Spool | undefined;
   /** One upload attempt per key at a time; a second caller joins it. */
@@ -70,8 +70,8 @@ export class S3Sink implements Sink {
     };
   }
 
-  /** Created on first use, so constructing a sink does no I/O and reads no credentials. */
-  private get client(): S3Client {
+  /** Created on first use, so constructing a sink does no I/O, reads no credentials and loads no SDK. */
+  private client(): Promise<S3Client> {
     this.s3 ??= createS3Client(this.options);
     return this.s3;
   }
@@ -160,8 +160,12 @@ export class S3Sink implements Sink {
     this.closing.abort();
     this.spool?.close();
     await Promise.allSettled([this.draining, ...this.attempts.values()]);
-    this.s3?.destroy();
+    const s3 = this.s3;
     this.s3 = undefined;
+    await s3?.then(
+      (client) => client.destroy(),
+      () => undefined,
+    );
   }
 
   /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.gz`. */
@@ -267,9 +271,11 @@ export class S3Sink implements Sink {
     // With Object Lock the bucket is versioned: writing the key again would keep a second locked
     // copy, so a body already stored under its key (same SHA-256) is not sent again.
     const stored = o.objectLock
-      ? await storedWithSha(this.client, o, entry.key, entry.sha256, signal)
+      ? await storedWithSha(await this.client(), o, entry.key, entry.sha256, signal)
       : false;
-    const versionId = stored ? stored.versionId : await putObject(this.client, o, entry, body, signal);
+    const versionId = stored
+      ? stored.versionId
+      : await putObject(await this.client(), o, entry, body, signal);
     const uploaded: UploadedObject = {
       key: entry.key,
       sha256: entry.sha256,

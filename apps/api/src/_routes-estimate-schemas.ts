@@ -59,11 +59,22 @@ export const estimatesResponseSchema: z.ZodType<{
   sampledAt: string | null;
   estimates: Estimate[];
   notes: string[];
+  overheadBasis: string;
+  calibration: { host: string; createdAt: string } | null;
 }> = z.object({
   source: z.enum(["body", "sample"]),
   sampledAt: z.string().nullable(),
   estimates: z.array(estimateSchema),
   notes: z.array(z.string()),
+  overheadBasis: z
+    .string()
+    .describe(
+      'What the overhead ranges rest on: "calibrated on <host>, <date>" (the server\'s --calibration), or "uncalibrated: …" citing the public measurements used instead.',
+    ),
+  calibration: z
+    .object({ host: z.string(), createdAt: z.string() })
+    .nullable()
+    .describe("The auditpipe bench run the overhead coefficients come from; null when uncalibrated."),
 });
 
 const catalogSchema: z.ZodType<Catalog> = z.object({

@@ -2,43 +2,49 @@ import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
-import type { RedactionMode, Sink } from "@auditpipe/ship";
 import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
-import {
-  type BatchLimits,
-  type InFlightBatch,
-  READ_BYTES,
-  type SourceObserver,
-  TrackedFile,
-} from "./_tracked-file.ts";
+import { type Downstream, READ_BYTES, TrackedFile } from "./_tracked-file.ts";
 import { Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
+import { globMatcher } from "./glob.ts";
 
-export type { BatchLimits, SourceObserver } from "./_tracked-file.ts";
-
-/** The small logger interface FileSource needs (pino fits). Messages never carry record text. */
+/** The small logger interface the file pipeline needs (pino fits). Messages never carry record text. */
 export interface SourceLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 }
 
-export interface FileSourceOptions {
+/** What the follower reports about files as it follows them; every method optional. */
+export interface FollowObserver {
+  bytesBehind?(file: string, bytes: number): void;
+  fileGone?(file: string): void;
+  truncation?(file: string): void;
+  /** Bytes `[from, to)` of a file will never be read (deleted or truncated before they were); logged by the source. */
+  dataLost?(file: string, from: number, to: number): void;
+  checkpointSaved?(): void;
+}
+
+/**
+ * How the follower opens a file's downstream (its lane of the pipeline): from `start`, cutting
+ * at `replayEnds` first (batch ends recorded before a crash), and calling `checkpoints` when its
+ * batches are handed over or acknowledged.
+ */
+export type OpenDownstream = (
+  file: TrackedFile,
+  start: number,
+  replayEnds: number[],
+  checkpoints: { handingOver(): Promise<void>; acknowledged(): void },
+) => Downstream;
+
+export interface FileFollowerOptions {
   /** PostgreSQL's log_directory. */
   logDir: string;
-  /** The format of the files followed (one log stream). */
+  /** The format of the files followed (one log stream): gives the default pattern. */
   format: LogFormat;
   /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
   pattern?: string;
-  /** log_line_prefix, for stderr and syslog files. */
-  prefix?: string;
   /** Where checkpoints are kept. */
   stateDir: string;
-  sink: Sink;
-  /**
-   * Redactions applied to each record before it is encoded for the sink (`--redact`); absent or
-   * all false: none. The observer (metering) sees the original records.
-   */
-  redact?: RedactionMode;
   /**
    * Where to start in the files present at the very first start (no checkpoint state yet); default
    * `beginning`. Files that appear later, or while the source was stopped, are always read from 0.
@@ -48,12 +54,12 @@ export interface FileSourceOptions {
   pollIntervalMs?: number;
   /** A file that has not grown for this long is quiet: held records are released; default 50 ms. */
   quietMs?: number;
-  batch?: Partial<BatchLimits>;
-  observer?: SourceObserver;
+  observer?: FollowObserver;
   logger?: SourceLogger;
+  /** Where each followed file's bytes go. */
+  downstream: OpenDownstream;
 }
 
-export const DEFAULT_BATCH_LIMITS: BatchLimits = { maxEntries: 10_000, maxBytes: 8 << 20, maxAgeMs: 1_000 };
 /** Default file name pattern per format: what PostgreSQL's log_filename gives each destination. */
 export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
   csvlog: "*.csv",
@@ -78,16 +84,6 @@ export interface FileSourceHealth {
   unreadable: { path: string; code: string }[];
 }
 
-/** Sink retries back off exponentially up to this, with jitter. */
-const MAX_RETRY_DELAY_MS = 30_000;
-/** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
-const STOP_DEADLINE_MS = 8_000;
-/**
- * Batches handed to the sink and not yet acknowledged, over all files. Reading and parsing go on
- * while fewer are out, so the next batch is parsed while the previous ones are encoded, gzipped
- * and written; memory stays bounded (this many batches, plus the open one and one read's worth).
- */
-export const MAX_IN_FLIGHT_BATCHES = 3;
 /**
  * Checkpoints that only record acknowledgements are saved at most this often while reading goes
  * on (and at once when the source goes idle): an acknowledged range not yet checkpointed is only
@@ -113,48 +109,18 @@ const STEADY_COALESCE_MS = 100;
 
 const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
 
-/** A shell-style glob on a file name (`*`, `?`, `[...]`, `{a,b}`) as a RegExp. */
-export function globToRegExp(glob: string): RegExp {
-  let re = "";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === "*") re += "[^/]*";
-    else if (c === "?") re += "[^/]";
-    else if (c === "{") {
-      const close = glob.indexOf("}", i);
-      if (close < 0) re += "\\{";
-      else {
-        re += `(?:${glob
-          .slice(i + 1, close)
-          .split(",")
-          .map((part) => part.replace(/[.+^$()|\\[\]]/g, "\\$&").replaceAll("*", "[^/]*"))
-          .join("|")})`;
-        i = close;
-      }
-    } else if (c === "[") {
-      const close = glob.indexOf("]", i);
-      if (close < 0) re += "\\[";
-      else {
-        re += `[${glob.slice(i + 1, close).replace(/^!/, "^")}]`;
-        i = close;
-      }
-    } else re += c.replace(/[.+^$()|\\]/g, "\\$&");
-  }
-  return new RegExp(`^${re}$`);
-}
-
 /**
- * Follows one PostgreSQL log stream in a directory: every matching file, through rotation by
- * age, size or pg_rotate_logfile(), copytruncate and truncate-on-rotation, reading each audit
- * entry once and handing batches to the sink. A file's checkpoint advances only over ranges the
- * sink acknowledged; a rotated file is drained to its end before it is let go, and a deleted one
- * through its open handle.
+ * The source stage of the file pipeline: follows one PostgreSQL log stream in a directory, every
+ * matching file, through rotation by age, size or pg_rotate_logfile(), copytruncate and
+ * truncate-on-rotation, feeding each file's bytes once, in order, to its downstream. It knows no
+ * record and no sink: a file's checkpoint advances only when its downstream says the sink
+ * acknowledged a range; a rotated file is drained to its end before it is let go, and a deleted
+ * one through its open handle.
  */
-export class FileSource {
+export class FileFollower {
   private readonly files = new Map<string, TrackedFile>(); // by identity (TrackedFile.fingerprint)
-  private readonly limits: BatchLimits;
-  private readonly pattern: RegExp;
-  private readonly observer: SourceObserver;
+  private readonly matches: (name: string) => boolean;
+  private readonly observer: FollowObserver;
   private readonly logger: SourceLogger;
   private checkpoints!: Checkpointer;
   private stopping = false;
@@ -171,14 +137,12 @@ export class FileSource {
   private listingError: string | undefined;
   /** Matching paths that could not be opened or read, with the errno code: retried every scan. */
   private readonly unreadable = new Map<string, string>();
-  private stopDeadline = Number.POSITIVE_INFINITY;
-  /** Sink writes under way, over all files. */
-  private readonly writes = new Set<Promise<void>>();
   private lastSave = 0;
+  private readonly options: FileFollowerOptions;
 
-  constructor(private readonly options: FileSourceOptions) {
-    this.limits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
-    this.pattern = globToRegExp(options.pattern ?? DEFAULT_PATTERNS[options.format]);
+  constructor(options: FileFollowerOptions) {
+    this.options = options;
+    this.matches = globMatcher(options.pattern ?? DEFAULT_PATTERNS[options.format]);
     this.observer = options.observer ?? {};
     this.logger = options.logger ?? silentLogger;
   }
@@ -233,16 +197,20 @@ export class FileSource {
   }
 
   /**
-   * Stops reading, writes what was read, waits for the sink's acks at most `waitMs` (default
-   * STOP_DEADLINE_MS), saves checkpoints.
+   * Stops reading, closes what was read into batches, lets each file's downstream drain (as long
+   * as its deliver stage allows), saves checkpoints.
    */
-  async stop(waitMs: number = STOP_DEADLINE_MS): Promise<void> {
+  async stop(): Promise<void> {
     if (this.stopping) return this.loop;
     this.stopping = true;
-    this.stopDeadline = Date.now() + waitMs;
     this.unwatch();
     this.wake?.();
     await this.loop;
+  }
+
+  /** Something downstream changed (a write settled): an idle pass looks again at once. */
+  nudge(): void {
+    this.wake?.();
   }
 
   /** Files followed now: path, identity, position read and acknowledged. */
@@ -299,7 +267,7 @@ export class FileSource {
               if (await this.confirmedEnd(file)) file.finish(Date.now());
             }
           }
-          await this.deliver(file);
+          await file.downstream.deliver();
           this.observer.bytesBehind?.(file.path, Math.max(0, file.size - file.acked));
           if (file.settled) await this.release(file);
         }
@@ -370,7 +338,7 @@ export class FileSource {
       this.logger.info({ dir }, "log directory can be listed again");
       this.listingError = undefined;
     }
-    const names = listed.filter((n) => this.pattern.test(n) && !n.endsWith(".gz")).sort();
+    const names = listed.filter((n) => this.matches(n) && !n.endsWith(".gz")).sort();
     const seen = new Set<string>();
     const inodes = new Map<string, string>(); // path → device:inode
     /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
@@ -496,20 +464,11 @@ export class FileSource {
       } else if (this.firstScan && this.fresh && this.options.from === "end") {
         start = size;
       }
-      const now = Date.now();
-      const file = new TrackedFile(
-        path,
-        handle,
-        ino,
-        id,
-        this.options.format,
-        this.options.prefix,
-        start,
-        inflightEnds,
-        this.limits,
-        this.observer,
-        now,
-        this.options.redact?.literals || this.options.redact?.parameters ? this.options.redact : undefined,
+      const file = new TrackedFile(path, handle, ino, id, start, Date.now(), (followed) =>
+        this.options.downstream(followed, start, inflightEnds, {
+          handingOver: () => this.writeAhead(followed),
+          acknowledged: () => this.checkpoint(followed),
+        }),
       );
       file.mtimeMs = mtimeMs;
       file.size = size;
@@ -614,113 +573,10 @@ export class FileSource {
     file.finish(Date.now());
   }
 
-  /**
-   * Hands a file's ready batches to the sink while fewer than MAX_IN_FLIGHT_BATCHES are out, and
-   * takes acknowledgements from the front of its in-flight queue: the checkpoint advances only over
-   * a contiguous acknowledged prefix, whatever order the writes finish in. Returns when the file
-   * may be read on (nothing ready is left waiting), or with `drain`, when nothing is in flight.
-   */
-  private async deliver(file: TrackedFile, drain = false): Promise<void> {
-    for (;;) {
-      this.collectAcks(file);
-      const pastDeadline = this.stopping && Date.now() > this.stopDeadline;
-      if (file.ready.length > 0 && this.writes.size < MAX_IN_FLIGHT_BATCHES && !pastDeadline) {
-        await this.dispatch(file);
-        continue;
-      }
-      const mine = file.inflight.filter((f) => f.state === "writing");
-      if (!drain && (file.ready.length === 0 || pastDeadline)) return;
-      if (drain && mine.length === 0 && (file.ready.length === 0 || pastDeadline)) return;
-      // Backpressure (a batch is ready and the sink has enough) or draining: wait for a write.
-      const waitFor = drain && mine.length > 0 ? mine.map((f) => f.written) : [...this.writes];
-      if (waitFor.length === 0) return;
-      if (!this.stopping) {
-        await Promise.race(waitFor);
-        continue;
-      }
-      // Stopping: never past the deadline. A sink that retries inside write() (S3 with its spool,
-      // an endpoint down) does not return at it, and waiting on made SIGTERM overrun its 10 s;
-      // what is still being written is re-read from the checkpoint on the next start.
-      const left = this.stopDeadline - Date.now();
-      if (left <= 0) return;
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        ...waitFor,
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, left);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
-  }
-
-  /** Acknowledged batches at the front of the queue: the file's acknowledged position moves past them. */
-  private collectAcks(file: TrackedFile): void {
-    let moved = false;
-    while (file.inflight[0]?.state === "acked") {
-      file.acked = file.inflight.shift()!.batch.range.end;
-      moved = true;
-    }
-    if (moved) this.checkpoint(file);
-  }
-
-  /** Hands ready batches to the sink after a durable write-ahead record of every in-flight end. */
-  private async dispatch(file: TrackedFile): Promise<void> {
-    const batches = file.ready.splice(0, MAX_IN_FLIGHT_BATCHES - this.writes.size);
-    const started = batches.map(
-      (batch): InFlightBatch => ({ batch, state: "writing", written: Promise.resolve() }),
-    );
-    file.inflight.push(...started);
-    // Write ahead every in-flight batch's end, so a replay after a crash cuts the same ranges.
+  /** A file's batches are about to go to the sink: every in-flight end is saved first (write-ahead). */
+  private async writeAhead(file: TrackedFile): Promise<void> {
     this.checkpoint(file);
     await this.saveCheckpoints();
-    for (const f of started) {
-      const written = this.write(file, f);
-      f.written = written;
-      this.writes.add(written);
-      void written.finally(() => {
-        this.writes.delete(written);
-        this.wake?.();
-      });
-    }
-  }
-
-  /** Writes one batch, retrying with backoff until acknowledged (or, stopping, past the deadline). */
-  private async write(file: TrackedFile, f: InFlightBatch): Promise<void> {
-    const sink = this.options.sink;
-    const batch = f.batch;
-    for (let attempt = 1; ; attempt++) {
-      const started = Date.now();
-      try {
-        await sink.write(batch);
-        f.state = "acked";
-        file.recycle(batch);
-        this.observer.sinkAck?.(sink.name, batch.entries, batch.bytes, Date.now() - started);
-        return;
-      } catch (error) {
-        this.observer.sinkError?.(sink.name, error);
-        this.logger.error(
-          {
-            sink: sink.name,
-            file: file.path,
-            range: [batch.range.start, batch.range.end],
-            attempt,
-            err: describe(error),
-          },
-          "sink write failed; retrying",
-        );
-        const delay =
-          Math.min(MAX_RETRY_DELAY_MS, 100 * 2 ** Math.min(attempt, 12)) * (0.5 + Math.random() / 2);
-        const until = Date.now() + delay;
-        // Sleep in short steps, so a stop() during a long backoff is seen within half a second.
-        while (Date.now() < until && !(this.stopping && Date.now() >= until - delay + 500))
-          await new Promise((resolve) => setTimeout(resolve, Math.min(100, until - Date.now())));
-        if (this.stopping && Date.now() > this.stopDeadline) {
-          f.state = "abandoned"; // not acknowledged: re-read from the checkpoint next start
-          return;
-        }
-      }
-    }
   }
 
   /** Notes a file's checkpoint (acknowledged position and in-flight ends), saved by the next save. */
@@ -728,11 +584,7 @@ export class FileSource {
     // The marker is read when the checkpoints are saved (it needs a read of the file).
     // A replay's boundaries not reached yet stay recorded: a second crash must cut the same ranges.
     // Ready batches' ends too: a replay cut where they were cut is cut the same way.
-    const inflightEnds = [
-      ...file.inflight.map((f) => f.batch.range.end),
-      ...file.ready.map((b) => b.range.end),
-      ...file.replayEnds,
-    ];
+    const inflightEnds = file.downstream.pendingEnds();
     this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnds, done: file.settled });
   }
 
@@ -823,7 +675,7 @@ export class FileSource {
     for (const file of this.files.values()) {
       file.quiet(now + 1_000_000, 0); // release held records and close every open batch
       file.closeForStop(now);
-      await this.deliver(file, true);
+      await file.downstream.deliver(true);
     }
     await this.saveCheckpoints();
     for (const file of this.files.values()) await file.handle.close();

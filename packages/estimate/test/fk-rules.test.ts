@@ -1,0 +1,140 @@
+/**
+ * The foreign-key rules the model applies when nested statements are not counted (PostgreSQL's
+ * ri_triggers.c), and that it applies none of them when they are counted.
+ */
+import {
+  DEFAULT_LOG_CONTEXT,
+  estimate,
+  type ForeignKey,
+  type StatementLoad,
+  type Workload,
+} from "@auditpipe/estimate";
+import { describe, expect, it } from "vitest";
+import { fkChecksOf } from "../src/_entries.ts";
+
+const fks: ForeignKey[] = [
+  {
+    child: "public.items",
+    parent: "public.orders",
+    columns: ["order_id"],
+    parentColumns: ["id"],
+    onDelete: "cascade",
+  },
+  {
+    child: "public.notes",
+    parent: "public.orders",
+    columns: ["order_id"],
+    parentColumns: ["id"],
+    onDelete: "set null",
+  },
+  { child: "public.orders", parent: "public.customers", columns: ["customer_id"], parentColumns: ["id"] },
+];
+const load = (s: Partial<StatementLoad>): StatementLoad => ({
+  text: "x",
+  callsPerSec: 1,
+  kind: "UPDATE",
+  relations: [],
+  rowsPerCall: 1,
+  ...s,
+});
+const kinds = (s: StatementLoad): string[] =>
+  fkChecksOf(s, fks).map((a) => `${a.kind} ${a.table} x${a.perCall}`);
+
+describe("fkChecksOf (modelled)", () => {
+  it("a multi-row INSERT checks every row's parent", () => {
+    const s = load({
+      kind: "INSERT",
+      rowsPerCall: 3,
+      relations: [{ relation: "public.orders", write: "INSERT" }],
+    });
+    expect(kinds(s)).toEqual(["check public.customers x3"]);
+  });
+
+  it("an UPDATE re-checks only when it sets the key columns", () => {
+    const keyed = load({
+      relations: [{ relation: "public.orders", write: "UPDATE", writtenColumns: ["customer_id"] }],
+    });
+    const other = load({
+      relations: [{ relation: "public.orders", write: "UPDATE", writtenColumns: ["status"] }],
+    });
+    expect(kinds(keyed)).toEqual(["check public.customers x1"]);
+    expect(kinds(other)).toEqual([]);
+  });
+
+  it("deleting a parent runs each child's action: CASCADE deletes, SET NULL updates, SET DEFAULT updates and checks, NO ACTION checks", () => {
+    const withDefault: ForeignKey[] = [{ ...fks[1]!, onDelete: "set default" }];
+    const gone = load({ kind: "DELETE", relations: [{ relation: "public.orders", write: "DELETE" }] });
+    expect(fkChecksOf(gone, withDefault).map((a) => a.kind)).toEqual(["UPDATE", "check"]);
+    const del = load({
+      kind: "DELETE",
+      rowsPerCall: 2,
+      relations: [{ relation: "public.orders", write: "DELETE" }],
+    });
+    expect(kinds(del)).toEqual(["DELETE public.items x2", "UPDATE public.notes x2"]);
+    const cust = load({ kind: "DELETE", relations: [{ relation: "public.customers", write: "DELETE" }] });
+    expect(kinds(cust)).toEqual(["check public.orders x1"]);
+  });
+});
+
+describe("estimate with nested statements counted", () => {
+  const insert = load({
+    text: "INSERT INTO orders (customer_id) VALUES ($1)",
+    kind: "INSERT",
+    relations: [{ relation: "public.orders", write: "INSERT" }],
+  });
+  const check = load({
+    text: 'SELECT 1 FROM ONLY "public"."customers" x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x',
+    kind: "SELECT",
+    params: 1,
+    nested: true,
+    relations: [{ relation: "public.customers", columns: ["id"], writtenColumns: [], locked: true }],
+  });
+  const base: Workload = {
+    transactionsPerSec: 1,
+    statements: [insert],
+    foreignKeys: fks,
+    log: DEFAULT_LOG_CONTEXT,
+    notes: [],
+  };
+
+  it("modelled: the check comes from the foreign key", () => {
+    expect(estimate(base, { name: "read", log: ["read"] }).entriesPerSec).toBe(1);
+  });
+
+  it("counted: the check comes from its count alone, never twice", () => {
+    const counted: Workload = {
+      ...base,
+      statements: [insert, { ...check, callsPerSec: 2 }],
+      nestedStatements: "counted",
+    };
+    expect(estimate(counted, { name: "read", log: ["read"] }).entriesPerSec).toBe(2);
+  });
+});
+
+describe("a counted workload through the workload schema (GET /v1/workload, POST /v1/estimates)", () => {
+  it("keeps what makes it counted, so its checks are not modelled on top", async () => {
+    const { parseWorkload } = await import("@auditpipe/estimate");
+    const counted: Workload = {
+      transactionsPerSec: 1,
+      statements: [
+        load({ kind: "INSERT", relations: [{ relation: "public.orders", write: "INSERT" }] }),
+        load({
+          kind: "SELECT",
+          nested: true,
+          params: 1,
+          relations: [{ relation: "public.customers", locked: true }],
+        }),
+      ],
+      foreignKeys: fks,
+      log: DEFAULT_LOG_CONTEXT,
+      nestedStatements: "counted",
+      notes: [],
+    };
+    const again = parseWorkload(JSON.parse(JSON.stringify(counted)));
+    expect(again.nestedStatements).toBe("counted");
+    expect(again.statements[1]!.nested).toBe(true);
+    expect(again.foreignKeys[0]!.onDelete).toBe("cascade");
+    const read = { name: "read", log: ["read"] };
+    expect(estimate(again, read).entriesPerSec).toBe(estimate(counted, read).entriesPerSec);
+  });
+});

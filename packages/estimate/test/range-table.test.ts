@@ -1,0 +1,131 @@
+/**
+ * What pgaudit walks is PostgreSQL 15's final range table, not the statement's FROM list: a table
+ * named twice is two entries, a view brings a second (privilege-less) entry and its base tables,
+ * a scanned partitioned table its partitions, and min()/max() of an indexed column a planner copy.
+ * pg_stat_statements' normalized RI queries are turned back into what pgaudit logs.
+ * (The shapes were read off real pgaudit 1.7 logs; see docs/estimator.md "Entries".)
+ */
+import { describe, expect, it } from "vitest";
+import { riStatement } from "../src/_ri.ts";
+import {
+  analyzeStatement,
+  type CatalogRelation,
+  type RelationLookup,
+  withConstantBytes,
+} from "../src/_sql.ts";
+
+const tables: CatalogRelation[] = [
+  {
+    schema: "public",
+    name: "orders",
+    columns: ["id", "customer_id", "status"],
+    indexLeads: ["id", "customer_id"],
+  },
+  { schema: "public", name: "customers", columns: ["id", "email"] },
+  {
+    schema: "public",
+    name: "customer_orders",
+    columns: ["email", "order_id"],
+    viewOf: ["public.customers", "public.orders"],
+  },
+  {
+    schema: "public",
+    name: "events",
+    columns: ["at", "kind"],
+    partitions: ["public.events_q1", "public.events_q2"],
+  },
+];
+const lookup: RelationLookup = {
+  find: (schema, name) => tables.find((t) => t.name === name && (schema === null || t.schema === schema)),
+  findFunction: (_schema, name) => (name === "place_order" ? "public.place_order" : undefined),
+};
+const names = (sql: string): string[] =>
+  analyzeStatement(sql, lookup).relations.map(
+    (r) => `${r.relation}${r.write ? `:${r.write}` : ""}${r.plannerAdded ? "+" : ""}`,
+  );
+
+describe("range table", () => {
+  it("an UPDATE's target read again in a subquery is two entries, plus min/max's index copy", () => {
+    expect(
+      names("UPDATE orders SET status = $1 WHERE id = (SELECT max(id) FROM orders WHERE customer_id = $2)"),
+    ).toEqual(["public.orders:UPDATE", "public.orders", "public.orders"]);
+    // count() is not answered from an index: no copy.
+    expect(names("SELECT count(id) FROM orders WHERE customer_id = $1")).toEqual(["public.orders"]);
+  });
+
+  it("a view is logged as the view, a privilege-less second entry and its base tables", () => {
+    expect(names("SELECT email FROM customer_orders WHERE order_id = $1")).toEqual([
+      "public.customer_orders",
+      "public.customer_orders+",
+      "public.customers",
+      "public.orders",
+    ]);
+    expect(analyzeStatement("SELECT email FROM customer_orders", lookup).relations[0]!.objectType).toBe(
+      "VIEW",
+    );
+  });
+
+  it("a scan of a partitioned table lists its partitions; an INSERT routes without listing them", () => {
+    expect(names("SELECT kind FROM events")).toEqual([
+      "public.events",
+      "public.events_q1+",
+      "public.events_q2+",
+    ]);
+    expect(names("INSERT INTO events (at, kind) VALUES ($1, $2)")).toEqual(["public.events:INSERT"]);
+  });
+
+  it("user functions called, and CALL's own class", () => {
+    expect(analyzeStatement("SELECT place_order($1, $2)", lookup).functions).toEqual(["public.place_order"]);
+    const call = analyzeStatement("CALL place_order(1)", lookup);
+    expect([call.kind, call.command, call.utilityClass, call.functions]).toEqual([
+      "UTILITY",
+      "CALL",
+      "MISC",
+      ["public.place_order"],
+    ]);
+  });
+});
+
+describe("riStatement", () => {
+  it("a key check: SELECT 1 back, the key values are real parameters", () => {
+    const ri = riStatement(
+      'SELECT $2 FROM ONLY "public"."customers" x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x',
+    );
+    expect(ri).toEqual({
+      text: 'SELECT 1 FROM ONLY "public"."customers" x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x',
+      params: 1,
+      kind: "SELECT",
+      relation: { relation: "public.customers", columns: ["id"], writtenColumns: [], locked: true },
+    });
+  });
+
+  it("a cascade's DELETE and a SET NULL's UPDATE", () => {
+    expect(
+      riStatement('DELETE FROM ONLY "public"."order_items" WHERE $1 OPERATOR(pg_catalog.=) "order_id"'),
+    ).toMatchObject({
+      kind: "DELETE",
+      params: 1,
+      relation: { relation: "public.order_items", write: "DELETE" },
+    });
+    expect(
+      riStatement(
+        'UPDATE ONLY "public"."carts" SET "customer_id" = $2 WHERE $1 OPERATOR(pg_catalog.=) "customer_id"',
+      )?.text,
+    ).toBe(
+      'UPDATE ONLY "public"."carts" SET "customer_id" = NULL WHERE $1 OPERATOR(pg_catalog.=) "customer_id"',
+    );
+  });
+
+  it("an application's statement is not one", () => {
+    expect(riStatement("SELECT $1 FROM orders WHERE id = $2")).toBeNull();
+  });
+});
+
+describe("withConstantBytes", () => {
+  it("sizes the constants so the text is as long as it ran, with its double quotes", () => {
+    const out = withConstantBytes("INSERT INTO t VALUES ($1, $2)", 40, 4);
+    expect(Buffer.byteLength(out)).toBe(40);
+    expect(out.split('"').length - 1).toBe(4);
+    expect(out.startsWith("INSERT INTO t VALUES (")).toBe(true);
+  });
+});

@@ -1,0 +1,213 @@
+import {
+  type AuditEntry,
+  createParser,
+  decodeAuditEntry,
+  type LogFormat,
+  type LogParser,
+  type LogRecord,
+  type MalformedRecord,
+} from "@auditpipe/parse";
+import {
+  type Batch,
+  Batcher,
+  type BatchLimits,
+  type Delivery,
+  type DeliveryQueue,
+  type DeliverySource,
+  encodeEntry,
+  type RedactionMode,
+} from "@auditpipe/ship";
+import type { Downstream, TrackedFile } from "./_tracked-file.ts";
+
+/** What a lane reports as records pass; every method optional. The sidecar wires these to its meter. */
+export interface LaneObserver {
+  recordsRead?(source: string, count: number): void;
+  /** The meter's tap: every audit entry, as decoded (before redaction). */
+  entry?(entry: AuditEntry, record: LogRecord): void;
+  malformed?(source: string, error: MalformedRecord): void;
+}
+
+/** What the follower does when a lane's batches are handed over or acknowledged. */
+export interface LaneCheckpoints {
+  /** Batches are about to go to the sink: record their ends durably first (write-ahead). */
+  handingOver(): Promise<void>;
+  /** The acknowledged position moved: checkpoint it. */
+  acknowledged(): void;
+}
+
+export interface FileLaneOptions {
+  format: LogFormat;
+  /** log_line_prefix, for stderr and syslog files. */
+  prefix: string | undefined;
+  /** Where the lane starts in the file: record offsets are relative to it. */
+  start: number;
+  /** Batch ends recorded before a crash: the replay cuts there. */
+  replayEnds: readonly number[];
+  limits: BatchLimits;
+  observer: LaneObserver;
+  /** Applied to each entry before it is encoded (`--redact`); the meter's tap sees the original. */
+  redact: RedactionMode | undefined;
+  delivery: Delivery;
+  checkpoints: LaneCheckpoints;
+}
+
+/**
+ * Bytes handed to the parser at a time, each followed by encoding what it held. Everything a
+ * slice makes (the parser's text of it, records, the strings pending in the writer) then dies in
+ * V8's young generation: parsed a megabyte at a time, the text alone went to the large-object
+ * space, and under the sidecar's 128 MB heap cap the old generation was marked every few reads
+ * (80 full collections over a 240 MB file).
+ */
+const PARSE_BYTES = 64 << 10;
+
+/**
+ * One followed file's lane of the pipeline, stage after stage:
+ *
+ *   bytes → parse (createParser) → decode (decodeAuditEntry) → meter (observer.entry, a tap)
+ *         → redact → encode (encodeEntry) → batch (Batcher) → deliver (DeliveryQueue) → sink
+ *
+ * Acknowledgements come back through the DeliveryQueue in file order; the lane keeps the
+ * acknowledged position and tells the follower, which checkpoints it.
+ */
+export class FileLane implements Downstream, DeliverySource {
+  acked: number;
+  ended = false;
+  private readonly parser: LogParser;
+  private readonly batcher: Batcher;
+  private readonly queue: DeliveryQueue;
+  /** Where the parser's input started: record offsets are relative to it. */
+  private readonly base: number;
+  private readonly observer: LaneObserver;
+  private readonly redact: RedactionMode | undefined;
+  private readonly checkpoints: LaneCheckpoints;
+  /** The file whose lane this is: its path names the records' source (it changes on a rename). */
+  private readonly file: TrackedFile;
+
+  constructor(file: TrackedFile, options: FileLaneOptions) {
+    this.file = file;
+    this.base = options.start;
+    this.acked = options.start;
+    this.observer = options.observer;
+    this.redact = options.redact;
+    this.checkpoints = options.checkpoints;
+    this.batcher = new Batcher(file, options.start, options.replayEnds, options.limits, Date.now());
+    this.queue = options.delivery.queue(this);
+    this.parser = createParser(
+      options.format,
+      { record: (record) => this.onRecord(record), malformed: (error) => this.onMalformed(error) },
+      options.prefix === undefined ? {} : { prefix: options.prefix },
+    );
+  }
+
+  private onRecord(record: LogRecord): void {
+    const offset = this.base + record.offset;
+    this.observer.recordsRead?.(this.file.path, 1);
+    const entry = decodeAuditEntry(record, this.badPayload);
+    if (entry !== undefined) {
+      this.observer.entry?.(entry, record);
+      encodeEntry(this.batcher.writer, entry, record, this.file.path, offset, this.redact);
+      this.batcher.entry(record.size);
+    }
+    this.batcher.extend(offset + record.size);
+  }
+
+  /** A record whose pgAudit payload is not pgAudit's CSV: reported at its place in the file (the batch extends over it in onRecord). */
+  private readonly badPayload = (error: MalformedRecord): void => {
+    this.observer.malformed?.(this.file.path, { ...error, offset: this.base + error.offset });
+  };
+
+  private onMalformed(error: MalformedRecord): void {
+    const offset = this.base + error.offset;
+    this.observer.malformed?.(this.file.path, { ...error, offset });
+    this.batcher.extend(offset + error.size);
+  }
+
+  push(bytes: Buffer, now: number): void {
+    for (let at = 0; at < bytes.length; at += PARSE_BYTES) {
+      this.parser.push(bytes.subarray(at, Math.min(at + PARSE_BYTES, bytes.length)));
+      this.encodePending();
+    }
+    // Under steady load the file is never quiet: the age limit must hold while it grows too.
+    this.batcher.closeIfOld(now);
+  }
+
+  /**
+   * Encodes the entries read since the last call. Called after every slice: what an entry holds
+   * lives for one slice instead of until its batch closes, so it dies in V8's young generation.
+   * Kept until the batch closed, 10k records survived scavenges, were promoted and made the old
+   * generation grow by their size every batch; marking it then cost more than the encoding (a
+   * full mark every ~0.5 s at 17k entries/s).
+   */
+  private encodePending(): void {
+    this.batcher.writer.flush();
+  }
+
+  idle(): void {
+    this.parser.idle?.();
+    this.encodePending();
+  }
+
+  closeIfOld(now: number): void {
+    this.batcher.closeIfOld(now);
+  }
+
+  end(now: number): void {
+    if (!this.ended) {
+      this.ended = true;
+      this.parser.end();
+    }
+    this.batcher.close(now);
+  }
+
+  closeForStop(now: number): void {
+    this.batcher.closeForStop(now);
+  }
+
+  deliver(drain = false): Promise<void> {
+    return this.queue.deliver(drain);
+  }
+
+  get covered(): number {
+    return this.batcher.covered;
+  }
+
+  get settled(): boolean {
+    return (
+      this.ended &&
+      this.batcher.ready.length === 0 &&
+      this.queue.inflight.length === 0 &&
+      this.acked >= this.batcher.openStart
+    );
+  }
+
+  pendingEnds(): number[] {
+    return [
+      ...this.queue.inflight.map((f) => f.batch.range.end),
+      ...this.batcher.ready.map((b) => b.range.end),
+      ...this.batcher.replayEnds,
+    ];
+  }
+
+  // DeliverySource: what the deliver stage asks of this lane.
+
+  get name(): string {
+    return this.file.path;
+  }
+
+  get ready(): Batch[] {
+    return this.batcher.ready;
+  }
+
+  handingOver(): Promise<void> {
+    return this.checkpoints.handingOver();
+  }
+
+  acknowledged(end: number): void {
+    this.acked = end;
+    this.checkpoints.acknowledged();
+  }
+
+  recycle(batch: Batch): void {
+    this.batcher.recycle(batch);
+  }
+}

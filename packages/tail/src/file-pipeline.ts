@@ -1,0 +1,135 @@
+/**
+ * The file pipeline, composed: one PostgreSQL log stream from its directory to a sink.
+ *
+ *   FileFollower (file-follower.ts)       source: discover, follow, rotation, checkpoints on ack
+ *     → FileLane, one per file (_file-lane.ts):
+ *         parse (@auditpipe/parse createParser) → decode (decodeAuditEntry)
+ *         → meter (observer.entry, a tap) → redact → encode (@auditpipe/ship encodeEntry)
+ *         → batch (Batcher)
+ *     → Delivery (@auditpipe/ship deliver.ts)  ordered acknowledgements, one backoff
+ *     → Sink (LocalDirSink, S3Sink)
+ *
+ * Each stage is its own module and knows only the next; this file only wires them. `FileSource`
+ * keeps the name and options it had when it did all of this itself.
+ */
+import type { LogFormat } from "@auditpipe/parse";
+import {
+  type BatchLimits,
+  DEFAULT_BATCH_LIMITS,
+  Delivery,
+  type DeliveryObserver,
+  type RedactionMode,
+  type Sink,
+} from "@auditpipe/ship";
+import { FileLane, type LaneObserver } from "./_file-lane.ts";
+import {
+  FileFollower,
+  type FileSourceHealth,
+  type FollowObserver,
+  type SourceLogger,
+} from "./file-follower.ts";
+
+/** What the file pipeline reports as it goes; every method optional. The sidecar wires these to its meter. */
+export interface SourceObserver extends FollowObserver, LaneObserver, DeliveryObserver {}
+
+export interface FileSourceOptions {
+  /** PostgreSQL's log_directory. */
+  logDir: string;
+  /** The format of the files followed (one log stream). */
+  format: LogFormat;
+  /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
+  pattern?: string;
+  /** log_line_prefix, for stderr and syslog files. */
+  prefix?: string;
+  /** Where checkpoints are kept. */
+  stateDir: string;
+  sink: Sink;
+  /**
+   * Redactions applied to each record before it is encoded for the sink (`--redact`); absent or
+   * all false: none. The observer (metering) sees the original records.
+   */
+  redact?: RedactionMode;
+  /**
+   * Where to start in the files present at the very first start (no checkpoint state yet); default
+   * `beginning`. Files that appear later, or while the source was stopped, are always read from 0.
+   */
+  from?: "beginning" | "end";
+  /** How often the directory and files are checked when no fs event arrives; default 200 ms. */
+  pollIntervalMs?: number;
+  /** A file that has not grown for this long is quiet: held records are released; default 50 ms. */
+  quietMs?: number;
+  batch?: Partial<BatchLimits>;
+  observer?: SourceObserver;
+  logger?: SourceLogger;
+}
+
+/** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
+const STOP_DEADLINE_MS = 8_000;
+
+/**
+ * Follows one PostgreSQL log stream in a directory and ships each audit entry in it to the sink,
+ * once per range: a file's checkpoint advances only over ranges the sink acknowledged.
+ */
+export class FileSource {
+  private readonly follower: FileFollower;
+  private readonly delivery: Delivery;
+
+  constructor(options: FileSourceOptions) {
+    const limits: BatchLimits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
+    const observer = options.observer ?? {};
+    const redact = options.redact?.literals || options.redact?.parameters ? options.redact : undefined;
+    this.delivery = new Delivery({
+      sink: options.sink,
+      observer,
+      ...(options.logger ? { logger: options.logger } : {}),
+      onSettled: () => this.follower.nudge(),
+    });
+    this.follower = new FileFollower({
+      logDir: options.logDir,
+      format: options.format,
+      ...(options.pattern !== undefined ? { pattern: options.pattern } : {}),
+      stateDir: options.stateDir,
+      ...(options.from !== undefined ? { from: options.from } : {}),
+      ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
+      ...(options.quietMs !== undefined ? { quietMs: options.quietMs } : {}),
+      observer,
+      ...(options.logger ? { logger: options.logger } : {}),
+      downstream: (file, start, replayEnds, checkpoints) =>
+        new FileLane(file, {
+          format: options.format,
+          prefix: options.prefix,
+          start,
+          replayEnds,
+          limits,
+          observer,
+          redact,
+          delivery: this.delivery,
+          checkpoints,
+        }),
+    });
+  }
+
+  /** Reads the checkpoints and starts following; throws when the log directory is not there. */
+  start(): Promise<void> {
+    return this.follower.start();
+  }
+
+  /**
+   * Stops reading, writes what was read, waits for the sink's acks at most `waitMs` (default
+   * STOP_DEADLINE_MS), saves checkpoints.
+   */
+  async stop(waitMs: number = STOP_DEADLINE_MS): Promise<void> {
+    this.delivery.stopBy(Date.now() + waitMs);
+    await this.follower.stop();
+  }
+
+  /** Files followed now: path, identity, position read and acknowledged. */
+  status(): { path: string; fingerprint: string; size: number; read: number; acked: number }[] {
+    return this.follower.status();
+  }
+
+  /** What keeps the source from seeing every file now (for /readyz and metrics). */
+  health(): FileSourceHealth {
+    return this.follower.health();
+  }
+}
