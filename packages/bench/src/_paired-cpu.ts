@@ -1,12 +1,16 @@
 /**
- * The overhead from CPU time, paired round by round. A busy neighbour slows every process on the
- * machine, so TPS (wall time) swings by tens of percent between identical runs; CPU time per
- * transaction swings far less, and comparing each configuration's run with the baseline run of
- * the same round cancels most of what is left. Pure.
+ * The overhead from CPU time, each run paired with the baseline measured around it. A busy
+ * neighbour slows every process on the machine, so TPS (wall time) swings by tens of percent
+ * between identical runs; CPU time per transaction swings far less, and comparing each
+ * configuration's run with the baseline at the same moment cancels most of what is left. Pure.
  */
-
-import type { OverheadInterval } from "./stats.ts";
-import { type BootstrapOptions, bootstrapMedian, median, pairedOverheadInterval } from "./stats.ts";
+import {
+  type BootstrapOptions,
+  bootstrapMedian,
+  median,
+  type OverheadInterval,
+  pairedOverheadInterval,
+} from "./stats.ts";
 import type { RunResult } from "./types.ts";
 
 type PerTransaction = { server: number; logger: number; client: number };
@@ -18,7 +22,7 @@ export function cpuPerTransaction(run: RunResult): PerTransaction | null {
   return { server: us(run.cpu.serverSec), logger: us(run.cpu.loggerSec), client: us(run.cpu.clientSec) };
 }
 
-export interface PairedRound {
+export interface PairedRun {
   round: number;
   /** Server CPU µs per transaction the configuration added over the baseline at that moment. */
   addedServerUs: number;
@@ -60,8 +64,8 @@ function baselineAt(baseline: readonly RunResult[], run: RunResult): PerTransact
  * the denominator (it shares the machine) but not in the added time: auditing gives the client
  * no work, so its time would add only noise.
  */
-export function pairRounds(baseline: readonly RunResult[], mine: readonly RunResult[]): PairedRound[] {
-  const out: PairedRound[] = [];
+export function pairRuns(baseline: readonly RunResult[], mine: readonly RunResult[]): PairedRun[] {
+  const out: PairedRun[] = [];
   const measured = baseline.filter((b) => cpuPerTransaction(b) !== null);
   for (const run of mine) {
     const c = cpuPerTransaction(run);
@@ -102,7 +106,7 @@ export function cpuCell(
     client: median(per.map((p) => p!.client)),
   };
   if (isBaseline) return { perTransaction, overhead: null };
-  const pairs = pairRounds(baseline, mine);
+  const pairs = pairRuns(baseline, mine);
   if (pairs.length === 0) return { perTransaction, overhead: null };
   return {
     perTransaction,
@@ -113,7 +117,7 @@ export function cpuCell(
   };
 }
 
-/** The CPU-basis fields of a calibration point, from the cell's paired rounds; null without CPU times. */
+/** The CPU-basis fields of a calibration point, from the cell's paired runs; null without CPU times. */
 export function cpuPointFields(
   baseline: readonly RunResult[],
   mine: readonly RunResult[],
@@ -124,7 +128,7 @@ export function cpuPointFields(
   addedLoggerUs: number;
   baselineServerUs: { median: number; low: number; high: number };
 } | null {
-  const pairs = pairRounds(baseline, mine);
+  const pairs = pairRuns(baseline, mine);
   if (pairs.length === 0 || pairs.length < mine.length) return null;
   const samples = pairs.map((p) => p.addedServerUs);
   const baseServer = baseline.map(cpuPerTransaction).filter((p) => p !== null);

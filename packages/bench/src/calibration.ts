@@ -108,7 +108,7 @@ function baselinePerStatement(points: readonly CalibrationPoint[]): CalibrationC
   };
 }
 
-/** Ordinary least squares over every round of every point, with the coefficients' covariance. */
+/** Ordinary least squares over every run of every point, with the coefficients' covariance. */
 function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): CalibrationFit | null {
   let columns = initial;
   const rows = (cols: Column[]): { x: number[]; y: number }[] =>
@@ -167,8 +167,8 @@ function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): Cali
 /**
  * Fits the costs to the points; columns no point exercises are left out (their coefficient is
  * null), and the statement cost is dropped when it cannot be told apart from the line cost
- * (every point logs exactly what pgaudit processes). Points with CPU times are fitted round by
- * round (the CPU basis); otherwise cell by cell. Null with no usable point.
+ * (every point logs exactly what pgaudit processes). Points with CPU times are fitted run by run
+ * (the CPU basis); otherwise cell by cell. Null with no usable point.
  */
 export function fitCalibration(points: readonly CalibrationPoint[]): CalibrationFit | null {
   if (points.length === 0) return null;

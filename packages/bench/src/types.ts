@@ -104,7 +104,7 @@ export interface CellSummary {
   /**
    * Throughput overhead against the baseline (0.12 = 12 % fewer TPS); null for the baseline itself.
    * With CPU times (`overheadBasis: "cpu"`): the server's added CPU time per transaction as a share
-   * of the whole transaction's (server + pgbench), paired round by round — the TPS a CPU-bound
+   * of the whole transaction's (server + pgbench), each run against the baseline around it — the TPS a CPU-bound
    * machine loses; otherwise from the runs' TPS.
    */
   overhead: OverheadInterval | null;
@@ -232,9 +232,9 @@ export interface CalibrationPoint {
    * overhead × clients / TPS (TPS basis).
    */
   addedUs: { median: number; low: number; high: number };
-  /** CPU basis: the added server µs per transaction of each round (config run minus that round's baseline run). */
+  /** CPU basis: the added server µs per transaction of each run (against the baseline around it). */
   samples?: number[];
-  /** CPU basis: the logging collector's added µs per transaction, median over rounds. */
+  /** CPU basis: the logging collector's added µs per transaction, median over runs. */
   addedLoggerUs?: number;
   /** CPU basis: the baseline's server CPU µs per transaction, median and interval. */
   baselineServerUs?: { median: number; low: number; high: number };

@@ -218,8 +218,9 @@ interface Range {
   high: number;
 }
 
+/** Throughput overhead: low, point and high (0.1 = 10 % fewer TPS). */
 export interface CalibratedOverhead extends Range {
-  /** Throughput overhead: low, point and high (0.1 = 10 % fewer TPS). */
+  /** The added time per transaction, µs (server CPU with a CPU calibration). */
   addedUs: Range;
   /** CPU basis: the overhead if the machine is CPU-bound (every added CPU µs costs throughput). */
   cpuBound?: Range;
@@ -270,8 +271,8 @@ const fraction = (t0: number, added: number): number => (t0 + added > t0 / 2 ? a
  * throughput, against the transaction's CPU time — measured (bench), or its statements at the
  * calibration's cheapest (pgbench's) cost each, which bounds it from below. Idle cores: only the
  * backends' share is on a transaction's path (and no contention for the collector's wake-ups),
- * against its wall time per client (clients / TPS, which is at least its CPU time). The truth lies between; the range is from the lower regime's
- * low to the higher's high.
+ * against its wall time per client (clients / TPS, which is at least its CPU time). The truth
+ * lies between: the range runs from the lower regime's low to the higher's high.
  */
 function cpuCalibratedOverhead(
   c: OverheadCalibration & { cpu: CpuCostModel },
@@ -456,7 +457,7 @@ function calibratedRange(
   if (cal.cpu && p.cpuBound && p.idleCores) {
     const pct = (x: number): string => `${(Math.max(0, x) * 100).toFixed(1)}%`;
     assumptions.push(
-      `${Math.max(0, p.addedUs.estimate).toFixed(0)} µs [${Math.max(0, p.addedUs.low).toFixed(0)}–${p.addedUs.high.toFixed(0)}] of server CPU added per transaction; if the server is CPU-bound and its statements cost what the calibration's pgbench statements did (${cal.cpu.baselineServerUsPerStatement.low.toFixed(1)} µs each, a floor): ${pct(p.cpuBound.low)}–${pct(p.cpuBound.high)}; with idle cores, only the backends' ${((1 - cal.cpu.loggerShare) * 100).toFixed(0)}% of it against ${baselineUs.toFixed(0)} µs per transaction per client: ${pct(p.idleCores.low)}–${pct(p.idleCores.high)}`,
+      `${Math.max(0, p.addedUs.estimate).toFixed(0)} µs [${Math.max(0, p.addedUs.low).toFixed(0)}–${p.addedUs.high.toFixed(0)}] of server CPU added per transaction; if the server is CPU-bound and its statements cost what the calibration's pgbench statements did (${cal.cpu.baselineServerUsPerStatement.low.toFixed(1)} µs each, a floor): ${pct(p.cpuBound.low)}–${pct(p.cpuBound.high)}; with idle cores, only the backends' ${((1 - cal.cpu.loggerShare) * 100).toFixed(0)}% of it, without the per-transaction cost, against ${baselineUs.toFixed(0)} µs per transaction per client: ${pct(p.idleCores.low)}–${pct(p.idleCores.high)}`,
     );
   }
   const low = Math.max(0, p.low);
