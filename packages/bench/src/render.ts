@@ -78,7 +78,7 @@ export function renderFit(fit: CalibrationFit): string {
 }
 
 export const CPU_BASIS_NOTE =
-  "overhead = the server CPU time auditing added per transaction, as a share of a transaction's CPU time (server + pgbench), each run against the baseline run of its round: the TPS a CPU-bound machine loses. TPS itself swings with other load (TPS-based overheads are in --json).";
+  "overhead = the server CPU time auditing added per transaction, as a share of a transaction's CPU time (server + pgbench), each run against the baseline measured around it: the TPS a CPU-bound machine loses. TPS itself swings with other load (TPS-based overheads are in --json).";
 
 export const NOT_SIGNIFICANT = "not significant at this sample size: the 95% interval includes no difference";
 
