@@ -1,0 +1,154 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { duplicates, shippedKeys, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import { parse } from "csv-parse/sync";
+import { describe, expect, it } from "vitest";
+
+const CHILD = fileURLToPath(new URL("./_syslog-file-child.ts", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+/** %c:%l give each shipped entry the key csvlog has (session_id:session_line_num). */
+const PREFIX = "%m [%p] %q%u@%d %c:%l ";
+const HELD = "held until this backend logs again";
+
+interface Child {
+  process: ChildProcess;
+  exited: Promise<number | null>;
+}
+
+function startChild(args: string[]): Child {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@auditpipe/source", "--import", "tsx", CHILD, ...args],
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
+  return { process: child, exited: new Promise((resolve) => child.once("exit", (code) => resolve(code))) };
+}
+
+/** The checkpoint the source saved for its one file, if any yet. */
+function checkpointOf(stateDir: string): { position: number; resume?: number; held?: number[] } | undefined {
+  try {
+    const state = JSON.parse(readFileSync(join(stateDir, "checkpoints.json"), "utf8")) as {
+      checkpoints: { position: number; resume?: number; held?: number[] }[];
+    };
+    return state.checkpoints[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** [start, end) of the line of `file` holding `text`. */
+function lineOf(file: string, text: string): [number, number] {
+  const bytes = readFileSync(file);
+  const at = bytes.indexOf(text);
+  if (at < 0) throw new Error(`${text} is not in ${file}`);
+  return [bytes.lastIndexOf("\n", at) + 1, bytes.indexOf("\n", at) + 1];
+}
+
+describe("FileSource on a syslog file: a pid's held last message across kill -9", () => {
+  it("ships the message a pid still held when the source was killed, once, and nothing acknowledged twice", async () => {
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-syslog-held-"));
+    const stateDir = join(work, "state");
+    const sinkDir = join(work, "sink");
+    const rsyslog = await startRsyslog();
+    const pg = await startPostgres({
+      logDestination: ["csvlog", "syslog"],
+      logLinePrefix: PREFIX,
+      pgaudit: { log: "all" },
+    });
+    const file = rsyslog.files.rfc3164;
+    const childArgs = (quietMs: number) => [
+      dirname(file),
+      basename(file),
+      PREFIX,
+      stateDir,
+      sinkDir,
+      String(quietMs),
+    ];
+    let child: Child | undefined;
+    const held = await pg.connect();
+    const last = await pg.connect();
+    try {
+      // One backend logs one message and then nothing: syslog never marks a message's last chunk,
+      // so the parser holds it until that pid logs again. Others log on after it.
+      await held.query(`SELECT '${HELD}' AS held`);
+      await pg.pgbench(["-i", "-s", "1", "-q"]);
+      await pg.pgbench(["-n", "-c", "2", "-t", "30"]);
+      // Its first message goes out when its second one starts: once the checkpoint is past the
+      // first, everything released before it is acknowledged.
+      await last.query("SELECT 'released by the next one' AS first");
+      await last.query("SELECT 'held, the last of its backend' AS second");
+      await rsyslog.waitForText(file, "held, the last of its backend");
+      const [heldStart, heldEnd] = lineOf(file, HELD);
+      const [, firstEnd] = lineOf(file, "released by the next one");
+
+      // The file is never quiet long enough to release anything: only a pid logging again does.
+      child = startChild(childArgs(1e9));
+      await waitUntil(
+        () => (checkpointOf(stateDir)?.position ?? 0) >= firstEnd,
+        30_000,
+        () => `checkpoint ${JSON.stringify(checkpointOf(stateDir))} not past byte ${firstEnd}`,
+        20,
+      );
+      const csvKeys = (text: string) =>
+        (parse(readFileSync(pg.currentLogfiles().csvlog!), { relax_column_count: true }) as string[][])
+          .filter((r) => r[13]?.startsWith("AUDIT: ") && (text === "" || r[13].includes(text)))
+          .map((r) => `${r[5]}:${r[6]}`);
+      const heldKey = csvKeys(HELD)[0]!;
+      // Acknowledged past the held message's bytes, while it was still held.
+      expect(checkpointOf(stateDir)!.position).toBeGreaterThan(heldEnd);
+      expect(shippedKeys(sinkDir)).not.toContain(heldKey);
+      child.process.kill("SIGKILL");
+      await child.exited;
+      const saved = checkpointOf(stateDir)!;
+
+      // Its pid logs again after the crash, then the load ends with a marker.
+      await held.query("SELECT 'after the kill' AS after");
+      await last.query("SELECT 'end of the test load' AS marker");
+      await rsyslog.waitForText(file, "end of the test load");
+      const csvlog = pg.currentLogfiles().csvlog!;
+      await waitUntil(
+        () => readFileSync(csvlog, "utf8").includes("end of the test load"),
+        10_000,
+        () => "the logging collector did not write the marker",
+        50,
+      );
+      const written = csvKeys("");
+
+      child = startChild(childArgs(50));
+      await waitUntil(
+        () => {
+          const c = checkpointOf(stateDir);
+          return c !== undefined && c.position === statSync(file).size && c.resume === undefined;
+        },
+        30_000,
+        () => `checkpoint ${JSON.stringify(checkpointOf(stateDir))} not at the end, ${statSync(file).size}`,
+        50,
+      );
+      child.process.kill("SIGTERM");
+      expect(await child.exited).toBe(0);
+      child = undefined;
+
+      const shipped = shippedKeys(sinkDir);
+      expect(shipped).toContain(heldKey);
+      expect(duplicates(shipped)).toEqual([]);
+      expect(new Set(shipped)).toEqual(new Set(written));
+      expect(written.length).toBeGreaterThan(200);
+      // The checkpoint saved before the crash said to read the held message again.
+      expect(saved.resume).toBeLessThanOrEqual(heldStart);
+      expect(saved.held).toContain(heldStart);
+    } finally {
+      child?.process.kill("SIGKILL");
+      await held.end();
+      await last.end();
+      await pg.stop();
+      await rsyslog.stop();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
