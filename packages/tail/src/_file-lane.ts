@@ -100,7 +100,7 @@ export class FileLane implements Downstream, DeliverySource {
    * logs again, after other pids' later ones), with the start of the batch each joined: until
    * that batch is acknowledged, a checkpoint must keep them to give out again.
    */
-  private readonly late: { offset: number; batch: number }[] = [];
+  private readonly late: { offset: number; batch: number; behind?: true }[] = [];
   private readonly observer: LaneObserver;
   private readonly redact: RedactionMode | undefined;
   private readonly checkpoints: LaneCheckpoints;
@@ -184,6 +184,26 @@ export class FileLane implements Downstream, DeliverySource {
   idle(): void {
     this.parser.idle?.();
     this.encodePending();
+    this.closeBehind(Date.now());
+  }
+
+  /**
+   * Records released behind the batches' end (read again after a restart, or the last ones when
+   * every byte was cut already) would wait in an open batch that covers no bytes for bytes that
+   * may never come: once the parser holds nothing, they go out in a batch of their own.
+   */
+  private closeBehind(now: number): void {
+    if (this.late.length === 0 || (this.parser.held?.().length ?? 0) > 0) return;
+    const start = this.batcher.openStart;
+    if (this.batcher.covered > start || this.batcher.replayEnds.length > 0) return; // it closes as any other
+    const closed = this.batcher.closeBehind(now);
+    const late = this.late;
+    for (let i = late.length - 1; i >= 0; i--) {
+      if (late[i]!.batch !== start) continue;
+      // Its end is its start, as the previous batch's is: recycle(), not the end, says it is shipped.
+      if (closed) late[i]!.behind = true;
+      else late.splice(i, 1); // no audit entry among them: nothing to ship
+    }
   }
 
   closeIfOld(now: number): void {
@@ -194,6 +214,8 @@ export class FileLane implements Downstream, DeliverySource {
     if (!this.ended) {
       this.ended = true;
       this.parser.end();
+      this.encodePending();
+      this.closeBehind(now);
     }
     this.batcher.close(now);
   }
@@ -254,11 +276,17 @@ export class FileLane implements Downstream, DeliverySource {
     this.acked = end;
     const late = this.late;
     // Batches are acknowledged in order: the late records of those acknowledged are shipped.
-    while (late.length > 0 && late[0]!.batch < end) late.shift();
+    while (late.length > 0 && late[0]!.batch < end && !late[0]!.behind) late.shift();
     this.checkpoints.acknowledged();
   }
 
   recycle(batch: Batch): void {
+    const { start, end } = batch.range;
+    if (start === end) {
+      const late = this.late;
+      for (let i = late.length - 1; i >= 0; i--)
+        if (late[i]!.behind && late[i]!.batch === start) late.splice(i, 1);
+    }
     this.batcher.recycle(batch);
   }
 }

@@ -1,12 +1,13 @@
 /**
  * Run by file-syslog-held.test.ts in a child process the test kills with SIGKILL: a FileSource
  * following one rsyslog-written file into a local directory sink. SIGTERM stops it cleanly.
- * Arguments: logDir pattern prefix stateDir sinkDir quietMs.
+ * Arguments: logDir pattern prefix stateDir sinkDir quietMs maxEntries.
  */
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
 
-const [logDir, pattern, prefix, stateDir, sinkDir, quietMs] = process.argv.slice(2) as [
+const [logDir, pattern, prefix, stateDir, sinkDir, quietMs, maxEntries] = process.argv.slice(2) as [
+  string,
   string,
   string,
   string,
@@ -23,7 +24,7 @@ const source = new FileSource({
   sink: new LocalDirSink({ dir: sinkDir }),
   quietMs: Number(quietMs),
   pollIntervalMs: 50,
-  batch: { maxEntries: 20, maxAgeMs: 100 }, // many small batches after the held message
+  batch: { maxEntries: Number(maxEntries), maxAgeMs: 100 },
 });
 await source.start();
 process.on("SIGTERM", () => {

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,10 +31,17 @@ function startChild(args: string[]): Child {
 }
 
 /** The checkpoint the source saved for its one file, if any yet. */
-function checkpointOf(stateDir: string): { position: number; resume?: number; held?: number[] } | undefined {
+interface SavedCheckpoint {
+  position: number;
+  inflightEnds?: number[];
+  resume?: number;
+  held?: number[];
+}
+
+function checkpointOf(stateDir: string): SavedCheckpoint | undefined {
   try {
     const state = JSON.parse(readFileSync(join(stateDir, "checkpoints.json"), "utf8")) as {
-      checkpoints: { position: number; resume?: number; held?: number[] }[];
+      checkpoints: SavedCheckpoint[];
     };
     return state.checkpoints[0];
   } catch {
@@ -69,6 +76,7 @@ describe("FileSource on a syslog file: a pid's held last message across kill -9"
       stateDir,
       sinkDir,
       String(quietMs),
+      "20", // many small batches after the held message
     ];
     let child: Child | undefined;
     const held = await pg.connect();
@@ -142,6 +150,82 @@ describe("FileSource on a syslog file: a pid's held last message across kill -9"
       // The checkpoint saved before the crash said to read the held message again.
       expect(saved.resume).toBeLessThanOrEqual(heldStart);
       expect(saved.held).toContain(heldStart);
+    } finally {
+      child?.process.kill("SIGKILL");
+      await held.end();
+      await last.end();
+      await pg.stop();
+      await rsyslog.stop();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+  it("ships messages released behind the last batch end a replay cuts, though the file never grows again", async () => {
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-syslog-behind-"));
+    const stateDir = join(work, "state");
+    const sinkDir = join(work, "sink");
+    const rsyslog = await startRsyslog();
+    const pg = await startPostgres({
+      logDestination: ["csvlog", "syslog"],
+      logLinePrefix: PREFIX,
+      pgaudit: { log: "all" },
+    });
+    const file = rsyslog.files.rfc3164;
+    // One batch for the whole file: its end, recorded before it goes to the sink, is the file's end.
+    const args = [dirname(file), basename(file), PREFIX, stateDir, sinkDir, "50", "100000"];
+    let child: Child | undefined;
+    const last = await pg.connect();
+    const held = await pg.connect();
+    try {
+      // `last` is seen first: released at the end first, its message reaches the file's end and
+      // the replay cuts there; the held messages of the others come out behind that end.
+      await last.query("SELECT 'seen first' AS first");
+      await held.query(`SELECT '${HELD}' AS held`);
+      await pg.pgbench(["-i", "-s", "1", "-q"]);
+      await pg.pgbench(["-n", "-c", "2", "-t", "10"]);
+      await last.query("SELECT 'end of the test load' AS marker");
+      const csvlog = pg.currentLogfiles().csvlog!;
+      await waitUntil(
+        () => [file, csvlog].every((f) => readFileSync(f, "utf8").includes("end of the test load")),
+        10_000,
+        () => "rsyslog or the logging collector did not write the marker",
+        50,
+      );
+      const written = (parse(readFileSync(csvlog), { relax_column_count: true }) as string[][])
+        .filter((r) => r[13]?.startsWith("AUDIT: "))
+        .map((r) => `${r[5]}:${r[6]}`);
+
+      // The sink cannot be written (its directory is a file): the batch is recorded, never acknowledged.
+      writeFileSync(sinkDir, "");
+      child = startChild(args);
+      const size = statSync(file).size;
+      await waitUntil(
+        () => checkpointOf(stateDir)?.inflightEnds?.at(-1) === size,
+        30_000,
+        () => `checkpoint ${JSON.stringify(checkpointOf(stateDir))} records no batch ending at ${size}`,
+        20,
+      );
+      child.process.kill("SIGKILL");
+      await child.exited;
+
+      rmSync(sinkDir);
+      child = startChild(args);
+      await waitUntil(
+        () => {
+          const c = checkpointOf(stateDir);
+          return c?.position === size && c.resume === undefined;
+        },
+        30_000,
+        () => `checkpoint ${JSON.stringify(checkpointOf(stateDir))} not at the end, ${size}`,
+        50,
+      );
+      child.process.kill("SIGTERM");
+      expect(await child.exited).toBe(0);
+      child = undefined;
+      expect(statSync(file).size).toBe(size);
+      const shipped = shippedKeys(sinkDir);
+      expect(duplicates(shipped)).toEqual([]);
+      expect(new Set(shipped)).toEqual(new Set(written));
+      expect(written.length).toBeGreaterThan(100);
     } finally {
       child?.process.kill("SIGKILL");
       await held.end();
