@@ -75,6 +75,8 @@ export interface SyslogReassembler {
    * calls it on a timer: a process's last message is otherwise held until that pid logs again.
    */
   sweep(): void;
+  /** Source offsets of the messages begun and not yet completed, oldest first. */
+  held(): number[];
   readonly stats: SyslogStats;
 }
 
@@ -229,6 +231,12 @@ class Reassembler implements SyslogReassembler {
     }
   }
 
+  held(): number[] {
+    const offsets: number[] = [];
+    for (const p of this.open.values()) offsets.push(p.offset);
+    return offsets.sort((a, b) => a - b);
+  }
+
   /** Reports the message held for `p.pid` and forgets it. */
   private complete(p: Pending, forget = true): void {
     if (forget) this.open.delete(p.pid);
@@ -309,6 +317,9 @@ export function createSyslogParser(sink: RecordSink, options: SyslogParserOption
       // PostgreSQL sends every chunk of a message in one go: once the file is quiet, what each
       // pid has sent so far is all of its message.
       if (splitter.atLineBoundary) reassembler.end();
+    },
+    held(): number[] {
+      return reassembler.held();
     },
   };
 }

@@ -82,6 +82,12 @@ export interface LogParser {
    * Formats that never hold a complete record (csvlog, jsonlog) need not implement it.
    */
   idle?(): void;
+  /**
+   * Offsets of the records begun and not yet given out, oldest first. Only a parser that gives
+   * out records out of file order implements it (syslog holds each pid's last message while
+   * other pids' later ones go out): a checkpoint must not pass these, or a crash loses them.
+   */
+  held?(): number[];
 }
 
 export interface ParserOptions {

@@ -94,9 +94,9 @@ export class Batcher {
     }
   }
 
-  /** Moves the open batch (if it covers any bytes) to `ready`. */
-  close(now: number): void {
-    if (this.end <= this.start) return;
+  /** Moves the open batch (if it covers any bytes, or with `behind`, holds any entry) to `ready`. */
+  close(now: number, behind = false): void {
+    if (this.end <= this.start && !(behind && this.writer.entries > 0)) return;
     const { ndjson, entries, firstTs } = this.writer.take();
     this.ready.push({
       range: {
@@ -113,6 +113,18 @@ export class Batcher {
     this.start = this.end;
     this.bytes = 0;
     this.openedAt = now;
+  }
+
+  /**
+   * Closes the open batch if it holds entries but covers no bytes: records whose bytes lie behind
+   * its start (syslog messages held while later ones were shipped, released at last). Its range is
+   * empty, `[start, start)`; the source calls this only when nothing more can come behind, so no
+   * other batch gets that range. True when it closed one.
+   */
+  closeBehind(now: number): boolean {
+    if (this.end > this.start || this.writer.entries === 0 || this.forcedEnds.length > 0) return false;
+    this.close(now, true);
+    return true;
   }
 
   /** Closes the open batch if it holds anything and is older than the age limit; a replay waits for its recorded end. */

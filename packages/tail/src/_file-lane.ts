@@ -39,8 +39,14 @@ export interface FileLaneOptions {
   format: LogFormat;
   /** log_line_prefix, for stderr and syslog files. */
   prefix: string | undefined;
-  /** Where the lane starts in the file: record offsets are relative to it. */
+  /** The acknowledged position the lane starts at: its first batch starts here. */
   start: number;
+  /**
+   * Where the parser starts reading, at or before `start`: the oldest record still held when the
+   * checkpoint was saved (syslog), otherwise `start`. Of the records read again before `start`,
+   * only those at `held` go out (the others were acknowledged before the restart).
+   */
+  resume?: ResumePoint;
   /** Batch ends recorded before a crash: the replay cuts there. */
   replayEnds: readonly number[];
   limits: BatchLimits;
@@ -49,6 +55,14 @@ export interface FileLaneOptions {
   redact: RedactionMode | undefined;
   delivery: Delivery;
   checkpoints: LaneCheckpoints;
+}
+
+/** Where a restarted lane reads from, and which records before its start it gives out again. */
+export interface ResumePoint {
+  /** Where parsing starts: at or before the acknowledged position. */
+  from: number;
+  /** Offsets of the records before the acknowledged position that were not acknowledged (held). */
+  held: number[];
 }
 
 /**
@@ -77,6 +91,16 @@ export class FileLane implements Downstream, DeliverySource {
   private readonly queue: DeliveryQueue;
   /** Where the parser's input started: record offsets are relative to it. */
   private readonly base: number;
+  /** The acknowledged position the lane started at: records read again before it were shipped... */
+  private readonly start: number;
+  /** ...except these, held when the checkpoint was saved: each goes out once, then leaves the set. */
+  private readonly replayHeld: Set<number>;
+  /**
+   * Records given out behind the batches' end (syslog gives a pid's message out when that pid
+   * logs again, after other pids' later ones), with the start of the batch each joined: until
+   * that batch is acknowledged, a checkpoint must keep them to give out again.
+   */
+  private readonly late: { offset: number; batch: number; behind?: true }[] = [];
   private readonly observer: LaneObserver;
   private readonly redact: RedactionMode | undefined;
   private readonly checkpoints: LaneCheckpoints;
@@ -85,7 +109,9 @@ export class FileLane implements Downstream, DeliverySource {
 
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
-    this.base = options.start;
+    this.base = options.resume?.from ?? options.start;
+    this.start = options.start;
+    this.replayHeld = new Set(options.resume?.held);
     this.acked = options.start;
     this.observer = options.observer;
     this.redact = options.redact;
@@ -101,6 +127,7 @@ export class FileLane implements Downstream, DeliverySource {
 
   private onRecord(record: LogRecord): void {
     const offset = this.base + record.offset;
+    if (offset < this.batcher.covered && this.shippedBefore(offset)) return;
     this.observer.recordsRead?.(this.file.path, 1);
     const entry = decodeAuditEntry(record, this.badPayload);
     if (entry !== undefined) {
@@ -111,6 +138,16 @@ export class FileLane implements Downstream, DeliverySource {
     this.batcher.extend(offset + record.size);
   }
 
+  /**
+   * A record given out behind the batches' end: true when it was acknowledged before a restart
+   * (read again only to rebuild what was held); otherwise it is noted as late.
+   */
+  private shippedBefore(offset: number): boolean {
+    if (offset < this.start && !this.replayHeld.delete(offset)) return true;
+    this.late.push({ offset, batch: this.batcher.openStart });
+    return false;
+  }
+
   /** A record whose pgAudit payload is not pgAudit's CSV: reported at its place in the file (the batch extends over it in onRecord). */
   private readonly badPayload = (error: MalformedRecord): void => {
     this.observer.malformed?.(this.file.path, { ...error, offset: this.base + error.offset });
@@ -118,6 +155,8 @@ export class FileLane implements Downstream, DeliverySource {
 
   private onMalformed(error: MalformedRecord): void {
     const offset = this.base + error.offset;
+    // Reported before the restart, unless it was held then.
+    if (offset < this.start && !this.replayHeld.delete(offset)) return;
     this.observer.malformed?.(this.file.path, { ...error, offset });
     this.batcher.extend(offset + error.size);
   }
@@ -145,6 +184,26 @@ export class FileLane implements Downstream, DeliverySource {
   idle(): void {
     this.parser.idle?.();
     this.encodePending();
+    this.closeBehind(Date.now());
+  }
+
+  /**
+   * Records released behind the batches' end (read again after a restart, or the last ones when
+   * every byte was cut already) would wait in an open batch that covers no bytes for bytes that
+   * may never come: once the parser holds nothing, they go out in a batch of their own.
+   */
+  private closeBehind(now: number): void {
+    if (this.late.length === 0 || (this.parser.held?.().length ?? 0) > 0) return;
+    const start = this.batcher.openStart;
+    if (this.batcher.covered > start || this.batcher.replayEnds.length > 0) return; // it closes as any other
+    const closed = this.batcher.closeBehind(now);
+    const late = this.late;
+    for (let i = late.length - 1; i >= 0; i--) {
+      if (late[i]!.batch !== start) continue;
+      // Its end is its start, as the previous batch's is: recycle(), not the end, says it is shipped.
+      if (closed) late[i]!.behind = true;
+      else late.splice(i, 1); // no audit entry among them: nothing to ship
+    }
   }
 
   closeIfOld(now: number): void {
@@ -155,6 +214,8 @@ export class FileLane implements Downstream, DeliverySource {
     if (!this.ended) {
       this.ended = true;
       this.parser.end();
+      this.encodePending();
+      this.closeBehind(now);
     }
     this.batcher.close(now);
   }
@@ -188,6 +249,15 @@ export class FileLane implements Downstream, DeliverySource {
     ];
   }
 
+  resumePoint(position: number): ResumePoint {
+    // A record held before the restart and held again by the parser now is listed once.
+    const offsets = new Set<number>(this.replayHeld);
+    for (const record of this.late) offsets.add(record.offset);
+    for (const offset of this.parser.held?.() ?? []) offsets.add(this.base + offset);
+    const held = [...offsets].filter((offset) => offset < position).sort((a, b) => a - b);
+    return { from: held[0] ?? position, held };
+  }
+
   // DeliverySource: what the deliver stage asks of this lane.
 
   get name(): string {
@@ -204,10 +274,19 @@ export class FileLane implements Downstream, DeliverySource {
 
   acknowledged(end: number): void {
     this.acked = end;
+    const late = this.late;
+    // Batches are acknowledged in order: the late records of those acknowledged are shipped.
+    while (late.length > 0 && late[0]!.batch < end && !late[0]!.behind) late.shift();
     this.checkpoints.acknowledged();
   }
 
   recycle(batch: Batch): void {
+    const { start, end } = batch.range;
+    if (start === end) {
+      const late = this.late;
+      for (let i = late.length - 1; i >= 0; i--)
+        if (late[i]!.behind && late[i]!.batch === start) late.splice(i, 1);
+    }
     this.batcher.recycle(batch);
   }
 }

@@ -34,6 +34,11 @@ export interface Downstream {
    * to reach: the checkpoint records them, so a replay after a crash cuts the same ranges.
    */
   pendingEnds(): number[];
+  /**
+   * For a checkpoint at `position`: where a restart must read from so that records held (begun
+   * before `position`, not acknowledged) go out, and their offsets (see FileLane).
+   */
+  resumePoint(position: number): { from: number; held: number[] };
 }
 
 /** Bytes per read: large enough to amortise the syscall, small enough to keep memory flat. */

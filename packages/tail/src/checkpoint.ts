@@ -27,6 +27,14 @@ export interface FileCheckpoint {
    * objects instead of adding others. Absent in files written before batches were pipelined.
    */
   inflightEnds?: number[];
+  /**
+   * Where reading resumes, when before `position`: the oldest record the parser still held (a
+   * syslog pid's last message is held until that pid logs again, while other pids' later
+   * messages are shipped). Absent: at `position`.
+   */
+  resume?: number;
+  /** Offsets of the records in `[resume, position)` that were held, not acknowledged: only these go out again. */
+  held?: number[];
   /** Rotated away and read to its end: nothing more will come. */
   done: boolean;
   /**
@@ -126,6 +134,20 @@ export class Checkpointer {
     return checkpoint.inflightEnd !== null && checkpoint.inflightEnd > checkpoint.position
       ? [checkpoint.inflightEnd]
       : [];
+  }
+
+  /** Where to resume reading and the held records to give out again (see `resume`); checked, as it comes from disk. */
+  static resumePoint(checkpoint: FileCheckpoint): { from: number; held: number[] } {
+    const { position, resume } = checkpoint;
+    if (
+      !Number.isSafeInteger(resume) ||
+      resume! < 0 ||
+      resume! >= position ||
+      !Array.isArray(checkpoint.held)
+    )
+      return { from: position, held: [] };
+    const held = checkpoint.held.filter((o) => Number.isSafeInteger(o) && o >= resume! && o < position);
+    return { from: held.length > 0 ? resume! : position, held };
   }
 
   entries(): FileCheckpoint[] {

@@ -25,15 +25,17 @@ export interface FollowObserver {
 }
 
 /**
- * How the follower opens a file's downstream (its lane of the pipeline): from `start`, cutting
- * at `replayEnds` first (batch ends recorded before a crash), and calling `checkpoints` when its
- * batches are handed over or acknowledged.
+ * How the follower opens a file's downstream (its lane of the pipeline): from `start` (the
+ * acknowledged position; reading from `resume.from`, to give out again the records at
+ * `resume.held`), cutting at `replayEnds` first (batch ends recorded before a crash), and
+ * calling `checkpoints` when its batches are handed over or acknowledged.
  */
 export type OpenDownstream = (
   file: TrackedFile,
   start: number,
   replayEnds: number[],
   checkpoints: { handingOver(): Promise<void>; acknowledged(): void },
+  resume: { from: number; held: number[] },
 ) => Downstream;
 
 export interface FileFollowerOptions {
@@ -443,6 +445,7 @@ export class FileFollower {
       seen.add(id);
       let start = 0;
       let inflightEnds: number[] = [];
+      let resume = { from: 0, held: [] as number[] };
       if (checkpoint) {
         const intact =
           size >= checkpoint.position &&
@@ -460,15 +463,23 @@ export class FileFollower {
         } else {
           start = checkpoint.position;
           inflightEnds = Checkpointer.inflightEnds(checkpoint);
+          resume = Checkpointer.resumePoint(checkpoint);
         }
       } else if (this.firstScan && this.fresh && this.options.from === "end") {
         start = size;
       }
-      const file = new TrackedFile(path, handle, ino, id, start, Date.now(), (followed) =>
-        this.options.downstream(followed, start, inflightEnds, {
-          handingOver: () => this.writeAhead(followed),
-          acknowledged: () => this.checkpoint(followed),
-        }),
+      if (resume.held.length === 0) resume = { from: start, held: [] };
+      const file = new TrackedFile(path, handle, ino, id, resume.from, Date.now(), (followed) =>
+        this.options.downstream(
+          followed,
+          start,
+          inflightEnds,
+          {
+            handingOver: () => this.writeAhead(followed),
+            acknowledged: () => this.checkpoint(followed),
+          },
+          resume,
+        ),
       );
       file.mtimeMs = mtimeMs;
       file.size = size;
@@ -585,12 +596,21 @@ export class FileFollower {
     // A replay's boundaries not reached yet stay recorded: a second crash must cut the same ranges.
     // Ready batches' ends too: a replay cut where they were cut is cut the same way.
     const inflightEnds = file.downstream.pendingEnds();
-    this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnds, done: file.settled });
+    // Records the parser still holds (or gave out into batches not yet acknowledged) that begin
+    // before `position`: the next start reads from the oldest of them again.
+    const resume = file.downstream.resumePoint(position);
+    this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnds, resume, done: file.settled });
   }
 
   private readonly pendingMarkers = new Map<
     string,
-    { file: TrackedFile; position: number; inflightEnds: number[]; done: boolean }
+    {
+      file: TrackedFile;
+      position: number;
+      inflightEnds: number[];
+      resume: { from: number; held: number[] };
+      done: boolean;
+    }
   >();
 
   private async saveCheckpoints(): Promise<void> {
@@ -602,6 +622,7 @@ export class FileFollower {
         marker: await readMarker(p.file.handle, p.position),
         inflightEnd: p.inflightEnds.at(-1) ?? null,
         inflightEnds: p.inflightEnds,
+        ...(p.resume.held.length > 0 ? { resume: p.resume.from, held: p.resume.held } : {}),
         done: p.done,
         size: p.file.size,
         ...identity(p.file),

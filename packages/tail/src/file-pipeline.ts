@@ -94,11 +94,12 @@ export class FileSource {
       ...(options.quietMs !== undefined ? { quietMs: options.quietMs } : {}),
       observer,
       ...(options.logger ? { logger: options.logger } : {}),
-      downstream: (file, start, replayEnds, checkpoints) =>
+      downstream: (file, start, replayEnds, checkpoints, resume) =>
         new FileLane(file, {
           format: options.format,
           prefix: options.prefix,
           start,
+          resume,
           replayEnds,
           limits,
           observer,
