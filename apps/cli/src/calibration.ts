@@ -36,8 +36,10 @@ export async function readCalibration(file: string, source: string): Promise<Ove
     lineCostUs: c.fit.lineCostUs,
     lineCostElsewhereUs: c.fit.lineCostElsewhereUs,
     statementCostUs: c.fit.statementCostUs,
+    transactionCostUs: c.fit.transactionCostUs ?? null,
     residualStdErrUs: c.fit.residualStdErrUs,
     degreesOfFreedom: c.fit.degreesOfFreedom,
+    cpu: c.fit.cpu ?? null,
   };
 }
 

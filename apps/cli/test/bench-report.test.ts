@@ -156,7 +156,7 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
 
   it("draws and labels every chart offline, with the environment and the command that reproduces it", async () => {
     const reportFile = join(work, "bench <report>.html");
-    // The smallest real bench (as bench-scratch.test.ts runs it): --quick's 4 configurations × tpcb.
+    // The smallest real bench (as bench-scratch.test.ts runs it): --quick's 5 configurations × tpcb.
     const { code, stdout, stderr } = await runCli([
       "bench",
       "--quick",
@@ -176,7 +176,7 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     expect(stderr).toContain(`bench: report written to ${reportFile}`);
     const report = benchReportSchema.parse(JSON.parse(stdout));
     const configurations = report.configurations.map((c) => c.name);
-    expect(configurations).toEqual(["none", "write", "all", "log_statement"]);
+    expect(configurations).toEqual(["none", "read", "write", "all", "log_statement"]);
 
     const { context, page, url, attempted, requested, problems } = await openReport(browser, reportFile);
     const charts = await drawnCharts(page);
@@ -199,7 +199,7 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     expect(overhead.legend).toEqual(["tpcb"]);
     expect(overhead.yTitle).toContain("overhead");
     // One error bar per configuration, spanning the interval the report gives (pixel y grows downwards).
-    expect(overhead.errorBars).toHaveLength(3);
+    expect(overhead.errorBars).toHaveLength(configurations.length - 1);
     report.cells
       .filter((c) => c.overhead)
       .forEach((c, i) => {
@@ -229,7 +229,9 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     for (const setting of Object.keys(report.environment.settings)) expect(environment).toContain(setting);
     expect(await page.locator("#reproduce-command").textContent()).toBe(report.command);
     expect(report.command).toContain("--report");
-    expect(await page.locator("#significance").textContent()).toMatch(/calibration: per log line/);
+    expect(await page.locator("#significance").textContent()).toMatch(
+      /calibration in server CPU time: per log line/,
+    );
     const unresolved = report.cells.filter((c) => c.overhead && !c.overhead.significant);
     if (unresolved.length > 0)
       expect(await page.locator("#significance").textContent()).toContain(
@@ -274,9 +276,9 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
       stderr += d;
     });
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    // Run 4 of 9 starting means the warm-up, none and write have been measured.
+    // Run 4 of 11 starting means the warm-up, none and read have been measured.
     await waitUntil(
-      () => /run 4\/9/.test(stderr) || child.exitCode !== null,
+      () => /run 4\/11/.test(stderr) || child.exitCode !== null,
       120_000,
       () => `bench did not reach run 4:\n${stderr}`,
     );
@@ -291,7 +293,7 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     );
     expect(measured).toBeGreaterThanOrEqual(2);
     const latency = (await drawnCharts(page)).find((c) => c.id === "chart-latency")!;
-    expect(latency.xLabels.slice(0, 2)).toEqual(["none", "write"]);
+    expect(latency.xLabels.slice(0, 2)).toEqual(["none", "read"]);
     expect(attempted).toEqual([]);
     expect(problems).toEqual([]);
     await context.close();

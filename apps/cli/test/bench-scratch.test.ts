@@ -10,7 +10,7 @@ describe("auditpipe bench --quick on a scratch server", () => {
     const work = mkdtempSync(join(tmpdir(), "auditpipe-bench-test-"));
     const calibrationFile = join(work, "calibration.json");
     try {
-      // --quick's matrix (none, write, all, log_statement × tpcb) with short runs, so the test is fast.
+      // --quick's matrix (none, read, write, all, log_statement × tpcb) with short runs, so the test is fast.
       const { code, stdout, stderr } = await runCli([
         "bench",
         "--quick",
@@ -34,8 +34,14 @@ describe("auditpipe bench --quick on a scratch server", () => {
       expect(report.environment.postgres.versionNum).toBeGreaterThanOrEqual(150_000);
       expect(report.environment.pgaudit).toMatch(/^1\./);
       expect(report.command).toContain("npx auditpipe bench --quick --json");
-      expect(report.configurations.map((c) => c.name)).toEqual(["none", "write", "all", "log_statement"]);
-      expect(report.runs).toHaveLength(8);
+      expect(report.configurations.map((c) => c.name)).toEqual([
+        "none",
+        "read",
+        "write",
+        "all",
+        "log_statement",
+      ]);
+      expect(report.runs).toHaveLength(10);
       // Interleaved: never the same configuration twice in a row.
       for (let i = 1; i < report.runs.length; i++)
         expect(report.runs[i]!.configuration).not.toBe(report.runs[i - 1]!.configuration);
@@ -49,7 +55,8 @@ describe("auditpipe bench --quick on a scratch server", () => {
         expect(run.statWal.wal_bytes).toBeGreaterThan(0);
         const perTxn = run.log.auditEntries / run.transactions;
         if (run.configuration === "none") expect(run.log.auditEntries).toBe(0);
-        // TPC-B-like: 3 UPDATEs and 1 INSERT are WRITE; 'all' adds the SELECT, BEGIN and END.
+        // TPC-B-like: 3 UPDATEs and 1 INSERT are WRITE; the SELECT is READ; 'all' adds BEGIN and END.
+        if (run.configuration === "read") expect(perTxn).toBeCloseTo(1, 0);
         if (run.configuration === "write") expect(perTxn).toBeCloseTo(4, 0);
         if (run.configuration === "all") expect(perTxn).toBeCloseTo(7, 0);
         if (run.configuration === "log_statement") {
@@ -57,7 +64,7 @@ describe("auditpipe bench --quick on a scratch server", () => {
           expect(run.log.records / run.transactions).toBeCloseTo(7, 0);
         }
       }
-      expect(report.cells).toHaveLength(4);
+      expect(report.cells).toHaveLength(5);
       const all = report.cells.find((c) => c.configuration === "all")!;
       expect(all.overhead).not.toBeNull();
       expect(all.overhead!.low).toBeLessThanOrEqual(all.overhead!.median);
@@ -66,7 +73,12 @@ describe("auditpipe bench --quick on a scratch server", () => {
       expect(report.cells.find((c) => c.configuration === "none")!.overhead).toBeNull();
       expect(report.calibration).not.toBeNull();
       const calibration = calibrationSchema.parse(JSON.parse(readFileSync(calibrationFile, "utf8")));
-      expect(calibration.points.map((p) => p.configuration)).toEqual(["write", "all", "log_statement"]);
+      expect(calibration.points.map((p) => p.configuration)).toEqual([
+        "read",
+        "write",
+        "all",
+        "log_statement",
+      ]);
       expect(calibration.host).toBe(report.environment.host);
     } finally {
       rmSync(work, { recursive: true, force: true });

@@ -85,7 +85,11 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
   return {
     id: "chart-overhead",
     title: "Throughput overhead against the baseline",
-    caption: `Bars: the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs. A whisker that crosses 0 means the difference is not significant at this sample size.${withVariant ? " In brackets: the mitigations it ran with (log destination, +once: pgaudit.log_statement_once on, +elsewhere: the log directory on another disk)." : ""}`,
+    caption: `Bars: ${
+      treated.some((c) => c.overheadBasis === "cpu")
+        ? "the TPS a CPU-bound machine loses: the server CPU time each configuration added per transaction over the baseline (none) measured around each run, in % of a transaction's CPU time (server + pgbench), median over runs; whiskers: its 95 % bootstrap interval."
+        : "the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs."
+    } A whisker that crosses 0 means the difference is not significant at this sample size.${withVariant ? " In brackets: the mitigations it ran with (log destination, +once: pgaudit.log_statement_once on, +elsewhere: the log directory on another disk)." : ""}`,
     config: {
       type: "barWithErrorBars",
       data: {

@@ -65,12 +65,20 @@ export function renderFit(fit: CalibrationFit): string {
   const parts = [`per log line ${c(fit.lineCostUs)}`];
   if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
   if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
+  if (fit.transactionCostUs) parts.push(`per transaction that logs ${c(fit.transactionCostUs)}`);
+  if (fit.cpu)
+    parts.push(
+      `${(fit.cpu.loggerShare * 100).toFixed(0)}% of it in the logging collector; baseline ${fmt(fit.cpu.baselineServerUsPerStatement.estimate, 1)} µs per statement`,
+    );
   const quality =
     fit.residualStdErrUs === null
       ? `${fit.points} points for ${fit.points - fit.degreesOfFreedom} coefficients: an exact fit, its quality unknown`
       : `R² ${fit.r2.toFixed(2)}, residual ${fmt(fit.residualStdErrUs, 1)} µs/transaction over ${fit.points} points`;
-  return `calibration: ${parts.join("; ")} (${quality})`;
+  return `calibration${fit.cpu ? " in server CPU time" : ""}: ${parts.join("; ")} (${quality})`;
 }
+
+export const CPU_BASIS_NOTE =
+  "overhead = the server CPU time auditing added per transaction, as a share of a transaction's CPU time (server + pgbench), each run against the baseline measured around it: the TPS a CPU-bound machine loses. TPS itself swings with other load (TPS-based overheads are in --json).";
 
 export const NOT_SIGNIFICANT = "not significant at this sample size: the 95% interval includes no difference";
 
@@ -111,6 +119,7 @@ export function renderReport(report: BenchReport): string {
     renderTable(report.cells),
     "",
   ];
+  if (report.cells.some((c) => c.overheadBasis === "cpu")) lines.push(CPU_BASIS_NOTE);
   const unresolved = unresolvedNotes(report);
   if (unresolved.length > 0) {
     lines.push(`n.s. = ${NOT_SIGNIFICANT}.`);

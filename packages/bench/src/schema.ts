@@ -36,14 +36,35 @@ const environment = z.object({
 const interval = z.object({ median: num, low: num, high: num });
 const coefficient = z.object({ estimate: num, low: num, high: num });
 
+const cpuCalibration = z.object({
+  columns: z.array(z.enum(["lines", "linesElsewhere", "statements", "transactions"])).min(1),
+  coefficients: z.array(num),
+  covariance: z.array(z.array(num)),
+  runs: z.number().int().positive(),
+  loggerShare: num,
+  baselineServerUsPerStatement: coefficient,
+});
+
 const fit = z.object({
   lineCostUs: coefficient,
   lineCostElsewhereUs: coefficient.nullable(),
   statementCostUs: coefficient.nullable(),
+  transactionCostUs: coefficient.nullable().optional(),
   r2: num,
   residualStdErrUs: num.nullable(),
   points: z.number().int(),
   degreesOfFreedom: z.number().int(),
+  basis: z.enum(["cpu", "tps"]).optional(),
+  cpu: cpuCalibration
+    .refine(
+      (c) =>
+        c.coefficients.length === c.columns.length &&
+        c.covariance.length === c.columns.length &&
+        c.covariance.every((row) => row.length === c.columns.length),
+      { message: "coefficients and covariance must match columns" },
+    )
+    .nullable()
+    .optional(),
 });
 
 const point = z.object({
@@ -54,6 +75,10 @@ const point = z.object({
   auditedStatementsPerTransaction: num,
   logElsewhere: z.boolean(),
   addedUs: interval,
+  samples: z.array(num).optional(),
+  addedLoggerUs: num.optional(),
+  baselineServerUs: interval.optional(),
+  statementsPerTransaction: num.optional(),
 });
 
 const run = z.object({
@@ -75,11 +100,19 @@ const run = z.object({
     malformed: z.number().int(),
   }),
   auditTable: z.object({ rows: z.number().int(), bytes: z.number().int() }).nullable(),
+  cpu: z
+    .object({ serverSec: num, loggerSec: num, clientSec: num, machineBusySec: num.nullable().optional() })
+    .nullable()
+    .optional(),
   walBytes: num,
   statWal: counters,
   statIo: counters,
   statBgwriter: counters,
 });
+
+const overhead = interval
+  .extend({ significant: z.boolean(), runsToResolve: z.number().int().nullable() })
+  .nullable();
 
 const cell = z.object({
   configuration: z.string(),
@@ -87,9 +120,10 @@ const cell = z.object({
   variant: z.string().default(""),
   runs: z.number().int(),
   tps: interval,
-  overhead: interval
-    .extend({ significant: z.boolean(), runsToResolve: z.number().int().nullable() })
-    .nullable(),
+  overhead,
+  overheadBasis: z.enum(["cpu", "tps"]).optional(),
+  tpsOverhead: overhead.optional(),
+  cpuUsPerTransaction: z.object({ server: num, logger: num, client: num }).nullable().optional(),
   latencyMs: z.object({ p50: num, p95: num, p99: num }),
   logRecordsPerSec: num,
   auditEntriesPerSec: num,

@@ -144,3 +144,28 @@ export function runsToResolve(runs: number, halfWidth: number, effect: number): 
   if (!(halfWidth > 0)) return runs + 1;
   return Math.max(runs + 1, Math.ceil(runs * (halfWidth / target) ** 2));
 }
+
+/**
+ * Overhead from paired runs: one value per round (a configuration's run against that round's
+ * baseline run, so drift that moves both cancels), summarised by the median over rounds and its
+ * bootstrap interval. Never resolved from one round.
+ */
+export function pairedOverheadInterval(
+  perRound: readonly number[],
+  options: BootstrapOptions = {},
+): OverheadInterval {
+  if (perRound.length === 0)
+    return { median: Number.NaN, low: Number.NaN, high: Number.NaN, significant: false, runsToResolve: null };
+  const ci = bootstrapMedian(perRound, options);
+  const spreadKnown = perRound.length >= 2;
+  const significant = spreadKnown && (ci.low > 0 || ci.high < 0);
+  return {
+    ...ci,
+    significant,
+    runsToResolve: significant
+      ? null
+      : spreadKnown
+        ? runsToResolve(perRound.length, (ci.high - ci.low) / 2, ci.median)
+        : MIN_RUNS_FOR_SPREAD,
+  };
+}

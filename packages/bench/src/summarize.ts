@@ -2,7 +2,14 @@
  * From runs to the report's cells (configuration × workload: medians and intervals) and to the
  * calibration's points. Pure.
  */
-import { type BootstrapOptions, bootstrapMedian, median, overheadInterval } from "./stats.ts";
+import { cpuCell, cpuPointFields } from "./_paired-cpu.ts";
+import {
+  type BootstrapOptions,
+  bootstrapMedian,
+  median,
+  type OverheadInterval,
+  overheadInterval,
+} from "./stats.ts";
 import type {
   CalibrationPoint,
   CellSummary,
@@ -16,6 +23,8 @@ import type {
 export const BASELINE = "none";
 
 const finite = (x: number): number => (Number.isFinite(x) ? x : 0);
+const finiteOverhead = (o: OverheadInterval | null): OverheadInterval | null =>
+  o && { ...o, median: finite(o.median), low: finite(o.low), high: finite(o.high) };
 
 export interface SummarizeOptions extends BootstrapOptions {
   configurations: readonly string[];
@@ -49,20 +58,19 @@ export function summarizeCells(runs: readonly RunResult[], options: SummarizeOpt
         const perTxn = (f: (r: RunResult) => number): number =>
           finite(median(mine.map((r) => (r.transactions > 0 ? f(r) / r.transactions : 0))));
         const logBytesPerSec = perSec((r) => r.log.bytes);
-        const overhead =
+        const tpsOverhead =
           configuration === BASELINE || baseTps.length === 0 ? null : overheadInterval(baseTps, tps, options);
+        const cpu = cpuCell(baseline, mine, configuration === BASELINE, options);
         out.push({
           configuration,
           workload,
           variant,
           runs: mine.length,
           tps: { median: finite(ci.median), low: finite(ci.low), high: finite(ci.high) },
-          overhead: overhead && {
-            ...overhead,
-            median: finite(overhead.median),
-            low: finite(overhead.low),
-            high: finite(overhead.high),
-          },
+          overhead: finiteOverhead(cpu?.overhead ?? tpsOverhead),
+          overheadBasis: cpu?.overhead ? "cpu" : "tps",
+          tpsOverhead: finiteOverhead(tpsOverhead),
+          cpuUsPerTransaction: cpu?.perTransaction ?? null,
           latencyMs: {
             p50: finite(median(mine.map((r) => r.latencyMs.p50))),
             p95: finite(median(mine.map((r) => r.latencyMs.p95))),
@@ -94,7 +102,14 @@ export function calibrationPoints(
   cells: readonly CellSummary[],
   configurations: readonly ConfigurationInfo[],
   workloads: readonly WorkloadInfo[],
-  context: { clients: number; logElsewhere: boolean; variants?: readonly VariantInfo[] },
+  context: {
+    clients: number;
+    logElsewhere: boolean;
+    variants?: readonly VariantInfo[];
+    /** The runs the cells summarise: with CPU times, points carry each run's added CPU time. */
+    runs?: readonly RunResult[];
+    seed?: number;
+  },
 ): CalibrationPoint[] {
   const points: CalibrationPoint[] = [];
   const destination = context.variants?.[0]?.logDestination;
@@ -109,6 +124,18 @@ export function calibrationPoints(
     const lines = Math.max(0, cell.logRecordsPerTransaction - (base?.logRecordsPerTransaction ?? 0));
     const pgauditActive = config.kind === "pgaudit-session" || config.kind === "pgaudit-object";
     const added = (f: number): number => (f * context.clients * 1e6) / cell.tps.median;
+    const runsOf = (configuration: string, variant?: string): RunResult[] =>
+      (context.runs ?? []).filter(
+        (r) =>
+          r.workload === cell.workload &&
+          r.configuration === configuration &&
+          (variant === undefined || (r.variant ?? "") === variant),
+      );
+    // The baseline logs nothing, so it is measured under one variant only: every variant's runs pair with it.
+    const cpu =
+      cell.overheadBasis === "cpu"
+        ? cpuPointFields(runsOf(BASELINE), runsOf(cell.configuration, cell.variant), { seed: context.seed })
+        : null;
     points.push({
       configuration: cell.configuration,
       workload: cell.workload,
@@ -116,11 +143,19 @@ export function calibrationPoints(
       linesPerTransaction: lines,
       auditedStatementsPerTransaction: pgauditActive ? workload.statementsPerTransaction : 0,
       logElsewhere: variant ? !variant.logOnDataDisk : context.logElsewhere,
-      addedUs: {
-        median: added(cell.overhead.median),
-        low: added(cell.overhead.low),
-        high: added(cell.overhead.high),
-      },
+      addedUs: cpu
+        ? cpu.addedUs
+        : {
+            median: added(cell.overhead.median),
+            low: added(cell.overhead.low),
+            high: added(cell.overhead.high),
+          },
+      ...(cpu && {
+        samples: cpu.samples,
+        addedLoggerUs: cpu.addedLoggerUs,
+        baselineServerUs: cpu.baselineServerUs,
+        statementsPerTransaction: workload.statementsPerTransaction,
+      }),
     });
   }
   return points;

@@ -49,6 +49,21 @@ export interface RunLog {
   malformed: number;
 }
 
+/** CPU time a run cost, read from /proc (the server's processes must be visible from bench). */
+export interface RunCpu {
+  /** The server's processes: backends (pgbench's and the ones that ended), the logging collector, background processes. */
+  serverSec: number;
+  /** The logging collector's share of serverSec. */
+  loggerSec: number;
+  /** pgbench's own time. */
+  clientSec: number;
+  /**
+   * Every CPU of the machine busy, seconds (from /proc/stat): what is above serverSec + clientSec
+   * is other work that ran meanwhile. Null when not readable.
+   */
+  machineBusySec?: number | null;
+}
+
 export interface RunResult {
   index: number;
   round: number;
@@ -66,6 +81,8 @@ export interface RunResult {
   log: RunLog;
   /** Rows and bytes the trigger configuration wrote to its audit table (null for the others). */
   auditTable: { rows: number; bytes: number } | null;
+  /** CPU seconds of the run; null (or absent, in older reports) when the server's processes are not visible. */
+  cpu?: RunCpu | null;
   /** WAL generated, from the pg_current_wal_lsn() difference. */
   walBytes: number;
   /** Deltas of pg_stat_wal's counters over the run. */
@@ -84,8 +101,19 @@ export interface CellSummary {
   runs: number;
   /** Median TPS over runs with its 95 % bootstrap interval. */
   tps: { median: number; low: number; high: number };
-  /** Throughput overhead against the baseline (0.12 = 12 % fewer TPS); null for the baseline itself. */
+  /**
+   * Throughput overhead against the baseline (0.12 = 12 % fewer TPS); null for the baseline itself.
+   * With CPU times (`overheadBasis: "cpu"`): the server's added CPU time per transaction as a share
+   * of the whole transaction's (server + pgbench), each run against the baseline around it — the TPS a CPU-bound
+   * machine loses; otherwise from the runs' TPS.
+   */
   overhead: OverheadInterval | null;
+  /** What `overhead` is computed from (absent in older reports: "tps"). */
+  overheadBasis?: "cpu" | "tps";
+  /** The overhead of the median TPS against the baseline's, whatever the basis (null for the baseline). */
+  tpsOverhead?: OverheadInterval | null;
+  /** Median CPU µs per transaction of the server, its logging collector and pgbench; null without CPU times. */
+  cpuUsPerTransaction?: { server: number; logger: number; client: number } | null;
   /** Medians over runs of each run's percentile. */
   latencyMs: { p50: number; p95: number; p99: number };
   /** Log records per second (median over runs). */
@@ -136,11 +164,33 @@ export interface WorkloadInfo {
 }
 
 export interface CalibrationCoefficient {
-  /** Fitted to the cells' medians. */
+  /** The fitted value. */
   estimate: number;
-  /** Fitted to the cells' interval ends (the noise of the runs carried into the coefficient). */
+  /**
+   * Its 95 % interval: from the coefficient's standard error (CPU basis), or the fit to the cells'
+   * interval ends (TPS basis).
+   */
   low: number;
   high: number;
+}
+
+/**
+ * What a CPU-basis fit adds: enough to give any workload a prediction interval, and the two
+ * regimes' denominators (see docs/bench.md#calibration).
+ */
+export interface CpuCalibration {
+  /** The fit's columns, in the covariance's order: "lines", "linesElsewhere", "statements", "transactions". */
+  columns: string[];
+  /** The coefficients in that order, server CPU µs (the same values as the named costs). */
+  coefficients: number[];
+  /** Covariance of the coefficients, µs². */
+  covariance: number[][];
+  /** Rounds per configuration the fit's points were measured over: a new measurement of that many runs is what its intervals cover. */
+  runs: number;
+  /** The logging collector's share of the added server time (it runs beside the backends, off their path). */
+  loggerShare: number;
+  /** Server CPU µs per statement of the baseline workload: the cheapest a statement was here. */
+  baselineServerUsPerStatement: CalibrationCoefficient;
 }
 
 export interface CalibrationFit {
@@ -150,12 +200,24 @@ export interface CalibrationFit {
   lineCostElsewhereUs: CalibrationCoefficient | null;
   /** Time in pgaudit's hooks per statement it processes, µs; null when no pgaudit configuration was measured. */
   statementCostUs: CalibrationCoefficient | null;
+  /**
+   * CPU basis: server µs per transaction that logs anything (the logging collector's wake-ups and
+   * what they cost a busy machine); null when not told apart (absent in older files).
+   */
+  transactionCostUs?: CalibrationCoefficient | null;
   /** Coefficient of determination over the points (1 = perfect; near 0 or below: the model explains little). */
   r2: number;
   /** Residual standard error of the added time per transaction, µs (null with no degrees of freedom). */
   residualStdErrUs: number | null;
   points: number;
   degreesOfFreedom: number;
+  /**
+   * "cpu": the costs are server CPU µs per transaction, from paired runs' CPU times; "tps": wall
+   * µs derived from TPS overheads (reports and files before CPU times, or without them).
+   */
+  basis?: "cpu" | "tps";
+  /** Present with the CPU basis. */
+  cpu?: CpuCalibration | null;
 }
 
 export interface CalibrationPoint {
@@ -165,8 +227,19 @@ export interface CalibrationPoint {
   linesPerTransaction: number;
   auditedStatementsPerTransaction: number;
   logElsewhere: boolean;
-  /** Added backend time per transaction, µs: overhead × clients / TPS, at the median and interval ends. */
+  /**
+   * Added time per transaction, µs, median and 95 % interval: the server's CPU time (CPU basis), or
+   * overhead × clients / TPS (TPS basis).
+   */
   addedUs: { median: number; low: number; high: number };
+  /** CPU basis: the added server µs per transaction of each run (against the baseline around it). */
+  samples?: number[];
+  /** CPU basis: the logging collector's added µs per transaction, median over runs. */
+  addedLoggerUs?: number;
+  /** CPU basis: the baseline's server CPU µs per transaction, median and interval. */
+  baselineServerUs?: { median: number; low: number; high: number };
+  /** Statements per transaction of the workload (pgaudit's or not). */
+  statementsPerTransaction?: number;
 }
 
 export interface Calibration {

@@ -1,14 +1,6 @@
-import { bootstrapMedian, median, overheadInterval, runsToResolve, seededRng } from "@auditpipe/bench";
+import { bootstrapMedian, median, overheadInterval, runsToResolve } from "@auditpipe/bench";
 import { describe, expect, it } from "vitest";
-
-/** Normal draws by Box–Muller from the seeded generator: synthetic runs with a known spread. */
-function normals(n: number, mean: number, sd: number, seed: number): number[] {
-  const rng = seededRng(seed);
-  return Array.from({ length: n }, () => {
-    const u = Math.max(rng(), 1e-12);
-    return mean + sd * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rng());
-  });
-}
+import { normals } from "./_synthetic.ts";
 
 describe("bootstrap interval of the median", () => {
   it("brackets the median, is reproducible for a seed, and narrows with more runs", () => {

@@ -52,6 +52,51 @@ export interface CalibratedCost {
   high: number;
 }
 
+/**
+ * What the calibrated model's coefficients multiply: log lines per transaction (on the data disk,
+ * or elsewhere), statements pgaudit's hooks process per transaction, and transactions that log
+ * anything (the logging collector's wake-ups, which on a busy machine cost the backends more
+ * than the lines do).
+ */
+export type CostColumn = "lines" | "linesElsewhere" | "statements" | "transactions";
+
+export interface CostFeatures {
+  linesPerTransaction: number;
+  auditedStatementsPerTransaction: number;
+  logElsewhere: boolean;
+}
+
+/**
+ * One feature of a workload. A transaction logs anything at most once, so "transactions" is
+ * min(1, lines per transaction): exact when every transaction logs alike, an upper bound when a
+ * few transactions log several lines each.
+ */
+export function costFeature(column: CostColumn, w: CostFeatures): number {
+  if (column === "lines") return w.logElsewhere ? 0 : w.linesPerTransaction;
+  if (column === "linesElsewhere") return w.logElsewhere ? w.linesPerTransaction : 0;
+  if (column === "statements") return w.auditedStatementsPerTransaction;
+  return Math.min(1, Math.max(0, w.linesPerTransaction));
+}
+
+/**
+ * What a calibration measured in CPU time adds: the fit's covariance, to give any workload a
+ * prediction interval, and what places the overhead between its two regimes.
+ */
+export interface CpuCostModel {
+  /** The fit's columns (CostColumn names). */
+  columns: string[];
+  /** Coefficients in the columns' order, server CPU µs. */
+  coefficients: number[];
+  /** Their covariance, µs². */
+  covariance: number[][];
+  /** Runs per configuration behind each point: the size of measurement the interval is for. */
+  runs: number;
+  /** The logging collector's share of the added server time (off the backends' path). */
+  loggerShare: number;
+  /** Server CPU µs per statement of the calibration's baseline workload. */
+  baselineServerUsPerStatement: CalibratedCost;
+}
+
 /** The coefficients `auditpipe bench --calibration-out` fitted, and where they come from. */
 export interface OverheadCalibration {
   /** Host the bench ran on, and when. */
@@ -63,11 +108,49 @@ export interface OverheadCalibration {
   lineCostElsewhereUs: CalibratedCost | null;
   /** µs in pgaudit's hooks per statement; null when not told apart from the line cost. */
   statementCostUs: CalibratedCost | null;
+  /** CPU basis: µs per transaction that logs anything; null or absent when not measured. */
+  transactionCostUs?: CalibratedCost | null;
   /** Residual standard error of the fit, µs per transaction (null: no degrees of freedom). */
   residualStdErrUs: number | null;
   degreesOfFreedom: number;
+  /** Present when the costs are server CPU time from paired runs (bench with CPU times). */
+  cpu?: CpuCostModel | null;
 }
 
+/** Two-sided 99.9 % quantiles of Student's t by degrees of freedom (then 3.291). */
+const T999: readonly number[] = [
+  Number.NaN,
+  636.62,
+  31.599,
+  12.924,
+  8.61,
+  6.869,
+  5.959,
+  5.408,
+  5.041,
+  4.781,
+  4.587,
+  4.437,
+  4.318,
+  4.221,
+  4.14,
+  4.073,
+  4.015,
+  3.965,
+  3.922,
+  3.883,
+  3.85,
+  3.819,
+  3.792,
+  3.768,
+  3.745,
+  3.725,
+  3.707,
+  3.69,
+  3.674,
+  3.659,
+  3.646,
+];
 /** Two-sided 95 % quantiles of Student's t by degrees of freedom (then 1.96). */
 const T95: readonly number[] = [
   Number.NaN,
@@ -106,6 +189,14 @@ export function t95(df: number): number {
   return df < T95.length ? T95[df]! : 1.96;
 }
 
+/** The coverage levels intervals are given at: 95 % (what is printed), 99.9 % (what a test can rely on). */
+export type IntervalLevel = 0.95 | 0.999;
+
+export function tQuantile(level: IntervalLevel, df: number): number {
+  if (level === 0.95) return t95(df);
+  return df < T999.length ? T999[df]! : 3.291;
+}
+
 export interface CalibratedInput {
   linesPerTransaction: number;
   /** Statements per transaction pgaudit's hooks process (0 when pgaudit audits nothing). */
@@ -113,14 +204,107 @@ export interface CalibratedInput {
   logElsewhere: boolean;
   /** Backend time per transaction without the auditing, µs (clients / TPS). */
   baselineUsPerTransaction: number;
+  /** Statements per transaction, audited or not (a CPU calibration's CPU-bound denominator). */
+  statementsPerTransaction?: number;
+  /** CPU µs per transaction without auditing, where measured (bench): the CPU-bound denominator. */
+  baselineCpuUsPerTransaction?: number;
+  /** The intervals' coverage; default 0.95. */
+  level?: IntervalLevel;
 }
 
-export interface CalibratedOverhead {
-  /** Throughput overhead: low, point and high (0.1 = 10 % fewer TPS). */
+interface Range {
   low: number;
   estimate: number;
   high: number;
-  addedUs: { low: number; estimate: number; high: number };
+}
+
+/** Throughput overhead: low, point and high (0.1 = 10 % fewer TPS). */
+export interface CalibratedOverhead extends Range {
+  /** The added time per transaction, µs (server CPU with a CPU calibration). */
+  addedUs: Range;
+  /** CPU basis: the overhead if the machine is CPU-bound (every added CPU µs costs throughput). */
+  cpuBound?: Range;
+  /** CPU basis: the overhead if the server has idle cores (only the backends' added time counts). */
+  idleCores?: Range;
+}
+
+/** (π/2)·σ²/m: the variance of a median of m runs with per-run spread σ (normal noise). */
+const MEDIAN_EFFICIENCY = Math.PI / 2;
+
+/**
+ * Added server CPU µs per transaction with its prediction interval: the coefficients'
+ * uncertainty (covariance) plus the noise of a new median of as many runs as the calibration
+ * had. `perTransaction: false` leaves out the cost per logging transaction (what the collector's
+ * wake-ups cost a busy machine).
+ */
+export function predictAddedUs(
+  c: OverheadCalibration & { cpu: CpuCostModel },
+  input: CalibratedInput,
+  options: { perTransaction?: boolean } = {},
+): Range {
+  const { columns, coefficients, covariance, runs } = c.cpu;
+  // A calibration that measured one placement only uses its cost for both.
+  const logElsewhere = columns.includes("lines")
+    ? input.logElsewhere && columns.includes("linesElsewhere")
+    : true;
+  const features: CostFeatures = { ...input, logElsewhere };
+  const x = columns.map((name) =>
+    name === "transactions" && options.perTransaction === false
+      ? 0
+      : costFeature(name as CostColumn, features),
+  );
+  const estimate = x.reduce((sum, v, i) => sum + v * coefficients[i]!, 0);
+  let variance = 0;
+  for (let i = 0; i < x.length; i++)
+    for (let j = 0; j < x.length; j++) variance += x[i]! * x[j]! * covariance[i]![j]!;
+  const sigma = c.residualStdErrUs ?? 0;
+  variance += (MEDIAN_EFFICIENCY * sigma * sigma) / Math.max(1, runs);
+  const half = tQuantile(input.level ?? 0.95, c.degreesOfFreedom) * Math.sqrt(Math.max(0, variance));
+  return { low: estimate - half, estimate, high: estimate + half };
+}
+
+// A negative added time (noise in the fit) means faster; at half the time it is −100 %: clamp there.
+const fraction = (t0: number, added: number): number => (t0 + added > t0 / 2 ? added / (t0 + added) : -1);
+
+/**
+ * A CPU calibration's range. CPU-bound: every added CPU µs (backends and logging collector) costs
+ * throughput, against the transaction's CPU time — measured (bench), or its statements at the
+ * calibration's cheapest (pgbench's) cost each, which bounds it from below. Idle cores: only the
+ * backends' share is on a transaction's path (and no contention for the collector's wake-ups),
+ * against its wall time per client (clients / TPS, which is at least its CPU time). The truth
+ * lies between: the range runs from the lower regime's low to the higher's high.
+ */
+function cpuCalibratedOverhead(
+  c: OverheadCalibration & { cpu: CpuCostModel },
+  input: CalibratedInput,
+): CalibratedOverhead {
+  const added = predictAddedUs(c, input);
+  // With idle cores there is no contention for the collector's wake-ups to cause.
+  const onPathAdded = predictAddedUs(c, input, { perTransaction: false });
+  const cpu0 =
+    input.baselineCpuUsPerTransaction ??
+    (input.statementsPerTransaction ?? input.auditedStatementsPerTransaction) *
+      c.cpu.baselineServerUsPerStatement.low;
+  const onPath = 1 - Math.min(1, Math.max(0, c.cpu.loggerShare));
+  const t0 = input.baselineUsPerTransaction;
+  const cpuBound = {
+    low: fraction(cpu0, added.low),
+    estimate: fraction(cpu0, added.estimate),
+    high: fraction(cpu0, added.high),
+  };
+  const idleCores = {
+    low: fraction(t0, onPathAdded.low * onPath),
+    estimate: fraction(t0, onPathAdded.estimate * onPath),
+    high: fraction(t0, onPathAdded.high * onPath),
+  };
+  return {
+    low: Math.min(idleCores.low, cpuBound.low),
+    estimate: cpuBound.estimate,
+    high: Math.max(idleCores.high, cpuBound.high),
+    addedUs: added,
+    cpuBound,
+    idleCores,
+  };
 }
 
 /**
@@ -128,6 +312,7 @@ export interface CalibratedOverhead {
  * fit's residual error at 95 %, as a throughput loss against the baseline time per transaction.
  */
 export function calibratedOverhead(c: OverheadCalibration, input: CalibratedInput): CalibratedOverhead {
+  if (c.cpu) return cpuCalibratedOverhead({ ...c, cpu: c.cpu }, input);
   const lineCost = input.logElsewhere ? (c.lineCostElsewhereUs ?? c.lineCostUs) : c.lineCostUs;
   const terms: Array<[CalibratedCost, number]> = [[lineCost, input.linesPerTransaction]];
   if (c.statementCostUs) terms.push([c.statementCostUs, input.auditedStatementsPerTransaction]);
@@ -145,12 +330,10 @@ export function calibratedOverhead(c: OverheadCalibration, input: CalibratedInpu
     high += spread;
   }
   const t0 = input.baselineUsPerTransaction;
-  // A negative added time (noise in the fit) means faster; at half the time it is −100 %: clamp there.
-  const fraction = (added: number): number => (t0 + added > t0 / 2 ? added / (t0 + added) : -1);
   return {
-    low: fraction(low),
-    estimate: fraction(estimate),
-    high: fraction(high),
+    low: fraction(t0, low),
+    estimate: fraction(t0, estimate),
+    high: fraction(t0, high),
     addedUs: { low, estimate, high },
   };
 }
@@ -261,6 +444,7 @@ function calibratedRange(
     auditedStatementsPerTransaction: stmtsPerTxn,
     logElsewhere: !input.logOnDataDisk,
     baselineUsPerTransaction: baselineUs,
+    statementsPerTransaction: statementsPerSec / tps,
   });
   const cost = (x: CalibratedCost): string =>
     `${x.estimate.toFixed(1)} µs [${x.low.toFixed(1)}–${x.high.toFixed(1)}]`;
@@ -268,13 +452,23 @@ function calibratedRange(
   assumptions.push(
     `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} audited statements per transaction; measured ${cost(
       !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs,
-    )} per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}`,
+    )} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs (the collector's wake-ups, on a busy machine)` : ""}`,
   );
+  if (cal.cpu && p.cpuBound && p.idleCores) {
+    const pct = (x: number): string => `${(Math.max(0, x) * 100).toFixed(1)}%`;
+    assumptions.push(
+      `${Math.max(0, p.addedUs.estimate).toFixed(0)} µs [${Math.max(0, p.addedUs.low).toFixed(0)}–${p.addedUs.high.toFixed(0)}] of server CPU added per transaction; if the server is CPU-bound and its statements cost what the calibration's pgbench statements did (${cal.cpu.baselineServerUsPerStatement.low.toFixed(1)} µs each, a floor): ${pct(p.cpuBound.low)}–${pct(p.cpuBound.high)}; with idle cores, only the backends' ${((1 - cal.cpu.loggerShare) * 100).toFixed(0)}% of it, without the per-transaction cost, against ${baselineUs.toFixed(0)} µs per transaction per client: ${pct(p.idleCores.low)}–${pct(p.idleCores.high)}`,
+    );
+  }
   const low = Math.max(0, p.low);
   const high = Math.max(low, p.high);
   return {
     throughput: { low, high },
-    latencyMs: { low: Math.max(0, p.addedUs.low) / 1000, high: Math.max(0, p.addedUs.high) / 1000 },
+    latencyMs: {
+      // The backends' share is what a transaction waits for; the collector's runs beside it.
+      low: Math.max(0, p.addedUs.low * (cal.cpu ? 1 - cal.cpu.loggerShare : 1)) / 1000,
+      high: Math.max(0, p.addedUs.high) / 1000,
+    },
     linesPerSec: input.linesPerSec,
     collectorBound: false,
     confidence: cal.residualStdErrUs === null ? "low" : "medium",

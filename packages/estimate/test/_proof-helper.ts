@@ -1,19 +1,10 @@
 /** Switching audit configurations on a live cluster and measuring what pgaudit wrote. */
-import {
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuditConfig } from "@auditpipe/estimate";
 import type { VolumeReport } from "@auditpipe/meter";
-import { type PostgresCluster, repoRoot, sleep } from "@auditpipe/testkit";
+import { type PostgresCluster, rewriteDocSection, sleep } from "@auditpipe/testkit";
 // Measured as `auditpipe analyze` measures it, without importing the CLI (an app above us).
 import { analyzeFiles } from "./_log-volume.ts";
 
@@ -103,9 +94,6 @@ export interface ProofRow {
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
-const START = "<!-- proof:start -->";
-const END = "<!-- proof:end -->";
-
 /** With AUDITPIPE_WRITE_PROOF=1, replaces the table between the proof markers of docs/estimator.md. */
 export function writeProofTable(rows: ProofRow[]): void {
   const table = [
@@ -117,11 +105,5 @@ export function writeProofTable(rows: ProofRow[]): void {
     ),
   ].join("\n");
   process.stdout.write(`\n${table}\n`);
-  const doc = join(repoRoot(), "docs", "estimator.md");
-  if (process.env.AUDITPIPE_WRITE_PROOF !== "1" || !existsSync(doc)) return;
-  const text = readFileSync(doc, "utf8");
-  const a = text.indexOf(START);
-  const b = text.indexOf(END);
-  if (a < 0 || b < a) return;
-  writeFileSync(doc, `${text.slice(0, a + START.length)}\n${table}\n${text.slice(b)}`);
+  if (process.env.AUDITPIPE_WRITE_PROOF === "1") rewriteDocSection("estimator.md", "proof", table);
 }

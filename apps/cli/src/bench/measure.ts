@@ -16,6 +16,7 @@ import {
   type RunResult,
 } from "@auditpipe/bench";
 import type pg from "pg";
+import { machineBusySec, postmasterOf, reapedChildrenCpuSec, serverCpu, serverCpuAfter } from "./cpu-time.ts";
 import { countLogRange, writeMarker } from "./log-range.ts";
 import type { BenchTarget } from "./target.ts";
 
@@ -141,6 +142,11 @@ export async function measureRun(
   const startMark = await writeMarker(client, logFile, null);
   const prefix = join(s.workDir, `run${planned.index}`);
   const conn = target.pgbench();
+  const backend = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+  const postmaster = postmasterOf(backend.rows[0]!.pid);
+  const cpuBefore = postmaster === null ? null : await serverCpu(postmaster);
+  const clientBefore = reapedChildrenCpuSec();
+  const machineBefore = machineBusySec();
   const startedAt = new Date();
   const t0 = performance.now();
   const result = await runPgbench(
@@ -162,6 +168,10 @@ export async function measureRun(
     s.signal,
   );
   const wall = (performance.now() - t0) / 1000;
+  // Before any query of ours, so the server's time is pgbench's transactions and nothing else.
+  const cpuAfter = postmaster !== null && cpuBefore ? await serverCpuAfter(postmaster, cpuBefore) : null;
+  const clientSec = reapedChildrenCpuSec() - clientBefore;
+  const machineAfter = machineBusySec();
   const logs = readdirSync(dirname(prefix)).filter((f) => f.startsWith(`${basename(prefix)}.`));
   const latencyText = logs.map((f) => readFileSync(join(dirname(prefix), f), "utf8")).join("");
   for (const f of logs) rmSync(join(dirname(prefix), f), { force: true });
@@ -208,6 +218,16 @@ export async function measureRun(
         ? {
             rows: auditAfter.rows - (auditBefore?.rows ?? 0),
             bytes: auditAfter.bytes - (auditBefore?.bytes ?? 0),
+          }
+        : null,
+    cpu:
+      cpuBefore && cpuAfter
+        ? {
+            serverSec: cpuAfter.totalSec - cpuBefore.totalSec,
+            loggerSec: cpuAfter.loggerSec - cpuBefore.loggerSec,
+            clientSec,
+            machineBusySec:
+              machineBefore !== null && machineAfter !== null ? machineAfter - machineBefore : null,
           }
         : null,
     walBytes: Number(lsnDiff.rows[0]!.d),

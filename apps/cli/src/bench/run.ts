@@ -349,6 +349,8 @@ export async function runBench(
     clients: o.clients,
     logElsewhere: environment ? !environment.logOnDataDisk : false,
     variants: variantInfos,
+    runs: results,
+    seed: o.seed,
   });
   const calibration = fitCalibration(points);
   if (!o.existing && environment && environment.settings.fsync === "off")
