@@ -16,7 +16,7 @@ import {
   renderHtmlReport,
   renderReport,
 } from "@auditpipe/bench";
-import { startRsyslog } from "@auditpipe/testkit";
+import { SYSLOG_TEST_TIMEOUT_MS, startRsyslog } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { syslogSocketProblem } from "../src/bench/syslog.ts";
 import { normaliseSwitches } from "../src/commands/bench.ts";
@@ -103,44 +103,48 @@ describe("bench with mitigations as an axis", () => {
     expect(html).toContain("object (stderr+once)");
   });
 
-  it("counts syslog entries from the daemon's file, and a log directory elsewhere, beside csvlog", async () => {
-    const rsyslog = await startRsyslog();
-    // Under /tmp itself: the scratch server runs as PostgreSQL's OS user when the test runs as
-    // root, and must be able to reach the directory as well as write it.
-    const elsewhere = mkdtempSync(join(tmpdir(), "auditpipe-bench-elsewhere-"));
-    if (process.getuid?.() === 0) {
-      const id = (flag: string): number =>
-        Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }));
-      chownSync(elsewhere, id("-u"), id("-g"));
-    }
-    try {
-      const report = await bench([
-        ...["--audit", "write", "--workload", "tpcb", "--log-destination", "csvlog,syslog"],
-        ...["--log-dir", "data,elsewhere"],
-        ...["--log-dir-elsewhere", elsewhere, "--syslog-file", rsyslog.files.rfc3164],
-      ]);
-      expect(report.complete).toBe(true);
-      expect(report.variants.map((v) => v.name)).toEqual(["csvlog", "csvlog+elsewhere", "syslog"]);
-      expect(report.options.syslogFile).toBe(rsyslog.files.rfc3164);
-      const variant = (name: string) => report.variants.find((v) => v.name === name)!;
-      expect(variant("csvlog+elsewhere").logDirectory.path).toBe(elsewhere);
-      expect(variant("syslog").logDirectory.path).toBe(dirname(rsyslog.files.rfc3164));
-      expect(readdirSync(elsewhere).some((f) => f.endsWith(".csv"))).toBe(true);
-      // TPC-B-like under write: 3 UPDATEs and the INSERT, whatever the destination.
-      for (const name of ["csvlog", "csvlog+elsewhere", "syslog"]) {
-        const run = runOf(report, "write", name);
-        expect(perTxn(run, run.log.auditEntries), name).toBeCloseTo(4, 0);
-        expect(run.log.malformed, name).toBe(0);
-        expect(run.log.bytes, name).toBeGreaterThan(0);
+  it(
+    "counts syslog entries from the daemon's file, and a log directory elsewhere, beside csvlog",
+    async () => {
+      const rsyslog = await startRsyslog();
+      // Under /tmp itself: the scratch server runs as PostgreSQL's OS user when the test runs as
+      // root, and must be able to reach the directory as well as write it.
+      const elsewhere = mkdtempSync(join(tmpdir(), "auditpipe-bench-elsewhere-"));
+      if (process.getuid?.() === 0) {
+        const id = (flag: string): number =>
+          Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }));
+        chownSync(elsewhere, id("-u"), id("-g"));
       }
-      expect(report.notes.join("\n")).toContain(
-        `syslog: the entries and bytes are what the syslog daemon wrote to ${rsyslog.files.rfc3164}`,
-      );
-    } finally {
-      await rsyslog.stop();
-      rmSync(elsewhere, { recursive: true, force: true });
-    }
-  });
+      try {
+        const report = await bench([
+          ...["--audit", "write", "--workload", "tpcb", "--log-destination", "csvlog,syslog"],
+          ...["--log-dir", "data,elsewhere"],
+          ...["--log-dir-elsewhere", elsewhere, "--syslog-file", rsyslog.files.rfc3164],
+        ]);
+        expect(report.complete).toBe(true);
+        expect(report.variants.map((v) => v.name)).toEqual(["csvlog", "csvlog+elsewhere", "syslog"]);
+        expect(report.options.syslogFile).toBe(rsyslog.files.rfc3164);
+        const variant = (name: string) => report.variants.find((v) => v.name === name)!;
+        expect(variant("csvlog+elsewhere").logDirectory.path).toBe(elsewhere);
+        expect(variant("syslog").logDirectory.path).toBe(dirname(rsyslog.files.rfc3164));
+        expect(readdirSync(elsewhere).some((f) => f.endsWith(".csv"))).toBe(true);
+        // TPC-B-like under write: 3 UPDATEs and the INSERT, whatever the destination.
+        for (const name of ["csvlog", "csvlog+elsewhere", "syslog"]) {
+          const run = runOf(report, "write", name);
+          expect(perTxn(run, run.log.auditEntries), name).toBeCloseTo(4, 0);
+          expect(run.log.malformed, name).toBe(0);
+          expect(run.log.bytes, name).toBeGreaterThan(0);
+        }
+        expect(report.notes.join("\n")).toContain(
+          `syslog: the entries and bytes are what the syslog daemon wrote to ${rsyslog.files.rfc3164}`,
+        );
+      } finally {
+        await rsyslog.stop();
+        rmSync(elsewhere, { recursive: true, force: true });
+      }
+    },
+    SYSLOG_TEST_TIMEOUT_MS,
+  );
 
   it("says what syslog needs when nothing listens on the socket, or no file is named; checks its flags", async () => {
     const problem = syslogSocketProblem(join(work, "no-socket"));

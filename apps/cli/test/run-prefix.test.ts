@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type PostgresCluster,
+  SYSLOG_TEST_TIMEOUT_MS,
   shippedRecords,
   startPostgres,
   startRsyslog,
@@ -138,67 +139,71 @@ describe("auditpipe run on stderr and syslog without --prefix", () => {
 });
 
 describe("auditpipe run --syslog without --prefix", () => {
-  it("reads syslog with the prefix learned from --pgdata (a data directory without log files)", async () => {
-    const work = mkdtempSync(join(tmpdir(), "auditpipe-run-prefix-syslog-"));
-    // The settings side of a data directory: its postgresql.conf, as the syslog-writing server has it.
-    const pgdata = join(work, "pgdata");
-    mkdirSync(pgdata);
-    writeFileSync(
-      join(pgdata, "postgresql.conf"),
-      `log_destination = 'syslog'\nlog_line_prefix = '${PREFIX}'\n`,
-    );
-    const sink = join(work, "sink");
-    const sidecar = spawnSidecar([
-      "--syslog",
-      "tcp://127.0.0.1:0",
-      "--pgdata",
-      pgdata,
-      "--sink",
-      sink,
-      "--state",
-      join(work, "state"),
-      "--listen",
-      "127.0.0.1:0",
-      "--batch-max-age-ms",
-      "200",
-    ]);
-    const url = await sidecar.url();
-    expect(sidecar.stderr()).toMatch(/"prefix":"%m \[%p\] %u@%d\/%a ","from":"postgresql\.conf:2"/);
-    const port = await sidecar.syslogTcpPort();
-    const rsyslog = await startRsyslog({
-      forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],
-    });
-    const pg = await startPostgres({
-      logDestination: ["csvlog", "syslog"],
-      logLinePrefix: PREFIX,
-      pgaudit: { log: "all" },
-    });
-    try {
-      await pg.pgbench(["-i", "-s", "1", "-q"]);
-      await pg.pgbench(["-n", "-c", "2", "-t", "20"]);
-      await pg.query("SELECT 'end of the test load' AS marker");
-      const csvlog = pg.currentLogfiles().csvlog!;
-      await waitUntil(
-        () => readFileSync(csvlog, "utf8").includes("end of the test load"),
-        10_000,
-        () => "the logging collector did not write the marker",
-        50,
+  it(
+    "reads syslog with the prefix learned from --pgdata (a data directory without log files)",
+    async () => {
+      const work = mkdtempSync(join(tmpdir(), "auditpipe-run-prefix-syslog-"));
+      // The settings side of a data directory: its postgresql.conf, as the syslog-writing server has it.
+      const pgdata = join(work, "pgdata");
+      mkdirSync(pgdata);
+      writeFileSync(
+        join(pgdata, "postgresql.conf"),
+        `log_destination = 'syslog'\nlog_line_prefix = '${PREFIX}'\n`,
       );
-      const written = JSON.parse((await runCli(["analyze", "--json", csvlog])).stdout).entries as number;
-      await waitUntil(
-        () => shippedRecords(sink).length >= written,
-        30_000,
-        () => `shipped ${shippedRecords(sink).length} of ${written}`,
-        200,
-      );
-      const databases = new Set(shippedRecords<{ database: string | null }>(sink).map((r) => r.database));
-      expect(databases).toEqual(new Set(["postgres"]));
-      expect(await getJson(`${url}/readyz`)).toEqual({ ready: true, reasons: [] });
-    } finally {
-      sidecar.child.kill("SIGKILL");
-      await pg.stop();
-      await rsyslog.stop();
-      rmSync(work, { recursive: true, force: true });
-    }
-  });
+      const sink = join(work, "sink");
+      const sidecar = spawnSidecar([
+        "--syslog",
+        "tcp://127.0.0.1:0",
+        "--pgdata",
+        pgdata,
+        "--sink",
+        sink,
+        "--state",
+        join(work, "state"),
+        "--listen",
+        "127.0.0.1:0",
+        "--batch-max-age-ms",
+        "200",
+      ]);
+      const url = await sidecar.url();
+      expect(sidecar.stderr()).toMatch(/"prefix":"%m \[%p\] %u@%d\/%a ","from":"postgresql\.conf:2"/);
+      const port = await sidecar.syslogTcpPort();
+      const rsyslog = await startRsyslog({
+        forward: [{ protocol: "tcp", port, format: "rfc5424", framing: "octet-counted" }],
+      });
+      const pg = await startPostgres({
+        logDestination: ["csvlog", "syslog"],
+        logLinePrefix: PREFIX,
+        pgaudit: { log: "all" },
+      });
+      try {
+        await pg.pgbench(["-i", "-s", "1", "-q"]);
+        await pg.pgbench(["-n", "-c", "2", "-t", "20"]);
+        await pg.query("SELECT 'end of the test load' AS marker");
+        const csvlog = pg.currentLogfiles().csvlog!;
+        await waitUntil(
+          () => readFileSync(csvlog, "utf8").includes("end of the test load"),
+          10_000,
+          () => "the logging collector did not write the marker",
+          50,
+        );
+        const written = JSON.parse((await runCli(["analyze", "--json", csvlog])).stdout).entries as number;
+        await waitUntil(
+          () => shippedRecords(sink).length >= written,
+          30_000,
+          () => `shipped ${shippedRecords(sink).length} of ${written}`,
+          200,
+        );
+        const databases = new Set(shippedRecords<{ database: string | null }>(sink).map((r) => r.database));
+        expect(databases).toEqual(new Set(["postgres"]));
+        expect(await getJson(`${url}/readyz`)).toEqual({ ready: true, reasons: [] });
+      } finally {
+        sidecar.child.kill("SIGKILL");
+        await pg.stop();
+        await rsyslog.stop();
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+    SYSLOG_TEST_TIMEOUT_MS,
+  );
 });

@@ -1,4 +1,4 @@
-export { AUDIT_PREFIX, AuditPayloadError, decodeAuditParameter, parseAuditPayload } from "./audit-payload.ts";
+export { AUDIT_PREFIX, AuditPayloadError, parseAuditPayload } from "./audit-payload.ts";
 export { createCsvlogParser } from "./csvlog.ts";
 export { decodeAuditEntry } from "./decode.ts";
 export { detached } from "./detach.ts";
@@ -9,7 +9,6 @@ export { createParser } from "./parser.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 export {
   COMMON_PREFIXES,
-  guessPrefix,
   guessPrefixes,
   type PrefixGuess,
   type PrefixRival,

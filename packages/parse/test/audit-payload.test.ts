@@ -1,5 +1,6 @@
-import { AuditPayloadError, decodeAuditParameter, ParseErrorCode, parseAuditPayload } from "@auditpipe/parse";
+import { AuditPayloadError, ParseErrorCode, parseAuditPayload } from "@auditpipe/parse";
 import { describe, expect, it } from "vitest";
+import { decodeAuditParameter } from "../src/audit-payload.ts";
 
 // Payloads as pgaudit 1.7 printed them (copied from real csvlog/jsonlog messages).
 describe("parseAuditPayload", () => {

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
-import { COMMON_PREFIXES, guessPrefix } from "@auditpipe/parse";
+import { COMMON_PREFIXES } from "@auditpipe/parse";
 import { startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
+import { guessPrefix } from "../src/prefix-guess.ts";
 
 describe("guessPrefix", () => {
   it.each(["%m [%p] %q%u@%d ", "%t:%r:%u@%d:[%p]:", "%m [%p] "])(

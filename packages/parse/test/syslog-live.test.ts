@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createStderrParser, createSyslogParser, type LogParser, type RecordSink } from "@auditpipe/parse";
-import { startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
+import { SYSLOG_TEST_TIMEOUT_MS, startPostgres, startRsyslog, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { actualByPid, collector, csvRows, expectedByPid, feed } from "./_stderr-oracle.ts";
 
@@ -65,55 +65,59 @@ function parseFile(make: (sink: RecordSink) => LogParser, file: string) {
 
 describe("stderr and syslog parsers against a live PostgreSQL 15 + pgaudit + rsyslog", () => {
   for (const config of CONFIGS) {
-    it(`${config.name}: stderr and syslog records equal csvlog's (csv-parse)`, async () => {
-      const rsyslog = await startRsyslog();
-      try {
-        const pg = await startPostgres({
-          logDestination: ["csvlog", "stderr", "syslog"],
-          logLinePrefix: config.prefix,
-          pgaudit: { log: "all" },
-          settings: { log_connections: true, ...config.settings },
-        });
+    it(
+      `${config.name}: stderr and syslog records equal csvlog's (csv-parse)`,
+      async () => {
+        const rsyslog = await startRsyslog();
         try {
-          const client = await pg.connect();
-          let pid: number;
+          const pg = await startPostgres({
+            logDestination: ["csvlog", "stderr", "syslog"],
+            logLinePrefix: config.prefix,
+            pgaudit: { log: "all" },
+            settings: { log_connections: true, ...config.settings },
+          });
           try {
-            pid = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
-            for (const sql of WORKLOAD) await client.query(sql).catch(() => {});
+            const client = await pg.connect();
+            let pid: number;
+            try {
+              pid = (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+              for (const sql of WORKLOAD) await client.query(sql).catch(() => {});
+            } finally {
+              await client.end();
+            }
+            const files = pg.currentLogfiles();
+            for (const file of [files.stderr!, files.csvlog!])
+              await waitUntil(
+                () => readFileSync(file, "utf8").includes("live-done-marker"),
+                10_000,
+                () => file,
+              );
+            for (const file of Object.values(rsyslog.files))
+              await rsyslog.waitForText(file, "live-done-marker");
+
+            const expected = expectedByPid(csvRows(readFileSync(files.csvlog!)), config.fields).get(pid)!;
+            expect(expected.length).toBeGreaterThan(WORKLOAD.length);
+            expect(expected.filter((r) => r.severity === "ERROR")).toHaveLength(2);
+
+            const stderr = parseFile((s) => createStderrParser(s, { prefix: config.prefix }), files.stderr!);
+            expect(stderr.malformed).toEqual([]);
+            expect(actualByPid(stderr.records, config.fields).get(pid)).toEqual(expected);
+
+            for (const file of Object.values(rsyslog.files)) {
+              const syslog = parseFile((s) => createSyslogParser(s, { prefix: config.prefix }), file);
+              expect(syslog.malformed).toEqual([]);
+              expect(actualByPid(syslog.records, config.fields).get(pid), file).toEqual(expected);
+            }
+            if (config.settings?.syslog_sequence_numbers === false)
+              expect(readFileSync(rsyslog.files.rfc3164, "utf8")).toMatch(/postgres\[\d+\]: \[2\] /);
           } finally {
-            await client.end();
+            await pg.stop();
           }
-          const files = pg.currentLogfiles();
-          for (const file of [files.stderr!, files.csvlog!])
-            await waitUntil(
-              () => readFileSync(file, "utf8").includes("live-done-marker"),
-              10_000,
-              () => file,
-            );
-          for (const file of Object.values(rsyslog.files))
-            await rsyslog.waitForText(file, "live-done-marker");
-
-          const expected = expectedByPid(csvRows(readFileSync(files.csvlog!)), config.fields).get(pid)!;
-          expect(expected.length).toBeGreaterThan(WORKLOAD.length);
-          expect(expected.filter((r) => r.severity === "ERROR")).toHaveLength(2);
-
-          const stderr = parseFile((s) => createStderrParser(s, { prefix: config.prefix }), files.stderr!);
-          expect(stderr.malformed).toEqual([]);
-          expect(actualByPid(stderr.records, config.fields).get(pid)).toEqual(expected);
-
-          for (const file of Object.values(rsyslog.files)) {
-            const syslog = parseFile((s) => createSyslogParser(s, { prefix: config.prefix }), file);
-            expect(syslog.malformed).toEqual([]);
-            expect(actualByPid(syslog.records, config.fields).get(pid), file).toEqual(expected);
-          }
-          if (config.settings?.syslog_sequence_numbers === false)
-            expect(readFileSync(rsyslog.files.rfc3164, "utf8")).toMatch(/postgres\[\d+\]: \[2\] /);
         } finally {
-          await pg.stop();
+          await rsyslog.stop();
         }
-      } finally {
-        await rsyslog.stop();
-      }
-    });
+      },
+      SYSLOG_TEST_TIMEOUT_MS,
+    );
   }
 });

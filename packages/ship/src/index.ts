@@ -10,7 +10,7 @@ export {
   type BatchSource,
   DEFAULT_BATCH_LIMITS,
 } from "./batch.ts";
-export { COMPRESSIONS, type Compression, compress, decompress, ndjsonExtension } from "./compression.ts";
+export { COMPRESSIONS, type Compression, compress, ndjsonExtension } from "./compression.ts";
 export {
   DEFAULT_MAX_IN_FLIGHT,
   Delivery,
@@ -22,7 +22,7 @@ export {
   type InFlightBatch,
 } from "./deliver.ts";
 export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
-export { encodeEntry, encodeNdjson, recordsBatch } from "./encode.ts";
+export { encodeEntry, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
@@ -38,9 +38,7 @@ export {
   loadOrCreateSigningKey,
   loadSigningKey,
   type ManifestSigningKey,
-  manifestKeyId,
   parsePublicKeys,
-  signatureProblem,
 } from "./manifest/signing.ts";
 export {
   MANIFEST_VERSION,
@@ -78,5 +76,4 @@ export {
   type S3TimeoutOptions,
   type SinkLogger,
 } from "./sinks/s3/index.ts";
-export { Spool, type SpoolEntry, type SpoolEntryMeta } from "./spool.ts";
 export type { Batch, ShippedRecord, Sink, SourceRange } from "./types.ts";

@@ -2,8 +2,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Batch, ShippedRecord, Sink } from "@auditpipe/ship";
-import { decompress, recordsBatch } from "@auditpipe/ship";
+import { recordsBatch } from "@auditpipe/ship";
 import { afterEach, describe, expect, test } from "vitest";
+import { decompress } from "../src/compression.ts";
 
 /** One shipped record, as the source would hand it; `n` makes each distinct. */
 export function record(

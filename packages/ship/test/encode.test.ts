@@ -4,9 +4,10 @@
  * (quotes, backslashes, control characters, U+2028/2029, lone surrogates, emoji), awkward numbers
  * (-0, NaN, ±Infinity, huge, tiny) and nulls everywhere nulls are allowed.
  */
-import { encodeNdjson, redactRecord, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
+import { redactRecord, type ShippedRecord, toShippedRecord } from "@auditpipe/ship";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { encodeNdjson } from "../src/encode.ts";
 import { fixtureAuditEntries } from "./_fixture-entries.ts";
 
 const viaStringify = (records: ShippedRecord[]): string =>

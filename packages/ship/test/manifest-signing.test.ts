@@ -7,13 +7,12 @@ import {
   loadSigningKey,
   type Manifest,
   ManifestErrorCode,
-  manifestKeyId,
   parsePublicKeys,
-  signatureProblem,
 } from "@auditpipe/ship";
 import { describe, expect, it } from "vitest";
 // Internal and pure: the bytes a manifest is stored as.
 import { decodeManifest, encodeManifest } from "../src/manifest/_format.ts";
+import { manifestKeyId, signatureProblem } from "../src/manifest/signing.ts";
 import { stateDir } from "./_manifest.ts";
 
 const HOUR_10 = Date.UTC(2026, 2, 1, 10);

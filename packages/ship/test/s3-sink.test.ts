@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { encodeNdjson, recordsBatch, S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
+import { recordsBatch, S3Sink, type S3SinkOptions, SinkErrorCode } from "@auditpipe/ship";
 import type { UploadedObject } from "@auditpipe/ship/sinks/s3";
 import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { encodeNdjson } from "../src/encode.ts";
 import { batch, ndjsonLines, record, tempDir } from "./_sink-suite.ts";
 
 let minio: MinioServer;

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { S3Sink, SinkErrorCode, Spool, type SpoolEntryMeta } from "@auditpipe/ship";
+import { S3Sink, SinkErrorCode } from "@auditpipe/ship";
 import { bucketContents, type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Spool, type SpoolEntryMeta } from "../src/_spool.ts";
 import { batch, tempDir } from "./_sink-suite.ts";
 
 function meta(key: string, body: Buffer): SpoolEntryMeta {

@@ -6,6 +6,7 @@ import { type AuditEntry, type LogRecord, parseAuditPayload } from "@auditpipe/p
 import {
   type PostgresCluster,
   type RsyslogDaemon,
+  SYSLOG_TEST_TIMEOUT_MS,
   startPostgres,
   startRsyslog,
   waitUntil,
@@ -156,7 +157,7 @@ describe("SyslogSource with real rsyslog forwarding what a real PostgreSQL + pga
       () => `received ${received.source.stats().received} syslog messages, expected ${expected}`,
     );
     await received.source.close();
-  });
+  }, SYSLOG_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
     await received?.source.close();

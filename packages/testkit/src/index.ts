@@ -13,7 +13,13 @@ export {
 } from "./postgres.ts";
 export { freePort, type RunResult, run, sleep, waitUntil } from "./process.ts";
 export { type AuditEntryShape, auditEntry, type LogRecordShape, logRecord } from "./records.ts";
-export { type RsyslogDaemon, type RsyslogOptions, type SyslogForward, startRsyslog } from "./rsyslog.ts";
+export {
+  type RsyslogDaemon,
+  type RsyslogOptions,
+  SYSLOG_TEST_TIMEOUT_MS,
+  type SyslogForward,
+  startRsyslog,
+} from "./rsyslog.ts";
 export {
   bucketContents,
   duplicates,

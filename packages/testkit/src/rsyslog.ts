@@ -22,6 +22,11 @@ const DEV_LOG = "/dev/log";
 /** One test at a time may own /dev/log; others wait for this lock. */
 const DEV_LOG_LOCK = join(tmpdir(), "auditpipe-dev-log.lock");
 const LOCK_WAIT_MS = 300_000;
+/**
+ * The timeout of a test that calls startRsyslog: it may first wait up to LOCK_WAIT_MS for another
+ * test's /dev/log (the syslog outage test holds it for over a minute), then run its own work.
+ */
+export const SYSLOG_TEST_TIMEOUT_MS: number = LOCK_WAIT_MS + 300_000;
 const START_TIMEOUT_MS = 15_000;
 
 export interface SyslogForward {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
-import type { SpoolEntryMeta } from "../../spool.ts";
+import type { SpoolEntryMeta } from "../../_spool.ts";
 import { MULTIPART_PART_BYTES, MULTIPART_QUEUE_SIZE, type ResolvedS3SinkOptions } from "./config.ts";
 
 /** The NDJSON media type (the body's type once Content-Encoding is undone). */

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
+import { Spool, type SpoolEntry } from "../../_spool.ts";
 import { backoffDelay } from "../../backoff.ts";
 import { compress, ndjsonExtension } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import { objectKey } from "../../partitioner.ts";
-import { Spool, type SpoolEntry } from "../../spool.ts";
 import type { Batch, Sink } from "../../types.ts";
 import { attemptDeadlineMs, createS3Client, putObject, storedWithSha } from "./_client.ts";
 import { classifyS3Error, type Target } from "./_errors.ts";
