@@ -131,6 +131,7 @@ export async function startRsyslog(options: RsyslogOptions = {}): Promise<Rsyslo
   if (!isRoot())
     throw new Error("startRsyslog needs root: it binds /dev/log, where PostgreSQL's syslog(3) writes");
   const releaseLock = await acquireDevLogLock();
+  const devLogBefore = devLogIdentity(); // checked again in stop(), still under the lock
   const dir = mkdtempSync(join(tmpdir(), "auditpipe-rsyslog-"));
   mkdirSync(join(dir, "work"));
   const files = {
@@ -198,9 +199,12 @@ export async function startRsyslog(options: RsyslogOptions = {}): Promise<Rsyslo
           await exited;
         }
         restoreDevLog();
+        const devLogAfter = devLogIdentity();
         removeTree(dir);
         releaseLock();
         unregister();
+        if (devLogAfter !== devLogBefore)
+          throw new Error(`/dev/log was not put back: ${devLogBefore} before, ${devLogAfter} after`);
       },
     };
   } catch (error) {
@@ -210,6 +214,16 @@ export async function startRsyslog(options: RsyslogOptions = {}): Promise<Rsyslo
     releaseLock();
     unregister();
     throw error;
+  }
+}
+
+/** What /dev/log is (device:inode, or "absent"), to tell it was put back. */
+function devLogIdentity(): string {
+  try {
+    const s = lstatSync(DEV_LOG);
+    return `${s.dev}:${s.ino}`;
+  } catch {
+    return "absent";
   }
 }
 
