@@ -149,12 +149,17 @@ describe("FileSource under directory and file faults", () => {
     const marks = logger.lines.length;
     renameSync(pg.logDir, away);
     try {
-      // Until the source has scanned the directory while it was gone (today's code takes that
-      // for "every file deleted"; the fix reports the failed listing).
+      // Until a scan has failed to list the directory (the old code took that for "every file
+      // deleted"). A scan that raced the rename may first take the file for removed; the scans
+      // after it, while the directory is still away, report the failed listing.
       await waitUntil(
-        () => logger.lines.slice(marks).some((l) => /cannot be listed|removed or replaced/.test(l.msg)),
+        () => logger.lines.slice(marks).some((l) => /cannot be listed/.test(l.msg)),
         10_000,
-        () => "the source did not look at the directory while it was away",
+        () =>
+          `the source did not report the failed listing; it logged: ${logger.lines
+            .slice(marks)
+            .map((l) => l.msg)
+            .join(" | ")}`,
         20,
       );
     } finally {
