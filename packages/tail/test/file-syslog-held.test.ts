@@ -26,14 +26,10 @@ interface Child {
 }
 
 function startChild(args: string[]): Child {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=@auditpipe/source", "--import", "tsx", CHILD, ...args],
-    {
-      cwd: ROOT,
-      stdio: ["ignore", "ignore", "inherit"],
-    },
-  );
+  const child = spawn(process.execPath, ["--conditions=@auditpipe/source", CHILD, ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   return { process: child, exited: new Promise((resolve) => child.once("exit", (code) => resolve(code))) };
 }
 
