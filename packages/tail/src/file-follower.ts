@@ -2,9 +2,9 @@ import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
+import { Checkpointer, type FileCheckpoint } from "./_checkpoint.ts";
 import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
 import { type Downstream, READ_BYTES, TrackedFile } from "./_tracked-file.ts";
-import { Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
 import { globMatcher } from "./glob.ts";
 
 /** The small logger interface the file pipeline needs (pino fits). Messages never carry record text. */

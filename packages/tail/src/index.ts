@@ -1,5 +1,5 @@
 export { type BatchLimits, DEFAULT_BATCH_LIMITS } from "@auditpipe/ship";
-export { CHECKPOINT_FILE, Checkpointer, type FileCheckpoint } from "./checkpoint.ts";
+export type { FileCheckpoint } from "./_checkpoint.ts";
 export {
   DEFAULT_PATTERNS,
   FileSourceErrorCode,

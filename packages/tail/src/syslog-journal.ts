@@ -21,6 +21,7 @@ import { type FileHandle, mkdir, open, readdir, readFile, rm, stat } from "node:
 import { basename, join } from "node:path";
 import { compilePrefix, createPrefixFields, DEFAULT_PREFIX } from "@auditpipe/parse";
 import { backoffDelay, fsyncDir } from "@auditpipe/ship";
+import { CHECKPOINT_FILE, type FileCheckpoint } from "./_checkpoint.ts";
 import { GroupCommitQueue } from "./_group-commit.ts";
 import { journalEntry } from "./_journal-entry.ts";
 import {
@@ -32,7 +33,6 @@ import {
   segmentName,
   segmentNumber,
 } from "./_journal-segments.ts";
-import { CHECKPOINT_FILE, type FileCheckpoint } from "./checkpoint.ts";
 
 /** The group commit window: the longest an accepted entry waits before it is written and fsynced. */
 export const DEFAULT_COMMIT_MS = 5;

@@ -4,7 +4,7 @@
  */
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Checkpointer } from "@auditpipe/tail";
+import { Checkpointer } from "../src/_checkpoint.ts";
 
 const dir = process.argv[2]!;
 const say = (event: object): void => void process.stdout.write(`${JSON.stringify(event)}\n`);

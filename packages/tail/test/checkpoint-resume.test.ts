@@ -1,5 +1,6 @@
-import { Checkpointer, type FileCheckpoint } from "@auditpipe/tail";
+import type { FileCheckpoint } from "@auditpipe/tail";
 import { describe, expect, it } from "vitest";
+import { Checkpointer } from "../src/_checkpoint.ts";
 
 const base: FileCheckpoint = {
   fingerprint: "f1",

@@ -3,9 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { csvlogKeys, writtenKeys } from "@auditpipe/fixtures/oracle";
 import { type Batch, LocalDirSink, type Sink } from "@auditpipe/ship";
-import { CHECKPOINT_FILE, type FileCheckpoint, FileSource, type SourceLogger } from "@auditpipe/tail";
+import { type FileCheckpoint, FileSource, type SourceLogger } from "@auditpipe/tail";
 import { duplicates, logSettled, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { CHECKPOINT_FILE } from "../src/_checkpoint.ts";
 
 /** A logger that keeps what FileSource says, to wait on and check. */
 function capturingLogger(): SourceLogger & { lines: { level: string; obj: object; msg: string }[] } {

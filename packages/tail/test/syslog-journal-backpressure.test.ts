@@ -5,9 +5,10 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readExpected, readFixture } from "@auditpipe/fixtures";
-import { CHECKPOINT_FILE, SyslogJournal, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
+import { SyslogJournal, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
 import { repoRoot, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
+import { CHECKPOINT_FILE } from "../src/_checkpoint.ts";
 import { connectTcp, sendUdp } from "./_syslog-helper.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");

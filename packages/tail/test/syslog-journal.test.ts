@@ -11,9 +11,10 @@ import {
   type LogRecord,
   type MalformedRecord,
 } from "@auditpipe/parse";
-import { CHECKPOINT_FILE, SyslogJournal } from "@auditpipe/tail";
+import { SyslogJournal } from "@auditpipe/tail";
 import { repoRoot, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { CHECKPOINT_FILE } from "../src/_checkpoint.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");
 const PREFIX = readExpected(CASE).settings.log_line_prefix;
