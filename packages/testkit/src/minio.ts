@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
@@ -156,7 +156,10 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
       },
       env: () => awsEnv({ accessKeyId, secretAccessKey, region }),
       pause() {
-        child?.kill("SIGSTOP");
+        if (!child?.pid) return;
+        child.kill("SIGSTOP");
+        // kill() returns before every thread has stopped: a request sent at once could still be answered.
+        waitStoppedSync(child.pid);
       },
       resume() {
         child?.kill("SIGCONT");
@@ -179,5 +182,30 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
     removeTree(base);
     unregister();
     throw error;
+  }
+}
+
+/** Whether every thread of `pid` is stopped (state T in /proc/<pid>/task/<tid>/stat). */
+function allThreadsStopped(pid: number): boolean {
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const state = stat[stat.lastIndexOf(")") + 2];
+      if (state !== "T" && state !== "t") return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Blocks (pause() is synchronous) until SIGSTOP has stopped every thread, polling every 2 ms. */
+function waitStoppedSync(pid: number, timeoutMs = 10_000): void {
+  const cell = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + timeoutMs;
+  while (!allThreadsStopped(pid)) {
+    if (Date.now() > deadline)
+      throw new Error(`MinIO (pid ${pid}) did not stop within ${timeoutMs} ms of SIGSTOP`);
+    Atomics.wait(cell, 0, 0, 2);
   }
 }
