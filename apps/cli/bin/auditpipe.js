@@ -9,7 +9,8 @@
 // caller did (NODE_OPTIONS, as the deploy recipes do), `run` replaces itself once (execve: same
 // PID, still one process) to add the initial old-generation size Node refuses in NODE_OPTIONS.
 import { spawn } from "node:child_process";
-import { enableCompileCache } from "node:module";
+// A namespace import: a named one fails to link on a Node without it, before the version check below.
+import * as nodeModule from "node:module";
 
 /**
  * Heap limits for `run`: the in-flight batches (a few 10k-entry batches) plus the API fit in 128 MB
@@ -69,7 +70,7 @@ if (
 // V8's code for the bundle and its libraries is kept in Node's compile cache (the OS temp
 // directory, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off): every start after
 // the first compiles little. Where the directory cannot be written, Node runs without it.
-enableCompileCache();
+nodeModule.enableCompileCache?.();
 
 if (reexec && !chosen) {
   const child = spawn(process.execPath, [...process.execArgv, ...RUN_HEAP_FLAGS, process.argv[1], ...argv], {
