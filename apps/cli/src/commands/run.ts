@@ -24,7 +24,8 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --sink DIR|s3://B/P      local directory, or S3 bucket and prefix, for the NDJSON objects
                            (default auditpipe-data/archive)
   --s3-endpoint URL        S3-compatible endpoint (MinIO, Ceph, R2, GCS interop)
-  --s3-region R            region (default from the AWS SDK chain; us-east-1 with an endpoint)
+  --s3-region R            region (default AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with an
+                           endpoint; else the AWS SDK chain)
   --s3-force-path-style    path-style URLs (MinIO and most self-hosted stores)
   --host NAME              host segment of object keys and manifests (default the host name)
   --spool DIR              durable spool of closed batches (default <state>/spool)
