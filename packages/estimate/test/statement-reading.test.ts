@@ -46,6 +46,49 @@ describe("analyzeStatement", () => {
   });
 });
 
+describe("the privileges a statement needs on each relation (what pgaudit matches grants against)", () => {
+  const use = (sql: string) =>
+    analyzeStatement(sql, lookup).relations.map((r) => ({
+      relation: r.relation,
+      privileges: r.privileges,
+      columns: r.columns,
+      locked: r.locked ?? false,
+    }));
+
+  it("an INSERT needs SELECT only when it returns columns", () => {
+    expect(use("INSERT INTO accounts (id, balance) VALUES ($1, $2)")).toEqual([
+      { relation: "public.accounts", privileges: ["INSERT"], columns: [], locked: false },
+    ]);
+    expect(use("INSERT INTO accounts (balance) VALUES ($1) RETURNING id")).toEqual([
+      { relation: "public.accounts", privileges: ["INSERT", "SELECT"], columns: ["id"], locked: false },
+    ]);
+    expect(use("INSERT INTO accounts (balance) VALUES ($1) RETURNING *")[0]!.columns).toBeUndefined();
+  });
+
+  it("an UPDATE or DELETE needs SELECT when it reads a column of its target, and the columns it sets are not read", () => {
+    expect(use("UPDATE accounts SET note = $1, balance = balance + $2 WHERE id = $3")[0]).toEqual({
+      relation: "public.accounts",
+      privileges: ["UPDATE", "SELECT"],
+      columns: ["id", "balance"],
+      locked: false,
+    });
+    expect(use("UPDATE accounts SET note = $1")[0]!.privileges).toEqual(["UPDATE"]);
+    expect(use("DELETE FROM accounts")[0]!.privileges).toEqual(["DELETE"]);
+    expect(use("DELETE FROM accounts WHERE id = $1")[0]!.privileges).toEqual(["DELETE", "SELECT"]);
+  });
+
+  it("FOR UPDATE / FOR KEY SHARE locks every relation, or those its OF names (by name or alias)", () => {
+    expect(use("SELECT balance FROM accounts WHERE id = $1 FOR UPDATE")[0]!.locked).toBe(true);
+    expect(
+      use("SELECT a.balance FROM accounts a JOIN audit_log l ON l.id = a.id FOR NO KEY UPDATE OF a").map(
+        (r) => r.locked,
+      ),
+    ).toEqual([true, false]);
+    expect(use("SELECT balance FROM accounts FOR KEY SHARE OF audit_log")[0]!.locked).toBe(false);
+    expect(use("SELECT substring(note for 2) FROM accounts")[0]!.locked).toBe(false);
+  });
+});
+
 describe("withConstants", () => {
   it("replaces placeholders, not $n inside strings or comments", () => {
     expect(withConstants("SELECT '$1' /* $2 */, $3 FROM t WHERE a = $10", 2)).toBe(
