@@ -35,6 +35,8 @@ export interface CatalogTrigger {
   /** The trigger function, qualified. */
   function: string;
   events: ("INSERT" | "UPDATE" | "DELETE")[];
+  /** `UPDATE OF` these columns only: an UPDATE that sets none of them does not fire it. */
+  columns?: string[];
 }
 
 export interface Catalog {
@@ -94,7 +96,9 @@ const FUNCTIONS_SQL = `SELECT n.nspname AS s, p.proname AS f FROM pg_proc p JOIN
 // User triggers (not the RI triggers PostgreSQL makes for foreign keys): what they run is not
 // seen unless nested statements are counted. tgtype bits: 4 INSERT, 8 DELETE, 16 UPDATE.
 const TRIGGERS_SQL = `SELECT n.nspname AS s, c.relname AS t, tg.tgname AS name, tg.tgtype::int AS type,
-       fn.nspname AS fs, f.proname AS f
+       fn.nspname AS fs, f.proname AS f,
+       (SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a
+         WHERE a.attrelid = tg.tgrelid AND a.attnum = ANY (tg.tgattr)) AS columns
   FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
   JOIN pg_proc f ON f.oid = tg.tgfoid JOIN pg_namespace fn ON fn.oid = f.pronamespace
  WHERE NOT tg.tgisinternal ORDER BY 1, 2, 3 ${TAG}`;
@@ -142,6 +146,7 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
       name: r.name,
       function: qualifiedName(r.fs, r.f),
       events: TRIGGER_EVENTS.filter(([bit]) => (r.type & bit) !== 0).map(([, event]) => event),
+      ...(r.columns ? { columns: r.columns } : {}),
     })),
     tables: tables.rows.map((r) => ({
       schema: r.schema,

@@ -4,8 +4,15 @@
  * writes fire. Their statements are PL/pgSQL run conditionally, so only the server can count
  * them (`--track-nested`); the model names them instead of guessing.
  */
-import type { Catalog } from "./_catalog.ts";
-import type { Workload } from "./types.ts";
+import type { Catalog, CatalogTrigger } from "./_catalog.ts";
+import type { RelationUse, Workload } from "./types.ts";
+
+/** An `UPDATE OF cols` trigger fires only for an UPDATE that sets one of them (its WHEN is not known here). */
+const firesOn = (t: CatalogTrigger, use: RelationUse): boolean =>
+  use.write !== "UPDATE" ||
+  t.columns === undefined ||
+  use.writtenColumns === undefined ||
+  use.writtenColumns.some((c) => t.columns!.includes(c));
 
 const rate = (perSec: number): string => `${perSec >= 10 ? perSec.toFixed(0) : perSec.toFixed(1)}/s`;
 
@@ -23,7 +30,7 @@ export function modelledMisses(
     for (const use of s.relations) {
       if (!use.write) continue;
       for (const t of catalog.triggers ?? [])
-        if (t.table === use.relation && t.events.includes(use.write)) {
+        if (t.table === use.relation && t.events.includes(use.write) && firesOn(t, use)) {
           const key = `trigger ${t.name} on ${t.table} (${t.function}, on ${t.events.join("/")})`;
           fired.set(key, (fired.get(key) ?? 0) + s.callsPerSec * s.rowsPerCall);
         }
