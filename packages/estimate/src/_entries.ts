@@ -3,7 +3,7 @@
  * log_select_dml / log_audit_event rules, one entry template at a time (see docs/estimator.md
  * "Entries").
  */
-import { sessionClasses } from "./configs.ts";
+import { isMiscSetCommand, printedClass, sessionClasses } from "./configs.ts";
 import type { AuditConfig, Grant, Privilege, RelationUse, StatementLoad } from "./types.ts";
 
 /** One audit entry of a statement call, before its record is rendered. */
@@ -33,7 +33,7 @@ export function resolveConfig(config: AuditConfig): Resolved {
 /** pgaudit's class for a utility command tag. */
 export function utilityClass(command: string): string {
   const c = command.toUpperCase();
-  if (c === "SET" || c === "RESET") return "MISC_SET";
+  if (isMiscSetCommand(c)) return "MISC_SET";
   if (c === "DO") return "FUNCTION";
   if (c === "GRANT" || c === "REVOKE" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(c)) return "ROLE";
   if (c === "TRUNCATE TABLE" || c === "TRUNCATE") return "WRITE";
@@ -41,8 +41,6 @@ export function utilityClass(command: string): string {
   if (/^(CREATE|ALTER|DROP|COMMENT|SECURITY LABEL|IMPORT|REFRESH)/.test(c)) return "DDL";
   return "MISC";
 }
-
-const printed = (cls: string): string => (cls === "MISC_SET" ? "MISC" : cls);
 
 function requiredPerms(use: RelationUse): Privilege[] {
   if (use.privileges) return use.privileges;
@@ -113,7 +111,7 @@ class StackItem {
     this.logged = true;
     this.entries.push({
       auditType,
-      class: printed(cls),
+      class: printedClass(cls),
       command,
       objectType,
       objectName,

@@ -5,6 +5,7 @@
  * "every column" when it cannot tell.
  */
 import { lexSql } from "@auditpipe/parse";
+import { isMiscSetCommand } from "./configs.ts";
 import type { RelationUse, StatementKind } from "./types.ts";
 
 export interface Token {
@@ -220,7 +221,7 @@ function utilityShape(
   const a = words[0] ?? "";
   const command = utilityTag(words.slice(0, 4));
   let utilityClass = "MISC";
-  if (a === "set" || a === "reset") utilityClass = "MISC_SET";
+  if (isMiscSetCommand(command)) utilityClass = "MISC_SET";
   // CALL's own entry is MISC; the procedure's FUNCTION entry comes from functionCalls.
   else if (a === "do") utilityClass = "FUNCTION";
   else if (a === "grant" || a === "revoke" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(command))
@@ -553,6 +554,25 @@ function columnList(tokens: Token[], open: number, columns: string[]): string[] 
     if (isName(t) && columns.includes(t.value)) out.push(t.value);
   }
   return out;
+}
+
+/** Resolves every name, as a user table unless it is a catalog one: `analyzeStatement` then lists all relations. */
+const ANY_RELATION: RelationLookup = {
+  find: (schema, name) =>
+    (schema !== null && CATALOG_SCHEMAS.has(schema)) || (schema === null && name.startsWith("pg_"))
+      ? undefined
+      : { schema: schema ?? "public", name, columns: [] },
+};
+
+/**
+ * Whether a statement reads system catalogs only (`pg_catalog.*`, `information_schema.*`, an
+ * unqualified `pg_*`): pgaudit.log_catalog = off stops its entries. Cheap for the rest: only a
+ * text naming such a relation is read.
+ */
+export function readsOnlyCatalog(sql: string): boolean {
+  if (!/pg_|information_schema/i.test(sql)) return false;
+  const { relations } = analyzeStatement(sql, ANY_RELATION);
+  return relations.length > 0 && relations.every((r) => r.catalog);
 }
 
 /** The text with each `$n` placeholder replaced by a constant `length` characters long. */

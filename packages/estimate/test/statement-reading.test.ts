@@ -4,7 +4,13 @@
  * with digits) no longer hide or invent relations, placeholders or keywords.
  */
 import { describe, expect, it } from "vitest";
-import { analyzeStatement, type CatalogRelation, type RelationLookup, withConstants } from "../src/_sql.ts";
+import {
+  analyzeStatement,
+  type CatalogRelation,
+  type RelationLookup,
+  readsOnlyCatalog,
+  withConstants,
+} from "../src/_sql.ts";
 
 const tables: CatalogRelation[] = [
   { schema: "public", name: "accounts", columns: ["id", "balance", "note"] },
@@ -86,6 +92,22 @@ describe("the privileges a statement needs on each relation (what pgaudit matche
     ).toEqual([true, false]);
     expect(use("SELECT balance FROM accounts FOR KEY SHARE OF audit_log")[0]!.locked).toBe(false);
     expect(use("SELECT substring(note for 2) FROM accounts")[0]!.locked).toBe(false);
+  });
+});
+
+describe("readsOnlyCatalog (what pgaudit.log_catalog = off stops, without log_relation to name the relations)", () => {
+  it("a statement naming only pg_catalog / information_schema relations, qualified or as pg_*", () => {
+    expect(readsOnlyCatalog("SELECT count(*) FROM pg_catalog.pg_class WHERE relname = $1")).toBe(true);
+    expect(
+      readsOnlyCatalog("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"),
+    ).toBe(true);
+    expect(readsOnlyCatalog("SELECT table_name FROM information_schema.tables")).toBe(true);
+  });
+
+  it("not one that also reads a user table, nor one that reads no relation", () => {
+    expect(readsOnlyCatalog("SELECT a.id FROM accounts a JOIN pg_class c ON c.relname = a.note")).toBe(false);
+    expect(readsOnlyCatalog("SELECT pg_is_in_recovery()")).toBe(false);
+    expect(readsOnlyCatalog("SELECT balance FROM accounts")).toBe(false);
   });
 });
 
