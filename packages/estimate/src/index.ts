@@ -62,6 +62,7 @@ export {
   recommend,
   recommendationSql,
   recommendedConfig,
+  referencedNote,
   SENSITIVE_PATTERNS,
   type SensitiveColumn,
   type SensitiveTable,

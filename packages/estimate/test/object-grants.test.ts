@@ -18,10 +18,12 @@ import {
   type AuditConfig,
   estimate,
   type Privilege,
+  recommend,
+  referencedNote,
   sampleWorkload,
   type Workload,
 } from "@auditpipe/estimate";
-import { type PostgresCluster, startPostgres } from "@auditpipe/testkit";
+import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
 import type { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -249,5 +251,78 @@ describe("object auditing by grant, against what pgaudit writes", () => {
     };
     expect(perRun(workload, config, runsPerSec)).toBe(0);
     expect(perRun(modelled, config, runsPerSec)).toBe(0);
+  });
+
+  it("recommend's note on a referenced sensitive table says what pgaudit logs", async () => {
+    const action: Action = {
+      name: "insert, update in the same transaction, delete a parent",
+      first: "INSERT INTO child (parent_id, note) VALUES ($1, $2) RETURNING",
+      run: async (c, n) => {
+        await c.query("BEGIN");
+        const r = await c.query("INSERT INTO child (parent_id, note) VALUES ($1, $2) RETURNING id", [n, "x"]);
+        await c.query("UPDATE child SET note = 'y' WHERE id = $1", [r.rows[0].id]);
+        await c.query("DELETE FROM parent WHERE id = $1", [DELETABLE + n]);
+        await c.query("COMMIT");
+      },
+    };
+    const s = await sampleWorkload({
+      connection: { host: pg.socketDir, port: pg.port, user: "postgres", database: "postgres" },
+      intervalMs: 1000,
+      trackNested: true,
+    });
+    const rec = recommend(s.catalog, s.workload, s.currentConfig, {
+      sensitive: ["parent.secret"],
+      role: AUDITOR,
+    });
+    expect(rec.config.grants?.filter((g) => g.relation === "public.parent")).toEqual([
+      { relation: "public.parent", privileges: ["INSERT", "UPDATE", "DELETE"] },
+      { relation: "public.parent", privileges: ["SELECT"], columns: ["secret"] },
+    ]);
+    expect(rec.notes).toContain(referencedNote("public.parent", ["public.child"]));
+    await pg.query(`REVOKE ALL ON parent, child, tag FROM ${AUDITOR}`);
+    const applied = await pg.psql(rec.sql, { args: ["-v", "ON_ERROR_STOP=1"] });
+    expect(applied.code, applied.stderr).toBe(0);
+    try {
+      // The script reloads the configuration; a new session sees it once the postmaster has.
+      await waitUntil(
+        async () => {
+          const c = await pg.connect();
+          try {
+            return (await c.query("SELECT current_setting('pgaudit.log') AS v")).rows[0].v === "ddl, role";
+          } finally {
+            await c.end();
+          }
+        },
+        10_000,
+        () => "the recommended settings were not reloaded",
+      );
+      // "one per row inserted …, one more per such row the same transaction updates, and one per
+      // row deleted from the table" (and the DELETE itself, a WRITE): as the owner…
+      const checks = async (user: string, from: number): Promise<number> => {
+        const c = await pg.connect({ user });
+        let n = 0;
+        c.on("notice", (m) => {
+          if (
+            /^AUDIT: OBJECT,\d+,\d+,READ,SELECT,TABLE,public\.parent,"?SELECT 1 FROM ONLY/.test(
+              m.message ?? "",
+            )
+          )
+            n++;
+        });
+        try {
+          await action.run(c, from);
+          await c.query("SELECT 1");
+        } finally {
+          await c.end();
+        }
+        return n;
+      };
+      expect(await checks("postgres", 800)).toBe(3);
+      // …and none for a role that is not a member of the table's owner.
+      expect(await checks("app", 810)).toBe(0);
+    } finally {
+      await pg.query("ALTER SYSTEM RESET ALL");
+      await pg.query("SELECT pg_reload_conf()");
+    }
   });
 });
