@@ -7,7 +7,7 @@
  * `analyze`. Predicted must be within ±5% of measured, every configuration, every workload.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type AuditConfig,
@@ -59,12 +59,22 @@ beforeAll(async () => {
   await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
   await pg.query(APP_SCHEMA);
   await pg.query("VACUUM ANALYZE");
+  const version = (await pg.query<{ v: string }>("SELECT version() AS v")).rows[0]!.v.split(" on ")[0];
+  run = `${new Date().toISOString().slice(0, 10)}: ${version}, pgaudit 1.7, ${cpus().length} cores, load average ${load()} (1 / 5 / 15 min) at the start`;
   dir = mkdtempSync(join(tmpdir(), "auditpipe-proof-"));
 });
 
+/** When and on what the proof ran, for the docs table: load averages at the start and the end. */
+let run = "";
+const load = (): string =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" / ");
+
 afterAll(async () => {
+  run += `, load average ${load()} at the end`;
   await pg?.stop();
-  if (rows.length > 0) writeProofTable(rows);
+  if (rows.length > 0) writeProofTable(rows, run);
 });
 
 const OBJECT_TWO_TABLES: AuditConfig = {
