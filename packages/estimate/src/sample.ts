@@ -24,6 +24,7 @@ import { riStatement } from "./_ri.ts";
 import { analyzeStatement, qualifiedName } from "./_sql.ts";
 import { nestedTracking } from "./_track-nested.ts";
 import { sampleError } from "./errors.ts";
+import { modelledMisses } from "./modelled-misses.ts";
 import type {
   AuditConfig,
   Grant,
@@ -75,7 +76,7 @@ export interface WorkloadSample {
 
 /** What a modelled estimate may miss, said wherever it is printed. */
 export const MODELLED_MISSES =
-  "statements inside functions, procedures and triggers, foreign-key checks PostgreSQL skips or repeats (an UPDATE that leaves the key unchanged, a row updated in the transaction that inserted it), and cascades' row counts";
+  "statements inside functions, procedures and triggers; foreign-key checks PostgreSQL skips (an UPDATE that sets a key to its old value or to NULL) or repeats (an UPDATE of a row its own transaction inserted: assumed for a table that a workload of transaction blocks both inserts into and updates); and cascades' row counts";
 
 export const DEFAULT_INTERVAL_MS = 60_000;
 
@@ -743,11 +744,13 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     }
     // Hidden sessions' state is unknown, so the count of active clients is too.
     const clients = clientCounts.length > 0 && !clientsHidden ? Math.max(...clientCounts) : 0;
-    if (nested.tracking.mode === "modelled")
+    if (nested.tracking.mode === "modelled") {
       notes.push(
         `modelled: statements run inside others are derived from the catalog (${nested.tracking.reason}); may miss ${MODELLED_MISSES}`,
       );
-    else
+      const unseen = modelledMisses({ statements, nestedStatements: "modelled" }, catalog);
+      if (unseen.length > 0) notes.push(`not counted here: ${unseen.join("; ")}`);
+    } else
       notes.push(
         `counted: statements run inside others come from pg_stat_statements (${nested.tracking.reason})`,
       );
