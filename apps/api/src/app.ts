@@ -8,6 +8,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import { bearerChecker, PUBLIC_ROUTES } from "./_auth.ts";
+import { guardConnections } from "./_connection-guard.ts";
+import { connectionsShedCounter } from "./_connection-metrics.ts";
 import { installErrorHandlers } from "./_error-handler.ts";
 import { loggerOptions } from "./_logger.ts";
 import { registerRoutes } from "./_routes.ts";
@@ -52,7 +54,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     // compilers (ajv, fast-json-stringify), which cost the sidecar's start-up CPU for nothing.
     schemaController: { compilersFactory: ZOD_COMPILERS },
   }) as unknown as FastifyInstance;
-  app.server.maxConnections = limits.maxConnections;
+  const shed = connectionsShedCounter(options.meter.registry);
+  guardConnections(app.server, limits, (reason) => shed.inc({ reason }));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandlers(app);
