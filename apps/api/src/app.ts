@@ -22,6 +22,11 @@ import { type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts
 export interface ApiOptions {
   /** The live meter behind /metrics and /v1/volume. */
   meter: LiveMeter;
+  /**
+   * Whether to serve GET /v1/volume (default true). `serve` reads no logs, so its volume would
+   * always be zeros: it leaves the route out.
+   */
+  volume?: boolean;
   /** Whether the sidecar is ready (followed sources open, sink reachable), with the reasons it is not. */
   readiness: () => { ready: boolean; reasons: string[] };
   /** When set, every route but /healthz and /readyz requires `Authorization: Bearer <token>`. */
@@ -84,7 +89,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
 
 /** Every route of the API. */
 function registerApiRoutes(app: FastifyInstance, options: ApiOptions, openApi: () => Promise<unknown>): void {
-  registerRoutes(app, { meter: options.meter, readiness: options.readiness, openApi });
+  registerRoutes(app, {
+    meter: options.meter,
+    readiness: options.readiness,
+    openApi,
+    volume: options.volume ?? true,
+  });
   if (options.estimator) registerEstimateRoutes(app, options.estimator);
   if (options.advisor) registerAdviceRoutes(app, options.advisor);
 }
