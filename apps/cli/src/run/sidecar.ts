@@ -244,6 +244,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       prefix,
       stateDir: config.state,
       maxBytes: config.syslogJournalMaxBytes,
+      tcpIdleTimeoutMs: config.syslogTcpIdleTimeoutMs,
       sink,
       redact,
       batch: {
