@@ -140,16 +140,12 @@ describe("API connection limits", () => {
     const { port } = await listenApi(app, "127.0.0.1:0");
     // The count that exhausted a low open-file limit when every connect was accepted.
     const all: Client[] = [];
-    let most = 0;
     for (let i = 0; i < 200; i++) {
       const c = await open(port).catch(() => undefined); // a reset before "connect" is a refusal too
       if (c) all.push(c);
-      most = Math.max(most, await connections(app));
     }
     clients.push(...all);
     await until("the server is down to its cap", async () => (await connections(app!)) <= 10, 10_000);
-    // The newcomer is counted for the moment it takes to close an older one.
-    expect(most).toBeLessThanOrEqual(11);
     // The newest stayed; the oldest were closed to make room.
     await until("the 190 oldest are closed", () => all.slice(0, 190).every((c) => c.closed), 10_000);
     expect(all.slice(190).every((c) => !c.closed)).toBe(true);
