@@ -51,7 +51,11 @@ export interface SampleOptions {
    * superuser; without this, a server already tracking `all` is counted as it is.
    */
   trackNested?: boolean;
-  /** Ends the sampling wait early (Ctrl-C): the setting is put back and the sample fails. */
+  /**
+   * Ends the sample early (Ctrl-C, a server stopping): the sample fails. Without trackNested the
+   * connection is closed at once, cutting a query under way; with it the wait ends and the
+   * setting is put back first.
+   */
   signal?: AbortSignal;
 }
 
@@ -597,9 +601,18 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   // The server going away while the client is idle (between the two reads) is an 'error' event,
   // which would end the process unheard; the next query then fails and is reported as a sample error.
   client.on("error", () => {});
+  // An abort ends the connection at once, so a connect that hangs or a query under way ends now,
+  // not when it is done (a server stopping on SIGTERM must not wait for it) — unless a setting
+  // must still be put back over it (trackNested), which the wait loop's own check then does.
+  const endOnAbort = (): void => {
+    if (!options.trackNested) client.end().catch(() => {});
+  };
+  options.signal?.addEventListener("abort", endOnAbort, { once: true });
+  if (options.signal?.aborted) endOnAbort();
   try {
     await client.connect();
   } catch (error) {
+    options.signal?.removeEventListener("abort", endOnAbort);
     throw sampleError("connect", error);
   }
   try {
@@ -781,6 +794,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   } catch (error) {
     throw sampleError("sample", error);
   } finally {
+    options.signal?.removeEventListener("abort", endOnAbort);
     await client.end().catch(() => {});
   }
 }

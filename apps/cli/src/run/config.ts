@@ -20,6 +20,8 @@ export interface RunConfig {
   syslog: string[];
   /** Bytes the syslog journal may hold; at it, TCP is not read and UDP is dropped. */
   syslogJournalMaxBytes: number;
+  /** A syslog TCP connection silent this long is closed (0: never). */
+  syslogTcpIdleTimeoutMs: number;
   from: "beginning" | "end";
   batchMaxEntries: number;
   batchMaxBytes: number;
@@ -83,6 +85,12 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     syslogJournalMaxBytes: numeric(
       z.number().int().min(MIN_SYSLOG_JOURNAL_BYTES, `at least ${MIN_SYSLOG_JOURNAL_BYTES} (1 MiB)`),
     ).default(1 << 30),
+    syslogTcpIdleTimeoutMs: numeric(
+      z
+        .number()
+        .int()
+        .refine((n) => n === 0 || n >= 1000, "0 (never) or at least 1000"),
+    ).default(300_000),
     from: z.enum(["beginning", "end"]).default("beginning"),
     batchMaxEntries: numeric(z.number().int().positive()).default(10_000),
     batchMaxBytes: numeric(z.number().int().positive()).default(8 << 20),
@@ -142,6 +150,11 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
     key: "syslogJournalMaxBytes",
     flag: "syslog-journal-max-bytes",
     env: "AUDITPIPE_SYSLOG_JOURNAL_MAX_BYTES",
+  },
+  {
+    key: "syslogTcpIdleTimeoutMs",
+    flag: "syslog-tcp-idle-timeout-ms",
+    env: "AUDITPIPE_SYSLOG_TCP_IDLE_TIMEOUT_MS",
   },
   { key: "from", flag: "from", env: "AUDITPIPE_FROM" },
   { key: "batchMaxEntries", flag: "batch-max-entries", env: "AUDITPIPE_BATCH_MAX_ENTRIES" },
