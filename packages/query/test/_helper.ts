@@ -8,24 +8,29 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import type { LogFormat } from "@auditpipe/parse";
-import { LocalDirSink } from "@auditpipe/ship";
+import { LocalDirSink, type Sink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
 import { repoRoot, waitUntil } from "@auditpipe/testkit";
 
 export const FIXTURES = join(repoRoot(), "fixtures", "cases");
 
-/** Ships `fixture` (a path under fixtures/cases) into the local-dir archive `dir`; resolves with the entries acknowledged. */
+/**
+ * Ships `fixture` (a path under fixtures/cases) into the local-dir archive `dir`, or through `sink`;
+ * resolves with the entries acknowledged. `shiftHours` moves every timestamp of the real log by
+ * whole hours (same byte lengths), for archives that span several hours: a fixture holds one.
+ */
 export async function shipFixture(
   fixture: string,
-  dir: string,
-  options: { format?: LogFormat; maxEntries?: number } = {},
+  dir: string | Sink,
+  options: { format?: LogFormat; maxEntries?: number; shiftHours?: number } = {},
 ): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), "auditpipe-compact-ship-"));
   try {
     const logDir = join(work, "log");
     mkdirSync(logDir);
     const name = basename(fixture).replace(/\.gz$/, "");
-    const raw = gunzipSync(readFileSync(join(FIXTURES, fixture)));
+    let raw: Buffer = gunzipSync(readFileSync(join(FIXTURES, fixture)));
+    if (options.shiftHours) raw = shiftHours(raw, options.shiftHours);
     writeFileSync(join(logDir, name), raw);
     let acked = 0;
     const source = new FileSource({
@@ -33,7 +38,7 @@ export async function shipFixture(
       format: options.format ?? "csvlog",
       pattern: name,
       stateDir: join(work, "state"),
-      sink: new LocalDirSink({ dir }),
+      sink: typeof dir === "string" ? new LocalDirSink({ dir }) : dir,
       batch: { maxEntries: options.maxEntries ?? 100 },
       observer: { sinkAck: (_name, entries) => (acked += entries) },
     });
@@ -52,3 +57,14 @@ export async function shipFixture(
 
 /** A clock far past every fixture's hour: every hour is closed. */
 export const LATER = Date.parse("2030-01-01T00:00:00Z");
+
+/** `YYYY-MM-DD HH:` timestamps (csvlog, stderr) and `YYYY-MM-DDTHH:` ones, moved by `hours`. */
+function shiftHours(raw: Buffer, hours: number): Buffer {
+  const text = raw
+    .toString("latin1")
+    .replace(/\b(\d{4}-\d{2}-\d{2})([ T])(\d{2}):/g, (_m, d: string, sep: string, h: string) => {
+      const t = new Date(Date.parse(`${d}T${h}:00:00Z`) + hours * 3_600_000).toISOString();
+      return `${t.slice(0, 10)}${sep}${t.slice(11, 13)}:`;
+    });
+  return Buffer.from(text, "latin1");
+}
