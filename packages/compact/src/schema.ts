@@ -20,7 +20,7 @@ export const PARQUET_COLUMNS: readonly ParquetColumn[] = [
   {
     name: "record",
     type: "VARCHAR",
-    doc: "`entry`, `attempt`, or `outcome` (a decision whose entry is in an earlier hour's file)",
+    doc: "`entry`, `attempt`, or `outcome` (a decision whose entry is in an earlier hour)",
   },
   {
     name: "ts",
