@@ -81,7 +81,8 @@ const load = () => loadavg()[0]!.toFixed(2);
 // 1. The landing archive: HOURS host-hours of the reference log.
 let l0 = load();
 let entries = 0;
-for (let h = 0; h < HOURS; h++) entries += await ship(shift(reference, h), h);
+// Hours before the reference one, so every hour is closed now.
+for (let h = 0; h < HOURS; h++) entries += await ship(shift(reference, -h), h);
 loads.ship = [l0, load()];
 const store = await openArchive(archive);
 const landing = (await readArchiveState(store)).landing;
