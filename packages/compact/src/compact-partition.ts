@@ -85,6 +85,8 @@ export interface CompactPartitionOptions {
   threads?: number;
   /** The record of an earlier compaction whose dropped sources must be carried over from its file. */
   previous?: CompactionRecord;
+  /** Build and read back the file, return its record, store nothing (checkCompaction rebuilds so). */
+  dryRun?: boolean;
   /** For tests: called between steps, so a test can kill the process at each. */
   onStep?: (step: CompactionStep) => void | Promise<void>;
 }
@@ -250,6 +252,7 @@ export async function compactPartition(
         created: new Date().toISOString(),
       };
       engine.close();
+      if (options.dryRun) return record;
       await store.upload(key, out, "application/vnd.apache.parquet");
       await options.onStep?.("parquet-stored");
       await store.write(

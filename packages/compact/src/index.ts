@@ -1,4 +1,10 @@
 export {
+  type CompactionCheck,
+  type CompactionFinding,
+  type CompactionFindingKind,
+  checkCompaction,
+} from "./check-compaction.ts";
+export {
   type CompactArchiveOptions,
   compactArchive,
   DEFAULT_CLOSE_GRACE_MS,
