@@ -50,7 +50,9 @@ describe("start-up of the built CLI", () => {
       `auditpipe ${VERSION} (Node.js ${process.versions.node}, ${process.platform}-${process.arch})\n`,
     );
     expect(
-      modules.filter((m) => /\/chunks\/(analyze|run|demo|verify|compact|query|estimate|recommend|serve)-/.test(m)),
+      modules.filter((m) =>
+        /\/chunks\/(analyze|run|demo|verify|compact|query|estimate|recommend|serve)-/.test(m),
+      ),
     ).toEqual([]);
     expect(modules.filter((m) => m.includes("node_modules"))).toEqual([]);
   });

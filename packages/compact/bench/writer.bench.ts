@@ -65,7 +65,8 @@ for (let round = 0; round < ROUNDS; round++)
     if (r.status !== 0) throw new Error(`${writer} failed: ${r.stderr}`);
     const m = JSON.parse(r.stdout);
     const bytes = readFileSync(out);
-    (runs[writer] ??= []).push({
+    runs[writer] ??= [];
+    runs[writer].push({
       ...m,
       sha256: createHash("sha256").update(bytes).digest("hex"),
       size: bytes.length,

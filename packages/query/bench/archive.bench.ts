@@ -14,14 +14,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import {
-  compactArchive,
-  openArchive,
-  openEngine,
-  PARQUET_COLUMNS,
-  quoteLiteral,
-  readArchiveState,
-} from "@auditpipe/compact";
+import { openArchive, openEngine, PARQUET_COLUMNS, quoteLiteral, readArchiveState } from "@auditpipe/compact";
 import { openAuditView, runQuery } from "@auditpipe/query";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
@@ -108,8 +101,7 @@ process.stdout.write(JSON.stringify({ code, cpuMs: (u.userCPUTime + u.systemCPUT
     },
   );
   const out = r.status === 0 ? JSON.parse(r.stdout) : undefined;
-  if (!out || out.code !== 0)
-    throw new Error(`compaction of ${hour} failed (${r.status}): ${r.stderr} ${r.stdout}`);
+  if (out?.code !== 0) throw new Error(`compaction of ${hour} failed (${r.status}): ${r.stderr} ${r.stdout}`);
   runs.push({ cpuMs: out.cpuMs, maxRssMb: out.maxRssMb, wallMs: performance.now() - t0 });
 }
 loads.compact = [l0, load()];
