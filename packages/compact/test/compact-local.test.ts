@@ -143,6 +143,28 @@ describe("compact on a local-dir archive", () => {
     });
   });
 
+  it("the rows digest is the file's rows in their order: the same rows reordered digest otherwise", async () => {
+    const { digestRows } = await import("@auditpipe/compact");
+    const file = quoteLiteral(join(dir, parquetKey(partition)));
+    const record = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
+    const engine = await openEngine();
+    try {
+      const inOrder = await digestRows(engine.connection, `read_parquet(${file})`);
+      expect(inOrder).toEqual({ rows: record.rows, digest: record.rowsDigest });
+      await engine.connection.run(
+        `CREATE TABLE swapped AS SELECT * FROM read_parquet(${file}) ORDER BY ts DESC, session_line DESC`,
+      );
+      // Control: the same rows copied into a table in file order digest the same.
+      await engine.connection.run(`CREATE TABLE copied AS SELECT * FROM read_parquet(${file})`);
+      expect(await digestRows(engine.connection, "copied")).toEqual(inOrder);
+      const reordered = await digestRows(engine.connection, "swapped");
+      expect(reordered.rows).toBe(record.rows);
+      expect(reordered.digest).not.toBe(record.rowsDigest);
+    } finally {
+      engine.close();
+    }
+  });
+
   it("an hour that is not over is left open", async () => {
     const store = await openArchive(dir);
     const results = await compactArchive(store, { now: Date.parse("2026-11-23T08:05:00Z") });
