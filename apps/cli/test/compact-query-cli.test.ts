@@ -107,6 +107,18 @@ describe("auditpipe compact and query", () => {
       [["query", sink, "who-touched"], /who-touched needs one table/],
       [["query", sink, "--from", "yesterday", "SELECT 1"], /--from must be a date/],
       [["query", sink, "--user", "x", "SELECT 1"], /--user applies to the reports/],
+      [
+        ["query", sink, "--security-lake", join(work, "lake"), "SELECT 1"],
+        /--security-lake writes OCSF events: give --ocsf too/,
+      ],
+      [
+        ["query", sink, "--ocsf", "--security-lake", join(work, "lake"), "--region", "moon"],
+        /--region, an AWS region/,
+      ],
+      [
+        ["query", sink, "--ocsf", "--region", "eu-west-1"],
+        /--region and --account-id go with --security-lake/,
+      ],
       [["compact"], /compact: the archive is missing/],
       [["compact", sink, "--grace-minutes", "soon"], /--grace-minutes must be a whole number/],
       [["compact", sink, "--memory-limit", "lots"], /--memory-limit must be a size/],

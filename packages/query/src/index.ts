@@ -18,3 +18,4 @@ export {
 } from "./ocsf.ts";
 export { REPORT_NAMES, type ReportName, type ReportParams, reportSql } from "./reports.ts";
 export { type QueryResult, type RunQueryOptions, runQuery } from "./run-query.ts";
+export { type SecurityLakeTarget, writeSecurityLake } from "./security-lake.ts";

@@ -7,7 +7,7 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openArchive } from "@auditpipe/compact";
+import { openArchive, openEngine, quoteLiteral } from "@auditpipe/compact";
 import {
   activityOf,
   OCSF_INPUT_SELECT,
@@ -16,6 +16,7 @@ import {
   openAuditView,
   runQuery,
   toOcsfEvent,
+  writeSecurityLake,
 } from "@auditpipe/query";
 import { runPython } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
@@ -47,6 +48,31 @@ describe("OCSF Datastore Activity events", () => {
       await runPython(VALIDATOR, [], { input: events.map((e) => JSON.stringify(e)).join("\n") }),
     ) as { validated: number; version: string; errors: unknown[] };
     expect(out).toEqual({ validated: shipped, version: OCSF_VERSION, errors: [] });
+    // Security Lake's layout: Parquet per event day under its partition keys, read back whole and
+    // still valid events.
+    const lake = join(work, "lake");
+    const files = await writeSecurityLake(events, {
+      dir: lake,
+      region: "eu-west-1",
+      accountId: "123456789012",
+    });
+    expect(files.map((f) => f.path.slice(lake.length))).toEqual([
+      "/region=eu-west-1/accountId=123456789012/eventDay=20261123/auditpipe-20261123.parquet",
+    ]);
+    const engine = await openEngine();
+    let back: string[];
+    try {
+      const r = await engine.connection.runAndReadAll(
+        `SELECT CAST(to_json(t) AS VARCHAR) FROM read_parquet(${quoteLiteral(files[0]!.path)}, hive_partitioning = false) t`,
+      );
+      back = r.getRows().map((row) => String(row[0]));
+    } finally {
+      engine.close();
+    }
+    expect(back.length).toBe(shipped);
+    const fromLake = JSON.parse(await runPython(VALIDATOR, [], { input: back.join("\n") }));
+    expect(fromLake).toEqual({ validated: shipped, version: OCSF_VERSION, errors: [] });
+
     // Every class pgAudit writes is mapped, to an activity the class defines.
     const activities = new Set(
       events.map((e) => `${(e.unmapped as { class: string }).class}:${e.activity_name}`),

@@ -4,7 +4,8 @@ import { type OutputFormat, runQueryCommand } from "../query/run-query.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const QUERY_HELP = `Usage: auditpipe query ARCHIVE [--json | --csv | --ocsf] [--from DATE] [--to DATE] [--host H] [--user U]
+export const QUERY_HELP = `Usage: auditpipe query ARCHIVE [--json | --csv | --ocsf [--security-lake DIR --region R --account-id ID]]
+                       [--from DATE] [--to DATE] [--host H] [--user U]
                        [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] (SQL | REPORT [ARG])
 
 SQL over an archive (a local directory or s3://bucket/prefix), with the archive as the view
@@ -30,6 +31,10 @@ Reports:
   --csv                  the rows as CSV with a header line
   --ocsf                 OCSF Datastore Activity events (class 6005, OCSF 1.5.0), one JSON per line:
                          of every entry in range, or of the rows of SQL (SELECT * FROM audit …)
+  --security-lake DIR    with --ocsf: write the events as Amazon Security Lake takes a custom source,
+                         Parquet under DIR/region=R/accountId=ID/eventDay=YYYYMMDD/ (DIR: the
+                         source's location, synced to s3://<lake bucket>/ext/<source>/ by you)
+  --region R, --account-id ID   the Security Lake partition keys
   --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
   --s3-region R          region (default AWS_REGION, else us-east-1 with --s3-endpoint)
   --s3-force-path-style  path-style URLs (MinIO and most S3-compatible stores)
@@ -49,6 +54,9 @@ export async function queryCommand(argv: string[], io: CommandIO): Promise<numbe
     json: { type: "boolean", default: false },
     csv: { type: "boolean", default: false },
     ocsf: { type: "boolean", default: false },
+    "security-lake": { type: "string" },
+    region: { type: "string" },
+    "account-id": { type: "string" },
     ...S3_FLAGS,
     help: { type: "boolean", short: "h", default: false },
   });
@@ -72,6 +80,23 @@ export async function queryCommand(argv: string[], io: CommandIO): Promise<numbe
   const to = values.to === undefined ? undefined : parseTimeFlag("query", "to", String(values.to), true);
   if (from && to && to <= from) throw new UsageError("query: --to is before --from");
   const host = hostFlag("query", values.host);
+  const lakeDir = values["security-lake"] === undefined ? undefined : String(values["security-lake"]);
+  let lake: { dir: string; region: string; accountId: string } | undefined;
+  if (lakeDir !== undefined) {
+    if (format !== "ocsf") throw new UsageError("query: --security-lake writes OCSF events: give --ocsf too");
+    const region = values.region === undefined ? "" : String(values.region);
+    const accountId = values["account-id"] === undefined ? "" : String(values["account-id"]);
+    if (!/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region))
+      throw new UsageError(
+        `query: --security-lake needs --region, an AWS region such as eu-west-1 (got ${JSON.stringify(region)})`,
+      );
+    if (!/^[A-Za-z0-9-]{1,64}$/.test(accountId))
+      throw new UsageError(
+        `query: --security-lake needs --account-id, the account or external id of the custom source (got ${JSON.stringify(accountId)})`,
+      );
+    lake = { dir: lakeDir, region, accountId };
+  } else if (values.region !== undefined || values["account-id"] !== undefined)
+    throw new UsageError("query: --region and --account-id go with --security-lake");
   const user = values.user === undefined ? undefined : String(values.user);
 
   let sql: string | undefined;
@@ -108,6 +133,7 @@ export async function queryCommand(argv: string[], io: CommandIO): Promise<numbe
     archive,
     s3: s3Settings("query", values),
     format,
+    ...(lake ? { lake } : {}),
     ...(sql !== undefined ? { sql } : {}),
     ...(report ? { report: { ...report, ...(user !== undefined ? { user } : {}) } } : {}),
     view: { ...(from ? { from } : {}), ...(to ? { to } : {}), ...(host ? { host } : {}) },

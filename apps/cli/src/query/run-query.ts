@@ -13,6 +13,8 @@ export interface QueryPlan {
   format: OutputFormat;
   sql?: string;
   report?: { name: ReportName; table?: string; user?: string };
+  /** With format ocsf: write Security Lake's layout there instead of NDJSON on stdout. */
+  lake?: { dir: string; region: string; accountId: string };
   view: AuditViewOptions;
 }
 
@@ -30,9 +32,8 @@ export function describeScope(scope: ViewScope): string {
 
 export async function runQueryCommand(io: CommandIO, plan: QueryPlan): Promise<number> {
   const { openArchive } = await import("@auditpipe/compact");
-  const { OCSF_INPUT_SELECT, openAuditView, reportSql, runQuery, toOcsfEvent } = await import(
-    "@auditpipe/query"
-  );
+  const { OCSF_INPUT_SELECT, openAuditView, reportSql, runQuery, toOcsfEvent, writeSecurityLake } =
+    await import("@auditpipe/query");
   const store = await openArchive(plan.archive, plan.s3);
   const progress = io.stderrIsTTY ? (text: string) => io.stderr(`\r\x1b[2K${text}`) : undefined;
   try {
@@ -61,10 +62,16 @@ export async function runQueryCommand(io: CommandIO, plan: QueryPlan): Promise<n
         case "csv":
           io.stdout(renderCsv(result));
           break;
-        case "ocsf":
-          for (const row of rowObjects(result))
-            io.stdout(`${JSON.stringify(toOcsfEvent(row as unknown as OcsfInput, { version: VERSION }))}\n`);
+        case "ocsf": {
+          const events = rowObjects(result).map((row) =>
+            toOcsfEvent(row as unknown as OcsfInput, { version: VERSION }),
+          );
+          if (plan.lake)
+            for (const f of await writeSecurityLake(events, plan.lake))
+              io.stdout(`${f.path}: ${f.events.toLocaleString("en-US")} events\n`);
+          else for (const e of events) io.stdout(`${JSON.stringify(e)}\n`);
           break;
+        }
         default:
           io.stdout(renderTable(result));
       }
