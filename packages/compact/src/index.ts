@@ -40,7 +40,7 @@ export {
   partitionId,
   partitionStart,
 } from "./layout.ts";
-export { DIGEST_GROUP_ROWS, digestRows, type RowsDigest } from "./rows-digest.ts";
+export { digestRows, type RowsDigest } from "./rows-digest.ts";
 export {
   ndjsonColumns,
   PARQUET_COLUMNS,
