@@ -42,6 +42,45 @@ else
   GOBIN="$ROOT/.tools/bin" GOFLAGS=-mod=mod go install "$MINIO_MODULE" || die "go install $MINIO_MODULE failed"
 fi
 
+# --- The archive tests' Python tools and Spark's S3A connector, into the ignored .tools/ ----------
+# pyspark (a real Spark in local mode; it runs on the Java 17 JRE), sqlglot (parses the Athena and
+# Trino DDL docs/archive.md ships) and ocsf-emitter (the OCSF schema's classes, to validate events
+# offline): about 0.55 GB and 1-2 minutes the first time. The S3A jars: hadoop-aws at pyspark's
+# Hadoop version and only the AWS SDK modules S3A uses (scripts/spark-s3a.pom.xml): 13 MB.
+PYTHON_TOOLS="pyspark==4.3.0 sqlglot==30.30.0 ocsf-emitter==0.3.0"
+need_apt=()
+command -v java >/dev/null || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || need_apt+=(maven)
+command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3 python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_apt[*]} (run as root, or install them yourself)"
+  say "apt-get install ${need_apt[*]}"
+  apt-get update -q >/dev/null || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
+    || die "apt-get install ${need_apt[*]} failed"
+fi
+if [ "$(cat "$ROOT/.tools/python/.installed" 2>/dev/null)" = "$PYTHON_TOOLS" ]; then
+  say "Python tools already installed (.tools/python: $PYTHON_TOOLS)"
+else
+  say "pip install $PYTHON_TOOLS into .tools/python (about 0.55 GB, 1-2 minutes the first time)"
+  rm -rf "$ROOT/.tools/python"
+  python3 -m venv "$ROOT/.tools/python" || die "python3 -m venv .tools/python failed"
+  # shellcheck disable=SC2086
+  "$ROOT/.tools/python/bin/pip" install -q --disable-pip-version-check $PYTHON_TOOLS \
+    || die "pip install $PYTHON_TOOLS failed"
+  echo "$PYTHON_TOOLS" > "$ROOT/.tools/python/.installed"
+fi
+if ls "$ROOT"/.tools/spark-jars/hadoop-aws-*.jar >/dev/null 2>&1 \
+  && [ "$(cat "$ROOT/.tools/spark-jars/.pom.sha256" 2>/dev/null)" = "$(sha256sum "$ROOT/scripts/spark-s3a.pom.xml" | cut -d' ' -f1)" ]; then
+  say "Spark's S3A jars already fetched (.tools/spark-jars)"
+else
+  say "fetching hadoop-aws and the AWS SDK modules S3A uses (mvn, into .tools/spark-jars)"
+  rm -rf "$ROOT/.tools/spark-jars"
+  mvn -q -B -f "$ROOT/scripts/spark-s3a.pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$ROOT/.tools/spark-jars" || die "mvn dependency:copy-dependencies (scripts/spark-s3a.pom.xml) failed"
+  sha256sum "$ROOT/scripts/spark-s3a.pom.xml" | cut -d' ' -f1 > "$ROOT/.tools/spark-jars/.pom.sha256"
+fi
+
 # --- pnpm, at the version package.json pins ----------------------------------------------------
 if [ "$(pnpm --version 2>/dev/null || true)" = "$PNPM_VERSION" ]; then
   say "pnpm $PNPM_VERSION already installed"
