@@ -12,6 +12,7 @@ import type {
   WorkloadInfo,
 } from "@auditpipe/bench";
 import { oneOf, parseFlags } from "../args.ts";
+import { invocation } from "../invocation.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
@@ -99,10 +100,13 @@ function listOf(values: unknown): string[] {
 }
 
 const quoteArg = (a: string): string => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
-/** The command line that reproduces the report, with any password in a URL masked. */
-export function commandLine(argv: string[]): string {
+/**
+ * The command line that reproduces the report, as the user started it (`auditpipe`, `npx
+ * auditpipe`, ...: invocation.ts), with any password in a URL masked.
+ */
+export function commandLine(argv: string[], command: string = invocation()): string {
   const masked = argv.map((a) => a.replace(/(postgres(?:ql)?:\/\/[^:/@\s]+):[^@\s]*@/g, "$1:***@"));
-  return ["npx", "auditpipe", "bench", ...masked.map(quoteArg)].join(" ");
+  return [command, "bench", ...masked.map(quoteArg)].join(" ");
 }
 
 /** Statements per transaction of a pgbench script: lines ending a statement, meta-commands aside. */

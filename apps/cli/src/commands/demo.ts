@@ -24,13 +24,17 @@ local directory, showing entries/s, MB/hour and GB/day by class every second unt
                       with its spool, manifests and S3 keys, as in production
 `;
 
+/** Ctrl-C (SIGINT), and a supervisor's SIGTERM: either stops the demo cleanly. */
+const STOP_SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
+
 const num = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 });
 
 function view(v: LiveVolume, url: string, sink: string, elapsed: number, pgEnv: string): string {
   const w = v.windows["1m"];
   const lines = [
-    `auditpipe demo — ${Math.floor(elapsed)} s — API ${url} — objects in ${sink}`,
+    `auditpipe demo — ${Math.floor(elapsed)} s — API ${url}`,
+    `objects   ${sink}`,
     `database  ${pgEnv} npx auditpipe estimate   (or recommend)`,
     "",
     `entries   ${num.format(v.totals.entries).padStart(12)}   ${num.format(w.entriesPerSec).padStart(8)} /s (1 min)`,
@@ -113,7 +117,13 @@ export async function demoCommand(
     process.env.AWS_SECRET_ACCESS_KEY = minio.secretAccessKey;
     process.env.AWS_REGION = minio.region;
   }
-  const sinkDir = minio ? "s3://audit/demo" : values.sink ? String(values.sink) : join(work, "archive");
+  const keptSink = values.sink === undefined ? undefined : String(values.sink);
+  const sinkDir = minio ? "s3://audit/demo" : (keptSink ?? join(work, "archive"));
+  const sinkLabel = minio
+    ? `s3://audit/demo on the scratch MinIO at ${minio.endpoint}`
+    : keptSink
+      ? keptSink
+      : `${sinkDir} (a temp directory, removed at the end; --sink DIR keeps the objects)`;
   io.stderr(`demo: starting a scratch PostgreSQL 15 with pgaudit.log = '${audit}'...\n`);
   const pg = await startPostgres({
     logDestination: ["csvlog"],
@@ -150,39 +160,56 @@ export async function demoCommand(
     const started = Date.now();
     const tty = io.stdoutIsTTY === true;
     const pgEnv = `PGHOST=${pg.socketDir} PGPORT=${pg.port} PGUSER=postgres PGDATABASE=postgres`;
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        const elapsed = (Date.now() - started) / 1000;
-        const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkDir, elapsed, pgEnv);
-        io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
-        if (duration !== undefined && elapsed >= duration) finish();
-      }, 1000);
-      const finish = (): void => {
-        clearInterval(timer);
-        process.off("SIGINT", finish);
-        process.off("SIGTERM", finish);
-        resolve();
-      };
-      process.on("SIGINT", finish);
-      process.on("SIGTERM", finish);
-    });
-    stopping = true;
-    io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
-    await load;
-    await sidecar.stop();
-    const final = sidecar.meter.snapshot();
-    io.stdout(
-      `\ndemo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered and shipped; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}\n`,
-    );
-    if (values.sink) io.stdout(`demo: the gzip NDJSON objects are in ${sinkDir}\n`);
-    if (minio) {
-      const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
-      const listed = await minio
-        .client()
-        .send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
+    // Ctrl-C in a terminal signals the whole process group, and `pnpm demo` forwards its own copy:
+    // the first signal stops the demo, later ones are ignored (a handler stays until the end, so
+    // no second SIGINT kills the clean-up half-way), and the demo exits 0.
+    let finish: (() => void) | undefined;
+    const onSignal = (): void => finish?.();
+    for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+    try {
+      await new Promise<void>((resolve) => {
+        const timer = setInterval(() => {
+          const elapsed = (Date.now() - started) / 1000;
+          const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkLabel, elapsed, pgEnv);
+          io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
+          if (duration !== undefined && elapsed >= duration) finish?.();
+        }, 1000);
+        finish = (): void => {
+          finish = undefined;
+          clearInterval(timer);
+          resolve();
+        };
+      });
+      stopping = true;
+      io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
+      await load;
+      await sidecar.stop();
+      const final = sidecar.meter.snapshot();
+      const shipped = Object.values(final.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
+      let objects = "";
+      if (minio) {
+        const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
+        const listed = await minio
+          .client()
+          .send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
+        objects = ` in ${listed.KeyCount ?? 0} objects`;
+      }
       io.stdout(
-        `demo: MinIO at ${minio.endpoint} holds ${listed.KeyCount ?? 0} objects under s3://audit/demo/\n`,
+        [
+          "",
+          `demo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}`,
+          `demo: ${num.format(shipped)} entries shipped${objects} to ${sinkLabel}`,
+          keptSink
+            ? `demo: the gzip NDJSON objects stay in ${keptSink} (zcat ${keptSink}/**/*.ndjson.gz | head)`
+            : minio
+              ? "demo: the scratch MinIO and its archive are removed with the demo; for an archive that stays, follow docs/archive.md's walkthrough (a MinIO of your own, or S3)"
+              : "demo: the objects were in a temp directory, removed with the demo: pnpm demo --sink DIR keeps them",
+          "",
+        ].join("\n"),
       );
+    } finally {
+      finish = undefined;
+      for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     }
     return 0;
   } finally {
