@@ -50,14 +50,22 @@ describe("auditpipe run settings", () => {
       { AUDITPIPE_BATCH_MAX_ENTRIES: "many" },
       /run: AUDITPIPE_BATCH_MAX_ENTRIES "many": expected a whole number of at least 1; .*default 10000/,
     ],
-    [{ "log-dir": "/x", syslog: ["http://x"] }, {}, /run: --syslog "http:\/\/x": expected a udp:\/\/ or tcp:\/\/ URL/],
+    [
+      { "log-dir": "/x", syslog: ["http://x"] },
+      {},
+      /run: --syslog "http:\/\/x": expected a udp:\/\/ or tcp:\/\/ URL/,
+    ],
     [{ "log-dir": "/x", nice: "20" }, {}, /run: --nice "20": expected a whole number from -20 to 19/],
     [
       { syslog: ["tcp://127.0.0.1:5514"], "syslog-journal-max-bytes": "65536" },
       {},
       /run: --syslog-journal-max-bytes "65536": expected a whole number of at least 1048576 \(bytes, 1 MiB or more\)/,
     ],
-    [{ "log-dir": "/x" }, { AUDITPIPE_NICE: "lowest" }, /run: AUDITPIPE_NICE "lowest": expected a whole number from -20 to 19/],
+    [
+      { "log-dir": "/x" },
+      { AUDITPIPE_NICE: "lowest" },
+      /run: AUDITPIPE_NICE "lowest": expected a whole number from -20 to 19/,
+    ],
     [{}, {}, /nothing to follow: give --log-dir DIR, --pgdata DIR or --syslog URL/],
     [
       { "log-dir": "/x" },
@@ -81,7 +89,9 @@ describe("auditpipe run settings", () => {
   it("exits 2 with the message on a bad flag, and has no flag for the API token", async () => {
     const bad = await runCli(["run", "--log-dir", "/x", "--from", "middle"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/--from "middle": expected one of beginning, end; .*\[AUDITPIPE_ERR_BAD_FLAG\]$/m);
+    expect(bad.stderr).toMatch(
+      /--from "middle": expected one of beginning, end; .*\[AUDITPIPE_ERR_BAD_FLAG\]$/m,
+    );
     const token = await runCli(["run", "--api-token", "secret-secret-secret"]);
     expect(token.code).toBe(2);
     expect(token.stderr).toMatch(/unknown flag --api-token/);
