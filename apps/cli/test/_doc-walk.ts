@@ -5,10 +5,22 @@
  * stopped as a terminal's Ctrl-C would. Each command's output and exit status are kept.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitUntil } from "@auditpipe/testkit";
+import { repoRoot, waitUntil } from "@auditpipe/testkit";
+
+/**
+ * A directory to put first on PATH holding `auditpipe` as `npm install -g` installs it (the built
+ * launcher) and `node`, the Node.js the suite runs on (the launcher's `#!/usr/bin/env node` finds
+ * it): one process per command, no shell shim between a signal and the CLI.
+ */
+export function installedBin(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  symlinkSync(join(repoRoot(), "apps", "cli", "bin", "auditpipe.js"), join(dir, "auditpipe"));
+  symlinkSync(process.execPath, join(dir, "node"));
+  return dir;
+}
 
 export interface StepResult {
   code: number;
@@ -77,9 +89,21 @@ export class Shell {
       pid,
       output: () => this.read(out),
       stop: async (signal) => {
-        try {
-          process.kill(-pid, signal);
-        } catch {}
+        // SIGINT goes to the job's process group, as a terminal's Ctrl-C does (bash waits for a
+        // child that handles it). Any other signal goes to the command itself, as a supervisor
+        // sends it: bash, running it as the job's leader, would die of a SIGTERM at once.
+        const targets =
+          signal === "SIGINT"
+            ? [-pid]
+            : readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+                .trim()
+                .split(/\s+/)
+                .filter(Boolean)
+                .map(Number);
+        for (const target of targets.length > 0 ? targets : [-pid])
+          try {
+            process.kill(target, signal);
+          } catch {}
         const waited = await this.run(`wait ${pid}`, 60_000);
         return waited.code;
       },

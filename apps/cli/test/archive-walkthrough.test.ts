@@ -8,13 +8,13 @@
  * cluster's data directory for /var/lib/postgresql/15/main), and batches closed after 200 ms
  * instead of a minute (AUDITPIPE_BATCH_MAX_AGE_MS, so objects appear at once).
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { freePort, repoRoot, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { walkedCommands } from "./_doc-blocks.ts";
-import { type Server, Shell } from "./_doc-walk.ts";
+import { installedBin, type Server, Shell } from "./_doc-walk.ts";
 
 const ROOT = repoRoot();
 const PAGE = "docs/archive.md";
@@ -28,10 +28,7 @@ describe("docs/archive.md: the first-time walkthrough, as written", () => {
     const [minioPort, consolePort, apiPort] = [await freePort(), await freePort(), await freePort()];
     // The installed command, as `npm install -g` would put it on PATH: the built launcher, on the
     // Node.js the suite runs on.
-    const bin = join(work, "bin");
-    mkdirSync(bin);
-    symlinkSync(join(ROOT, "apps", "cli", "bin", "auditpipe.js"), join(bin, "auditpipe"));
-    symlinkSync(process.execPath, join(bin, "node"));
+    const bin = installedBin(join(work, "bin"));
     const env: NodeJS.ProcessEnv = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !/^(AWS_|AUDITPIPE_|MINIO_|npm_)/.test(k)),
     );
