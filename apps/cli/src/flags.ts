@@ -126,6 +126,19 @@ export function badValue(
   );
 }
 
+/** A flag's value checked against a schema (a number, a choice): the value, or badValue's error. */
+export function flagValue<T>(
+  command: string,
+  flag: string,
+  raw: unknown,
+  schema: z.ZodType<T>,
+  options: { default?: string } = {},
+): T {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  throw badValue(command, `--${flag}`, raw, describeIssue(result.error.issues[0]!, schema), options);
+}
+
 // --- value schemas that carry what they expect, in words --------------------------------------
 
 /** A number given as digits (flag, variable) or a JSON number (config file); nothing else converts. */

@@ -12,6 +12,7 @@ import type {
   WorkloadInfo,
 } from "@auditpipe/bench";
 import { oneOf, parseFlags } from "../args.ts";
+import { flagValue, wholeNumber } from "../flags.ts";
 import { invocation } from "../invocation.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
@@ -87,12 +88,7 @@ const PER_RUN_OVERHEAD_SEC = 2;
 
 function positiveInt(value: unknown, flag: string, fallback: number, max = 1_000_000): number {
   if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max)
-    throw new UsageError(
-      `bench: --${flag} must be a whole number from 1 to ${max} (got ${JSON.stringify(value)})`,
-    );
-  return n;
+  return flagValue("bench", flag, value, wholeNumber({ min: 1, max }), { default: String(fallback) });
 }
 
 function listOf(values: unknown): string[] {

@@ -3,26 +3,67 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LiveVolume } from "@auditpipe/meter";
 import { formatBytes } from "../analyze/render.ts";
-import { oneOf, parseFlags } from "../args.ts";
+import { oneOf } from "../args.ts";
+import { type CommandSpec, decimal, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { createLogger } from "../logger.ts";
 import { LOCAL_BATCH_MAX_AGE_MS, type RunConfig, RunConfigSchema } from "../run/config.ts";
 import { startSidecar } from "../run/sidecar.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const DEMO_HELP = `Usage: auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR | --minio]
+/** pgaudit.log classes the scratch server takes (each may be negated with a leading -). */
+const AUDIT_CLASSES = [
+  "all",
+  "none",
+  "read",
+  "write",
+  "function",
+  "role",
+  "ddl",
+  "misc",
+  "misc_set",
+] as const;
 
-A live demo that needs nothing installed beyond the repository's set-up: starts a scratch
+export const DEMO: CommandSpec = {
+  command: "demo",
+  usage: "auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR | --minio]",
+  about: `A live demo that needs nothing installed beyond the repository's set-up: starts a scratch
 PostgreSQL 15 with pgaudit, runs pgbench against it, and runs the sidecar on its logs into a
-local directory, showing entries/s, MB/hour and GB/day by class every second until Ctrl-C.
-
-  --audit CLASSES     pgaudit.log for the scratch server (default all)
-  --tps N             pgbench's target rate, transactions per second (default 300)
-  --duration SECONDS  stop by itself after this long (default: run until Ctrl-C)
-  --sink DIR          keep the shipped objects here (default a temp dir, removed at the end)
-  --minio             ship to a local MinIO instead (built by the set-up; bucket "audit"),
-                      with its spool, manifests and S3 keys, as in production
-`;
+local directory, showing entries/s, MB/hour and GB/day by class every second until Ctrl-C.`,
+  flags: {
+    audit: {
+      type: "string",
+      value: "CLASSES",
+      default: "all",
+      help: "pgaudit.log for the scratch server (default all)",
+    },
+    tps: {
+      type: "string",
+      value: "N",
+      default: "300",
+      schema: wholeNumber({ min: 1, unit: "transactions per second" }),
+      help: "pgbench's target rate, transactions per second (default 300)",
+    },
+    duration: {
+      type: "string",
+      value: "SECONDS",
+      schema: decimal({ above: 0, unit: "seconds" }),
+      help: "stop by itself after this long (default: run until Ctrl-C)",
+    },
+    sink: {
+      type: "string",
+      value: "DIR",
+      help: "keep the shipped objects here (default a temp dir, removed at the end)",
+    },
+    minio: {
+      type: "boolean",
+      default: false,
+      help: 'ship to a scratch MinIO instead (built by the set-up; bucket "audit"), with its\nspool, manifests and S3 keys as in production; removed at the end',
+    },
+  },
+  notes: `Ctrl-C (or SIGTERM) stops pgbench, the sidecar and the scratch server, and exits 0; the last
+lines say where the shipped objects are.`,
+};
 
 /** Ctrl-C (SIGINT), and a supervisor's SIGTERM: either stops the demo cleanly. */
 const STOP_SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
@@ -67,42 +108,16 @@ export async function demoCommand(
   argv: string[],
   io: CommandIO & { stdoutIsTTY?: boolean },
 ): Promise<number> {
-  const { values } = parseFlags("demo", argv, {
-    audit: { type: "string", default: "all" },
-    tps: { type: "string", default: "300" },
-    duration: { type: "string" },
-    sink: { type: "string" },
-    minio: { type: "boolean", default: false },
-    help: { type: "boolean", short: "h", default: false },
-  });
+  const { values } = parseCommand(DEMO, argv);
   if (values.help) {
-    io.stdout(DEMO_HELP);
+    io.stdout(helpText(DEMO));
     return 0;
   }
   const tps = Number(values.tps);
-  if (!Number.isInteger(tps) || tps < 1)
-    throw new UsageError(
-      `demo: --tps must be a whole number of at least 1 (got ${JSON.stringify(values.tps)})`,
-    );
   const duration = values.duration === undefined ? undefined : Number(values.duration);
-  if (duration !== undefined && !(duration > 0))
-    throw new UsageError(
-      `demo: --duration must be a number of seconds above 0 (got ${JSON.stringify(values.duration)})`,
-    );
   const audit = String(values.audit);
-  for (const cls of audit.split(",")) {
-    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), [
-      "all",
-      "none",
-      "read",
-      "write",
-      "function",
-      "role",
-      "ddl",
-      "misc",
-      "misc_set",
-    ] as const);
-  }
+  for (const cls of audit.split(","))
+    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), AUDIT_CLASSES);
 
   if (values.minio && values.sink)
     throw new UsageError("demo: --sink and --minio exclude each other: pick one place to ship to");
