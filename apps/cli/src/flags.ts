@@ -4,7 +4,6 @@
  * an environment variable or a config key, is described here and only here: the message names
  * where it came from, what was expected and what to do, with AUDITPIPE_ERR_BAD_FLAG.
  */
-import { z } from "zod";
 import { parseFlags } from "./args.ts";
 import { CliErrorCode } from "./errors.ts";
 import { UsageError } from "./usage-error.ts";
@@ -21,7 +20,7 @@ export interface Flag {
   short?: string;
   default?: string | boolean;
   /** What each value must be; checked before the command runs. */
-  schema?: z.ZodType;
+  check?: FlagCheck<unknown>;
   /** A line (or a blank line, "") printed before this row: groups in long tables. */
   before?: string;
 }
@@ -93,14 +92,12 @@ export function parseCommand<T extends FlagTable>(
   if (parsed.values.help) return parsed;
   for (const [name, flag] of Object.entries(spec.flags)) {
     const given = parsed.values[name];
-    if (!flag.schema || given === undefined) continue;
-    for (const raw of Array.isArray(given) ? given : [given]) {
-      const result = flag.schema.safeParse(raw);
-      if (!result.success)
-        throw badValue(spec.command, `--${name}`, raw, describeIssue(result.error.issues[0]!, flag.schema), {
+    if (!flag.check || given === undefined) continue;
+    for (const raw of Array.isArray(given) ? given : [given])
+      if (flag.check.parse(raw) === undefined)
+        throw badValue(spec.command, `--${name}`, raw, flag.check.expected, {
           default: typeof flag.default === "string" ? flag.default : undefined,
         });
-    }
   }
   return parsed;
 }
@@ -126,118 +123,89 @@ export function badValue(
   );
 }
 
-/** A flag's value checked against a schema (a number, a choice): the value, or badValue's error. */
+/** A flag's value checked (a number, a choice): the value, or badValue's error. */
 export function flagValue<T>(
   command: string,
   flag: string,
   raw: unknown,
-  schema: z.ZodType<T>,
+  check: FlagCheck<T>,
   options: { default?: string } = {},
 ): T {
-  const result = schema.safeParse(raw);
-  if (result.success) return result.data;
-  throw badValue(command, `--${flag}`, raw, describeIssue(result.error.issues[0]!, schema), options);
+  const value = check.parse(raw);
+  if (value !== undefined) return value;
+  throw badValue(command, `--${flag}`, raw, check.expected, options);
 }
 
-// --- value schemas that carry what they expect, in words --------------------------------------
+// --- value checks that carry what they expect, in words -------------------------------------
+// Plain functions, not zod: analyze must start without loading zod (about 100 ms of CPU);
+// run's settings schema (zod) words its issues through zod-issues.ts, in the same words.
 
-/** A number given as digits (flag, variable) or a JSON number (config file); nothing else converts. */
-function fromDigits(schema: z.ZodNumber): z.ZodType<number> {
-  return z.preprocess((v) => (typeof v === "string" && v.trim() !== "" ? Number(v) : v), schema);
+/** What a flag's value must be: `parse` gives the value, or undefined when it is not one. */
+export interface FlagCheck<T> {
+  /** In words, after "expected": "a whole number of at least 1". */
+  readonly expected: string;
+  parse(raw: unknown): T | undefined;
 }
 
-function range(min: number | undefined, max: number | undefined, above: number | undefined): string {
-  if (above !== undefined) return ` above ${above}`;
-  if (min !== undefined && max !== undefined) return ` from ${min} to ${max}`;
-  if (min !== undefined) return ` of at least ${min}`;
-  if (max !== undefined) return ` of at most ${max}`;
-  return "";
-}
-
-/** A whole number, e.g. `wholeNumber({ min: 1 })`; its description is what errors say was expected. */
-export function wholeNumber(
-  bounds: { min?: number; max?: number; above?: number; unit?: string } = {},
-): z.ZodType<number> {
-  let n = z.number().int();
-  if (bounds.min !== undefined) n = n.min(bounds.min);
-  if (bounds.max !== undefined) n = n.max(bounds.max);
-  if (bounds.above !== undefined) n = n.gt(bounds.above);
-  const unit = bounds.unit ? ` (${bounds.unit})` : "";
-  return fromDigits(n).describe(`a whole number${range(bounds.min, bounds.max, bounds.above)}${unit}`);
-}
-
-/** Any number (decimals allowed), e.g. a price or a ratio. */
-export function decimal(
-  bounds: { min?: number; max?: number; above?: number; unit?: string } = {},
-): z.ZodType<number> {
-  let n = z.number().finite();
-  if (bounds.min !== undefined) n = n.min(bounds.min);
-  if (bounds.max !== undefined) n = n.max(bounds.max);
-  if (bounds.above !== undefined) n = n.gt(bounds.above);
-  const unit = bounds.unit ? ` (${bounds.unit})` : "";
-  return fromDigits(n).describe(`a number${range(bounds.min, bounds.max, bounds.above)}${unit}`);
-}
-
-/** One of a few words. */
-export function choice<const V extends readonly [string, ...string[]]>(values: V): z.ZodType<V[number]> {
-  return z.enum(values).describe(`one of ${values.join(", ")}`);
-}
-
-/** A schema's default as a user would type it (`10000`, `auto`), if it has a single-valued one. */
-export function defaultOf(schema: z.ZodType): string | undefined {
-  const def = schema._zod.def as { type: string; defaultValue?: unknown };
-  if (def.type !== "default") return undefined;
-  const value = def.defaultValue;
-  return typeof value === "string" || typeof value === "number" || typeof value === "boolean"
-    ? String(value)
-    : undefined;
-}
-
-/** What a schema takes, in words: its description, else what its type says. */
-export function expectation(schema: z.ZodType): string | undefined {
-  let s: z.ZodType = schema;
-  for (;;) {
-    if (s.description) return s.description;
-    const def = s._zod.def as { type: string; innerType?: z.ZodType; out?: z.ZodType; element?: z.ZodType };
-    if ((def.type === "default" || def.type === "optional" || def.type === "nullable") && def.innerType)
-      s = def.innerType;
-    else if (def.type === "pipe" && def.out) s = def.out;
-    else if (def.type === "array" && def.element) s = def.element;
-    else break;
-  }
-  if (s instanceof z.ZodEnum) return `one of ${(s.options as string[]).join(", ")}`;
-  if (s instanceof z.ZodNumber) return s.isInt ? "a whole number" : "a number";
+/** A number from digits (a flag, a variable) or a JSON number (a config file); nothing else. */
+function toNumber(raw: unknown): number | undefined {
+  if (typeof raw === "number") return raw;
+  if (typeof raw === "string" && raw.trim() !== "") return Number(raw);
   return undefined;
 }
 
-/**
- * What was expected, from a zod issue: the schema's own words when it has them, a custom message
- * next, else the issue's code in words (zod's defaults, "expected number, received NaN", are
- * written for programmers).
- */
-export function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType): string {
-  const custom = !/^(Invalid input|Invalid option|Too (small|big)|Invalid (URL|string|number))/.test(
-    issue.message,
-  );
-  if (custom) return issue.message;
-  const described = schema ? expectation(schema) : undefined;
-  if (described) return described;
-  switch (issue.code) {
-    case "invalid_type":
-      return issue.expected === "int" ? "a whole number" : `a ${issue.expected}`;
-    case "invalid_value":
-      return `one of ${issue.values.map(String).join(", ")}`;
-    case "too_small":
-      return issue.origin === "string"
-        ? `at least ${issue.minimum} characters`
-        : `a number ${issue.inclusive ? "of at least" : "above"} ${issue.minimum}`;
-    case "too_big":
-      return issue.origin === "string"
-        ? `at most ${issue.maximum} characters`
-        : `a number ${issue.inclusive ? "of at most" : "below"} ${issue.maximum}`;
-    case "invalid_format":
-      return issue.format === "url" ? "a URL" : `a value in the ${issue.format} format`;
-    default:
-      return issue.message;
-  }
+export interface Bounds {
+  min?: number;
+  max?: number;
+  above?: number;
+  /** Said after the expectation, in parentheses: "milliseconds". */
+  unit?: string;
+}
+
+/** "a whole number of at least 1 (milliseconds)": the words of a bounded number. */
+export function describeNumber(kind: string, bounds: Bounds): string {
+  const { min, max, above, unit } = bounds;
+  const range =
+    above !== undefined
+      ? ` above ${above}`
+      : min !== undefined && max !== undefined
+        ? ` from ${min} to ${max}`
+        : min !== undefined
+          ? ` of at least ${min}`
+          : max !== undefined
+            ? ` of at most ${max}`
+            : "";
+  return `${kind}${range}${unit ? ` (${unit})` : ""}`;
+}
+
+function numberCheck(integer: boolean, bounds: Bounds): FlagCheck<number> {
+  return {
+    expected: describeNumber(integer ? "a whole number" : "a number", bounds),
+    parse(raw) {
+      const n = toNumber(raw);
+      if (n === undefined || !Number.isFinite(n) || (integer && !Number.isInteger(n))) return undefined;
+      if (bounds.min !== undefined && n < bounds.min) return undefined;
+      if (bounds.max !== undefined && n > bounds.max) return undefined;
+      if (bounds.above !== undefined && !(n > bounds.above)) return undefined;
+      return n;
+    },
+  };
+}
+
+/** A whole number, e.g. `wholeNumber({ min: 1 })`. */
+export function wholeNumber(bounds: Bounds = {}): FlagCheck<number> {
+  return numberCheck(true, bounds);
+}
+
+/** Any number (decimals allowed), e.g. a price or a ratio. */
+export function decimal(bounds: Bounds = {}): FlagCheck<number> {
+  return numberCheck(false, bounds);
+}
+
+/** One of a few words. */
+export function choice<const V extends readonly string[]>(values: V): FlagCheck<V[number]> {
+  return {
+    expected: `one of ${values.join(", ")}`,
+    parse: (raw) => (typeof raw === "string" && values.includes(raw) ? (raw as V[number]) : undefined),
+  };
 }

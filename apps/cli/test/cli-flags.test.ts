@@ -7,8 +7,8 @@
 
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { expectation } from "../src/flags.ts";
 import { RunConfigSchema, SETTINGS } from "../src/run/config.ts";
+import { expectation } from "../src/zod-issues.ts";
 import { runCli } from "./_cli.ts";
 
 /** [command, flag, a value it cannot take, other arguments the command needs to get that far]. */

@@ -27,7 +27,7 @@ bytes by class, command, audit type, object, user and database.`,
       type: "string",
       value: "F",
       default: "auto",
-      schema: choice(FORMATS),
+      check: choice(FORMATS),
       help: "log format; auto (default) sniffs it from each input's first bytes",
     },
     prefix: {

@@ -41,13 +41,13 @@ local directory, showing entries/s, MB/hour and GB/day by class every second unt
       type: "string",
       value: "N",
       default: "300",
-      schema: wholeNumber({ min: 1, unit: "transactions per second" }),
+      check: wholeNumber({ min: 1, unit: "transactions per second" }),
       help: "pgbench's target rate, transactions per second (default 300)",
     },
     duration: {
       type: "string",
       value: "SECONDS",
-      schema: decimal({ above: 0, unit: "seconds" }),
+      check: decimal({ above: 0, unit: "seconds" }),
       help: "stop by itself after this long (default: run until Ctrl-C)",
     },
     sink: {

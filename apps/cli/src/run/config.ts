@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { CliErrorCode } from "../errors.ts";
-import { badValue, defaultOf, describeIssue, wholeNumber } from "../flags.ts";
+import { badValue } from "../flags.ts";
 import { checkListenSetting } from "../listen-setting.ts";
 import { UsageError } from "../usage-error.ts";
+import { defaultOf, describeIssue, zNumber } from "../zod-issues.ts";
 
 /**
  * `auditpipe run`'s settings. Each can come from a flag, an environment variable or a JSON
@@ -74,16 +75,16 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     state: z.string().min(1).default("auditpipe-data/state"),
     listen: z.string().min(1).default("127.0.0.1:9187"),
     syslog: z.array(z.string().regex(/^(udp|tcp):\/\//, "a udp:// or tcp:// URL")).default([]),
-    syslogJournalMaxBytes: wholeNumber({
+    syslogJournalMaxBytes: zNumber(true, {
       min: MIN_SYSLOG_JOURNAL_BYTES,
       unit: "bytes, 1 MiB or more",
     }).default(1 << 30),
     from: z.enum(["beginning", "end"]).default("beginning"),
-    batchMaxEntries: wholeNumber({ min: 1 }).default(10_000),
-    batchMaxBytes: wholeNumber({ min: 1, unit: "bytes" }).default(8 << 20),
+    batchMaxEntries: zNumber(true, { min: 1 }).default(10_000),
+    batchMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(8 << 20),
     // Default depends on the sink (see resolveRunConfig): a batch is an object in S3.
-    batchMaxAgeMs: wholeNumber({ min: 1, unit: "milliseconds" }).optional(),
-    pollIntervalMs: wholeNumber({ min: 1, unit: "milliseconds" }).default(200),
+    batchMaxAgeMs: zNumber(true, { min: 1, unit: "milliseconds" }).optional(),
+    pollIntervalMs: zNumber(true, { min: 1, unit: "milliseconds" }).default(200),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     apiToken: z.string().min(16, "at least 16 characters").optional(),
     s3Endpoint: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL" }).optional(),
@@ -95,17 +96,17 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
       .default(false),
     host: z.string().min(1).optional(),
     spool: z.string().min(1).optional(),
-    spoolMaxBytes: wholeNumber({ min: 1, unit: "bytes" }).default(1 << 30),
+    spoolMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(1 << 30),
     compression: z.enum(["gzip", "zstd"]).default("gzip"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
-    objectLockDays: wholeNumber({ min: 1, unit: "days" }).default(365),
+    objectLockDays: zNumber(true, { min: 1, unit: "days" }).default(365),
     manifestKey: z.string().min(1).optional(),
-    selfCheckMs: wholeNumber({ min: 0, unit: "milliseconds; 0 never" }).default(60_000),
+    selfCheckMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(60_000),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
-    sampleIntervalMs: wholeNumber({ min: 1000, unit: "milliseconds" }).default(60_000),
+    sampleIntervalMs: zNumber(true, { min: 1000, unit: "milliseconds" }).default(60_000),
     calibration: z.string().min(1).optional(),
-    nice: wholeNumber({ min: -20, max: 19 }).optional(),
+    nice: zNumber(true, { min: -20, max: 19 }).optional(),
   })
   .strict();
 
