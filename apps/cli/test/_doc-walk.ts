@@ -90,16 +90,13 @@ export class Shell {
       output: () => this.read(out),
       stop: async (signal) => {
         // SIGINT goes to the job's process group, as a terminal's Ctrl-C does (bash waits for a
-        // child that handles it). Any other signal goes to the command itself, as a supervisor
-        // sends it: bash, running it as the job's leader, would die of a SIGTERM at once.
+        // child that handles it), and SIGKILL too (nothing of the job may outlive the test). Any
+        // other signal goes to the command itself, as a supervisor sends it: bash, running it as
+        // the job's leader, would die of a SIGTERM at once.
         const targets =
-          signal === "SIGINT"
+          signal === "SIGINT" || signal === "SIGKILL"
             ? [-pid]
-            : readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
-                .trim()
-                .split(/\s+/)
-                .filter(Boolean)
-                .map(Number);
+            : this.read(`/proc/${pid}/task/${pid}/children`).trim().split(/\s+/).filter(Boolean).map(Number);
         for (const target of targets.length > 0 ? targets : [-pid])
           try {
             process.kill(target, signal);
