@@ -42,7 +42,7 @@ fi
 if [ -x "$ROOT/.tools/bin/minio" ]; then
   say "MinIO already built (.tools/bin/minio)"
 else
-  command -v go >/dev/null || die "Go is needed to build MinIO (go install $MINIO_MODULE)"
+  command -v go >/dev/null || die "Go 1.24 or later is needed to build MinIO (go install $MINIO_MODULE): https://go.dev/dl (Debian 12's golang is older)"
   say "building MinIO with go install $MINIO_MODULE (about 4 minutes the first time)"
   mkdir -p "$ROOT/.tools/bin"
   GOBIN="$ROOT/.tools/bin" GOFLAGS=-mod=mod go install "$MINIO_MODULE" || die "go install $MINIO_MODULE failed"

@@ -155,6 +155,29 @@ describe("README.md, walked from a clean checkout", () => {
         expect(existsSync(join(prefix, "bin", "auditpipe"))).toBe(true);
         expect(existsSync(join(prefix, "bin", "node"))).toBe(true);
 
+        // The machine's own Node, where it is older than the package needs (Debian 12's, this
+        // machine's 20): the launcher refuses it, and the command it suggests runs this installed
+        // copy on Node.js 24 from the registry.
+        const machineNode = execFileSync("bash", ["-c", "command -v node"], {
+          env: { PATH: path.join(delimiter) },
+          encoding: "utf8",
+        }).trim();
+        const [major = 0, minor = 0] = execFileSync(machineNode, ["-p", "process.versions.node"], {
+          encoding: "utf8",
+        })
+          .trim()
+          .split(".")
+          .map(Number);
+        if (major < 22 || (major === 22 && minor < 15)) {
+          const old = await shell.run(`${machineNode} "$(command -v auditpipe)" --version`);
+          expect(old.code, old.output).toBe(1);
+          const suggested = /^ {2}(npx -y -p node@24 -- node .*)$/m.exec(old.output)?.[1];
+          expect(suggested, old.output).toBeDefined();
+          const rerun = await shell.run(suggested!, 300_000);
+          expect(rerun.code, rerun.output).toBe(0);
+          expect(rerun.output).toMatch(/^auditpipe \d+\.\d+\.\d+ \(Node\.js 24\./m);
+        }
+
         // The sidecar stops on SIGTERM with 0; the demo on Ctrl-C with 0, and pnpm says nothing.
         const [sidecar] = servers.filter((s) => s !== demo);
         expect(await sidecar!.stop("SIGTERM"), sidecar!.output().slice(-2000)).toBe(0);
