@@ -158,10 +158,7 @@ describe("README.md, walked from a clean checkout", () => {
         // The machine's own Node, where it is older than the package needs (Debian 12's, this
         // machine's 20): the launcher refuses it, and the command it suggests runs this installed
         // copy on Node.js 24 from the registry.
-        const machineNode = execFileSync("bash", ["-c", "command -v node"], {
-          env: { PATH: path.join(delimiter) },
-          encoding: "utf8",
-        }).trim();
+        const machineNode = path.map((dir) => join(dir, "node")).find((file) => existsSync(file))!;
         const [major = 0, minor = 0] = execFileSync(machineNode, ["-p", "process.versions.node"], {
           encoding: "utf8",
         })
