@@ -149,6 +149,17 @@ export async function demoCommand(
   let stopping = false;
   let load: Promise<unknown> = Promise.resolve();
   const logger = createLogger("warn", false);
+  // Ctrl-C in a terminal signals the whole process group, and `pnpm demo` forwards its own copy:
+  // the first signal stops the demo, later ones are ignored (a handler stays until the clean-up
+  // has ended, so no second SIGINT kills it half-way), and the demo exits 0.
+  let finish: (() => void) | undefined;
+  /** A signal before the view runs (during start-up) stops the demo as soon as it has started. */
+  let requested = false;
+  const onSignal = (): void => {
+    requested = true;
+    finish?.();
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     await pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
@@ -175,12 +186,6 @@ export async function demoCommand(
     const started = Date.now();
     const tty = io.stdoutIsTTY === true;
     const pgEnv = `PGHOST=${pg.socketDir} PGPORT=${pg.port} PGUSER=postgres PGDATABASE=postgres`;
-    // Ctrl-C in a terminal signals the whole process group, and `pnpm demo` forwards its own copy:
-    // the first signal stops the demo, later ones are ignored (a handler stays until the end, so
-    // no second SIGINT kills the clean-up half-way), and the demo exits 0.
-    let finish: (() => void) | undefined;
-    const onSignal = (): void => finish?.();
-    for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
     try {
       await new Promise<void>((resolve) => {
         const timer = setInterval(() => {
@@ -194,6 +199,7 @@ export async function demoCommand(
           clearInterval(timer);
           resolve();
         };
+        if (requested) finish();
       });
       stopping = true;
       io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
@@ -224,7 +230,6 @@ export async function demoCommand(
       );
     } finally {
       finish = undefined;
-      for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     }
     return 0;
   } finally {
@@ -233,5 +238,6 @@ export async function demoCommand(
     await pg.stop();
     await minio?.stop();
     rmSync(work, { recursive: true, force: true });
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
 }
