@@ -10,10 +10,14 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 MINIO_MODULE="github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c"
 PG_MAJOR=15
-PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]' 2>/dev/null) \
-  || die "node is not installed: any Node.js >= 18 can bootstrap the set-up (Debian's nodejs package), which then installs Node.js 24"
+# Any Node.js with npm starts the set-up (package.json's engines: what pnpm itself runs on); the
+# workspace's scripts then run on the Node.js 24 installed below, whatever the machine has.
+command -v node >/dev/null && command -v npm >/dev/null \
+  || die "node and npm are needed to start the set-up: apt-get install nodejs npm (any Node.js from $(sed -n 's/.*"node": *">=\([0-9.]*\)".*/\1/p' package.json))"
+PNPM_VERSION=$(node -p 'require("./package.json").packageManager.split("@")[1]')
 
-# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog, tini (the Docker image's PID 1, run by a test) ---
+# --- Debian packages: PostgreSQL 15 + pgaudit, rsyslog, tini (the Docker image's PID 1, run by a test),
+# curl and jq (the docs' commands use them: the API, MinIO's bucket in docs/archive.md) ---
 need_apt=()
 [ -x "/usr/lib/postgresql/$PG_MAJOR/bin/postgres" ] || need_apt+=("postgresql-$PG_MAJOR")
 [ -f "/usr/lib/postgresql/$PG_MAJOR/lib/pgaudit.so" ] || need_apt+=("postgresql-$PG_MAJOR-pgaudit")
@@ -21,6 +25,8 @@ need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 [ -x /usr/sbin/rsyslogd ] || need_apt+=(rsyslog)
 [ -x /usr/bin/tini ] || need_apt+=(tini)
+command -v curl >/dev/null || need_apt+=(curl)
+command -v jq >/dev/null || need_apt+=(jq)
 if [ ${#need_apt[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "need root to apt-get install ${need_apt[*]} (run as root, or install them yourself)"
   say "apt-get update"
@@ -29,14 +35,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
     || die "apt-get install ${need_apt[*]} failed"
 else
-  say "postgresql-$PG_MAJOR, pgaudit, rsyslog, chromium and tini already installed"
+  say "postgresql-$PG_MAJOR, pgaudit, rsyslog, chromium, tini, curl and jq already installed"
 fi
 
 # --- MinIO, built from source into the ignored .tools/bin ------------------------------------
 if [ -x "$ROOT/.tools/bin/minio" ]; then
   say "MinIO already built (.tools/bin/minio)"
 else
-  command -v go >/dev/null || die "Go is needed to build MinIO (go install $MINIO_MODULE)"
+  command -v go >/dev/null || die "Go 1.24 or later is needed to build MinIO (go install $MINIO_MODULE): https://go.dev/dl (Debian 12's golang is older)"
   say "building MinIO with go install $MINIO_MODULE (about 4 minutes the first time)"
   mkdir -p "$ROOT/.tools/bin"
   GOBIN="$ROOT/.tools/bin" GOFLAGS=-mod=mod go install "$MINIO_MODULE" || die "go install $MINIO_MODULE failed"
@@ -103,7 +109,7 @@ if [ -x "$node24" ]; then
 elif [ "$(node -p 'process.versions.node.split(".")[0]')" -ge 22 ]; then
   say "no Node.js 24 package for $(uname -m): using the machine's $(node --version)"
 else
-  die "Node.js $(node --version) is too old and the npm registry has no Node.js 24 binary package for $(uname -sm): install Node.js >= 22.15"
+  die "Node.js $(node --version) is too old and the npm registry has no Node.js 24 binary package for $(uname -sm): install Node.js 22.15 or later (https://nodejs.org)"
 fi
 
 say "pnpm build"

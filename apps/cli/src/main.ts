@@ -70,7 +70,7 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     return await run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr(`auditpipe ${error.message}\n`);
+      io.stderr(`auditpipe ${error.message} [${error.code}]\n`);
       return EXIT_USAGE;
     }
     io.stderr(`auditpipe ${command}: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -38,7 +38,8 @@ function runBuilt(args: string[]): { status: number | null; stdout: string; modu
   return { status: result.status, stdout: result.stdout, modules: JSON.parse(line[1]!) as string[] };
 }
 
-const HEAVY = ["@aws-sdk", "fastify", "/pg/", "prom-client", "pino", "@duckdb"];
+// zod too: flags.ts checks analyze's flags without it (its import alone is ~100 ms of CPU).
+const HEAVY = ["@aws-sdk", "fastify", "/pg/", "prom-client", "pino", "/zod/", "@duckdb"];
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -57,7 +58,7 @@ describe("start-up of the built CLI", () => {
     expect(modules.filter((m) => m.includes("node_modules"))).toEqual([]);
   });
 
-  it("analyze loads neither the AWS SDK, Fastify, node-postgres, prom-client nor pino", () => {
+  it("analyze loads neither the AWS SDK, Fastify, node-postgres, prom-client, pino nor zod", () => {
     const { status, stdout, modules } = runBuilt(["analyze", FIXTURE, "--json"]);
     expect(status).toBe(0);
     expect(JSON.parse(stdout).entries).toBe(1042);

@@ -19,6 +19,7 @@ import {
 import { parseFlags } from "../args.ts";
 import { COST_FLAGS, costOptions } from "../estimate/cost-flags.ts";
 import { estimateFromLogs, renderFromLogs } from "../estimate/from-logs.ts";
+import { decimal, flagValue } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
 import { type CommandIO, resolveFiles } from "./analyze.ts";
 
@@ -138,11 +139,9 @@ export function nestedLine(nested: ReturnType<typeof nestedSummary>): string {
 /** Seconds from --interval, checked. */
 export function intervalMs(value: string | boolean | string[] | undefined, command: string): number {
   if (value === undefined) return 60_000;
-  const s = Number(value);
-  if (!Number.isFinite(s) || s < 1 || s > 3600)
-    throw new UsageError(
-      `${command}: --interval must be a number of seconds from 1 to 3600 (got ${JSON.stringify(value)})`,
-    );
+  const s = flagValue(command, "interval", value, decimal({ min: 1, max: 3600, unit: "seconds" }), {
+    default: "60",
+  });
   return s * 1000;
 }
 

@@ -1,6 +1,7 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { LiveMeter } from "@auditpipe/meter";
 import { parseFlags } from "../args.ts";
+import { choice, flagValue, wholeNumber } from "../flags.ts";
 import { checkListenSetting } from "../listen-setting.ts";
 import { createLogger } from "../logger.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "../run/workload-sampler.ts";
@@ -49,17 +50,20 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   if (positionals.length > 0)
     throw new UsageError(`serve: unexpected argument ${positionals[0]} (serve takes flags only)`);
   // The same setting, name and unit as run's --sample-interval-ms.
-  const intervalMs = Number(values["sample-interval-ms"]);
-  if (!(Number.isInteger(intervalMs) && intervalMs >= 1000))
-    throw new UsageError(
-      `serve: --sample-interval-ms must be a whole number of milliseconds, at least 1000 (got ${JSON.stringify(values["sample-interval-ms"])})`,
-    );
-  const level = String(values["log-level"]);
-  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
-    throw new UsageError(
-      `serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(level)})`,
-    );
-  }
+  const intervalMs = flagValue(
+    "serve",
+    "sample-interval-ms",
+    values["sample-interval-ms"],
+    wholeNumber({ min: 1000, unit: "milliseconds" }),
+    { default: "60000" },
+  );
+  const level = flagValue(
+    "serve",
+    "log-level",
+    values["log-level"],
+    choice(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+    { default: "info" },
+  );
   const token = process.env.AUDITPIPE_API_TOKEN;
   if (token !== undefined && token.length < 16)
     throw new UsageError("serve: AUDITPIPE_API_TOKEN: at least 16 characters");
