@@ -250,7 +250,9 @@ export class OutcomeJoin<H> {
     if (tx !== null && cur !== null && !cur.done) {
       const sameTx = vxid !== null && tx.vxid !== null ? vxid === tx.vxid : null;
       const internal = sameTx === null && isInternalQuery(text);
-      if ((tx.ending !== null && (sameTx === true || internal)) || (internal && tx.ending === null)) {
+      // (An unclear ROLLBACK followed in the same transaction was a ROLLBACK TO: not its work.)
+      const ending = tx.ending !== null && tx.ending.control !== Control.ROLLBACK_UNCLEAR;
+      if ((ending && (sameTx === true || internal)) || (internal && tx.ending === null)) {
         const target = tx.ending ?? cur;
         target.lastId = entry.statementId;
         target.handles.push(handle);
