@@ -16,6 +16,7 @@ import {
   type RecordSink,
   sniffFormat,
 } from "@auditpipe/parse";
+import { type OutcomeHint, OutcomeReading, type OutcomeReadingOptions } from "./outcomes.ts";
 
 export interface AnalyzeOptions {
   format: LogFormat | "auto";
@@ -34,6 +35,10 @@ export interface AnalyzeOptions {
   onPrefixGuess?: (file: string, guess: PrefixGuess | undefined) => string | undefined;
   /** Called after each file with what it held: a file with bytes but no record could not be read. */
   onFileRead?: (file: string, summary: FileSummary) => void;
+  /** The outcome of every entry and the attempts (outcomes.ts). */
+  outcomes?: OutcomeReadingOptions;
+  /** Called at the end with the settings that would make more outcomes knowable. */
+  onOutcomeHints?: (hints: OutcomeHint[]) => void;
 }
 
 export interface FileSummary {
@@ -68,6 +73,7 @@ function readHead(path: string, bytes: number): Buffer {
  */
 export async function analyzeFiles(files: string[], options: AnalyzeOptions): Promise<VolumeReport> {
   const tally = new VolumeTally();
+  const outcomes = new OutcomeReading(tally, options.outcomes);
   const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
   let done = 0;
 
@@ -82,6 +88,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     if (gzip) raw.on("error", (error) => input.destroy(error));
 
     let parser: LogParser | undefined;
+    let format: LogFormat = "stderr";
     let summary: FileSummary | undefined;
     let records = 0;
     let malformed = 0;
@@ -95,6 +102,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         tally.addRecord();
         records++;
         const entry = decodeAuditEntry(record, badPayload);
+        outcomes.record(format, record, entry);
         if (entry === undefined) return;
         tally.addEntry(entry, record);
         options.onEntry?.(entry, record);
@@ -108,7 +116,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     for await (const chunk of input as AsyncIterable<Buffer>) {
       if (!parser) {
         const sniffed = sniffFormat(chunk);
-        const format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
+        format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
         let prefix = options.prefix;
         if (prefix === undefined && (format === "stderr" || format === "syslog")) {
           // No --prefix: try the prefixes servers commonly write on the first whole lines.
@@ -123,6 +131,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
           records: 0,
           malformed: 0,
         };
+        outcomes.file(format, prefix);
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);
@@ -130,5 +139,8 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     parser?.end();
     if (summary) options.onFileRead?.(file, { ...summary, records, malformed });
   }
-  return tally.report();
+  outcomes.end();
+  const report = tally.report();
+  options.onOutcomeHints?.(outcomes.hints(report.unknownReasons));
+  return report;
 }

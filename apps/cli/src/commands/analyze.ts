@@ -1,22 +1,28 @@
 import { existsSync, statSync } from "node:fs";
-import type { MalformedRecord, PrefixGuess } from "@auditpipe/parse";
+import { type MalformedRecord, type PrefixGuess, sessionClasses } from "@auditpipe/parse";
 import { expandGlob, isGlob } from "@auditpipe/tail/glob";
+import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
 import { analyzeFiles, type FileSummary } from "../analyze/read-logs.ts";
 import { formatBytes, renderReport } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 
-export const ANALYZE_HELP = `Usage: auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--json] FILE...
+export const ANALYZE_HELP = `Usage: auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--pgaudit-log VALUE] [--json] FILE...
 
 Reads PostgreSQL log files (plain or .gz; globs allowed; the files of one stream in order),
 decodes every pgAudit entry and reports the audit volume: totals, rate, MB/hour, GB/day, and
-entries and bytes by class, command, audit type, object, user and database.
+entries and bytes by class, command, audit type, object, user and database; what became of each
+entry's statement (succeeded, failed, rolled back, or unknown where the log cannot tell), and the
+statements refused before pgAudit logged them and failed logins (attempts).
 
   --format F   log format; auto (default) sniffs it from each file's first bytes
   --prefix P   log_line_prefix of stderr and syslog logs (SHOW log_line_prefix on the server);
                default: the common prefix that reads the file's first lines cleanly, e.g.
                PostgreSQL's '%m [%p] ', unless another reads them into different values
+  --pgaudit-log VALUE  the server's pgaudit.log (SHOW pgaudit.log): with misc (or all) every
+               session's BEGIN, COMMIT and ROLLBACK are known to be logged; default: known
+               only for the sessions, users and databases whose MISC entries the log shows
 
 Exits 1 when nothing in a file could be read (wrong --format or --prefix), 2 when the lines
 do not tell which log_line_prefix wrote them (give --prefix).
@@ -90,6 +96,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   const { values, positionals } = parseFlags("analyze", argv, {
     format: { type: "string", default: "auto" },
     prefix: { type: "string" },
+    "pgaudit-log": { type: "string" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -102,6 +109,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     throw new UsageError(
       "analyze: FILE is missing: give one or more log files (see auditpipe analyze --help)",
     );
+  const miscLogged = pgauditLogHasMisc("analyze", values["pgaudit-log"] as string | undefined);
   const files = await resolveFiles(positionals);
   const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
 
@@ -133,8 +141,13 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     );
   };
 
+  let outcomeHints: OutcomeHint[] = [];
   const report = await analyzeFiles(files, {
     format,
+    ...(miscLogged === undefined ? {} : { outcomes: { miscLogged } }),
+    onOutcomeHints: (hints) => {
+      outcomeHints = hints;
+    },
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onMalformed,
     onPrefixGuess: acceptPrefixGuess("analyze", io),
@@ -153,6 +166,25 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       );
     return EXIT_FAILURE;
   }
-  io.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, files));
+  io.stdout(
+    values.json
+      ? `${JSON.stringify({ ...report, outcomeHints }, null, 2)}\n`
+      : renderReport(report, files, outcomeHints),
+  );
   return 0;
+}
+
+/**
+ * Whether a `--pgaudit-log` value logs MISC (transaction control) for every session; undefined
+ * without the flag. A usage error names the flag when the value is not a pgaudit.log.
+ */
+export function pgauditLogHasMisc(command: string, value: string | boolean | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return sessionClasses(String(value)).has("MISC");
+  } catch (error) {
+    throw new UsageError(
+      `${command}: --pgaudit-log: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
 }
