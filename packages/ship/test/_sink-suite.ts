@@ -13,6 +13,7 @@ export function record(
   statement = `SELECT ${n} FROM accounts`,
 ): ShippedRecord {
   return {
+    record: "entry",
     ts,
     user: "app",
     database: "shop",
@@ -31,6 +32,8 @@ export function record(
     statement,
     parameter: "<not logged>",
     rows: null,
+    outcome: "pending",
+    sqlstate: null,
     source: { file: "/var/log/postgresql/postgresql.csv", offset: n * 100 },
   };
 }

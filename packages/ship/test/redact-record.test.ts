@@ -2,6 +2,7 @@ import { REDACTED_VALUE, redactParameter, redactRecord, type ShippedRecord } fro
 import { describe, expect, it } from "vitest";
 
 const record: ShippedRecord = {
+  record: "entry",
   ts: "2026-01-01T00:00:00.000Z",
   user: "app_user",
   database: "postgres",
@@ -20,6 +21,8 @@ const record: ShippedRecord = {
   statement: "UPDATE account SET email = 'bob@example.com' WHERE name = $1",
   parameter: ["a,b", null, "<long param suppressed>"],
   rows: null,
+  outcome: "pending",
+  sqlstate: null,
   source: { file: "/log/postgresql.csv", offset: 100 },
 };
 
