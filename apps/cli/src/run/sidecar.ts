@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { buildApi, listenApi } from "@auditpipe/api";
 import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
-import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { type AuditEntry, type LogRecord, sessionClasses } from "@auditpipe/parse";
 import { FileSource, type SourceObserver } from "@auditpipe/tail";
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
@@ -117,6 +117,9 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       meter.entry(entry, record);
       advise(entry, record);
     },
+    outcome: (outcome, sqlstate, reason) => meter.outcome(outcome, sqlstate, reason),
+    attempt: (record) => meter.attempt(record.sqlState),
+    shippedPending: (count) => meter.shippedPending(count),
     malformed: (source, error) => {
       meter.malformed(source, 1);
       malformedInput.malformed(source, error.code, error.offset);
@@ -210,8 +213,14 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     throw error;
   };
 
+  // The outcome stage: every session's transaction control is known to be logged when the
+  // server's pgaudit.log (as told) has misc; otherwise it is learnt per session, user and database.
+  const outcome = {
+    ...(config.pgauditLog === undefined ? {} : { miscLogged: sessionClasses(config.pgauditLog).has("MISC") }),
+  };
+
   if (stream) {
-    // The file pipeline: follower → lane (parse, decode, tap, redact, encode, batch) → delivery → sink.
+    // The file pipeline: follower → lane (parse, decode, tap, redact, encode, outcome, batch) → delivery → sink.
     files = new FileSource({
       logDir: stream.logDir,
       format: stream.format,
@@ -227,6 +236,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         maxBytes: config.batchMaxBytes,
         maxAgeMs: config.batchMaxAgeMs,
       },
+      outcome,
       observer,
       logger,
     });
@@ -252,6 +262,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         maxAgeMs: config.batchMaxAgeMs,
       },
       pollIntervalMs: config.pollIntervalMs,
+      outcome,
       observer,
       onMalformed(listener, error) {
         meter.malformed(listener, 1);
