@@ -109,6 +109,7 @@ describe("FileSource: outcomes of a real workload", () => {
     { format: "csvlog" as LogFormat, holdMs: 0, maxEntries: 3 },
     { format: "csvlog" as LogFormat, holdMs: 2_000, maxEntries: 10_000 },
     { format: "stderr" as LogFormat, holdMs: 0, maxEntries: 4 },
+    { format: "stderr" as LogFormat, holdMs: 2_000, maxEntries: 5 },
   ])(
     "$format, batches of $maxEntries held $holdMs ms: every entry's final outcome and every attempt equal the truth",
     async ({ format, holdMs, maxEntries }) => {
