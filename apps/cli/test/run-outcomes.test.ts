@@ -84,33 +84,35 @@ describe("auditpipe run: outcomes on a real workload, every format", () => {
         "--batch-max-age-ms",
         "100",
       ];
-      const syslog = spawnSidecar(["--syslog", "tcp://127.0.0.1:0", ...common("syslog")]);
-      sidecars.push(syslog);
-      await syslog.url();
-      const rsyslog = await startRsyslog({
-        forward: [
-          {
-            protocol: "tcp",
-            port: await syslog.syslogTcpPort(),
-            format: "rfc5424",
-            framing: "octet-counted",
-          },
-        ],
-      });
-      const pg = await startPostgres({
-        logDestination: ["csvlog", "jsonlog", "stderr", "syslog"],
-        logLinePrefix: fixture.logLinePrefix,
-        pgaudit: fixture.pgaudit,
-        settings: {
-          log_connections: true,
-          log_disconnections: true,
-          lc_messages: "C",
-          max_prepared_transactions: 5,
-          syslog_facility: "local0",
-          syslog_ident: "postgres",
-        },
-      });
+      let rsyslog: Awaited<ReturnType<typeof startRsyslog>> | undefined;
+      let pg: Awaited<ReturnType<typeof startPostgres>> | undefined;
       try {
+        const syslog = spawnSidecar(["--syslog", "tcp://127.0.0.1:0", ...common("syslog")]);
+        sidecars.push(syslog);
+        await syslog.url();
+        rsyslog = await startRsyslog({
+          forward: [
+            {
+              protocol: "tcp",
+              port: await syslog.syslogTcpPort(),
+              format: "rfc5424",
+              framing: "octet-counted",
+            },
+          ],
+        });
+        pg = await startPostgres({
+          logDestination: ["csvlog", "jsonlog", "stderr", "syslog"],
+          logLinePrefix: fixture.logLinePrefix,
+          pgaudit: fixture.pgaudit,
+          settings: {
+            log_connections: true,
+            log_disconnections: true,
+            lc_messages: "C",
+            max_prepared_transactions: 5,
+            syslog_facility: "local0",
+            syslog_ident: "postgres",
+          },
+        });
         for (const format of ["csvlog", "jsonlog", "stderr"])
           sidecars.push(spawnSidecar(["--log-dir", pg.logDir, "--format", format, ...common(format)]));
         await Promise.all(sidecars.map((s) => s.url()));
@@ -169,8 +171,8 @@ describe("auditpipe run: outcomes on a real workload, every format", () => {
         for (const s of sidecars) expect((await s.exited).code).toBe(0);
       } finally {
         for (const s of sidecars) if (s.child.exitCode === null) s.child.kill("SIGKILL");
-        await pg.stop();
-        await rsyslog.stop();
+        await pg?.stop();
+        await rsyslog?.stop();
         rmSync(work, { recursive: true, force: true });
       }
     },

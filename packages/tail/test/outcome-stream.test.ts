@@ -244,6 +244,29 @@ describe("FileSource: a transaction open across a rotation and across a restart"
     }
   });
 
+  it("an entry settled by its session's end alone gets its outcome line in an object with no entry", async () => {
+    const dir = mkdtempSync(join(work, "goodbye-"));
+    const src = source(dir);
+    const client = await pg.connect();
+    await src.start();
+    try {
+      await client.query("INSERT INTO t VALUES (21) /* span-bye */");
+      await waitUntil(
+        () => ours(dir, "span-bye").some((l) => l.record === "entry" && l.outcome === "pending"),
+        30_000,
+        () => "the entry did not ship pending",
+      );
+      await client.end(); // the disconnection is all the log says after it
+      await waitUntil(
+        () => finalOutcomes(ours(dir, "span-bye")).entries.every((e) => e.final === "succeeded null"),
+        30_000,
+        () => "no outcome line for the entry",
+      );
+    } finally {
+      await src.stop();
+    }
+  });
+
   it("after a stop, the restarted source decides the entries it shipped pending, from the checkpoint's state", async () => {
     const dir = mkdtempSync(join(work, "restart-"));
     let src = source(dir);
