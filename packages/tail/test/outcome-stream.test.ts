@@ -239,6 +239,22 @@ describe("FileSource: a transaction open across a rotation and across a restart"
       const entries = lines.filter((l) => l.record === "entry");
       expect(entries.filter((l) => l.outcome === "pending" && l.source.file === before)).toHaveLength(2);
       expect(entries.filter((l) => l.source.file !== before)).toHaveLength(2);
+      // Once the new file's state is saved, the finished file keeps none (rotated files add up).
+      await waitUntil(
+        () => {
+          const saved = JSON.parse(readFileSync(join(dir, "state", "checkpoints.json"), "utf8"))
+            .checkpoints as {
+            done: boolean;
+            outcome?: unknown;
+          }[];
+          return (
+            saved.some((c) => c.done) &&
+            saved.every((c) => (c.done ? c.outcome === undefined : c.outcome !== undefined))
+          );
+        },
+        30_000,
+        () => `checkpoints: ${readFileSync(join(dir, "state", "checkpoints.json"), "utf8").slice(0, 2000)}`,
+      );
     } finally {
       await src.stop();
     }
