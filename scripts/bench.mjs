@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { cpus, loadavg } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { renderOutcomeSection } from "./bench-outcome.mjs";
 import { renderPipelineSection } from "./bench-pipeline.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -107,7 +108,7 @@ function renderDocs() {
     "",
   ];
   for (const s of suites) {
-    if (s.kind === "pipeline" || s.kind === "process") continue; // sections of their own, below
+    if (s.kind === "pipeline" || s.kind === "process" || s.kind === "outcome") continue; // sections of their own, below
     const results = s.results ?? [];
     const baselines = results.filter((r) => r.baseline);
     lines.push(`## ${s.suite}`, "");
@@ -140,6 +141,7 @@ function renderDocs() {
   }
   for (const s of suites) if (s.kind === "process") lines.push(...renderProcessSection(s));
   for (const s of suites) if (s.kind === "pipeline") lines.push(...renderPipelineSection(s, root));
+  for (const s of suites) if (s.kind === "outcome") lines.push(...renderOutcomeSection(s));
   mkdirSync(join(root, "docs"), { recursive: true });
   const docsPath = join(root, "docs", "benchmarks.md");
   const sections = (text) => text.split("\n").filter((l) => l.startsWith("## ")).length;

@@ -672,6 +672,9 @@ export class FileFollower {
           this.checkpoints.set(rest);
         }
     for (const [fingerprint, p] of this.pendingMarkers) {
+      // A lane that has not started yet keeps the state its checkpoint has for the same position.
+      const prev = this.checkpoints.get(fingerprint);
+      const outcome = p.outcome ?? (prev?.position === p.position ? prev.outcome : undefined);
       this.checkpoints.set({
         fingerprint,
         path: p.file.path,
@@ -683,7 +686,7 @@ export class FileFollower {
         done: p.done,
         size: p.file.size,
         ...identity(p.file),
-        ...(p.outcome === undefined ? {} : { outcome: p.outcome }),
+        ...(outcome === undefined ? {} : { outcome }),
       });
     }
     this.pendingMarkers.clear();
