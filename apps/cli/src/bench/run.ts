@@ -352,7 +352,7 @@ export async function runBench(
     runs: results,
     seed: o.seed,
   });
-  const calibration = fitCalibration(points);
+  const calibration = fitCalibration(points, { seed: o.seed });
   if (!o.existing && environment && environment.settings.fsync === "off")
     notes.push(
       "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster; --durable turns them on): transactions are shorter than on a durable server, so logging is a larger share of each",

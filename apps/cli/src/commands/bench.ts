@@ -356,7 +356,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       } else {
         const calibration: Calibration = {
           kind: "auditpipe-calibration",
-          version: 1,
+          version: 2,
           createdAt: report.finishedAt,
           host: report.environment.host,
           environment: report.environment,
