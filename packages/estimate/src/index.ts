@@ -1,5 +1,6 @@
 export type { Catalog, CatalogColumn, CatalogTable } from "./_catalog.ts";
 export { fingerprint } from "./_fingerprint.ts";
+export type { GivenLoad, LoadProbeOptions } from "./_server-load.ts";
 export {
   type Advice,
   type AdviceItem,
@@ -30,7 +31,34 @@ export {
   AUDITPIPE_ERR_DB_QUERY,
   EstimateError,
 } from "./errors.ts";
+export {
+  type CalibrationSummary,
+  calibrationSummary,
+  calibrationSummarySchema,
+  type EstimateReport,
+  estimateReportSchema,
+  estimateSchema,
+  overheadSchema,
+} from "./estimate-schema.ts";
 export { type ConfigFromLog, ConfigsFromLog } from "./from-log.ts";
+export {
+  type CgroupCpu,
+  cgroupCpu,
+  cgroupPath,
+  cgroupV2,
+  commandLine,
+  loopbackClientPids,
+  type MachineCpu,
+  machineCpu,
+  type ProcStat,
+  postmasterOf,
+  processIds,
+  procStat,
+  type SchedStat,
+  schedStat,
+  TICKS_PER_SEC,
+  uptimeSec,
+} from "./host-cpu.ts";
 export { auditCsv, type EstimateOptions, estimate, meanDigits } from "./model.ts";
 export {
   type CalibratedCost,
@@ -47,13 +75,14 @@ export {
   type IntervalLevel,
   LINE_COST_US,
   type OverheadCalibration,
-  overheadRange,
   predictAddedUs,
   SAME_DISK_FACTOR,
+  stateScale,
   t95,
   tQuantile,
   UNCALIBRATED_NOTE,
 } from "./overhead.ts";
+export { calibrationQuality, type OverheadInput, overheadRange, percent } from "./overhead-range.ts";
 export {
   DEFAULT_AUDIT_ROLE,
   findSensitive,
@@ -65,6 +94,15 @@ export {
   type SensitiveColumn,
   type SensitiveTable,
 } from "./recommend.ts";
+export {
+  type Answer,
+  type AnswerInput,
+  answerFor,
+  closedLoop,
+  fitLoop,
+  type LoopFit,
+  lossAt,
+} from "./regime.ts";
 export { expandPrefix, type RecordFields, recordBytes, renderRecord, TYPICAL_QUERY_ID } from "./render.ts";
 export {
   DEFAULT_INTERVAL_MS,
@@ -75,4 +113,11 @@ export {
 } from "./sample.ts";
 export { showSetting } from "./show-setting.ts";
 export type * from "./types.ts";
-export { auditConfigSchema, DEFAULT_LOG_CONTEXT, parseWorkload, workloadSchema } from "./workload-schema.ts";
+export {
+  auditConfigSchema,
+  DEFAULT_LOG_CONTEXT,
+  parseWorkload,
+  serverLoadSchema,
+  waitSharesSchema,
+  workloadSchema,
+} from "./workload-schema.ts";
