@@ -43,6 +43,8 @@ export interface BenchOptions {
   existing: { connection: string | undefined; yes: boolean; stateDir: string } | null;
   configs: ConfigurationName[];
   workloads: Array<{ info: WorkloadInfo; args: string[] }>;
+  /** SQL run once after pgbench -i (--init): the tables of the --script workloads. */
+  initSql?: string | null;
   scale: number;
   clients: number;
   jobs: number;
@@ -198,6 +200,10 @@ export async function runBench(
       throw new Error(
         `pgbench -i failed (exit ${init.code}): ${init.stderr.trim().split("\n").slice(-2).join(" | ")}`,
       );
+    if (o.initSql) {
+      io.stderr("bench: running --init...\n");
+      await client.query(o.initSql);
+    }
     await client.query("ANALYZE");
     const largest = await twoLargestTables(client);
     if (configs.includes("object")) {

@@ -16,7 +16,7 @@ import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
 export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--audit NAME...] [--workload NAME...] [--script FILE...]
-                      [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
+                      [--init FILE] [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
                       [--log-destination D,...] [--log-statement-once off,on] [--log-dir data,elsewhere]
                       [--durable] [--db URL | --existing] [--yes] [--restore] [--json]
                       [--report FILE.html] [--calibration-out FILE]
@@ -32,6 +32,8 @@ scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end
                        repeatable or comma-separated; default all of them
   --workload NAME      tpcb, read-heavy, write-heavy, select-only; repeatable; default all
   --script FILE        your own pgbench script as a further workload; repeatable
+  --init FILE          SQL run once in the bench database after pgbench -i: the tables your
+                       --script needs (a workload of your own, with its own schema)
   --scale N            pgbench -i scale factor (default 10)
   --clients N          pgbench -c (default 2)
   --jobs N             pgbench -j (default: clients, at most the cores)
@@ -105,12 +107,16 @@ export function commandLine(argv: string[]): string {
   return ["npx", "auditpipe", "bench", ...masked.map(quoteArg)].join(" ");
 }
 
-/** Statements per transaction of a pgbench script: lines ending a statement, meta-commands aside. */
+/**
+ * Statements per transaction of a pgbench script: lines ending a statement (with `;`, or with
+ * `\gset` / `\aset`, which end one in its place), meta-commands aside.
+ */
 export function statementsInScript(script: string): number {
   return script
     .split("\n")
     .map((l) => l.replace(/--.*$/, "").trim())
-    .filter((l) => l !== "" && !l.startsWith("\\") && l.endsWith(";")).length;
+    .filter((l) => l !== "" && !l.startsWith("\\") && (l.endsWith(";") || /\\[ag]set(\s+\w+)?$/.test(l)))
+    .length;
 }
 
 /** On/off values of --log-statement-once. */
@@ -140,6 +146,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     audit: { type: "string", multiple: true },
     workload: { type: "string", multiple: true },
     script: { type: "string", multiple: true },
+    init: { type: "string" },
     scale: { type: "string" },
     clients: { type: "string" },
     jobs: { type: "string" },
@@ -209,6 +216,14 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       throw new UsageError(`bench: --script ${file}: ${(error as Error).message}`);
     }
   });
+  let initSql: string | null = null;
+  if (values.init !== undefined) {
+    try {
+      initSql = readFileSync(String(values.init), "utf8");
+    } catch (error) {
+      throw new UsageError(`bench: --init ${String(values.init)}: ${(error as Error).message}`);
+    }
+  }
   const workloadNames = listOf(values.workload).map((w) =>
     oneOf("bench", "workload", w, bench.WORKLOAD_NAMES),
   );
@@ -318,6 +333,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
         existing: existing ? { connection, yes: values.yes === true, stateDir } : null,
         configs,
         workloads,
+        initSql,
         scale,
         clients,
         jobs,
