@@ -10,7 +10,7 @@ export {
   type NoiseKind,
   sampledStatement,
 } from "./advise.ts";
-export { overheadBasis } from "./calibration-note.ts";
+export { calibrationQuality, overheadBasis } from "./calibration-note.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
   type ArchiveCost,
@@ -82,7 +82,7 @@ export {
   tQuantile,
   UNCALIBRATED_NOTE,
 } from "./overhead.ts";
-export { calibrationQuality, type OverheadInput, overheadRange, percent } from "./overhead-range.ts";
+export { type OverheadInput, overheadRange, percent } from "./overhead-range.ts";
 export {
   DEFAULT_AUDIT_ROLE,
   findSensitive,
@@ -98,6 +98,7 @@ export {
   type Answer,
   type AnswerInput,
   answerFor,
+  CONTENDED,
   closedLoop,
   fitLoop,
   type LoopFit,

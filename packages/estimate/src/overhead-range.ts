@@ -4,6 +4,8 @@
  * CPU-bound server and each transaction's latency, and the answer for this server at the load
  * it was sampled under (regime.ts). A configuration that writes nothing costs nothing.
  */
+
+import { calibrationQuality } from "./calibration-note.ts";
 import {
   type CalibratedCost,
   COLLECTOR_BOUND_WRITES,
@@ -16,7 +18,7 @@ import {
   t95,
   UNCALIBRATED_NOTE,
 } from "./overhead.ts";
-import { answerFor } from "./regime.ts";
+import { answerFor, CONTENDED } from "./regime.ts";
 import type { Interval, Overhead, Workload } from "./types.ts";
 
 /** The logging collector's pipe carries messages in chunks of at most this many payload bytes (PIPE_MAX_PAYLOAD). */
@@ -41,18 +43,6 @@ const ZERO: Interval = { low: 0, estimate: 0, high: 0 };
 export function percent(x: number, digits = 1): string {
   const s = (x * 100).toFixed(digits);
   return `${Number(s) === 0 ? (0).toFixed(digits) : s}%`;
-}
-
-/** What a calibration is and how well it fits, in one line (wherever it is used). */
-export function calibrationQuality(c: OverheadCalibration): string {
-  const runs = c.cpu
-    ? `${c.points ?? "?"} configurations × ${c.cpu.runs} runs`
-    : `${c.points ?? "?"} configurations`;
-  const residual =
-    c.residualStdErrUs === null
-      ? "no residual (an exact fit)"
-      : `residual ${c.residualStdErrUs.toFixed(1)} µs per transaction`;
-  return `calibrated on ${c.host}, ${c.createdAt.slice(0, 10)} (${c.r2 === undefined ? "" : `R² ${c.r2.toFixed(2)}, `}${residual}, ${runs})`;
 }
 
 const cost = (x: CalibratedCost): string =>
@@ -214,6 +204,10 @@ export function overheadRange(input: OverheadInput): Overhead {
           : floorSays
     })`,
   );
+  if (offPath > 0 && (w.load?.stretch ?? 1) > CONTENDED)
+    assumptions.push(
+      `other work stretches each CPU µs ${w.load!.stretch!.toFixed(1)}x: the logging collector may fall behind and make the backends wait for its pipe, so the high end counts its CPU on the transactions' path too`,
+    );
   for (const note of w.load?.notes ?? []) assumptions.push(note);
   return {
     throughput,

@@ -17,6 +17,9 @@ import type { Interval, OverheadRegime, ServerLoad } from "./types.ts";
 
 type Range = Interval;
 
+/** A stretch above which other work may keep the logging collector from keeping up. */
+export const CONTENDED = 1.2;
+
 /** Steady state of N clients cycling through a delay Z and C cores with demand D each (µs). */
 export function closedLoop(
   clients: number,
@@ -256,19 +259,31 @@ export function answerFor(input: AnswerInput): Answer {
     demandUs: cpu,
     tps,
     stretch: load?.stretch ?? null,
-    otherCores: load?.otherCores ?? (givenCpu !== null ? 0 : 0),
+    otherCores: load?.otherCores ?? 0,
   });
-  const loss = (added: number): number =>
-    lossAt(fit, Math.max(0, added) * onPath, Math.max(0, added) * (1 - onPath));
+  const loss = (added: number, path = onPath): number =>
+    lossAt(fit, Math.max(0, added) * path, Math.max(0, added) * (1 - path));
   const throughput = order(loss(addedUs.low), loss(addedUs.high), loss(addedUs.estimate));
+  // A machine this contended may leave the logging collector behind: once its pipe is full, the
+  // backends wait for it, and its CPU is on their path too.
+  if ((load?.stretch ?? 1) > CONTENDED) throughput.high = Math.max(throughput.high, loss(addedUs.high, 1));
   // Which end of the model the answer sits at: near the CPU share, near the latency share, or between.
   const span = cpuBound.estimate - idleLoss(latencyMs.estimate);
   const where = span > 1e-9 ? (throughput.estimate - idleLoss(latencyMs.estimate)) / span : 0;
   const busy = load?.busy ?? null;
   const cpuNow = (tps * cpu) / 1e6;
   const facts = `${busy === null ? "" : `cores ${pct(busy)} busy (${cores.toFixed(cores % 1 === 0 ? 0 : 1)} from ${load?.coresSource ?? "unknown"}), `}this workload using ${cpuNow.toFixed(2)} of them at ${tps.toFixed(0)} TPS from ${input.clients} client${input.clients === 1 ? "" : "s"}${fit.externalStretch > 1.05 ? `, other work stretching each CPU µs ${fit.externalStretch.toFixed(1)}x` : ""}${waitsSentence(load)}`;
+  // Where both shares are the same (a transaction that only computes), the delay says which.
   const kind: OverheadRegime["kind"] =
-    where >= 0.8 ? "cpu-bound" : where <= 0.2 ? "latency-bound" : "between";
+    span < 0.05 * cpuBound.estimate
+      ? fit.delayUs < 0.1 * (input.clients / tps) * 1e6
+        ? "cpu-bound"
+        : "latency-bound"
+      : where >= 0.8
+        ? "cpu-bound"
+        : where <= 0.2
+          ? "latency-bound"
+          : "between";
   const reason =
     kind === "cpu-bound"
       ? `${facts}: the cores limit the transactions, so every added CPU µs costs throughput`

@@ -297,7 +297,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     );
     io.stdout(`${renderEstimates(estimates)}\n\n`);
     if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n\n`);
-    io.stdout(`${renderOverheadSection(estimates, workload.load, calibration)}\n`);
+    io.stdout(`${renderOverheadSection(estimates, workload.load)}\n`);
   }
   if (fromLogs) io.stdout(`${workload ? "\n" : ""}${renderFromLogs(fromLogs, cost)}`);
   return 0;

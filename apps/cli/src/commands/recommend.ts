@@ -105,7 +105,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
         renderEstimates(named),
         ...rec.notes,
         "",
-        renderOverheadSection(named, sample.workload.load, calibration),
+        renderOverheadSection(named, sample.workload.load),
       ].join("\n"),
     )}\n${rec.sql}`,
   );

@@ -4,13 +4,7 @@
  * the latency each transaction gains, and the answer for this server at the sampled load — and
  * what those rest on, each said once.
  */
-import {
-  type Estimate,
-  type OverheadCalibration,
-  percent,
-  type ServerLoad,
-  type Workload,
-} from "@auditpipe/estimate";
+import { type Estimate, percent, type ServerLoad, type Workload } from "@auditpipe/estimate";
 
 const num = (x: number, digits = 0): string =>
   (Object.is(Math.round(x * 10 ** digits), -0) ? 0 : x).toLocaleString("en-US", {
@@ -54,13 +48,17 @@ export function renderEstimates(estimates: readonly Estimate[]): string {
   );
 }
 
-const range = (x: { low: number; estimate: number; high: number }, f: (v: number) => string): string =>
-  x.low === x.high ? f(x.estimate) : `${f(x.estimate)} [${f(x.low)}–${f(x.high)}]`;
+const range = (
+  x: { low: number; estimate: number; high: number },
+  f: (v: number) => string,
+  unit = "",
+): string =>
+  x.low === x.high ? `${f(x.estimate)}${unit}` : `${f(x.estimate)} [${f(x.low)}–${f(x.high)}]${unit}`;
 
 /** What kind of answer the last column is, in a heading. */
 const REGIME: Record<string, string> = {
   "cpu-bound": "CPU-bound: every core busy, the CPU share applies",
-  "latency-bound": "latency-bound: idle cores, the transactions lose the latency share",
+  "latency-bound": "latency-bound: the transactions wait more than they compute, and lose the latency share",
   between: "near the cores' limit: between the latency share and the CPU share",
   unknown: "the host's load is unknown: from the latency share to the CPU share",
   none: "nothing logged, nothing lost",
@@ -82,9 +80,9 @@ export function renderOverheads(estimates: readonly Estimate[]): string {
       const o = e.overhead;
       return [
         e.config,
-        range(o.addedCpuUs, (v) => `${num(v)} µs`),
+        range(o.addedCpuUs, (v) => num(v), " µs"),
         range(o.cpuBound, pct),
-        range(o.latencyMs, (v) => `${num(v, 3)} ms`),
+        range(o.latencyMs, (v) => num(v, 3), " ms"),
         o.latencyShare ? percent(o.latencyShare.estimate) : "?",
         `${range(o.throughput, pct)}${o.regime.kind === "none" ? "" : ` ${o.regime.kind}`}`,
       ];
@@ -131,21 +129,13 @@ function overheadNotes(estimates: readonly Estimate[]): string[] {
 }
 
 /** The whole overhead section: heading, load, table, what it rests on. */
-export function renderOverheadSection(
-  estimates: readonly Estimate[],
-  load: ServerLoad | undefined,
-  calibration: OverheadCalibration | undefined,
-): string {
+export function renderOverheadSection(estimates: readonly Estimate[], load: ServerLoad | undefined): string {
   const kinds = [...new Set(estimates.map((e) => e.overhead.regime.kind).filter((k) => k !== "none"))];
   const heading =
     kinds.length === 1
       ? `Overhead (${REGIME[kinds[0]!]})`
       : "Overhead (the regime is named per configuration)";
   const lines = [heading, loadLine(load), "", renderOverheads(estimates), ""];
-  if (!calibration)
-    lines.push(
-      "uncalibrated: see the first note; auditpipe bench --calibration-out FILE measures this hardware",
-    );
   for (const note of overheadNotes(estimates)) lines.push(`- ${note}`);
   return lines.join("\n");
 }
