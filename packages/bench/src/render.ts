@@ -30,7 +30,9 @@ function formatInterval(o: OverheadInterval | null): string {
 
 /** The overhead column's heading: what it is computed from. */
 export function overheadHeading(cells: readonly CellSummary[]): string {
-  return cells.some((c) => c.overheadBasis === "cpu") ? "CPU-based overhead [95%]" : "overhead [95% interval]";
+  return cells.some((c) => c.overheadBasis === "cpu")
+    ? "CPU-based overhead [95%]"
+    : "overhead [95% interval]";
 }
 
 /** Whether the table shows the TPS-based overhead beside a CPU-based one. */
