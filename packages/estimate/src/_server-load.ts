@@ -21,6 +21,7 @@ import {
   procStat,
   schedStat,
   TICKS_PER_SEC,
+  unixPeerPids,
   uptimeSec,
 } from "./host-cpu.ts";
 import type { ServerLoad, WaitShares } from "./types.ts";
@@ -97,6 +98,8 @@ function treeCpu(postmaster: number, proc: string, exclude: number): TreeCpu | n
 }
 
 interface LocalClient {
+  /** The backend serving the connection. */
+  pid: number;
   application: string;
   address: string | null;
   port: number | null;
@@ -112,12 +115,17 @@ function localClientPids(
     tcp.map((c) => ({ address: c.address!, port: c.port! })),
     proc,
   );
-  // A unix-socket connection names no peer in /proc: its client is the process whose command
-  // name is the connection's application_name (pgbench, psql set it so), when exactly that.
+  // A unix-socket connection names no peer in /proc: the kernel's socket diagnostics do (ss);
+  // without them, its client is the process whose command name is the connection's
+  // application_name (pgbench, psql set it so).
   const unix = clients.filter((c) => c.address === null);
   const byName = new Set<number>();
   let unidentified = Math.max(0, tcp.length - byTcp.length);
-  if (unix.length > 0) {
+  const peers = unix.length > 0 ? unixPeerPids(new Set(unix.map((c) => c.pid))) : null;
+  if (peers !== null) {
+    for (const pid of peers) if (pid !== process.pid) byName.add(pid);
+    if (peers.length === 0) unidentified += unix.length;
+  } else if (unix.length > 0) {
     const names = new Map<string, number>();
     for (const c of unix)
       names.set(c.application.slice(0, 15), (names.get(c.application.slice(0, 15)) ?? 0) + 1);
@@ -252,6 +260,7 @@ export class ServerLoadProbe {
       // A client that ran something during the sample, on this machine: its CPU is the workload's.
       if (row.addr === null || row.addr === "127.0.0.1" || row.addr === "::1")
         this.localClients.set(`${row.pid}`, {
+          pid: row.pid,
           application: row.app ?? "",
           address: row.addr,
           port: row.addr === null ? null : row.port,

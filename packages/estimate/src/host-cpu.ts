@@ -5,6 +5,7 @@
  * run cost). Every reader returns null where the file is not there or not readable (another OS,
  * another PID namespace), never guesses.
  */
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 
@@ -238,4 +239,34 @@ export function loopbackClientPids(
     }
   }
   return [...new Set(socketOwners(inodes, proc).values())];
+}
+
+/**
+ * The processes at the other end of the unix-domain sockets the given processes hold (the
+ * clients of PostgreSQL backends connected over its socket): /proc names no peer of a unix
+ * socket, the kernel's socket diagnostics do, which `ss -xp` (iproute2) prints. Null where `ss`
+ * is not installed or fails; the processes we may not see are left out.
+ */
+export function unixPeerPids(pids: ReadonlySet<number>): number[] | null {
+  let text: string;
+  try {
+    text = execFileSync("ss", ["-xpn"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 5000,
+    });
+  } catch {
+    return null;
+  }
+  // u_str ESTAB 0 0 /path/.s.PGSQL.5432 12345 * 12344 users:(("postgres",pid=10,fd=9))
+  const owners = new Map<string, number[]>();
+  const peers: string[] = [];
+  for (const line of text.split("\n")) {
+    const m = /\s(\d+)\s+\S+\s+(\d+)\s+users:\((.*)\)\s*$/.exec(line);
+    if (!m) continue;
+    const holders = [...m[3]!.matchAll(/pid=(\d+)/g)].map((x) => Number(x[1]));
+    owners.set(m[1]!, holders);
+    if (holders.some((pid) => pids.has(pid))) peers.push(m[2]!);
+  }
+  return [...new Set(peers.flatMap((inode) => owners.get(inode) ?? []))].filter((pid) => !pids.has(pid));
 }

@@ -57,6 +57,7 @@ export {
   type SchedStat,
   schedStat,
   TICKS_PER_SEC,
+  unixPeerPids,
   uptimeSec,
 } from "./host-cpu.ts";
 export { auditCsv, type EstimateOptions, estimate, meanDigits } from "./model.ts";

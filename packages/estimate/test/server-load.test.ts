@@ -17,6 +17,7 @@ import {
   procStat,
   sampleWorkload,
   schedStat,
+  unixPeerPids,
 } from "@auditpipe/estimate";
 import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -98,6 +99,25 @@ describe("the /proc and cgroup readers", () => {
     try {
       const { port: clientPort } = await accepted;
       expect(loopbackClientPids([{ address: "127.0.0.1", port: clientPort }])).toEqual([child.pid]);
+    } finally {
+      child.kill("SIGKILL");
+      server.close();
+    }
+  });
+
+  it("find the process at the other end of a unix-domain socket (the kernel's socket diagnostics, ss)", async () => {
+    const path = join(work, "peer.sock");
+    const server = createServer((socket) => socket.on("error", () => {}));
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    const accepted = new Promise<void>((resolve) => server.once("connection", () => resolve()));
+    const child = spawn(process.execPath, [
+      "-e",
+      `require("node:net").connect(${JSON.stringify(path)}); setInterval(() => {}, 1000)`,
+    ]);
+    try {
+      await accepted;
+      // This process holds the accepted end: its peer is the child. (ss is iproute2's, on every Debian.)
+      expect(unixPeerPids(new Set([process.pid]))).toContain(child.pid);
     } finally {
       child.kill("SIGKILL");
       server.close();
