@@ -83,7 +83,7 @@ export function renderOverheads(estimates: readonly Estimate[]): string {
         range(o.addedCpuUs, (v) => num(v), " µs"),
         range(o.cpuBound, pct),
         range(o.latencyMs, (v) => num(v, 3), " ms"),
-        o.latencyShare ? percent(o.latencyShare.estimate) : "?",
+        o.latencyShare ? percent(o.latencyShare.estimate) : o.regime.kind === "none" ? percent(0) : "?",
         `${range(o.throughput, pct)}${o.regime.kind === "none" ? "" : ` ${o.regime.kind}`}`,
       ];
     }),
@@ -132,9 +132,11 @@ function overheadNotes(estimates: readonly Estimate[]): string[] {
 export function renderOverheadSection(estimates: readonly Estimate[], load: ServerLoad | undefined): string {
   const kinds = [...new Set(estimates.map((e) => e.overhead.regime.kind).filter((k) => k !== "none"))];
   const heading =
-    kinds.length === 1
-      ? `Overhead (${REGIME[kinds[0]!]})`
-      : "Overhead (the regime is named per configuration)";
+    kinds.length === 0
+      ? `Overhead (${REGIME.none})`
+      : kinds.length === 1
+        ? `Overhead (${REGIME[kinds[0]!]})`
+        : "Overhead (the regime is named per configuration)";
   const lines = [heading, loadLine(load), "", renderOverheads(estimates), ""];
   for (const note of overheadNotes(estimates)) lines.push(`- ${note}`);
   return lines.join("\n");
