@@ -270,6 +270,17 @@ export class ServerLoadProbe {
     }
   }
 
+  /** The local clients whose connection is still open (the others' processes may be gone). */
+  private async openLocalClients(client: pg.Client): Promise<LocalClient[]> {
+    const r = await client.query<{ pid: number }>(
+      tagged(
+        "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()",
+      ),
+    );
+    const open = new Set(r.rows.map((row) => row.pid));
+    return [...this.localClients.values()].filter((c) => open.has(c.pid));
+  }
+
   private async snapshot(client: pg.Client): Promise<Snapshot> {
     let wal: { syncs: number } | null = null;
     try {
@@ -280,7 +291,7 @@ export class ServerLoadProbe {
     }
     const clients = new Map<number, number>();
     if (this.postmaster !== null)
-      for (const pid of localClientPids([...this.localClients.values()], this.proc).pids) {
+      for (const pid of localClientPids(await this.openLocalClients(client), this.proc).pids) {
         const s = procStat(pid, this.proc);
         if (s) clients.set(pid, s.ownTicks + s.reapedTicks);
       }
@@ -310,7 +321,9 @@ export class ServerLoadProbe {
         "some sessions' wait events are hidden from this role: GRANT pg_read_all_stats to it to see what every session waits on",
       );
     const walSyncs = a.wal && b.wal && transactions > 0 ? (b.wal.syncs - a.wal.syncs) / transactions : null;
-    const unidentified = localClientPids([...this.localClients.values()], this.proc).unidentified;
+    const open = await this.openLocalClients(client);
+    const unidentified = localClientPids(open, this.proc).unidentified;
+    const ended = this.localClients.size - open.length;
     const base = {
       waits,
       walSyncsPerTransaction: walSyncs,
@@ -395,6 +408,10 @@ export class ServerLoadProbe {
       busy = this.given.cpuBusy;
       source = "given";
     }
+    if (ended > 0)
+      notes.push(
+        `${ended} connection${ended === 1 ? "" : "s"} from this machine ended during the sample: ${ended === 1 ? "its client's" : "their clients'"} CPU is not counted (sample while the clients stay connected)`,
+      );
     if (unidentified > 0)
       notes.push(
         `${unidentified} connection${unidentified === 1 ? "" : "s"} from this machine whose client process was not found: ${unidentified === 1 ? "its" : "their"} CPU counts as other work`,
