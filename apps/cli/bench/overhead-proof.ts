@@ -30,7 +30,7 @@ import {
   type CalibrationFit,
   predictOverhead,
 } from "@auditpipe/bench";
-import type { EstimateReport } from "@auditpipe/estimate";
+import { type EstimateReport, percent } from "@auditpipe/estimate";
 import { type PostgresCluster, rewriteDocSection, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { main } from "auditpipe";
 import { SHOP_INIT, writeShopFiles } from "./_overhead-proof-workload.ts";
@@ -76,7 +76,7 @@ async function cli(argv: string[]): Promise<string> {
   return stdout;
 }
 
-const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+const pct = (x: number): string => percent(x);
 const interval = (x: { low: number; high: number }, point: number): string =>
   `${pct(point)} [${pct(x.low)} … ${pct(x.high)}]`;
 

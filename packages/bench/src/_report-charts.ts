@@ -25,7 +25,8 @@ const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00
 const colour = (i: number): string => PALETTE[i % PALETTE.length]!;
 
 /** Two decimals are plenty for a chart, and keep the embedded JSON small; NaN (nothing measured) is a gap. */
-const round2 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 100) / 100 : null);
+/** Two decimals; -0 (a tiny negative rounded) is 0, so nothing prints "-0". */
+const round2 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 100) / 100 + 0 : null);
 const show = (x: number | null, unit = ""): string => (x === null ? "–" : `${x}${unit}`);
 
 function chartOptions(xTitle: string, yTitle: string): Record<string, unknown> {

@@ -3,13 +3,14 @@
  * Benchmarks and Mitigation Strategies"): configuration × workload with TPS, overhead and its
  * interval, latency percentiles, log volume and WAL, then what the figures can and cannot say.
  */
+import { percent } from "@auditpipe/estimate";
 import { cellTitle, hasVariants } from "./mitigations.ts";
 import type { OverheadInterval } from "./stats.ts";
 import type { BenchReport, CalibrationFit, CellSummary } from "./types.ts";
 
 const fmt = (x: number, digits = 0): string =>
   x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+const pct = (x: number): string => percent(x);
 /** Beyond this many runs per configuration, "how many would resolve it" stops being advice. */
 const MAX_SENSIBLE_RUNS = 200;
 

@@ -1,6 +1,8 @@
 import {
   type BenchReport,
+  type CellSummary,
   type ConfigurationInfo,
+  formatOverhead,
   type RunResult,
   renderHtmlReport,
   renderReport,
@@ -211,5 +213,14 @@ describe("the HTML bench report", () => {
     const text = renderReport(report);
     expect(text).toMatch(/CPU-based overhead \[95%\]\s+TPS-based \[95%\]/);
     expect(text).toContain("TPS-based = what the runs' throughput really lost");
+  });
+
+  it("never prints -0.0 %: a difference that rounds to nothing is 0.0 %", () => {
+    const cell = report.cells.find((c) => c.configuration === "all")!;
+    const tiny: CellSummary = {
+      ...cell,
+      overhead: { median: -0.00004, low: -0.0004, high: 0.01, significant: false, runsToResolve: 9 },
+    };
+    expect(formatOverhead(tiny)).toBe("0.0% [0.0% … 1.0%] n.s.");
   });
 });
