@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { EstimateReport } from "@auditpipe/estimate";
+import { type EstimateReport, estimateReportSchema } from "@auditpipe/estimate";
 import { afterAll, describe, expect, it } from "vitest";
 import { CALIBRATED_ON, CALIBRATION, PLANNED_WORKLOAD, writeCalibration } from "./_calibration.ts";
 import { runCli } from "./_cli.ts";
@@ -30,7 +30,8 @@ describe("estimate with a bench calibration", () => {
       "--json",
     ]);
     expect(code, stderr).toBe(0);
-    const json = JSON.parse(stdout) as EstimateJson;
+    // The published schema (docs/cli.md names its fields) is what the command prints.
+    const json = estimateReportSchema.parse(JSON.parse(stdout)) as EstimateJson;
     const write = json.estimates[0]!;
     expect(write.overhead.assumptions[0]).toBe(CALIBRATED_ON);
     expect(json.calibration).toEqual({

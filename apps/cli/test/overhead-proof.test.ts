@@ -19,7 +19,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BenchReport, benchReportSchema, calibrationProblem, calibrationSchema } from "@auditpipe/bench";
-import type { EstimateReport } from "@auditpipe/estimate";
+import { type EstimateReport, estimateReportSchema } from "@auditpipe/estimate";
 import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";
@@ -129,7 +129,7 @@ describe("the calibrated overhead, on real servers", () => {
     ]);
     await load;
     expect(est.code, est.stderr).toBe(0);
-    const estimate = JSON.parse(est.stdout) as EstimateReport;
+    const estimate = estimateReportSchema.parse(JSON.parse(est.stdout)) as EstimateReport;
 
     // The sample saw the host it runs on.
     const seen = estimate.load!;
