@@ -96,7 +96,7 @@ export function renderFit(fit: CalibrationFit): string {
   const quality =
     fit.residualStdErrUs === null
       ? `${fit.points} points for ${fit.points - fit.degreesOfFreedom} coefficients: an exact fit, its quality unknown`
-      : `R² ${fit.r2.toFixed(2)}, residual ${fmt(fit.residualStdErrUs, 1)} µs/transaction over ${fit.points} points`;
+      : `R² ${fit.r2.toFixed(2)}, residual ${fmt(fit.residualStdErrUs, 1)} µs/transaction over ${fit.points} configurations${fit.cpu ? ` × ${fit.cpu.runs} runs` : ""}`;
   return `calibration${fit.cpu ? " in server CPU time" : ""}: ${parts.join("; ")} (${quality})`;
 }
 
