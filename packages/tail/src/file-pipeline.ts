@@ -12,7 +12,7 @@
  * Each stage is its own module and knows only the next; this file only wires them. `FileSource`
  * keeps the name and options it had when it did all of this itself.
  */
-import type { LogFormat } from "@auditpipe/parse";
+import { type LogFormat, ParseErrorCode } from "@auditpipe/parse";
 import {
   type BatchLimits,
   DEFAULT_BATCH_LIMITS,
@@ -23,6 +23,7 @@ import {
 } from "@auditpipe/ship";
 import { FileLane, type LaneObserver } from "./_file-lane.ts";
 import {
+  DataLostReason,
   FileFollower,
   type FileSourceHealth,
   type FollowObserver,
@@ -78,6 +79,27 @@ export class FileSource {
     const limits: BatchLimits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
     const observer = options.observer ?? {};
     const redact = options.redact?.literals || options.redact?.parameters ? options.redact : undefined;
+    // A record over the parser's size limit is valid data skipped whole: besides malformed, it is
+    // a range given up, reported where every other give-up is (dataLost).
+    const laneObserver: LaneObserver = {
+      ...observer,
+      malformed(source, error) {
+        observer.malformed?.(source, error);
+        if (error.code !== ParseErrorCode.RECORD_TOO_LARGE) return;
+        const to = error.offset + error.size;
+        observer.dataLost?.(source, error.offset, to, DataLostReason.RECORD_TOO_LARGE);
+        options.logger?.warn(
+          {
+            file: source,
+            from: error.offset,
+            to,
+            bytes: error.size,
+            reason: DataLostReason.RECORD_TOO_LARGE,
+          },
+          `record larger than the parser's limit: bytes ${error.offset} to ${to} are given up`,
+        );
+      },
+    };
     this.delivery = new Delivery({
       sink: options.sink,
       observer,
@@ -102,7 +124,7 @@ export class FileSource {
           resume,
           replayEnds,
           limits,
-          observer,
+          observer: laneObserver,
           redact,
           delivery: this.delivery,
           checkpoints,

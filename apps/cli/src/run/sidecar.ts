@@ -142,7 +142,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
-    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
+    checkpointSaveFailed: (stateDir, code) => sourceHealth.checkpointSaveFailed(stateDir, code),
+    dataLost: (_file, from, to, reason) => sourceHealth.dataLost(from, to, reason),
   };
 
   // The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics
