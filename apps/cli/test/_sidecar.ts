@@ -32,16 +32,23 @@ export function spawnCli(
   env: NodeJS.ProcessEnv = {},
   options: SpawnOptions = {},
 ): ChildProcessByStdio<null, Readable, Readable> {
-  return spawn(
-    process.execPath,
-    options.built ? [options.bin ?? BIN, ...argv] : ["--conditions=@auditpipe/source", CLI, ...argv],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-      ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
-    },
-  );
+  const args = options.built
+    ? [options.bin ?? BIN, ...argv]
+    : ["--conditions=@auditpipe/source", CLI, ...argv];
+  // With a umask: through a shell that sets it and execs node (same process, the umask inherited).
+  const [command, commandArgs] =
+    options.umask === undefined
+      ? [process.execPath, args]
+      : [
+          "/bin/sh",
+          ["-c", `umask ${options.umask.toString(8)} && exec "$0" "$@"`, process.execPath, ...args],
+        ];
+  return spawn(command, commandArgs, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
+  });
 }
 
 export interface SpawnOptions {
@@ -51,6 +58,8 @@ export interface SpawnOptions {
   bin?: string;
   /** Run as this OS user (the test runs as root): e.g. `postgres`, the owner of the log files. */
   user?: { uid: number; gid: number };
+  /** The process's umask (e.g. 0o022, a login shell's); default: the test process's. */
+  umask?: number;
 }
 
 /**

@@ -7,6 +7,7 @@ import { FileSource, type SourceObserver } from "@auditpipe/tail";
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { RunConfig } from "./config.ts";
+import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
 import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
@@ -78,6 +79,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         : undefined,
     logger,
   );
+  // Before anything is written: nothing more readable than PostgreSQL's own logs.
+  restrictFileModes(sourceLogMode({ pgdata: config.pgdata, stream, pattern: config.pattern }), logger);
   // Before anything in the state directory is touched: one sidecar per state directory.
   const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
