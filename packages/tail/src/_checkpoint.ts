@@ -38,6 +38,11 @@ export interface FileCheckpoint {
   /** Rotated away and read to its end: nothing more will come. */
   done: boolean;
   /**
+   * Not read: the file of this name holds the same entries as this file (PostgreSQL writing two
+   * destinations at once); kept while the file exists, so a restart does not read it either.
+   */
+  duplicateOf?: string;
+  /**
    * The file's size when the checkpoint was saved: if the file is gone or truncated before it was
    * read to the end, `[position, size)` is what is known to be given up. Absent in older files.
    */

@@ -65,13 +65,34 @@ export type OpenDownstream = (
   replayEnds: number[],
   checkpoints: { handingOver(): Promise<void>; acknowledged(): void },
   resume: { from: number; held: number[] },
+  role: FileRole,
 ) => Downstream;
+
+/**
+ * How one followed file is read: its format, and whether it is a stderr file beside a csvlog or
+ * jsonlog one, of which only the records PostgreSQL diverted into it are read (see
+ * @auditpipe/parse createDivertedParser).
+ */
+export interface FileRole {
+  format: LogFormat;
+  diverted: boolean;
+}
+
+/** `format: "auto"`'s file names: every destination PostgreSQL writes to files. */
+export const AUTO_PATTERN = "*.{csv,json,log}";
 
 export interface FileFollowerOptions {
   /** PostgreSQL's log_directory. */
   logDir: string;
-  /** The format of the files followed (one log stream): gives the default pattern. */
-  format: LogFormat;
+  /**
+   * The format of the files followed (one log stream): gives the default pattern. `auto`: every
+   * destination PostgreSQL writes (csvlog `.csv`, jsonlog `.json`, stderr `.log`), each file read
+   * in the format its name says, and each entry once: a `.json` file beside a `.csv` of the same
+   * name holds the same entries (both destinations on) and is not read; a `.log` file beside one
+   * of them gives only the csvlog/jsonlog records PostgreSQL diverted into it while a destination
+   * was turned on or off.
+   */
+  format: LogFormat | "auto";
   /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
   pattern?: string;
   /** Where checkpoints are kept. */
@@ -178,10 +199,16 @@ export class FileFollower {
   private saveFailure: string | undefined;
   /** Paths truncated in place, or whose first line is being written: scanned on every pass until followed. */
   private readonly awaitingFirstLine = new Set<string>();
+  /** The matching names of the last listing (siblings decide a file's role with `format: auto`). */
+  private listed = new Set<string>();
+  /** Files not read because another destination's file holds the same entries: device:inode → id. */
+  private readonly duplicates = new Map<string, string>();
 
   constructor(options: FileFollowerOptions) {
     this.options = options;
-    this.matches = globMatcher(options.pattern ?? DEFAULT_PATTERNS[options.format]);
+    this.matches = globMatcher(
+      options.pattern ?? (options.format === "auto" ? AUTO_PATTERN : DEFAULT_PATTERNS[options.format]),
+    );
     this.observer = options.observer ?? {};
     this.logger = options.logger ?? silentLogger;
   }
@@ -312,7 +339,14 @@ export class FileFollower {
         const ordered = [...this.files.values()].sort(
           (a, b) => Number(a.downstream.ended) - Number(b.downstream.ended) || a.mtimeMs - b.mtimeMs,
         );
-        const newest = ordered.filter((f) => !f.gone).at(-1);
+        // The file PostgreSQL writes now, per destination (one stream: one); the others are rotated away.
+        const newest = new Map<string, TrackedFile>();
+        for (const f of this.files.values()) {
+          if (f.gone) continue;
+          const group = this.destinationOf(f.path);
+          const current = newest.get(group);
+          if (!current || f.mtimeMs >= current.mtimeMs) newest.set(group, f);
+        }
         for (const file of ordered) {
           if (this.stopping) break;
           const read = await file.read(now);
@@ -329,7 +363,7 @@ export class FileFollower {
             file.quiet(Date.now(), this.options.quietMs ?? 50);
             // Rotated away (a newer file exists) or deleted, read to the end and quiet: let it go.
             if (
-              (file.gone || file !== newest) &&
+              (file.gone || file !== newest.get(this.destinationOf(file.path))) &&
               Date.now() - file.lastGrowth >= (this.options.quietMs ?? 50)
             ) {
               if (await this.confirmedEnd(file)) file.finish(Date.now());
@@ -411,6 +445,7 @@ export class FileFollower {
       this.listingError = undefined;
     }
     const names = listed.filter((n) => this.matches(n) && !n.endsWith(".gz")).sort();
+    this.listed = new Set(names);
     const seen = new Set<string>();
     const inodes = new Map<string, string>(); // path → device:inode
     /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
@@ -435,6 +470,11 @@ export class FileFollower {
     for (const file of this.files.values())
       if (!file.gone) trackedInodes.set(inodeKey(file.dev, file.ino), file);
     for (const [path, ino] of inodes) {
+      const duplicate = this.duplicates.get(ino);
+      if (duplicate) {
+        seen.add(duplicate);
+        continue;
+      }
       const known = trackedInodes.get(ino);
       if (known) {
         seen.add(known.fingerprint);
@@ -519,6 +559,11 @@ export class FileFollower {
         tracked.aliases.delete(path); // taken for a copy while it held only the shared first lines
       }
       const checkpoint = await this.checkpointOf(fingerprint, dev, ino, path, inodes);
+      const role = this.roleOf(path);
+      if (checkpoint?.duplicateOf !== undefined || role === undefined) {
+        this.skipDuplicate(path, checkpoint, fingerprint, dev, ino, seen);
+        return true;
+      }
       const id = checkpoint?.fingerprint ?? this.newId(path, fingerprint, dev, ino);
       if (this.files.has(id)) {
         // Rewritten in place with the same first line while its old content still drains: the
@@ -569,6 +614,7 @@ export class FileFollower {
             acknowledged: () => this.checkpoint(followed),
           },
           resume,
+          role,
         ),
       );
       file.mtimeMs = mtimeMs;
@@ -577,12 +623,75 @@ export class FileFollower {
       file.head = fingerprint;
       handle = undefined; // owned by the tracked file now
       this.files.set(id, file);
-      this.logger.info({ file: path, fingerprint: id, from: start, size }, "following file");
+      this.logger.info(
+        {
+          file: path,
+          fingerprint: id,
+          from: start,
+          size,
+          ...(this.options.format === "auto" ? { format: role.diverted ? "diverted" : role.format } : {}),
+        },
+        role.diverted
+          ? "following file for the csvlog/jsonlog records PostgreSQL diverted into it"
+          : "following file",
+      );
       if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
       return true;
     } finally {
       await handle?.close();
     }
+  }
+
+  /** Which of PostgreSQL's destination streams a file belongs to (with `format: auto`, by its name). */
+  private destinationOf(path: string): string {
+    return this.options.format === "auto" ? destinationName(basename(path)).extension : "";
+  }
+
+  /**
+   * How a file is read; undefined for a jsonlog file beside a csvlog file of the same name (both
+   * destinations on: the same entries, read once from the csvlog file).
+   */
+  private roleOf(path: string): FileRole | undefined {
+    if (this.options.format !== "auto") return { format: this.options.format, diverted: false };
+    const { stem, extension } = destinationName(basename(path));
+    const sibling = (ext: string): boolean => this.listed.has(`${stem}${ext}`);
+    if (extension === ".json") return sibling(".csv") ? undefined : { format: "jsonlog", diverted: false };
+    if (extension === ".log") return { format: "stderr", diverted: sibling(".csv") || sibling(".json") };
+    return { format: "csvlog", diverted: false };
+  }
+
+  /** A file whose entries another destination's file holds: not read; said once, and kept so across restarts. */
+  private skipDuplicate(
+    path: string,
+    checkpoint: FileCheckpoint | undefined,
+    head: string,
+    dev: number,
+    ino: number,
+    seen: Set<string>,
+  ): void {
+    const id = checkpoint?.fingerprint ?? this.newId(path, head, dev, ino, false);
+    const { stem } = destinationName(basename(path));
+    const original = checkpoint?.duplicateOf ?? `${stem}.csv`;
+    this.duplicates.set(inodeKey(dev, ino), id);
+    seen.add(id);
+    if (!checkpoint) {
+      this.checkpoints.set({
+        fingerprint: id,
+        path,
+        position: 0,
+        marker: "",
+        inflightEnd: null,
+        done: true,
+        duplicateOf: original,
+        ...(id !== head ? { head } : {}),
+        dev,
+        ino,
+      });
+    }
+    this.logger.info(
+      { file: path, duplicateOf: original },
+      "PostgreSQL writes this file's entries to the csvlog file of the same name too (both destinations on): shipping them from the csvlog file only",
+    );
   }
 
   /**
@@ -633,14 +742,15 @@ export class FileFollower {
   }
 
   /** The identity of a file seen for the first time: its first line's hash, unless that is taken. */
-  private newId(path: string, head: string, dev: number, ino: number): string {
+  private newId(path: string, head: string, dev: number, ino: number, warn = true): string {
     const taken = this.files.has(head) || this.checkpoints.get(head) !== undefined;
     if (!taken) return head;
     const id = collisionId(head, dev, ino);
-    this.logger.warn(
-      { file: path, fingerprint: head, id },
-      "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
-    );
+    if (warn)
+      this.logger.warn(
+        { file: path, fingerprint: head, id },
+        "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
+      );
     return id;
   }
 
@@ -841,6 +951,16 @@ export class FileFollower {
     }
     return wrote;
   }
+}
+
+/**
+ * A log file's name as PostgreSQL makes it for each destination: `log_filename` for stderr, with
+ * `.log` replaced by `.csv`/`.json` (or those appended); a copy's `.1` suffix is left aside.
+ */
+function destinationName(name: string): { stem: string; extension: string } {
+  const base = name.replace(/\.\d+$/, "");
+  const match = /\.(csv|json|log)$/.exec(base);
+  return match ? { stem: base.slice(0, match.index), extension: match[0] } : { stem: base, extension: "" };
 }
 
 function inodeKey(dev: number, ino: number): string {

@@ -12,7 +12,7 @@
  * Each stage is its own module and knows only the next; this file only wires them. `FileSource`
  * keeps the name and options it had when it did all of this itself.
  */
-import { type LogFormat, ParseErrorCode } from "@auditpipe/parse";
+import { type LogFormat, ParseErrorCode, type PrefixHistory } from "@auditpipe/parse";
 import {
   type BatchLimits,
   DEFAULT_BATCH_LIMITS,
@@ -36,12 +36,18 @@ export interface SourceObserver extends FollowObserver, LaneObserver, DeliveryOb
 export interface FileSourceOptions {
   /** PostgreSQL's log_directory. */
   logDir: string;
-  /** The format of the files followed (one log stream). */
-  format: LogFormat;
+  /**
+   * The format of the files followed (one log stream); `auto`: every destination PostgreSQL writes,
+   * each entry once (see FileFollowerOptions.format).
+   */
+  format: LogFormat | "auto";
   /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
   pattern?: string;
-  /** log_line_prefix, for stderr and syslog files. */
-  prefix?: string;
+  /**
+   * log_line_prefix, for stderr and syslog files; a PrefixHistory follows reloads that change it
+   * (learned from the postmaster's message in the log).
+   */
+  prefix?: string | PrefixHistory;
   /** Where checkpoints are kept. */
   stateDir: string;
   sink: Sink;
@@ -116,9 +122,10 @@ export class FileSource {
       ...(options.quietMs !== undefined ? { quietMs: options.quietMs } : {}),
       observer,
       ...(options.logger ? { logger: options.logger } : {}),
-      downstream: (file, start, replayEnds, checkpoints, resume) =>
+      downstream: (file, start, replayEnds, checkpoints, resume, role) =>
         new FileLane(file, {
-          format: options.format,
+          format: role.format,
+          diverted: role.diverted,
           prefix: options.prefix,
           start,
           resume,

@@ -12,7 +12,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
-import { DEFAULT_PATTERNS } from "@auditpipe/tail";
+import { AUTO_PATTERN, DEFAULT_PATTERNS } from "@auditpipe/tail";
 import { globMatcher } from "@auditpipe/tail/glob";
 import type { Logger } from "pino";
 import { PgdataSettingError, readPgdataSetting } from "./pgdata-settings.ts";
@@ -67,7 +67,7 @@ function currentLogFile(options: Parameters<typeof sourceLogMode>[0]): string | 
   const stream = options.stream;
   if (!stream) return undefined;
   const pattern =
-    options.pattern ?? (stream.format === "auto" ? "*.{csv,json,log}" : DEFAULT_PATTERNS[stream.format]);
+    options.pattern ?? (stream.format === "auto" ? AUTO_PATTERN : DEFAULT_PATTERNS[stream.format]);
   const matches = globMatcher(pattern);
   let newest: { path: string; mtimeMs: number } | undefined;
   let names: string[];

@@ -11,6 +11,7 @@ import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
 import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
+import { prefixHistory, registerPrefixMetrics } from "./prefix-changes.ts";
 import { createSink, redactionMode } from "./sinks.ts";
 import { SourceHealth } from "./source-health.ts";
 import { lockStateDir } from "./state-lock.ts";
@@ -69,7 +70,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     format: config.format,
     syslog: config.syslog.length > 0,
   });
-  const needsPrefix = stream?.format === "stderr" || stream?.format === "syslog";
+  // `auto` follows stderr files too when the server's destination becomes stderr.
+  const needsPrefix = stream?.format === "stderr" || stream?.format === "syslog" || stream?.format === "auto";
   const prefix = await resolveLogLinePrefix(
     config,
     needsPrefix
@@ -107,6 +109,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
   const malformedInput = new MalformedWatch(meter.registry, logger);
   const sourceHealth = new SourceHealth(meter.registry);
+  const prefixChanges = registerPrefixMetrics(meter.registry);
   let syslog: SyslogIntake | undefined;
   registerSyslogMetrics(meter.registry, () => syslog);
 
@@ -215,12 +218,17 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
 
   if (stream) {
+    // stderr lines are read with the prefix in effect for their backend, through reloads that change it.
+    const filePrefix =
+      prefix !== undefined && (stream.format === "stderr" || stream.format === "auto")
+        ? await prefixHistory(prefix, config.state, prefixChanges, logger).catch(abortStart)
+        : prefix;
     // The file pipeline: follower → lane (parse, decode, tap, redact, encode, batch) → delivery → sink.
     files = new FileSource({
       logDir: stream.logDir,
       format: stream.format,
       ...(config.pattern ? { pattern: config.pattern } : {}),
-      ...(prefix !== undefined ? { prefix } : {}),
+      ...(filePrefix !== undefined ? { prefix: filePrefix } : {}),
       stateDir: config.state,
       sink,
       ...(redact ? { redact } : {}),
