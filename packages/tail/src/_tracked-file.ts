@@ -56,6 +56,17 @@ const OVERLAP_BYTES = 64;
 export const REPLACED = -1;
 
 /**
+ * The buffer every read goes into (one for all files: a read's bytes are handed on, and parsers
+ * copy what they keep, before the next read starts). A megabyte per followed file was external
+ * memory that V8 counts toward its next full collection, and with a backlog of files it added up.
+ */
+export function readBuffer(): Buffer {
+  shared ??= Buffer.allocUnsafeSlow(OVERLAP_BYTES + READ_BYTES);
+  return shared;
+}
+let shared: Buffer | undefined;
+
+/**
  * One followed file of one identity, the source's side of it: its handle and identity, where it
  * has been read to, and the reads themselves; what was read goes to its Downstream. Pure
  * bookkeeping plus reads; finding files and keeping checkpoints is FileFollower's job.
@@ -80,7 +91,6 @@ export class TrackedFile {
   readonly aliases: Set<string> = new Set<string>();
   /** Where the bytes read go, from `start` on. */
   readonly downstream: Downstream;
-  private readBuffer: Buffer | undefined;
   /** The last bytes read (up to OVERLAP_BYTES, ending at `readPos`); undefined until the first read. */
   private readonly overlap: Buffer = Buffer.alloc(OVERLAP_BYTES);
   private overlapLength: number | undefined;
@@ -118,10 +128,7 @@ export class TrackedFile {
     const { size, mtimeMs } = await this.handle.stat();
     if (size < this.readPos) return REPLACED;
     if (size === this.readPos && mtimeMs === this.quietMtimeMs) return 0;
-    // One buffer for every read (parsers copy what they keep): a new megabyte per read was
-    // external memory that V8 counts toward its next full collection.
-    this.readBuffer ??= Buffer.allocUnsafeSlow(OVERLAP_BYTES + READ_BYTES);
-    const buffer = this.readBuffer;
+    const buffer = readBuffer();
     // The bytes before the read position are read again with the new ones, in one read: the
     // compare costs no system call, and what follows them was read in the same pass.
     const back = this.overlapLength ?? Math.min(OVERLAP_BYTES, this.readPos);

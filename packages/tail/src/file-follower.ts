@@ -347,8 +347,17 @@ export class FileFollower {
           const current = newest.get(group);
           if (!current || f.mtimeMs >= current.mtimeMs) newest.set(group, f);
         }
+        // Destinations with a file not read to its end in this pass: newer files of it wait, so
+        // one file's lane fills at a time. Read side by side, a backlog of N files held N open
+        // batches (and, with the sink down, N ready ones): ~6 MB each.
+        const behind = new Set<string>();
         for (const file of ordered) {
           if (this.stopping) break;
+          const group = this.destinationOf(file.path);
+          if (behind.has(group) && !file.downstream.ended) {
+            await file.downstream.deliver();
+            continue;
+          }
           const read = await file.read(now);
           if (read === REPLACED) {
             // Truncated or rewritten in place since the last read: finish the old content and
@@ -369,6 +378,7 @@ export class FileFollower {
               if (await this.confirmedEnd(file)) file.finish(Date.now());
             }
           }
+          if (!file.downstream.ended && file.size > file.readPos) behind.add(group);
           await file.downstream.deliver();
           this.observer.bytesBehind?.(file.path, Math.max(0, file.size - file.acked));
           if (file.settled) await this.release(file);
