@@ -3,6 +3,7 @@ import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import { Checkpointer, type FileCheckpoint, isFileSystemError } from "./_checkpoint.ts";
+import { destinationName, destinationRole, type FileRole } from "./_destinations.ts";
 import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
 import { type Downstream, READ_BYTES, REPLACED, TrackedFile } from "./_tracked-file.ts";
 import { globMatcher } from "./glob.ts";
@@ -68,19 +69,6 @@ export type OpenDownstream = (
   role: FileRole,
 ) => Downstream;
 
-/**
- * How one followed file is read: its format, and whether it is a stderr file beside a csvlog or
- * jsonlog one, of which only the records PostgreSQL diverted into it are read (see
- * @auditpipe/parse createDivertedParser).
- */
-export interface FileRole {
-  format: LogFormat;
-  diverted: boolean;
-}
-
-/** `format: "auto"`'s file names: every destination PostgreSQL writes to files. */
-export const AUTO_PATTERN = "*.{csv,json,log}";
-
 export interface FileFollowerOptions {
   /** PostgreSQL's log_directory. */
   logDir: string;
@@ -119,6 +107,9 @@ export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
   stderr: "*.log",
   syslog: "*.log",
 };
+/** `format: "auto"`'s file names: every destination PostgreSQL writes to files. */
+export const AUTO_PATTERN = "*.{csv,json,log}";
+
 /** What FileSource reports about files and the directory it cannot read (logged, and in health()). */
 export const FileSourceErrorCode = {
   /** A matching file could not be opened or read (permissions, I/O error): retried every scan. */
@@ -663,11 +654,7 @@ export class FileFollower {
    */
   private roleOf(path: string): FileRole | undefined {
     if (this.options.format !== "auto") return { format: this.options.format, diverted: false };
-    const { stem, extension } = destinationName(basename(path));
-    const sibling = (ext: string): boolean => this.listed.has(`${stem}${ext}`);
-    if (extension === ".json") return sibling(".csv") ? undefined : { format: "jsonlog", diverted: false };
-    if (extension === ".log") return { format: "stderr", diverted: sibling(".csv") || sibling(".json") };
-    return { format: "csvlog", diverted: false };
+    return destinationRole(basename(path), this.listed);
   }
 
   /** A file whose entries another destination's file holds: not read; said once, and kept so across restarts. */
@@ -961,16 +948,6 @@ export class FileFollower {
     }
     return wrote;
   }
-}
-
-/**
- * A log file's name as PostgreSQL makes it for each destination: `log_filename` for stderr, with
- * `.log` replaced by `.csv`/`.json` (or those appended); a copy's `.1` suffix is left aside.
- */
-function destinationName(name: string): { stem: string; extension: string } {
-  const base = name.replace(/\.\d+$/, "");
-  const match = /\.(csv|json|log)$/.exec(base);
-  return match ? { stem: base.slice(0, match.index), extension: match[0] } : { stem: base, extension: "" };
 }
 
 function inodeKey(dev: number, ino: number): string {
