@@ -24,7 +24,7 @@ export {
 export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
 export { encodeEntry, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
-export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
+export { ManifestError, ManifestErrorCode, VerifyError, VerifyErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,
   DEFAULT_MANIFEST_GRACE_MS,
@@ -63,6 +63,7 @@ export {
 } from "./manifest/types.ts";
 export {
   DEFAULT_CLOCK_SKEW_MS,
+  DEFAULT_GONE_AFTER_MS,
   type FindingKind,
   type NothingToVerify,
   type VerifiedChain,
@@ -86,6 +87,7 @@ export {
   DEFAULT_SPOOL_MAX_BYTES,
   DEFAULT_STOP_MANIFEST_MS,
   type ObjectLockOptions,
+  type RewrittenObject,
   resolveS3Region,
   S3_SINK_NAME,
   S3Archive,
