@@ -3,6 +3,7 @@ import { type Advice, AdviceTally, adviceSql, DEFAULT_AUDIT_ROLE } from "@auditp
 import { analyzeFiles } from "../analyze/read-logs.ts";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
+import { flagValue, wholeNumber } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
 import { acceptPrefixGuess, type CommandIO, resolveFiles } from "./analyze.ts";
 
@@ -81,11 +82,10 @@ export async function adviseCommand(argv: string[], io: CommandIO): Promise<numb
     throw new UsageError(
       "advise: FILE is missing: give one or more audit log files (see auditpipe advise --help)",
     );
-  const top = values.top === undefined ? 10 : Number(values.top);
-  if (!Number.isInteger(top) || top < 1)
-    throw new UsageError(
-      `advise: --top must be a whole number of at least 1 (got ${JSON.stringify(values.top)})`,
-    );
+  const top =
+    values.top === undefined
+      ? 10
+      : flagValue("advise", "top", values.top, wholeNumber({ min: 1 }), { default: "10" });
   const files = await resolveFiles(positionals, "advise");
   const tally = new AdviceTally();
   await analyzeFiles(files, {

@@ -54,6 +54,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --syslog-journal-max-bytes N
                            when the syslog journal holds this much, TCP is not read and UDP
                            is dropped (default 1 GiB)
+  --syslog-tcp-idle-timeout-ms MS
+                           close a syslog TCP connection silent this long (default 300000;
+                           0: never); open connections are capped by the open-file limit
   --batch-max-entries N    entries per object (default 10000)
   --batch-max-bytes N      log bytes per object (default 8388608)
   --batch-max-age-ms N     close a batch this long after it opened (default 1000; 60000 for s3://)

@@ -79,6 +79,7 @@ export async function startSyslog(
     prefix: w.prefix,
     stateDir: config.state,
     maxBytes: config.syslogJournalMaxBytes,
+    tcpIdleTimeoutMs: config.syslogTcpIdleTimeoutMs,
     sink: w.sink,
     redact: w.redact,
     batch: batchLimits(config),
