@@ -138,6 +138,19 @@ describe("verifyArchive", () => {
     expect(report.findings).toEqual([expect.objectContaining({ kind: "extra", key: stray.key })]);
   });
 
+  it("leaves compaction's folders (parquet/, _compaction/) to the compacted listings, but still reports a stray beside them", async () => {
+    const { prefix } = await archive();
+    const put = (key: string) =>
+      minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: "x" }));
+    const dt = new Date(base).toISOString().slice(0, 10);
+    await put(`${prefix}/parquet/dt=${dt}/hour=00/host=pg-0/part-0.parquet`);
+    await put(`${prefix}/_compaction/pg-0/${dt}T00.json`);
+    const stray = `${prefix}/parquetish/dt=${dt}/x.parquet`;
+    await put(stray);
+    const report = await verify(prefix);
+    expect(report.findings.map((f) => `${f.kind} ${f.key}`)).toEqual([`extra ${stray}`]);
+  });
+
   it("reports a deleted manifest as a gap in the chain", async () => {
     const { prefix, manifests, objects } = await archive();
     const removed = manifests[1] ?? "";

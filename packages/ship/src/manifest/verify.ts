@@ -1,6 +1,14 @@
 import { classifyS3ReadError } from "../sinks/s3/_errors.ts";
 import { type LoadedChains, listChains, loadChains, loadOlder } from "./_chain.ts";
-import { dataObjectHost, floorHour, HOUR_MS, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
+import {
+  dataObjectHost,
+  floorHour,
+  HOUR_MS,
+  isDerivedKey,
+  joinKey,
+  MANIFEST_DIR,
+  normalizePrefix,
+} from "./_keys.ts";
 import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
 import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
@@ -242,6 +250,8 @@ function accountant(
   const overall = overallWindow(r);
   return (o) => {
     if (o.key.startsWith(at.manifestDir) || r.latest.has(o.key)) return null;
+    // Compaction's output: judged by the listings that record it (`compacted`), not as landing data.
+    if (isDerivedKey(at.prefix, o.key)) return null;
     const host = dataObjectHost(at.prefix, o.key);
     if (at.host !== undefined && host !== null && host !== at.host) return null;
     // The host's sidecar said so in a signed manifest: not its own, at once.
