@@ -139,10 +139,23 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       );
       expect(sidecar.stderr()).toContain(planted);
 
-      // The self-check signed it into the chain as not the sidecar's: verify reports it at once,
-      // while the sidecar runs (it used to be "pending" and the result clean).
+      // The self-check signs it into the chain as not the sidecar's (a PUT that fails under load is
+      // retried at the next check): from then on verify reports it, while the sidecar runs (it used
+      // to be "pending" and the result clean).
+      await waitUntil(
+        async () => {
+          for (const k of await manifests()) {
+            const m = (await record(k)) as { foreign?: { key: string }[] };
+            if (m.foreign?.some((f) => f.key === planted)) return true;
+          }
+          return false;
+        },
+        60_000,
+        () => `no manifest lists the planted object as foreign: ${sidecar.stderr().slice(-3000)}`,
+        200,
+      );
       const running = await verify(["s3://audit/pg/main", ...s3, "--public-key", publicKey, "--json"], env);
-      expect(running.code).toBe(1);
+      expect(running.code, `${running.stdout}\n${sidecar.stderr().slice(-6000)}`).toBe(1);
       expect(JSON.parse(running.stdout).findings).toEqual([
         expect.objectContaining({ kind: "extra", key: planted }),
       ]);

@@ -444,12 +444,14 @@ export class ManifestJournal {
     // Signed into the chain now, in a partial manifest: verify reports them without waiting for
     // the hour to end, whether this sidecar runs on, stops or is gone by then. Journaled first, so
     // a failed PUT is written with the next manifest.
-    if (disowned.length > 0 && !this.closed) {
-      await this.enqueue(() => this.append(disowned));
+    // Also when an earlier attempt failed: foreign entries still journaled are not signed yet.
+    const unsigned = [...this.pending.values()].some((entries) => entries.some((e) => "foreign" in e));
+    if ((disowned.length > 0 || unsigned) && !this.closed) {
+      if (disowned.length > 0) await this.enqueue(() => this.append(disowned));
       await this.serially("announce").catch((error: unknown) =>
         this.logger.warn(
           { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
-          "could not sign the self-check's findings into a manifest now: the next manifest lists them",
+          "could not sign the self-check's findings into a manifest now: retried at the next self-check",
         ),
       );
     }
