@@ -87,7 +87,8 @@ export function createPipelineTap(meter: LiveMeter, logger: Logger): PipelineTap
       if (!tap.countsAttempts) meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
-    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
+    checkpointSaveFailed: (stateDir, code) => sourceHealth.checkpointSaveFailed(stateDir, code),
+    dataLost: (_file, from, to, reason) => sourceHealth.dataLost(from, to, reason),
   };
   const tap: PipelineTap = {
     observer,
