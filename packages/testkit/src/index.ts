@@ -21,6 +21,7 @@ export {
   type SyslogForward,
   startRsyslog,
 } from "./rsyslog.ts";
+export { closeTcp, connectTcp, rfc3164, rfc5424, sendUdp, syslogHead, writeTcp } from "./syslog-send.ts";
 export {
   bucketContents,
   duplicates,
