@@ -7,6 +7,7 @@ import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { awsEnv } from "./aws-env.ts";
 import { minioBinary } from "./paths.ts";
 import { freePort, onExit, removeTree, waitUntil } from "./process.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 export interface MinioOptions {
   /** Buckets created at start. */
@@ -49,6 +50,7 @@ let bucketSeq = 0;
 
 /** Starts a real MinIO on a free loopback port with its own data directory and credentials. */
 export async function startMinio(options: MinioOptions = {}): Promise<MinioServer> {
+  refuseInUnitTier("startMinio");
   const bin = minioBinary();
   const base = mkdtempSync(join(tmpdir(), "auditpipe-minio-"));
   const dataDir = join(base, "data");

@@ -22,6 +22,7 @@ import {
   run,
   waitUntil,
 } from "./process.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 export type LogDestination = "csvlog" | "jsonlog" | "stderr" | "syslog";
 export type GucValue = string | number | boolean;
@@ -92,6 +93,7 @@ function confValue(value: GucValue): string {
  * OS user. Everything is removed by `stop()` or when the test process exits.
  */
 export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresCluster> {
+  refuseInUnitTier("startPostgres");
   const bin = pgBinDir();
   const root = isRoot();
   const owner = root ? lookupUser("postgres") : undefined;
