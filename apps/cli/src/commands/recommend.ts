@@ -1,7 +1,7 @@
 import { recommend, sampleWorkload } from "@auditpipe/estimate";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 import {
   intervalMs,
   nestedLine,
