@@ -6,6 +6,7 @@ export { ParseErrorCode } from "./errors.ts";
 export { createJsonlogParser } from "./jsonlog.ts";
 export { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 export { createParser } from "./parser.ts";
+export { AUDIT_CLASSES, sessionClasses } from "./pgaudit-log.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 export {
   COMMON_PREFIXES,

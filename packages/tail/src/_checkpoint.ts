@@ -42,6 +42,13 @@ export interface FileCheckpoint {
    * read to the end, `[position, size)` is what is known to be given up. Absent in older files.
    */
   size?: number;
+  /**
+   * The outcome stage's state at `position` (_outcome-stream.ts, OutcomeState: versioned): what
+   * the stream's join held undecided there, so a restart decides the rest as before. Absent in
+   * older files and before the file's lane started: the lane then takes over the join of the file
+   * before it.
+   */
+  outcome?: unknown;
   /** ISO 8601 time of the last change. */
   modified: string;
 }

@@ -39,6 +39,8 @@ export interface Downstream {
    * before `position`, not acknowledged) go out, and their offsets (see FileLane).
    */
   resumePoint(position: number): { from: number; held: number[] };
+  /** The outcome stage's state at `position` (an acknowledged batch end, or the start), if known. */
+  outcomeState?(position: number): unknown;
 }
 
 /** Bytes per read: large enough to amortise the syscall, small enough to keep memory flat. */
@@ -56,6 +58,8 @@ export class TrackedFile {
   readonly fingerprint: string;
   /** Next byte to read (absolute). */
   readPos: number;
+  /** Where reading started in this run (readPos beyond it: the file has been read from). */
+  readonly startPos: number;
   lastGrowth: number;
   size: number;
   mtimeMs = 0;
@@ -86,6 +90,7 @@ export class TrackedFile {
     this.fingerprint = fingerprint;
     this.head = fingerprint;
     this.readPos = start;
+    this.startPos = start;
     this.size = start;
     this.lastGrowth = now;
     this.downstream = openDownstream(this);

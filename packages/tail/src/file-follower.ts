@@ -36,6 +36,8 @@ export type OpenDownstream = (
   replayEnds: number[],
   checkpoints: { handingOver(): Promise<void>; acknowledged(): void },
   resume: { from: number; held: number[] },
+  /** The outcome state its checkpoint kept at `start` (FileCheckpoint.outcome), if any. */
+  outcome: unknown,
 ) => Downstream;
 
 export interface FileFollowerOptions {
@@ -60,6 +62,8 @@ export interface FileFollowerOptions {
   logger?: SourceLogger;
   /** Where each followed file's bytes go. */
   downstream: OpenDownstream;
+  /** A file finished before this start (not followed again): the outcome state its checkpoint kept at its end. */
+  finished?: (outcome: unknown) => void;
 }
 
 /** Default file name pattern per format: what PostgreSQL's log_filename gives each destination. */
@@ -106,6 +110,13 @@ const ACK_CHECKPOINT_INTERVAL_MS = 1_000;
  * (~21k entries/s) 100 ms passes cost it ~12 % less CPU than 20 ms ones.
  */
 const COALESCE_MS = 20;
+/**
+ * A newer file of the stream is not read while an older one is unfinished, so records reach the
+ * outcome join in the order they were written (a session's transaction can end in the next
+ * file). An older file that has been read to its end but keeps growing is another stream's
+ * (a pattern matching two): after this long the newer one is read anyway.
+ */
+const ORDER_WAIT_MS = 5_000;
 const STEADY_BYTES = 64 << 10;
 const STEADY_COALESCE_MS = 100;
 
@@ -253,9 +264,9 @@ export class FileFollower {
         const now = Date.now();
         const ordered = [...this.files.values()].sort((a, b) => a.mtimeMs - b.mtimeMs);
         const newest = ordered.filter((f) => !f.gone).at(-1);
-        for (const file of ordered) {
+        for (const [i, file] of ordered.entries()) {
           if (this.stopping) break;
-          const read = await file.read(now);
+          const read = this.waitsForOlder(file, ordered.slice(0, i), now) ? 0 : await file.read(now);
           if (read > 0) {
             progressed = true;
             bytesRead += read;
@@ -290,6 +301,28 @@ export class FileFollower {
       throw error;
     }
   }
+
+  /**
+   * Whether `file` waits for an older file of the stream to end (see ORDER_WAIT_MS): while one is
+   * behind, or has not been quiet yet, and for at most ORDER_WAIT_MS once it is read to its end.
+   */
+  private waitsForOlder(file: TrackedFile, older: TrackedFile[], now: number): boolean {
+    if (file.readPos > file.startPos) return false; // reading already
+    const open = older.filter((f) => !f.downstream.ended);
+    if (open.length === 0) {
+      this.orderWaits.delete(file);
+      return false;
+    }
+    if (open.some((f) => f.readPos < f.size || f.holding)) return true;
+    const since = this.orderWaits.get(file) ?? now;
+    this.orderWaits.set(file, since);
+    if (now - since < ORDER_WAIT_MS) return true;
+    this.orderWaits.delete(file);
+    return false;
+  }
+
+  /** Newer files waiting for an older one that is read to its end but not finished: since when. */
+  private readonly orderWaits = new Map<TrackedFile, number>();
 
   /** The end really is the end: nothing was appended since the last read. */
   private async confirmedEnd(file: TrackedFile): Promise<boolean> {
@@ -446,6 +479,7 @@ export class FileFollower {
       let start = 0;
       let inflightEnds: number[] = [];
       let resume = { from: 0, held: [] as number[] };
+      let outcome: unknown;
       if (checkpoint) {
         const intact =
           size >= checkpoint.position &&
@@ -459,11 +493,13 @@ export class FileFollower {
           if (!checkpoint.done)
             this.givenUp(path, checkpoint.position, checkpoint.size, "truncated or rewritten");
         } else if (checkpoint.done && size === checkpoint.position) {
+          this.options.finished?.(checkpoint.outcome);
           return true; // finished earlier and unchanged
         } else {
           start = checkpoint.position;
           inflightEnds = Checkpointer.inflightEnds(checkpoint);
           resume = Checkpointer.resumePoint(checkpoint);
+          outcome = checkpoint.outcome;
         }
       } else if (this.firstScan && this.fresh && this.options.from === "end") {
         start = size;
@@ -479,6 +515,7 @@ export class FileFollower {
             acknowledged: () => this.checkpoint(followed),
           },
           resume,
+          outcome,
         ),
       );
       file.mtimeMs = mtimeMs;
@@ -599,7 +636,15 @@ export class FileFollower {
     // Records the parser still holds (or gave out into batches not yet acknowledged) that begin
     // before `position`: the next start reads from the oldest of them again.
     const resume = file.downstream.resumePoint(position);
-    this.pendingMarkers.set(file.fingerprint, { file, position, inflightEnds, resume, done: file.settled });
+    const outcome = file.downstream.outcomeState?.(position);
+    this.pendingMarkers.set(file.fingerprint, {
+      file,
+      position,
+      inflightEnds,
+      resume,
+      done: file.settled,
+      outcome,
+    });
   }
 
   private readonly pendingMarkers = new Map<
@@ -610,11 +655,26 @@ export class FileFollower {
       inflightEnds: number[];
       resume: { from: number; held: number[] };
       done: boolean;
+      outcome: unknown;
     }
   >();
 
   private async saveCheckpoints(): Promise<void> {
+    // A finished file's outcome state is kept for the next file's lane to take over after a
+    // restart; once a file being read has a state of its own saved, none is needed (and many
+    // rotated files would each keep one, in a checkpoint file written every second).
+    let ownState = false;
+    for (const p of this.pendingMarkers.values()) if (!p.done && p.outcome !== undefined) ownState = true;
+    if (ownState)
+      for (const entry of this.checkpoints.entries())
+        if (entry.done && entry.outcome !== undefined) {
+          const { outcome: _, modified: __, ...rest } = entry;
+          this.checkpoints.set(rest);
+        }
     for (const [fingerprint, p] of this.pendingMarkers) {
+      // A lane that has not started yet keeps the state its checkpoint has for the same position.
+      const prev = this.checkpoints.get(fingerprint);
+      const outcome = p.outcome ?? (prev?.position === p.position ? prev.outcome : undefined);
       this.checkpoints.set({
         fingerprint,
         path: p.file.path,
@@ -626,6 +686,7 @@ export class FileFollower {
         done: p.done,
         size: p.file.size,
         ...identity(p.file),
+        ...(outcome === undefined ? {} : { outcome }),
       });
     }
     this.pendingMarkers.clear();
@@ -636,6 +697,11 @@ export class FileFollower {
   /** A file read to its end and acknowledged: close it, keep its checkpoint (done) until it is gone. */
   private async release(file: TrackedFile): Promise<void> {
     this.pendingMarkers.delete(file.fingerprint); // superseded by the final checkpoint below
+    const outcome = file.downstream.outcomeState?.(file.acked);
+    // The files read after it carry the outcome state on: saved with this release, so a restart
+    // never finds this file done without its state and theirs unsaved.
+    for (const other of this.files.values())
+      if (other !== file && other.readPos > other.startPos) this.checkpoint(other);
     this.checkpoints.set({
       fingerprint: file.fingerprint,
       path: file.path,
@@ -646,6 +712,7 @@ export class FileFollower {
       done: true,
       size: file.size,
       ...identity(file),
+      ...(outcome === undefined ? {} : { outcome }),
     });
     this.files.delete(file.fingerprint);
     await file.handle.close();

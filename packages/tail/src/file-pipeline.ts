@@ -5,13 +5,14 @@
  *     → FileLane, one per file (_file-lane.ts):
  *         parse (@auditpipe/parse createParser) → decode (decodeAuditEntry)
  *         → meter (observer.entry, a tap) → redact → encode (@auditpipe/ship encodeEntry)
- *         → batch (Batcher)
+ *         → outcome (the stream's OutcomeJoin, _outcome-stream.ts) → batch (Batcher)
  *     → Delivery (@auditpipe/ship deliver.ts)  ordered acknowledgements, one backoff
  *     → Sink (LocalDirSink, S3Sink)
  *
  * Each stage is its own module and knows only the next; this file only wires them. `FileSource`
  * keeps the name and options it had when it did all of this itself.
  */
+import type { StreamEvent } from "@auditpipe/outcome";
 import type { LogFormat } from "@auditpipe/parse";
 import {
   type BatchLimits,
@@ -22,6 +23,7 @@ import {
   type Sink,
 } from "@auditpipe/ship";
 import { FileLane, type LaneObserver } from "./_file-lane.ts";
+import { OutcomeStream } from "./_outcome-stream.ts";
 import {
   FileFollower,
   type FileSourceHealth,
@@ -59,9 +61,30 @@ export interface FileSourceOptions {
   /** A file that has not grown for this long is quiet: held records are released; default 50 ms. */
   quietMs?: number;
   batch?: Partial<BatchLimits>;
+  /** The outcome stage (docs/architecture.md, "Outcomes"). */
+  outcome?: {
+    /** Every session's pgaudit.log has misc (the server's setting says so): see OutcomeJoinOptions. */
+    miscLogged?: boolean;
+    /**
+     * How long past its age a batch may stay open while entries in it await their outcome
+     * (DEFAULT_OUTCOME_HOLD_MS); size limits still cut it.
+     */
+    holdMs?: number;
+    /** Server starts and stops and audit-setting changes seen in the stream (coverage). */
+    event?: (event: StreamEvent) => void;
+  };
   observer?: SourceObserver;
   logger?: SourceLogger;
 }
+
+/**
+ * A batch whose entries await their outcome stays open this much past its age at most: long
+ * enough for a session's next statement to settle its last one at low load (at high load batches
+ * are cut by size, and few of their entries are any session's last), short enough that a quiet
+ * session's entry ships `pending` (its outcome line follows) instead of holding up the rest. It
+ * adds up to this much to the delay from a record to its acknowledgement (docs/benchmarks.md).
+ */
+export const DEFAULT_OUTCOME_HOLD_MS = 1_000;
 
 /** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
 const STOP_DEADLINE_MS = 8_000;
@@ -78,6 +101,16 @@ export class FileSource {
     const limits: BatchLimits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
     const observer = options.observer ?? {};
     const redact = options.redact?.literals || options.redact?.parameters ? options.redact : undefined;
+    const outcome = new OutcomeStream({
+      ...(options.outcome?.miscLogged === undefined ? {} : { miscLogged: options.outcome.miscLogged }),
+      ...(options.outcome?.event ? { event: options.outcome.event } : {}),
+      unordered: (file) =>
+        options.logger?.warn(
+          { file },
+          "a newer log file is read while an older one still grows (a pattern matching two streams?): their outcomes are joined apart",
+        ),
+    });
+    const holdMs = options.outcome?.holdMs ?? DEFAULT_OUTCOME_HOLD_MS;
     this.delivery = new Delivery({
       sink: options.sink,
       observer,
@@ -94,7 +127,8 @@ export class FileSource {
       ...(options.quietMs !== undefined ? { quietMs: options.quietMs } : {}),
       observer,
       ...(options.logger ? { logger: options.logger } : {}),
-      downstream: (file, start, replayEnds, checkpoints, resume) =>
+      finished: (state) => outcome.finishedFile(state),
+      downstream: (file, start, replayEnds, checkpoints, resume, state) =>
         new FileLane(file, {
           format: options.format,
           prefix: options.prefix,
@@ -106,6 +140,7 @@ export class FileSource {
           redact,
           delivery: this.delivery,
           checkpoints,
+          outcome: { stream: outcome, state, holdMs },
         }),
     });
   }

@@ -6,7 +6,12 @@ export {
   type FileSourceHealth,
   type SourceLogger,
 } from "./file-follower.ts";
-export { FileSource, type FileSourceOptions, type SourceObserver } from "./file-pipeline.ts";
+export {
+  DEFAULT_OUTCOME_HOLD_MS,
+  FileSource,
+  type FileSourceOptions,
+  type SourceObserver,
+} from "./file-pipeline.ts";
 export {
   DEFAULT_COMMIT_MS,
   SyslogJournal,

@@ -26,8 +26,10 @@ export {
   duplicates,
   type ShippedKeyFields,
   s3Keys,
+  s3Lines,
   s3Records,
   shippedKeys,
+  shippedLines,
   shippedRecords,
 } from "./sink-oracle.ts";
 export { closeTcp, connectTcp, rfc3164, rfc5424, sendUdp, syslogHead, writeTcp } from "./syslog-send.ts";
