@@ -7,7 +7,8 @@
 //     mount namespace of its own (the machine's other processes see nothing of it);
 //   - AUDITPIPE_TEST_TIER=unit, so every testkit starter refuses and logs its refusal.
 // It fails if a test fails or a unit-tier file asked for a service (even one whose test swallowed
-// the error), naming the file. Usage: pnpm test:unit:isolated [vitest args, e.g. a file filter]
+// the error), naming the file. It builds the CLI's bundle first, as `pnpm test:unit` does.
+// Usage: pnpm test:unit:isolated [vitest args, e.g. a file filter]
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -83,6 +84,15 @@ console.log(
       ? `no network (own namespace, loopback only); hidden: ${[...HIDDEN_DIRS, ...HIDDEN_FILES].join(", ")}`
       : "network NOT cut and nothing hidden (needs root and unshare(1)): only the PATH and testkit's guard"),
 );
+// A few unit tests run the built launcher (bin/auditpipe.js → dist/), as `pnpm test:unit` does.
+const bundle = spawnSync(process.execPath, [join(ROOT, "apps", "cli", "scripts", "bundle.mjs")], {
+  cwd: ROOT,
+  stdio: "inherit",
+});
+if (bundle.status !== 0) {
+  console.error("could not build the CLI (apps/cli/scripts/bundle.mjs)");
+  process.exit(1);
+}
 const started = performance.now();
 const load = loadavg()[0].toFixed(1);
 const run = spawnSync(command, [...args, ...vitestArgs], { cwd: ROOT, env, stdio: "inherit" });
