@@ -1,4 +1,4 @@
-// Renders .bench/pipeline.json (packages/tail/bench/pipeline.bench.ts) as the "Sidecar pipeline"
+// Renders .bench/pipeline.json (apps/cli/bench/pipeline.bench.ts) as the "Sidecar pipeline"
 // section of docs/benchmarks.md: throughput, peak RSS, tail latency and pgbench impact against
 // the design's targets.
 import { relative } from "node:path";
@@ -47,7 +47,7 @@ export function renderPipelineSection(s, root) {
     );
   lines.push(
     "",
-    "Where the time and memory go (`node --cpu-prof` of `packages/tail/bench/_pipeline.ts` and of the real process; measured",
+    "Where the time and memory go (`node --cpu-prof` of `apps/cli/bench/_pipeline.ts` and of the real process; measured",
     'stage by stage under "CPU per entry" below): the main thread parses (the record\'s fields, the pgAudit payload), meters',
     "and hands each entry's fields to the NDJSON writer, whose WebAssembly encoder (`packages/ship/wasm/ndjson.wat`) writes the",
     "lines JSON.stringify would (less than half the CPU of building shipped-record objects and JSON.stringify); gzip or zstd",

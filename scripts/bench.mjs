@@ -85,7 +85,7 @@ function renderProcessSection(s) {
   ];
 }
 
-/** The sidecar's memory through a fault run (packages/tail/bench/fault-memory.bench.ts). */
+/** The sidecar's memory through a fault run (apps/cli/bench/fault-memory.bench.ts). */
 function renderMemorySection(s) {
   const p = s.atPeak;
   return [

@@ -11,6 +11,7 @@ import {
   isStdin,
 } from "../analyze/read-logs.ts";
 import { formatBytes, renderReport } from "../analyze/render.ts";
+import type { CommandIO } from "../command-io.ts";
 import { type CommandSpec, choice, helpText, parseCommand } from "../flags.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 
@@ -59,13 +60,6 @@ log_line_prefix wrote them (give --prefix).`,
 const MALFORMED_SHOWN = 20;
 /** Inputs at least this large get a progress bar (when stderr is a terminal). */
 const PROGRESS_MIN_BYTES = 32 * 1024 * 1024;
-
-export interface CommandIO {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  /** Whether stderr is a terminal (progress bars only then). */
-  stderrIsTTY: boolean;
-}
 
 /**
  * Expands globs (the dialect of `run --pattern` too: @auditpipe/tail/glob; sorted, so rotated

@@ -1,8 +1,8 @@
 import { hostFlag, parseTimeFlag, S3_FLAGS, s3Settings } from "../archive-url.ts";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { runCompact } from "../compact/run-compact.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const COMPACT_HELP = `Usage: auditpipe compact ARCHIVE [--from DATE] [--to DATE] [--host H] [--drop-landing] [--grace-minutes N]
                          [--memory-limit SIZE] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]

@@ -4,12 +4,12 @@ import { join } from "node:path";
 import type { LiveVolume } from "@auditpipe/meter";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { type CommandSpec, decimal, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { createLogger } from "../logger.ts";
 import { LOCAL_BATCH_MAX_AGE_MS, type RunConfig, RunConfigSchema } from "../run/config.ts";
 import { startSidecar } from "../run/sidecar.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 /** pgaudit.log classes the scratch server takes (each may be negated with a leading -). */
 const AUDIT_CLASSES = [

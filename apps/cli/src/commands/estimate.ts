@@ -19,12 +19,13 @@ import {
   type WorkloadSample,
 } from "@auditpipe/estimate";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { COST_FLAGS, costOptions } from "../estimate/cost-flags.ts";
 import { estimateFromLogs, renderFromLogs } from "../estimate/from-logs.ts";
 import { renderEstimates, renderOverheadSection, workloadLine } from "../estimate/render.ts";
 import { decimal, flagValue } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
-import { type CommandIO, resolveFiles } from "./analyze.ts";
+import { resolveFiles } from "./analyze.ts";
 
 export { priceOf } from "../estimate/cost-flags.ts";
 export { renderEstimates };

@@ -1,10 +1,10 @@
 import { flushCompileCache } from "node:module";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { createLogger } from "../logger.ts";
 import { resolveRunConfig, SETTINGS } from "../run/config.ts";
 import { applyNice } from "../run/priority.ts";
 import { startSidecar } from "../run/sidecar.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const RUN_HELP = `Usage: auditpipe run (--log-dir DIR | --pgdata DIR | --syslog URL) [flags]
 

@@ -2,8 +2,8 @@ import type { KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createS3Client, parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public-key FILE]... [--from DATE] [--to DATE]
                         [--host H] [--gone-after DURATION] [--s3-endpoint URL] [--s3-region R]

@@ -2,7 +2,7 @@
  * The in-process pipeline the throughput benchmark times: FileSource (one real log file) → LiveMeter
  * (every entry, as the sidecar wires it) → LocalDirSink (gzip NDJSON objects, fsynced, in a temp
  * dir), against parse-only over the same bytes. Shared by pipeline.bench.ts and profiling runs
- * (`node --cpu-prof --conditions=@auditpipe/source packages/tail/bench/_pipeline.ts FILE`).
+ * (`node --cpu-prof --conditions=@auditpipe/source apps/cli/bench/_pipeline.ts FILE`).
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { open } from "node:fs/promises";

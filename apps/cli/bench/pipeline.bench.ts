@@ -15,8 +15,8 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
-import { cpuStages } from "../../../apps/cli/bench/_cpu-stages.ts";
-import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
+import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../../packages/parse/bench/_reference-data.ts";
+import { cpuStages } from "./_cpu-stages.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
 import {
   pgbenchImpact,
