@@ -51,5 +51,14 @@ export async function createS3Sink(
     spoolBytes: () => sink.spoolBytes(),
     registerMetrics: (registry) => registerManifestMetrics(registry, () => archive.manifestHealth()),
     close: () => archive.close(),
+    compaction: {
+      prefix: sink.options.prefix,
+      host: sink.options.host,
+      record: async (file) => {
+        const journal = archive.journal();
+        if (!journal) throw new Error("the manifest journal is not open yet");
+        await journal.recordCompaction(file);
+      },
+    },
   };
 }

@@ -1,4 +1,4 @@
-import { LocalDirSink, type RedactionMode, type Sink } from "@auditpipe/ship";
+import { type CompactedFile, LocalDirSink, type RedactionMode, type Sink } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
@@ -14,6 +14,13 @@ export interface ConfiguredSink {
   /** Adds the sink's own metrics (the manifest chain's) to the registry. */
   registerMetrics(registry: Registry): void;
   close(): Promise<void>;
+  /** S3: what the sidecar's own compaction needs (run/compaction.ts); absent for a local directory. */
+  compaction?: {
+    prefix: string;
+    host: string;
+    /** The manifest journal's recordCompaction; rejects while the journal is not open yet. */
+    record(file: CompactedFile): Promise<void>;
+  };
 }
 
 /** `s3://bucket/prefix` → bucket and prefix; undefined for anything else (a local directory). */
