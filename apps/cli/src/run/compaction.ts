@@ -15,7 +15,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CompactErrorCode } from "@auditpipe/compact";
+import { CompactErrorCode, DEFAULT_ENGINE_MEMORY_LIMIT } from "@auditpipe/compact";
 import { backoffDelay, type CompactedFile, writeFileDurably } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -24,8 +24,8 @@ import { Counter, Gauge, type Registry } from "prom-client";
 export const COMPACTION_FAILURES_BEFORE_UNREADY = 3;
 /** The child's V8 heap: it parses one JSON report and folds a digest; DuckDB's memory is apart. */
 const CHILD_HEAP_FLAGS = ["--max-old-space-size=64", "--max-semi-space-size=4"];
-/** The child's DuckDB memory limit: with the heap above, its peak RSS stays under 200 MB (docs/benchmarks.md). */
-export const CHILD_ENGINE_MEMORY_LIMIT = "64MB";
+/** The child's DuckDB memory limit: the default; lower ones fail on a 420,000-entry hour (docs/benchmarks.md, "Compaction memory"). */
+export const CHILD_ENGINE_MEMORY_LIMIT: string = DEFAULT_ENGINE_MEMORY_LIMIT;
 /** First retry after a failed run; later ones back off up to the interval. */
 const RETRY_BASE_MS = 5_000;
 /** How soon after start the first run goes (catching up what a stopped sidecar left). */
