@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { type CompactionRecord, checkCompaction, openArchive } from "@auditpipe/compact";
 import { bucketContents, repoRoot, s3Records, startMinio, waitUntil } from "@auditpipe/testkit";
 import { DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
@@ -267,12 +267,25 @@ describe("auditpipe run: the sidecar's own compaction", () => {
         store.close();
       }
 
-      const verified = await run(
-        ["verify", "s3://audit/pg", ...s3, "--public-key", join(state, "manifests", "manifest-key.pem.pub")],
-        env,
-      );
+      const verifyArgs = [
+        ...["verify", "s3://audit/pg", ...s3],
+        ...["--public-key", join(state, "manifests", "manifest-key.pem.pub")],
+      ];
+      const verified = await run(verifyArgs, env);
       expect(verified.stdout).toMatch(/^result: clean, no finding$/m);
       expect(verified.code).toBe(0);
+
+      // verify rebuilds each compacted file from the landing objects it lists: one of them
+      // shortened (rewritten with its first line only) gives other rows, a finding and exit 1.
+      const source = last?.sources[0]?.key ?? "";
+      const shortened = gzipSync(`${gunzipSync(objects.get(source)!).toString("utf8").split("\n")[0]}\n`);
+      await client.send(new PutObjectCommand({ Bucket: "audit", Key: source, Body: shortened }));
+      const tampered = await run(verifyArgs, env);
+      expect(tampered.stdout).toMatch(
+        /^ALTERED\s+pg\/parquet\/dt=2026-11-23\/hour=07\/host=db1\/part-0\.parquet$/m,
+      );
+      expect(tampered.stdout).toMatch(/rows rebuilt from its sources: \d+ rows/);
+      expect(tampered.code).toBe(1);
     } finally {
       sidecar.child.kill("SIGKILL");
       await minio.stop();

@@ -118,6 +118,25 @@ describe("verifyArchive", () => {
     });
   });
 
+  it("reports a Parquet file no manifest lists as extra, as it would a landing object", async () => {
+    const { prefix } = await archive();
+    const dt = new Date(base).toISOString();
+    const forged = `${prefix}/parquet/dt=${dt.slice(0, 10)}/hour=${dt.slice(11, 13)}/host=${HOST}/part-0.parquet`;
+    await minio
+      .client()
+      .send(new PutObjectCommand({ Bucket: BUCKET, Key: forged, Body: Buffer.from("PAR1 forged PAR1") }));
+    const report = await verify(prefix);
+    expect(report.findings).toEqual([expect.objectContaining({ kind: "extra", key: forged })]);
+    expect(report.ok).toBe(false);
+    // The file's host is read from its key: verifying one host does not blame it for another's.
+    const other = forged.replace(`host=${HOST}`, "host=db-2");
+    await minio
+      .client()
+      .send(new PutObjectCommand({ Bucket: BUCKET, Key: other, Body: Buffer.from("PAR1 forged PAR1") }));
+    const oneHost = await verify(prefix, { host: HOST });
+    expect(oneHost.findings).toEqual([expect.objectContaining({ kind: "extra", key: forged })]);
+  });
+
   it("reports an object no manifest lists as extra", async () => {
     const { prefix } = await archive();
     const stray = await putDataObject(minio.client(), BUCKET, {
@@ -588,6 +607,27 @@ describe("verifyArchive --from", () => {
     expect(clean.manifests).toBe(5); // hour 0 (version 1), hours 1-4 (version 2)
     expect(clean.objects).toBe(2); // the landing object and the compacted file, each hashed
     expect(clean.entries).toBe(first.entries); // a compacted file's rows are not counted again
+
+    // The caller's deeper check (verify's rows rebuild) gets the listed file, whole, and its
+    // findings are reported with the manifest that listed the file.
+    const checked: string[] = [];
+    const withRows = await verify(prefix, {
+      trustedKeys,
+      checkCompacted: async (file) => {
+        checked.push(`${file.key} ${file.sources.map((s) => s.key).join(",")} ${file.hour}`);
+        return [{ kind: "altered", key: file.key, reason: "rows differ (from the test's check)" }];
+      },
+    });
+    expect(checked).toEqual([`${parquetKey} ${first.key} ${v1.hour}`]);
+    expect(withRows.findings).toEqual([
+      expect.objectContaining({
+        kind: "altered",
+        key: parquetKey,
+        manifest: expect.stringMatching(/_manifests\//),
+        reason: "rows differ (from the test's check)",
+      }),
+    ]);
+    expect(withRows.ok).toBe(false);
 
     await client.send(
       new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: Buffer.from("PAR1 other PAR1") }),

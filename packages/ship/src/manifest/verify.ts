@@ -1,4 +1,5 @@
 import { listChains, loadChains, loadOlder } from "./_chain.ts";
+import { checkCompactedFiles, compactedFileHost } from "./_compacted.ts";
 import { dataObjectHost, floorHour, HOUR_MS, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
 import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
@@ -77,7 +78,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
   const manifestDir = joinKey(prefix, `${MANIFEST_DIR}/`);
   const account = (o: ListedObject, r: ChainReading): "pending" | "extra" | null => {
     if (o.key.startsWith(manifestDir) || r.latest.has(o.key)) return null;
-    const host = dataObjectHost(prefix, o.key);
+    const host = dataObjectHost(prefix, o.key) ?? compactedFileHost(prefix, o.key);
     if (options.host !== undefined && host !== null && host !== options.host) return null;
     const window = (host !== null ? r.windows.get(host) : undefined) ?? overall;
     if (!window) return null;
@@ -101,7 +102,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     const what = options.host === undefined ? "the prefix" : `host ${options.host}`;
     const unlisted = stored.filter((o) => {
       if (o.key.startsWith(manifestDir)) return false;
-      const host = dataObjectHost(prefix, o.key);
+      const host = dataObjectHost(prefix, o.key) ?? compactedFileHost(prefix, o.key);
       return host !== null && (options.host === undefined || host === options.host);
     });
     const now = (options.now?.() ?? new Date()).getTime();
@@ -187,6 +188,13 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
       manifest: listing.manifest,
       reason: `sha256 ${hashed.sha256.slice(0, 12)}… (${hashed.size} bytes), listed ${listing.object.sha256.slice(0, 12)}… (${listing.object.size} bytes)`,
     });
+  }
+  if (options.checkCompacted) {
+    const intact = (key: string): boolean =>
+      hashes.get(key)?.sha256 === reading.latest.get(key)?.object.sha256;
+    findings.push(
+      ...(await checkCompactedFiles([...reading.latest.values()], intact, options.checkCompacted)),
+    );
   }
   for (const o of stored) {
     const kind = account(o, reading);
