@@ -4,9 +4,10 @@
  * change nothing; a host-hour that grows is compacted again; retention drops landing objects only
  * when asked.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { gunzipSync, zstdCompressSync } from "node:zlib";
 import {
   compactArchive,
   compactionRecordKey,
@@ -123,6 +124,24 @@ describe("compact on a local-dir archive", () => {
     );
     expect(stats.length).toBeGreaterThan(0);
     expect(stats[0]!.stats_min).not.toBeNull();
+  });
+
+  it("reads zstd landing objects (.ndjson.zst) as it reads gzip ones: the same rows and digest", async () => {
+    // The same archive with every landing object re-encoded as zstd, as a sink shipping with
+    // --compression zstd writes it.
+    const zstdDir = join(work, "archive-zstd");
+    const gzipRecord = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
+    for (const s of gzipRecord.sources as { key: string }[]) {
+      const target = join(zstdDir, s.key.replace(/\.ndjson\.gz$/, ".ndjson.zst"));
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, zstdCompressSync(gunzipSync(readFileSync(join(dir, s.key)))));
+    }
+    const results = await compactArchive(await openArchive(zstdDir), { now: LATER });
+    expect(results.map((r) => r.state)).toEqual(["due"]);
+    const record = results[0]!.record!;
+    expect(record.sources.every((s) => s.key.endsWith(".ndjson.zst"))).toBe(true);
+    expect(record.sources.length).toBe(gzipRecord.sources.length);
+    expect([record.rows, record.rowsDigest]).toEqual([gzipRecord.rows, gzipRecord.rowsDigest]);
   });
 
   it("a rerun changes nothing; a lost record gives the same rows, digest and bytes", async () => {
