@@ -59,6 +59,32 @@ export const liveVolumeSchema: z.ZodType<LiveVolume> = z
     byUser: breakdown,
     byDatabase: breakdown,
     byObject: breakdown,
+    outcomes: z
+      .object({
+        succeeded: z.number(),
+        failed: z.number(),
+        rolled_back: z.number(),
+        unknown: z.number(),
+        unknownReasons: z
+          .record(z.string(), z.number())
+          .describe(
+            "unknown entries by reason: boundaries-not-logged, server-stopped, savepoint-ambiguous, cap, ...",
+          ),
+        failedBySqlstateClass: z
+          .record(z.string(), z.number())
+          .describe("failed entries by SQLSTATE class (first two characters; none without a SQLSTATE)"),
+        shippedPending: z
+          .number()
+          .describe(
+            "Entries shipped with outcome pending (their batch closed first); an outcome line follows.",
+          ),
+        attempts: z
+          .object({ count: z.number(), bySqlstateClass: z.record(z.string(), z.number()) })
+          .describe("ERRORs and FATALs of no audited statement: refused statements and failed logins."),
+      })
+      .describe(
+        "Entries by what became of their statement (succeeded, failed, rolled_back, unknown), as the log settled them.",
+      ),
     pipeline: z.object({
       files: z.array(z.object({ file: z.string(), bytesBehind: z.number() })),
       truncations: z.number(),

@@ -128,6 +128,7 @@ export const WALKED: { page: string; section?: string; test: string }[] = [
   { page: "docs/archive.md", section: "## First time", test: "archive-walkthrough.test.ts" },
   { page: "docs/archive.md", section: "### Signed manifests", test: "archive-walkthrough.test.ts" },
   { page: "docs/api.md", test: "api-walk.test.ts" },
+  { page: "docs/archive.md", section: "### Asking: `auditpipe query`", test: "compact-query-cli.test.ts" },
   { page: "docs/cli.md", section: "## `auditpipe run", test: "api-walk.test.ts" },
 ];
 

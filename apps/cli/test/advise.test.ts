@@ -105,6 +105,23 @@ describe("auditpipe advise on the real fixtures", () => {
       for (const sql of i.sql) expect(sql).not.toBe("ALTER SYSTEM SET pgaudit.log = 'read, write';");
   });
 
+  it("counts failed statements as noise of their own, and says what the log lacks to tell more outcomes", async () => {
+    const dir = join(CASES, "..", "outcomes", "outcomes-no-misc");
+    const advice = (await advise([
+      "--prefix",
+      "%m [%p] %q%u@%d %c %v %e ",
+      join(dir, "postgresql.log.gz"),
+    ])) as AdviceJson & { outcomeHints: { setting: string }[] };
+    const failed = advice.items.find((i) => i.kind === "failed-statements");
+    expect(failed?.subject).toMatch(/^statements that failed \(most: 23505: insert into acct values/);
+    expect(failed?.sql).toEqual([]);
+    expect(advice.outcomeHints.map((h) => h.setting)).toContain("pgaudit.log with misc");
+    const text = (
+      await runCli(["advise", "--prefix", "%m [%p] %q%u@%d %c %v %e ", join(dir, "postgresql.log.gz")])
+    ).stdout;
+    expect(text).toContain("to tell the outcome of more statements:");
+  });
+
   it("shows statements as fingerprints: no constant from the log reaches the output", async () => {
     const advice = await advise(["--top", "50", join(CASES, "session-all", "postgresql.csv.gz")]);
     expect(advice.topStatements.length).toBeGreaterThan(10);

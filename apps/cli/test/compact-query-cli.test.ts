@@ -10,6 +10,8 @@ import { gunzipSync } from "node:zlib";
 import { repoRoot, shippedRecords, waitUntil } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";
+import { walkedCommands } from "./_doc-blocks.ts";
+import { installedBin, Shell } from "./_doc-walk.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");
@@ -73,6 +75,27 @@ describe("auditpipe compact and query", () => {
     const csv = (await runCli(["query", sink, "--csv", sql])).stdout.split("\r\n");
     expect(csv[0]).toBe("class,entries");
     expect(csv.length).toBe(Object.keys(byClass).length + 2);
+  });
+
+  it("docs/archive.md's query, pasted in the archive's parent directory, prints the page's table", async () => {
+    const steps = walkedCommands("docs/archive.md", "### Asking: `auditpipe query`");
+    expect(steps.length).toBeGreaterThan(0);
+    const bin = installedBin(join(work, "bin"));
+    const shell = new Shell(work, { ...process.env, PATH: `${bin}:${process.env.PATH}` });
+    try {
+      for (const step of steps) {
+        const { code, output } = await shell.run(step.text);
+        expect(code, `${step.text}\n${output}`).toBe(0);
+        // The table is the page's, line for line; the last line's sizes depend on batch boundaries.
+        const table = step.output.filter((l) => l !== "" && !l.startsWith("read "));
+        expect(output.split("\n").filter((l) => table.includes(l))).toEqual(table);
+        expect(output).toMatch(
+          /^read 1 file \(1 Parquet, 0 NDJSON\), [\d.]+ kB of [\d.]+ kB in the archive$/m,
+        );
+      }
+    } finally {
+      await shell.close();
+    }
   });
 
   it("the reports run, and OCSF gives one event per entry", async () => {

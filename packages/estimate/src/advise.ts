@@ -28,7 +28,8 @@ export type NoiseKind =
   | "fk-check"
   | "repeated-statement-text"
   | "role-reads"
-  | "session-read";
+  | "session-read"
+  | "failed-statements";
 
 export interface AdviceItem {
   kind: NoiseKind;
@@ -192,6 +193,9 @@ export class AdviceTally {
   private readonly byRole = new Map<string, Tally & { session: number; sessionRead: number }>();
   private readonly byFingerprint = new Map<string, Tally>();
   private readonly sessionRead = tally();
+  /** Entries of statements that failed, and by fingerprint and SQLSTATE (from `outcome`). */
+  private readonly failed = tally();
+  private readonly failedBy = new Map<string, Tally>();
   /** Statement text bytes log_statement_once would not repeat. */
   private repeatedText = 0;
   private statementOnceSeen = false;
@@ -271,6 +275,19 @@ export class AdviceTally {
     }
   }
 
+  /**
+   * What became of an entry added before (the outcome join decides later): failed statements are
+   * noise of their own, which no audit setting removes.
+   */
+  outcome(entry: AuditEntry, record: LogRecord, outcome: string, sqlstate: string | null): void {
+    if (outcome !== "failed") return;
+    const w = this.weight;
+    const size = record.size * w;
+    add(this.failed, size, w);
+    const text = STATEMENT_MARKERS.has(entry.statement) ? entry.command : fingerprint(entry.statement);
+    add(slot(this.failedBy, `${sqlstate ?? "no SQLSTATE"}: ${text}`, tally, OTHER), size, w);
+  }
+
   advice(options: AdviseOptions = {}): Advice {
     const top = options.top ?? 10;
     const spanSeconds =
@@ -320,8 +337,8 @@ export class AdviceTally {
         change: "drop misc from pgaudit.log (keeping misc_set where SET and RESET were logged)",
         sql: alterLog(noMisc),
         givesUp: control
-          ? "transaction boundaries and the other MISC commands (VACUUM, CHECKPOINT, DISCARD, FETCH, LOCK …) are no longer logged; the statements inside transactions still are"
-          : `every MISC command is no longer logged (here: ${commands.slice(0, 8).join(", ")}); the statements inside transactions still are`,
+          ? "transaction boundaries and the other MISC commands (VACUUM, CHECKPOINT, DISCARD, FETCH, LOCK …) are no longer logged; the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)"
+          : `every MISC command is no longer logged (here: ${commands.slice(0, 8).join(", ")}); the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)`,
       });
     }
     const noSet = without("MISC_SET");
@@ -441,6 +458,19 @@ export class AdviceTally {
         givesUp: "reads of tables not granted to the audit role are no longer logged",
       });
 
+    if (this.failed.bytes > 0) {
+      const [worst] = [...this.failedBy].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
+      item({
+        kind: "failed-statements",
+        subject: `statements that failed${worst ? ` (most: ${worst[0]})` : ""}`,
+        entries: this.failed.entries,
+        bytes: this.failed.bytes,
+        change:
+          "fix what keeps failing (a retry loop, a job with wrong privileges, a constraint the application keeps hitting): their entries record what never took effect; no audit setting removes them alone",
+        sql: [],
+        givesUp: "nothing: the failures stop happening (their ERRORs are still in the server log)",
+      });
+    }
     items.sort((a, b) => b.bytes - a.bytes);
     const topStatements = [...this.byFingerprint]
       .filter(([k]) => k !== OTHER)

@@ -1,15 +1,9 @@
 /** pgaudit.log parsing and the named configurations `estimate --config NAME` knows. */
+import { AUDIT_CLASSES, sessionClasses } from "@auditpipe/parse";
 import type { AuditConfig } from "./types.ts";
 
-export const AUDIT_CLASSES: readonly string[] = [
-  "READ",
-  "WRITE",
-  "FUNCTION",
-  "ROLE",
-  "DDL",
-  "MISC",
-  "MISC_SET",
-];
+// pgaudit.log's vocabulary lives with the rest of pgAudit's formats in @auditpipe/parse.
+export { AUDIT_CLASSES, sessionClasses } from "@auditpipe/parse";
 
 /**
  * Command tags pgaudit 1.7 logs under MISC_SET (its VariableSetStmt: SET, SET LOCAL, SET ROLE,
@@ -29,32 +23,6 @@ export const isMiscSetCommand = (command: string): boolean => MISC_SET_COMMANDS.
 
 /** How pgaudit prints a class (MISC_SET as MISC). */
 export const printedClass = (cls: string): string => (cls === "MISC_SET" ? "MISC" : cls);
-
-/**
- * The classes a pgaudit.log value turns on, as pgaudit 1.7's check_pgaudit_log reads it: a comma
- * list, case-insensitive, applied left to right; a `-` prefix removes. `all` is every class,
- * `none` adds nothing, and `misc` is MISC and MISC_SET both (`misc, -misc_set` leaves SET out;
- * `all, -misc` leaves out both).
- */
-export function sessionClasses(log: string[] | string): Set<string> {
-  const items = (Array.isArray(log) ? log : log.split(","))
-    .flatMap((s) => s.split(","))
-    .map((s) => s.trim().toUpperCase())
-    .filter((s) => s !== "");
-  const on = new Set<string>();
-  for (const item of items) {
-    const remove = item.startsWith("-");
-    const name = remove ? item.slice(1) : item;
-    const names =
-      name === "ALL" ? AUDIT_CLASSES : name === "NONE" ? [] : name === "MISC" ? ["MISC", "MISC_SET"] : [name];
-    for (const c of names) {
-      if (!AUDIT_CLASSES.includes(c)) throw new Error(`pgaudit.log: unknown class ${JSON.stringify(item)}`);
-      if (remove) on.delete(c);
-      else on.add(c);
-    }
-  }
-  return on;
-}
 
 /** A pgaudit.log value that turns on exactly `classes` (the inverse of sessionClasses). */
 export function pgauditLogValue(classes: ReadonlySet<string>): string {

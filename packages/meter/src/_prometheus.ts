@@ -32,6 +32,11 @@ export interface MeterReadings {
   checkpointAgeSeconds(): number;
   filesBehind(): Iterable<[string, number]>;
   syslog(): Record<string, number>;
+  outcomes(): Iterable<[string, number]>;
+  unknownReasons(): Iterable<[string, number]>;
+  failedClasses(): Iterable<[string, number]>;
+  attemptClasses(): Iterable<[string, number]>;
+  shippedPending(): number;
 }
 
 export class PrometheusMetrics {
@@ -159,6 +164,46 @@ export class PrometheusMetrics {
         for (const [state, value] of Object.entries(read.syslog())) this.inc({ state }, value);
       },
     });
+    const labelled = (name: string, help: string, label: string, values: () => Iterable<[string, number]>) =>
+      new Counter({
+        name,
+        help,
+        labelNames: [label],
+        registers,
+        collect() {
+          this.reset();
+          for (const [value, n] of values()) this.inc({ [label]: value }, n);
+        },
+      });
+    labelled(
+      "auditpipe_outcomes_total",
+      "pgAudit entries by what became of their statement: succeeded, failed, rolled_back, unknown.",
+      "outcome",
+      () => read.outcomes(),
+    );
+    labelled(
+      "auditpipe_outcome_unknown_total",
+      "Entries whose outcome the log cannot tell, by reason (boundaries-not-logged, server-stopped, cap, ...).",
+      "reason",
+      () => read.unknownReasons(),
+    );
+    labelled(
+      "auditpipe_failed_entries_total",
+      "Entries of statements that raised an ERROR, by SQLSTATE class (none: the format carries no SQLSTATE).",
+      "sqlstate_class",
+      () => read.failedClasses(),
+    );
+    labelled(
+      "auditpipe_attempts_total",
+      "ERRORs and FATALs of no audited statement (refused statements, failed logins), by SQLSTATE class.",
+      "sqlstate_class",
+      () => read.attemptClasses(),
+    );
+    total(
+      "auditpipe_entries_shipped_pending_total",
+      "Entries shipped with outcome pending (their batch closed first); an outcome line follows.",
+      () => read.shippedPending(),
+    );
     this.sinkAcks = new Counter({
       name: "auditpipe_sink_acks_total",
       help: "Batches a sink acknowledged.",

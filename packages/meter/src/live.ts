@@ -47,6 +47,22 @@ export interface SinkStats {
   lastLatencyMs: number | null;
 }
 
+/** What became of the entries metered, and the attempts (see @auditpipe/outcome). */
+export interface LiveOutcomes {
+  succeeded: number;
+  failed: number;
+  rolled_back: number;
+  unknown: number;
+  /** `unknown` entries by reason (`boundaries-not-logged`, `server-stopped`, ...). */
+  unknownReasons: Record<string, number>;
+  /** `failed` entries by SQLSTATE class (its first two characters; `none` without one). */
+  failedBySqlstateClass: Record<string, number>;
+  /** Entries shipped `pending` (their batch closed first): an outcome line followed or will. */
+  shippedPending: number;
+  /** ERRORs and FATALs of no audited statement: refused statements and failed logins. */
+  attempts: { count: number; bySqlstateClass: Record<string, number> };
+}
+
 /** GET /v1/volume: what the sidecar has metered since it started. Decimal units: 1 GB = 1e9 bytes. */
 export interface LiveVolume {
   /** ISO 8601 start of the meter. */
@@ -76,6 +92,8 @@ export interface LiveVolume {
   byDatabase: LiveBreakdown;
   /** Entries that name an object, by OBJECT_NAME; sketched like byUser. */
   byObject: LiveBreakdown;
+  /** Entries by outcome as the log settled them (after a restart, replayed entries count again). */
+  outcomes: LiveOutcomes;
   pipeline: {
     files: { file: string; bytesBehind: number }[];
     truncations: number;
@@ -116,6 +134,11 @@ export class LiveMeter {
   private readonly behind = new Map<string, number>();
   private readonly sinks = new Map<string, SinkStats>();
   private syslog: SyslogStats = { received: 0, reassembled: 0, incomplete: 0, malformed: 0 };
+  private readonly outcomeCounts = new Map<string, number>();
+  private readonly unknownReasons = new Map<string, number>();
+  private readonly failedClasses = new Map<string, number>();
+  private readonly attemptClasses = new Map<string, number>();
+  private shippedPendingCount = 0;
   private readonly prometheus: PrometheusMetrics;
 
   constructor(options: LiveMeterOptions = {}) {
@@ -137,6 +160,11 @@ export class LiveMeter {
       checkpointAgeSeconds: () => (this.now() - (this.lastCheckpointMs ?? this.startMs)) / 1000,
       filesBehind: () => this.behind,
       syslog: () => ({ ...this.syslog }),
+      outcomes: () => this.outcomeCounts,
+      unknownReasons: () => this.unknownReasons,
+      failedClasses: () => this.failedClasses,
+      attemptClasses: () => this.attemptClasses,
+      shippedPending: () => this.shippedPendingCount,
     });
     this.registry = this.prometheus.registry;
   }
@@ -157,6 +185,23 @@ export class LiveMeter {
     if (record.user !== null) this.users.add(record.user, bytes);
     if (record.database !== null) this.databases.add(record.database, bytes);
     if (entry.objectName !== "") this.objects.add(entry.objectName, bytes);
+  }
+
+  /** An entry's outcome was decided. */
+  outcome(outcome: string, sqlstate: string | null, reason: string | null): void {
+    bump(this.outcomeCounts, outcome);
+    if (outcome === "unknown") bump(this.unknownReasons, reason ?? "none");
+    else if (outcome === "failed") bump(this.failedClasses, sqlstateClass(sqlstate));
+  }
+
+  /** An ERROR or FATAL of no audited statement (a refused statement, a failed login). */
+  attempt(sqlstate: string | null): void {
+    bump(this.attemptClasses, sqlstateClass(sqlstate));
+  }
+
+  /** A batch closed with `count` entries whose outcome was not known yet. */
+  shippedPending(count: number): void {
+    this.shippedPendingCount += count;
   }
 
   /** Log records read from a source, audit or not. The source is not a label (file names rotate). */
@@ -234,6 +279,19 @@ export class LiveMeter {
       byUser: sketchedBreakdown(this.users.result(limit)),
       byDatabase: sketchedBreakdown(this.databases.result(limit)),
       byObject: sketchedBreakdown(this.objects.result(limit)),
+      outcomes: {
+        succeeded: this.outcomeCounts.get("succeeded") ?? 0,
+        failed: this.outcomeCounts.get("failed") ?? 0,
+        rolled_back: this.outcomeCounts.get("rolled_back") ?? 0,
+        unknown: this.outcomeCounts.get("unknown") ?? 0,
+        unknownReasons: Object.fromEntries(this.unknownReasons),
+        failedBySqlstateClass: Object.fromEntries(this.failedClasses),
+        shippedPending: this.shippedPendingCount,
+        attempts: {
+          count: [...this.attemptClasses.values()].reduce((a, b) => a + b, 0),
+          bySqlstateClass: Object.fromEntries(this.attemptClasses),
+        },
+      },
       pipeline: {
         files: [...this.behind]
           .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
@@ -291,4 +349,19 @@ export class LiveMeter {
     }
     return stats;
   }
+}
+
+/** Distinct keys of the outcome tallies at most (reasons and SQLSTATE classes are few; a cap all the same). */
+const MAX_OUTCOME_KEYS = 64;
+
+function bump(map: Map<string, number>, key: string): void {
+  const n = map.get(key);
+  if (n !== undefined) map.set(key, n + 1);
+  else if (map.size < MAX_OUTCOME_KEYS) map.set(key, 1);
+  else map.set("other", (map.get("other") ?? 0) + 1);
+}
+
+/** A SQLSTATE's class (`23505` → `23`), the label failures and attempts are counted by; `none` without one. */
+function sqlstateClass(sqlstate: string | null): string {
+  return sqlstate !== null && /^[0-9A-Z]{5}$/.test(sqlstate) ? sqlstate.slice(0, 2) : "none";
 }

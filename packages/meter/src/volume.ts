@@ -37,7 +37,32 @@ export interface VolumeReport {
   /** Entries whose record carries a user (csvlog, jsonlog, or a prefix with %u). */
   byUser: Breakdown;
   byDatabase: Breakdown;
+  /**
+   * Entries by what became of their statement (see @auditpipe/outcome): `unknown` where the log
+   * cannot tell, with why in `unknownReasons`.
+   */
+  outcomes: OutcomeCounts;
+  /** `unknown` entries by reason (`boundaries-not-logged`, `log-ended`, ...). */
+  unknownReasons: Record<string, number>;
+  /** The `failed` entries by user, command and SQLSTATE (`none` where the format has no SQLSTATE). */
+  failed: { byUser: Breakdown; byCommand: Breakdown; bySqlstate: Breakdown };
+  /**
+   * ERRORs and FATALs of no audited statement: statements refused before pgAudit logged them
+   * (permission denied, a missing relation), and failed logins.
+   */
+  attempts: { count: number; byUser: Record<string, number>; bySqlstate: Record<string, number> };
 }
+
+/** Entries by outcome. */
+export interface OutcomeCounts {
+  succeeded: number;
+  failed: number;
+  rolled_back: number;
+  unknown: number;
+}
+
+/** The key of a breakdown when the log does not carry the value. */
+const NONE = "none";
 
 class Counter {
   readonly map: Map<string, Tally> = new Map();
@@ -74,6 +99,14 @@ export class VolumeTally {
   private readonly byObject = new Counter();
   private readonly byUser = new Counter();
   private readonly byDatabase = new Counter();
+  private readonly outcomes: OutcomeCounts = { succeeded: 0, failed: 0, rolled_back: 0, unknown: 0 };
+  private readonly unknownReasons = new Map<string, number>();
+  private readonly failedByUser = new Counter();
+  private readonly failedByCommand = new Counter();
+  private readonly failedBySqlstate = new Counter();
+  private attemptCount = 0;
+  private readonly attemptsByUser = new Map<string, number>();
+  private readonly attemptsBySqlstate = new Map<string, number>();
   private firstMs = Number.POSITIVE_INFINITY;
   private lastMs = Number.NEGATIVE_INFINITY;
   private lastStamp = "";
@@ -109,6 +142,29 @@ export class VolumeTally {
     }
   }
 
+  /** What became of an entry given to addEntry (in any order: outcomes come later). */
+  addOutcome(
+    entry: AuditEntry,
+    record: LogRecord,
+    outcome: keyof OutcomeCounts,
+    sqlstate: string | null,
+    reason: string | null,
+  ): void {
+    this.outcomes[outcome] += 1;
+    if (outcome === "unknown") bump(this.unknownReasons, reason ?? NONE);
+    if (outcome !== "failed") return;
+    this.failedByUser.add(record.user ?? NONE, record.size);
+    this.failedByCommand.add(entry.command, record.size);
+    this.failedBySqlstate.add(sqlstate ?? NONE, record.size);
+  }
+
+  /** An ERROR or FATAL of no audited statement (a refused statement, a failed login). */
+  addAttempt(record: LogRecord): void {
+    this.attemptCount += 1;
+    bump(this.attemptsByUser, record.user ?? NONE);
+    bump(this.attemptsBySqlstate, record.sqlState ?? NONE);
+  }
+
   report(): VolumeReport {
     const hasSpan = Number.isFinite(this.firstMs);
     const seconds = hasSpan ? (this.lastMs - this.firstMs) / 1000 : 0;
@@ -135,6 +191,29 @@ export class VolumeTally {
       byObject: this.byObject.toObject(),
       byUser: this.byUser.toObject(),
       byDatabase: this.byDatabase.toObject(),
+      outcomes: { ...this.outcomes },
+      unknownReasons: sortedCounts(this.unknownReasons),
+      failed: {
+        byUser: this.failedByUser.toObject(),
+        byCommand: this.failedByCommand.toObject(),
+        bySqlstate: this.failedBySqlstate.toObject(),
+      },
+      attempts: {
+        count: this.attemptCount,
+        byUser: sortedCounts(this.attemptsByUser),
+        bySqlstate: sortedCounts(this.attemptsBySqlstate),
+      },
     };
   }
+}
+
+function bump(map: Map<string, number>, key: string): void {
+  const n = map.get(key);
+  if (n === undefined) map.set(detached(key), 1);
+  else map.set(key, n + 1);
+}
+
+/** Largest first, then by key. */
+function sortedCounts(map: Map<string, number>): Record<string, number> {
+  return Object.fromEntries([...map].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)));
 }

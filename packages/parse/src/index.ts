@@ -2,10 +2,12 @@ export { AUDIT_PREFIX, AuditPayloadError, parseAuditPayload } from "./audit-payl
 export { createCsvlogParser } from "./csvlog.ts";
 export { decodeAuditEntry } from "./decode.ts";
 export { detached } from "./detach.ts";
+export { createDivertedParser } from "./diverted.ts";
 export { ParseErrorCode } from "./errors.ts";
 export { createJsonlogParser } from "./jsonlog.ts";
 export { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 export { createParser } from "./parser.ts";
+export { AUDIT_CLASSES, sessionClasses } from "./pgaudit-log.ts";
 export { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
 export {
   COMMON_PREFIXES,
@@ -13,6 +15,7 @@ export {
   type PrefixGuess,
   type PrefixRival,
 } from "./prefix-guess.ts";
+export { type PrefixChange, PrefixHistory, type PrefixReading } from "./prefix-history.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
 export { EXPRESSION_KEYWORDS } from "./sql-keywords.ts";
 export {

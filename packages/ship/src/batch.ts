@@ -50,6 +50,20 @@ export class Batcher {
   private readonly forcedEnds: number[];
   private readonly source: BatchSource;
   private readonly limits: BatchLimits;
+  /** Batches closed so far: what the open batch's entries were encoded under. */
+  generation = 0;
+  /**
+   * Called as each batch closes, with it and how many of its entries ship `pending`, between two
+   * records: the source's state then is its state at the batch's end (the outcome join
+   * snapshots itself here).
+   */
+  onClose: ((batch: Batch, pending: number) => void) | undefined;
+  /**
+   * Keeps the open batch past its age while this says so, for at most `holdMs` more (the outcome
+   * join waits for the log to settle its entries; see closeIfOld).
+   */
+  hold: (() => boolean) | undefined;
+  holdMs = 0;
 
   constructor(
     source: BatchSource,
@@ -97,8 +111,8 @@ export class Batcher {
   /** Moves the open batch (if it covers any bytes, or with `behind`, holds any entry) to `ready`. */
   close(now: number, behind = false): void {
     if (this.end <= this.start && !(behind && this.writer.entries > 0)) return;
-    const { ndjson, entries, firstTs } = this.writer.take();
-    this.ready.push({
+    const { ndjson, entries, pending, firstTs } = this.writer.take();
+    const batch: Batch = {
       range: {
         sourceId: this.source.fingerprint,
         sourceName: this.source.path,
@@ -109,10 +123,13 @@ export class Batcher {
       entries,
       bytes: this.bytes,
       firstTs,
-    });
+    };
+    this.ready.push(batch);
     this.start = this.end;
     this.bytes = 0;
     this.openedAt = now;
+    this.generation++;
+    this.onClose?.(batch, pending);
   }
 
   /**
@@ -127,10 +144,17 @@ export class Batcher {
     return true;
   }
 
-  /** Closes the open batch if it holds anything and is older than the age limit; a replay waits for its recorded end. */
+  /**
+   * Closes the open batch if it holds anything and is older than the age limit; a replay waits for
+   * its recorded end. While `hold()` says so the batch stays open up to `holdMs` longer: its cut
+   * is recorded before delivery either way, so a replay cuts it where this one did.
+   */
   closeIfOld(now: number): void {
-    if (this.end > this.start && this.forcedEnds.length === 0 && now - this.openedAt >= this.limits.maxAgeMs)
-      this.close(now);
+    if (this.end <= this.start || this.forcedEnds.length > 0) return;
+    const age = now - this.openedAt;
+    if (age < this.limits.maxAgeMs) return;
+    if (age < this.limits.maxAgeMs + this.holdMs && this.hold?.()) return;
+    this.close(now);
   }
 
   /** Stopping: close the open batch unless a recorded boundary lies ahead (the next start replays it). */

@@ -1,8 +1,11 @@
 export {
   backoffDelay,
+  errorCode,
   isOutOfFiles,
   type OutOfFilesRetryOptions,
+  type RetryOptions,
   retryWhileOutOfFiles,
+  retryWithBackoff,
 } from "./backoff.ts";
 export {
   Batcher,
@@ -21,8 +24,8 @@ export {
   type DeliverySource,
   type InFlightBatch,
 } from "./deliver.ts";
-export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
-export { encodeEntry, recordsBatch } from "./encode.ts";
+export { type DurableWriteOptions, ensureDir, fsyncDir, writeFileDurably } from "./durable-write.ts";
+export { encodeAttempt, encodeEntry, encodeOutcome, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
 export {
@@ -74,9 +77,15 @@ export {
 export { type EncodedEntries, NdjsonWriter } from "./ndjson-writer.ts";
 export { objectKey } from "./partitioner.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";
-export { type RedactionMode, redactRecord } from "./redact/record.ts";
+export {
+  REDACTED_QUOTED,
+  type RedactionMode,
+  redactAttempt,
+  redactMessage,
+  redactRecord,
+} from "./redact/record.ts";
 export { type RedactedStatement, redactStatement } from "./redact/statement.ts";
-export { toShippedRecord } from "./shipped-record.ts";
+export { toShippedAttempt, toShippedRecord } from "./shipped-record.ts";
 export { LOCAL_DIR_SINK_NAME, LocalDirSink, type LocalDirSinkOptions } from "./sinks/local-dir.ts";
 export {
   createS3Client,
@@ -99,4 +108,12 @@ export {
   type S3TimeoutOptions,
   type SinkLogger,
 } from "./sinks/s3/index.ts";
-export type { Batch, ShippedRecord, Sink, SourceRange } from "./types.ts";
+export type {
+  Batch,
+  ShippedAttempt,
+  ShippedOutcome,
+  ShippedOutcomeLine,
+  ShippedRecord,
+  Sink,
+  SourceRange,
+} from "./types.ts";

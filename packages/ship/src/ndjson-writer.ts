@@ -12,7 +12,7 @@
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { isoTimestamp } from "./_iso-timestamp.ts";
 import { NDJSON_WASM } from "./_ndjson-wasm.ts";
-import type { ShippedRecord } from "./types.ts";
+import type { ShippedAttempt, ShippedOutcome, ShippedOutcomeLine, ShippedRecord } from "./types.ts";
 
 /** Op codes (see the .wat): the low 3 bits of an op, its argument above them. */
 const LIT = 0;
@@ -20,10 +20,11 @@ const STR = 1;
 const NUM = 2;
 const RAW = 3;
 const NULL = 4;
+const MARK = 5;
 
 /** Literals every writer has, by id; keys in the shipped-record order (types.ts). */
 const FIXED_LITERALS = [
-  '{"ts":',
+  '{"record":"entry","ts":',
   ',"user":',
   ',"database":',
   ',"pid":',
@@ -49,6 +50,14 @@ const FIXED_LITERALS = [
   "}\n",
   '},"invalid_utf8":true}\n',
   '},"invalid_utf8":true,"redacted":',
+  ',"outcome":',
+  ',"sqlstate":',
+  '{"record":"outcome","ts":',
+  '{"record":"attempt","ts":',
+  ',"severity":',
+  ',"message":',
+  "}\n",
+  '},"outcome":',
 ] as const;
 /** Their ids. */
 const L_TS = 0;
@@ -77,6 +86,37 @@ const L_REDACTED = 22;
 const L_END_REDACTED = 23;
 const L_END_INVALID_UTF8 = 24;
 const L_INVALID_UTF8_REDACTED = 25;
+const L_OUTCOME = 26;
+const L_SQLSTATE = 27;
+const L_OUTCOME_LINE = 28;
+const L_ATTEMPT_LINE = 29;
+const L_SEVERITY = 30;
+const L_MESSAGE = 31;
+/** `}\n`: an outcome line ends after its sqlstate. */
+const L_LINE_END = 32;
+/** `},"outcome":`: an outcome line's source closes, its outcome follows. */
+const L_SOURCE_THEN_OUTCOME = 33;
+
+/**
+ * Bytes left after an entry's `rows` for its `,"outcome":…,"sqlstate":…`, filled when the batch is
+ * taken (the outcome is rarely known when the entry is encoded): room for the longest.
+ */
+const OUTCOME_HOLE = ',"outcome":"rolled_back","sqlstate":"XXXXX"'.length;
+/** The texts that fill a hole: by outcome without a SQLSTATE, and failed ones by SQLSTATE (made once each). */
+const outcomeTexts = new Map<ShippedOutcome, Buffer>();
+const failedTexts = new Map<string, Buffer>();
+function outcomeText(outcome: ShippedOutcome, sqlstate: string | null): Buffer {
+  const cache = sqlstate === null ? outcomeTexts : failedTexts;
+  const key = sqlstate === null ? outcome : `${outcome} ${sqlstate}`;
+  let text = (cache as Map<string, Buffer>).get(key);
+  if (text === undefined) {
+    text = Buffer.from(`,"outcome":${JSON.stringify(outcome)},"sqlstate":${JSON.stringify(sqlstate)}`);
+    // A SQLSTATE is five characters; anything longer (not from PostgreSQL) would not fit.
+    if (text.length > OUTCOME_HOLE) return outcomeText(outcome, null);
+    if (cache.size < 4096) (cache as Map<string, Buffer>).set(key, text);
+  }
+  return text;
+}
 /** Per-source literals (`,"source":{"file":"…","offset":`) kept at most; more start the table afresh. */
 const MAX_SOURCE_LITERALS = 64;
 
@@ -143,9 +183,12 @@ const SPARE_SLACK = 4;
 
 /** What take() returns: the NDJSON of the entries added since the last take. */
 export interface EncodedEntries {
-  /** One line per entry, each ending in `\n`; empty when no entry was added. */
+  /** One line per entry (and outcome line and attempt), each ending in `\n`; empty when none was added. */
   ndjson: Buffer;
+  /** Entry lines. */
   entries: number;
+  /** Entry lines whose outcome was not set before the take: shipped `pending`. */
+  pending: number;
   /** The `ts` of the first entry that has one, or null. */
   firstTs: string | null;
 }
@@ -176,9 +219,18 @@ export class NdjsonWriter {
   private readonly sourceLiterals = new Map<string, number>();
   private lastSource: string | undefined;
   private lastSourceId = -1;
+  /** Nums slots of the MARK ops not yet encoded, and the output offsets of the holes encoded. */
+  private markSlots: number[] = [];
+  private holes: number[] = [];
+  /** Each hole's text, once its outcome is set (by mark number: holes, then markSlots). */
+  private fills: (Buffer | undefined)[] = [];
 
-  /** Adds one audit entry: the line `JSON.stringify(toShippedRecord(entry, record, sourceName, offset))`. */
-  addEntry(entry: AuditEntry, record: LogRecord, sourceName: string, offset: number): void {
+  /**
+   * Adds one audit entry: the line `JSON.stringify(toShippedRecord(entry, record, sourceName,
+   * offset, outcome, sqlstate))` once setOutcome(mark) gave them, with `pending` if it did not by
+   * the take. Returns the entry's mark.
+   */
+  addEntry(entry: AuditEntry, record: LogRecord, sourceName: string, offset: number): number {
     this.reserve();
     const ts = isoTimestamp(record.timestamp);
     if (this.first === null) this.first = ts;
@@ -209,14 +261,20 @@ export class NdjsonWriter {
     this.parameter(entry.parameter);
     this.lit(L_ROWS);
     this.int(entry.rows);
+    const mark = this.mark();
     this.lit(this.sourceLiteral(sourceName));
     this.int(offset);
     this.lit(record.invalidUtf8 ? L_END_INVALID_UTF8 : L_END);
     this.entryDone();
+    return mark;
   }
 
-  /** Adds a record built elsewhere (redacted, from syslog): the line `JSON.stringify(record)` of a record in the shipped-record key order. */
-  addRecord(r: ShippedRecord): void {
+  /**
+   * Adds a record built elsewhere (redacted, from tests): the line `JSON.stringify(record)` of a
+   * record in the shipped-record key order. With `hole`, its outcome is left to setOutcome (as
+   * addEntry does) and the mark returned; otherwise the record's own is written and -1 returned.
+   */
+  addRecord(r: ShippedRecord, hole = false): number {
     this.reserve();
     if (this.first === null) this.first = r.ts;
     this.lit(L_TS);
@@ -246,6 +304,14 @@ export class NdjsonWriter {
     this.parameter(r.parameter);
     this.lit(L_ROWS);
     this.int(r.rows);
+    let mark = -1;
+    if (hole) mark = this.mark();
+    else {
+      this.lit(L_OUTCOME);
+      this.str(r.outcome);
+      this.lit(L_SQLSTATE);
+      this.str(r.sqlstate);
+    }
     this.lit(this.sourceLiteral(r.source.file));
     this.int(r.source.offset);
     if (r.redacted === undefined) {
@@ -256,11 +322,81 @@ export class NdjsonWriter {
       this.lit(L_END_REDACTED);
     }
     this.entryDone();
+    return mark;
+  }
+
+  /** Sets the outcome of the entry with `mark` (from addEntry, or addRecord with a hole) before the take. */
+  setOutcome(mark: number, outcome: ShippedOutcome, sqlstate: string | null): void {
+    this.fills[mark] = outcomeText(outcome, sqlstate);
+  }
+
+  /** Adds the line `JSON.stringify(line)` of an outcome line (ShippedOutcomeLine key order). */
+  addOutcomeLine(line: ShippedOutcomeLine): void {
+    this.reserve();
+    if (this.first === null) this.first = line.ts;
+    this.lit(L_OUTCOME_LINE);
+    this.str(line.ts);
+    this.lit(L_SESSION_ID);
+    this.str(line.session_id);
+    this.lit(L_SESSION_LINE);
+    this.int(line.session_line);
+    this.lit(this.sourceLiteral(line.source.file));
+    this.int(line.source.offset);
+    this.lit(L_SOURCE_THEN_OUTCOME);
+    this.str(line.outcome);
+    this.lit(L_SQLSTATE);
+    this.str(line.sqlstate);
+    this.lit(L_LINE_END);
+    this.lineDone();
+  }
+
+  /** Adds the line `JSON.stringify(attempt)` (ShippedAttempt key order). */
+  addAttempt(a: ShippedAttempt): void {
+    this.reserve();
+    if (this.first === null) this.first = a.ts;
+    this.lit(L_ATTEMPT_LINE);
+    this.str(a.ts);
+    this.lit(L_USER);
+    this.str(a.user);
+    this.lit(L_DATABASE);
+    this.str(a.database);
+    this.lit(L_PID);
+    this.int(a.pid);
+    this.lit(L_SESSION_ID);
+    this.str(a.session_id);
+    this.lit(L_SESSION_LINE);
+    this.int(a.session_line);
+    this.lit(L_APPLICATION_NAME);
+    this.str(a.application_name);
+    this.lit(L_REMOTE_HOST);
+    this.str(a.remote_host);
+    this.lit(L_SEVERITY);
+    this.str(a.severity);
+    this.lit(L_SQLSTATE);
+    this.str(a.sqlstate);
+    this.lit(L_MESSAGE);
+    this.str(a.message);
+    this.lit(L_STATEMENT);
+    this.str(a.statement);
+    this.lit(this.sourceLiteral(a.source.file));
+    this.int(a.source.offset);
+    if (a.redacted === undefined) this.lit(a.invalid_utf8 ? L_END_INVALID_UTF8 : L_END);
+    else {
+      this.lit(a.invalid_utf8 ? L_INVALID_UTF8_REDACTED : L_REDACTED);
+      this.parameter(a.redacted);
+      this.lit(L_END_REDACTED);
+    }
+    this.lineDone();
   }
 
   /** Entries added since the last take. */
   get entries(): number {
     return this.entryCount;
+  }
+
+  /** Marks given since the last take (entries whose outcome may be set). */
+  get marks(): number {
+    return this.holes.length + this.markSlots.length;
   }
 
   /** The `ts` of the first entry since the last take that has one, or null. */
@@ -279,9 +415,10 @@ export class NdjsonWriter {
   /** Everything added since the last take, encoded; the writer starts afresh. */
   take(): EncodedEntries {
     this.flush();
+    const pending = this.fillHoles();
     const ndjson = this.output ? this.output.subarray(0, this.outputLength) : Buffer.alloc(0);
     if (this.output) this.issued.add(this.output.buffer);
-    const taken = { ndjson, entries: this.entryCount, firstTs: this.first };
+    const taken = { ndjson, entries: this.entryCount, pending, firstTs: this.first };
     this.nextCapacity = Math.max(MIN_OUTPUT_BYTES, Math.ceil(this.outputLength * 1.25));
     this.output = undefined;
     this.outputLength = 0;
@@ -345,6 +482,50 @@ export class NdjsonWriter {
   private entryDone(): void {
     this.entryCount++;
     if (this.text.length >= FLUSH_UNITS) this.encode();
+  }
+
+  /** An outcome line or attempt was added (not an entry). */
+  private lineDone(): void {
+    if (this.text.length >= FLUSH_UNITS) this.encode();
+  }
+
+  /** A hole for an outcome; returns its mark. */
+  private mark(): number {
+    this.ops[this.opCount++] = MARK | (OUTCOME_HOLE << 3);
+    this.markSlots.push(this.numCount++);
+    this.fixedBytes += OUTCOME_HOLE;
+    return this.holes.length + this.markSlots.length - 1;
+  }
+
+  /**
+   * Writes each hole's outcome (`pending` where none was set) and closes the gaps the shorter
+   * ones leave, in place, front to back: every text fits its hole, so nothing is overwritten
+   * before it is moved. Returns how many were left pending.
+   */
+  private fillHoles(): number {
+    const holes = this.holes;
+    if (holes.length === 0) return 0;
+    const out = this.output!;
+    const end = this.outputLength;
+    const fallback = outcomeText("pending", null);
+    let pending = 0;
+    let write = holes[0]!;
+    for (let i = 0; i < holes.length; i++) {
+      let text = this.fills[i];
+      if (text === undefined) {
+        text = fallback;
+        pending++;
+      }
+      write += text.copy(out, write);
+      const from = holes[i]! + OUTCOME_HOLE;
+      const to = i + 1 < holes.length ? holes[i + 1]! : end;
+      if (write !== from) out.copyWithin(write, from, to);
+      write += to - from;
+    }
+    this.outputLength = write;
+    this.holes = [];
+    this.fills = [];
+    return pending;
   }
 
   private lit(id: number): void {
@@ -473,6 +654,12 @@ export class NdjsonWriter {
     const units = this.text.length;
     if (units > 0) bytes.write(this.text, textAt, 2 * units, "utf16le");
     const end = w.encode(opsAt, this.opCount, textAt, numsAt, tableAt, outAt);
+    if (this.markSlots.length > 0) {
+      // Each MARK wrote the address of its hole into its nums slot.
+      const nums = new Float64Array(buffer, numsAt, this.numCount);
+      for (const slot of this.markSlots) this.holes.push(this.outputLength + (nums[slot]! - outAt));
+      this.markSlots = [];
+    }
     this.append(bytes.subarray(outAt, end));
   }
 

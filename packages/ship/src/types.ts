@@ -15,8 +15,16 @@ export interface SourceRange {
   end: number;
 }
 
+/**
+ * What became of an entry's statement (@auditpipe/outcome), or `pending` when its batch was cut
+ * before the log said: a `{"record":"outcome"}` line in a later batch then gives it.
+ */
+export type ShippedOutcome = "succeeded" | "failed" | "rolled_back" | "unknown" | "pending";
+
 /** One pgAudit entry as shipped: one NDJSON line. The design's shipped-record format. */
 export interface ShippedRecord {
+  /** The kind of line: an audit entry (see ShippedOutcomeLine, ShippedAttempt for the others). */
+  record: "entry";
   /** The record's timestamp as ISO 8601 UTC, or null when the log did not carry one. */
   ts: string | null;
   user: string | null;
@@ -37,6 +45,9 @@ export interface ShippedRecord {
   /** The values (null for SQL NULL), or pgAudit's marker (`<not logged>`, `<none>`, ...). */
   parameter: string | (string | null)[];
   rows: number | null;
+  outcome: ShippedOutcome;
+  /** The SQLSTATE of a `failed` statement where the log format carries it (csvlog, jsonlog, `%e`); else null. */
+  sqlstate: string | null;
   /** Where the record is in its source: the file (or listener) and the record's byte offset. */
   source: { file: string; offset: number };
   /**
@@ -52,15 +63,58 @@ export interface ShippedRecord {
 }
 
 /**
+ * The outcome of an entry shipped earlier as `pending`: identified by session_id and session_line
+ * (csvlog, jsonlog, `%c` and `%l`) and by source (always; stderr and syslog without them).
+ */
+export interface ShippedOutcomeLine {
+  record: "outcome";
+  /** When the log settled it: the timestamp of the record that did, or null. */
+  ts: string | null;
+  session_id: string | null;
+  session_line: number | null;
+  source: { file: string; offset: number };
+  outcome: Exclude<ShippedOutcome, "pending">;
+  sqlstate: string | null;
+}
+
+/**
+ * An ERROR or FATAL of no audited statement: a statement refused before pgAudit logged it, or a
+ * failed login. `statement` and `message` are redacted under `--redact literals`.
+ */
+export interface ShippedAttempt {
+  record: "attempt";
+  ts: string | null;
+  user: string | null;
+  database: string | null;
+  pid: number | null;
+  session_id: string | null;
+  session_line: number | null;
+  application_name: string | null;
+  remote_host: string | null;
+  /** ERROR or FATAL (as printed). */
+  severity: string;
+  sqlstate: string | null;
+  message: string;
+  /** The STATEMENT of the error, or null (a failed login; log_min_error_statement above error). */
+  statement: string | null;
+  source: { file: string; offset: number };
+  invalid_utf8?: true;
+  redacted?: ("statement" | "message")[];
+}
+
+/**
  * What a source hands a sink: the range's audit entries already encoded. Sources encode records as
  * they read them, a read's worth at a time, so the records die young instead of living in the heap
  * until their batch closes (which cost more in garbage collection than the encoding itself).
  */
 export interface Batch {
   range: SourceRange;
-  /** The entries as NDJSON in the shipped-record format, one line each, in source order; empty when the range held none. */
+  /**
+   * The entries as NDJSON in the shipped-record format, one line each, in source order, with the
+   * outcome lines and attempts the range's records settled or held; empty when it held none.
+   */
   ndjson: Buffer;
-  /** How many entries (lines) `ndjson` holds. */
+  /** How many entry lines (`"record":"entry"`) `ndjson` holds. */
   entries: number;
   /** On-disk bytes of the records in the range that carry audit entries. */
   bytes: number;

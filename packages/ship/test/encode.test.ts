@@ -53,6 +53,7 @@ describe("encodeNdjson", () => {
     );
     const record: fc.Arbitrary<ShippedRecord> = fc
       .record({
+        record: fc.constant("entry" as const),
         ts: orNull(text),
         user: orNull(text),
         database: orNull(text),
@@ -71,6 +72,10 @@ describe("encodeNdjson", () => {
         statement: text,
         parameter: fc.oneof(text, fc.array(orNull(text), { maxLength: 6 })),
         rows: orNull(number),
+        outcome: fc.constantFrom("succeeded", "failed", "rolled_back", "unknown", "pending") as fc.Arbitrary<
+          ShippedRecord["outcome"]
+        >,
+        sqlstate: orNull(fc.constantFrom("23505", "42501", "P0001", "57014")),
         source: fc.record({ file: text, offset: number }),
       })
       .chain((r) =>

@@ -82,7 +82,7 @@ describe("NdjsonWriter", () => {
 
   it("counts entries and keeps the first ts that is not null, per take", () => {
     const writer = new NdjsonWriter();
-    expect(writer.take()).toEqual({ ndjson: Buffer.alloc(0), entries: 0, firstTs: null });
+    expect(writer.take()).toEqual({ ndjson: Buffer.alloc(0), entries: 0, pending: 0, firstTs: null });
     writer.addRecord({ ...record("SELECT 1"), ts: null });
     writer.addRecord({ ...record("SELECT 2"), ts: "2026-01-02T03:04:05.006Z" });
     writer.addRecord({ ...record("SELECT 3"), ts: "2026-01-02T03:04:06.000Z" });
@@ -91,6 +91,90 @@ describe("NdjsonWriter", () => {
     expect([t.entries, t.firstTs]).toEqual([3, "2026-01-02T03:04:05.006Z"]);
     expect(writer.entries).toBe(0);
     expect(writer.firstTs).toBeNull();
+  });
+
+  it("fills each entry's outcome when it is set before the take, and `pending` otherwise, however flushes fall", () => {
+    const all = fixtureAuditEntries().slice(0, 400);
+    const decisions = [
+      ["succeeded", null],
+      ["failed", "23505"],
+      ["rolled_back", null],
+      ["unknown", null],
+      ["failed", null],
+      ["pending", null],
+    ] as const;
+    const expected = lines(
+      all.map(({ entry, record, source }, i) =>
+        toShippedRecord(
+          entry,
+          record,
+          source,
+          record.offset,
+          ...(decisions[i % decisions.length]! as readonly [ShippedRecord["outcome"], string | null]),
+        ),
+      ),
+    );
+    for (const flushEvery of [1, 3, 50, Number.POSITIVE_INFINITY]) {
+      const writer = new NdjsonWriter();
+      const marks: number[] = [];
+      for (const [i, { entry, record, source }] of all.entries()) {
+        marks.push(writer.addEntry(entry, record, source, record.offset));
+        if ((i + 1) % flushEvery === 0) writer.flush();
+        // Decided a few entries later, as the log settles them: before or after their flush.
+        if (i >= 2) {
+          const [outcome, sqlstate] = decisions[(i - 2) % decisions.length]!;
+          if (outcome !== "pending") writer.setOutcome(marks[i - 2]!, outcome, sqlstate);
+        }
+      }
+      for (const i of [all.length - 2, all.length - 1]) {
+        const [outcome, sqlstate] = decisions[i % decisions.length]!;
+        if (outcome !== "pending") writer.setOutcome(marks[i]!, outcome, sqlstate);
+      }
+      const taken = writer.take();
+      expect(taken.ndjson.toString("utf8")).toBe(expected);
+      expect(taken.pending).toBe(all.filter((_, i) => i % decisions.length === 5).length);
+    }
+  });
+
+  it("writes outcome lines and attempts as JSON.stringify would, between entries", () => {
+    const writer = new NdjsonWriter();
+    const outcomeLine = {
+      record: "outcome",
+      ts: "2026-01-02T03:04:05.006Z",
+      session_id: "6b098e1f.3d77",
+      session_line: 12,
+      source: { file: "/log/postgresql.csv", offset: 4096 },
+      outcome: "rolled_back",
+      sqlstate: null,
+    } as const;
+    const attempt = {
+      record: "attempt",
+      ts: null,
+      user: "mallory",
+      database: "postgres",
+      pid: 4242,
+      session_id: null,
+      session_line: null,
+      application_name: "psql",
+      remote_host: "127.0.0.1:5000",
+      severity: "ERROR",
+      sqlstate: "42501",
+      message: 'permission denied for table "salaries"',
+      statement: "SELECT * FROM salaries",
+      source: { file: "/log/postgresql.log", offset: 77 },
+    } as const;
+    const entry = record("SELECT 1");
+    writer.addOutcomeLine(outcomeLine);
+    writer.addRecord(entry);
+    writer.addAttempt(attempt);
+    writer.addAttempt({ ...attempt, invalid_utf8: true, redacted: ["statement", "message"] });
+    const taken = writer.take();
+    expect(taken.ndjson.toString("utf8")).toBe(
+      [outcomeLine, entry, attempt, { ...attempt, invalid_utf8: true, redacted: ["statement", "message"] }]
+        .map((l) => `${JSON.stringify(l)}\n`)
+        .join(""),
+    );
+    expect([taken.entries, taken.firstTs]).toEqual([1, "2026-01-02T03:04:05.006Z"]);
   });
 
   it("writes output past its first memory estimate: every character escaped as \\u00xx", () => {

@@ -11,6 +11,8 @@
 ;;   2 NUM     the next f64, a safe non-negative integer, in decimal
 ;;   3 RAW n   the next n code units as bytes (ASCII the writer formatted: -1, 1.5, 1e+21)
 ;;   4 NULL    null
+;;   5 MARK n  the address where the next byte goes, as an f64 into the next nums slot (the
+;;             writer reads it back), then n bytes left for the writer to fill later
 ;; encode(...) returns the address after the last byte written at `out`. Literals and numbers are
 ;; copied 8 bytes at a time, so up to 24 bytes past that address may be overwritten: the writer
 ;; leaves room for them (OVERRUN_BYTES in src/ndjson-writer.ts).
@@ -165,12 +167,13 @@
         (local.set $op (i32.load (local.get $ops)))
         (local.set $ops (i32.add (local.get $ops) (i32.const 4)))
         (local.set $arg (i32.shr_u (local.get $op) (i32.const 3)))
+        (block $mark
         (block $null
           (block $raw
             (block $num
               (block $str
                 (block $lit
-                  (br_table $lit $str $num $raw $null $done (i32.and (local.get $op) (i32.const 7))))
+                  (br_table $lit $str $num $raw $null $mark $done (i32.and (local.get $op) (i32.const 7))))
                 ;; LIT: 8 bytes at a time (see $digits on memory.copy); every literal has at least one
                 (local.set $at (i32.add (local.get $lits) (i32.shl (local.get $arg) (i32.const 3))))
                 (local.set $from (i32.load (local.get $at)))
@@ -206,6 +209,11 @@
         ;; NULL
         (i32.store (local.get $out) (i32.const 0x6c6c756e)) ;; "null"
         (local.set $out (i32.add (local.get $out) (i32.const 4)))
+        (br $next))
+        ;; MARK
+        (f64.store (local.get $nums) (f64.convert_i32_u (local.get $out)))
+        (local.set $nums (i32.add (local.get $nums) (i32.const 8)))
+        (local.set $out (i32.add (local.get $out) (local.get $arg)))
         (br $next)))
     (local.get $out))
 )

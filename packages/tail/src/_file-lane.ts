@@ -1,11 +1,14 @@
+import type { Outcome, OutcomeJoin, UnknownReason } from "@auditpipe/outcome";
 import {
   type AuditEntry,
+  createDivertedParser,
   createParser,
   decodeAuditEntry,
   type LogFormat,
   type LogParser,
   type LogRecord,
   type MalformedRecord,
+  type PrefixHistory,
 } from "@auditpipe/parse";
 import {
   type Batch,
@@ -14,9 +17,12 @@ import {
   type Delivery,
   type DeliveryQueue,
   type DeliverySource,
+  encodeAttempt,
   encodeEntry,
+  encodeOutcome,
   type RedactionMode,
 } from "@auditpipe/ship";
+import { type LaneHandle, type OutcomeLane, type OutcomeState, OutcomeStream } from "./_outcome-stream.ts";
 import type { Downstream, TrackedFile } from "./_tracked-file.ts";
 
 /** What a lane reports as records pass; every method optional. The sidecar wires these to its meter. */
@@ -25,6 +31,12 @@ export interface LaneObserver {
   /** The meter's tap: every audit entry, as decoded (before redaction). */
   entry?(entry: AuditEntry, record: LogRecord): void;
   malformed?(source: string, error: MalformedRecord): void;
+  /** An entry's outcome was decided (each entry once; again for entries replayed after a restart). */
+  outcome?(outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null): void;
+  /** An ERROR or FATAL of no audited statement (a refused statement, a failed login), as read. */
+  attempt?(record: LogRecord): void;
+  /** A batch closed with `count` entries whose outcome was not known yet: they ship `pending`. */
+  shippedPending?(count: number): void;
 }
 
 /** What the follower does when a lane's batches are handed over or acknowledged. */
@@ -37,8 +49,10 @@ export interface LaneCheckpoints {
 
 export interface FileLaneOptions {
   format: LogFormat;
-  /** log_line_prefix, for stderr and syslog files. */
-  prefix: string | undefined;
+  /** A stderr file beside a csvlog or jsonlog one: only the records diverted into it are read (createDivertedParser). */
+  diverted?: boolean;
+  /** log_line_prefix, for stderr and syslog files; a history follows reloads that change it. */
+  prefix: string | PrefixHistory | undefined;
   /** The acknowledged position the lane starts at: its first batch starts here. */
   start: number;
   /**
@@ -55,6 +69,8 @@ export interface FileLaneOptions {
   redact: RedactionMode | undefined;
   delivery: Delivery;
   checkpoints: LaneCheckpoints;
+  /** The stream's outcome stage, and the state the checkpoint kept at `start` (if any). */
+  outcome: { stream: OutcomeStream; state: unknown; holdMs: number };
 }
 
 /** Where a restarted lane reads from, and which records before its start it gives out again. */
@@ -83,7 +99,7 @@ const PARSE_BYTES = 64 << 10;
  * Acknowledgements come back through the DeliveryQueue in file order; the lane keeps the
  * acknowledged position and tells the follower, which checkpoints it.
  */
-export class FileLane implements Downstream, DeliverySource {
+export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   acked: number;
   ended = false;
   private readonly parser: LogParser;
@@ -106,6 +122,17 @@ export class FileLane implements Downstream, DeliverySource {
   private readonly checkpoints: LaneCheckpoints;
   /** The file whose lane this is: its path names the records' source (it changes on a rename). */
   private readonly file: TrackedFile;
+  private readonly outcome: FileLaneOptions["outcome"];
+  /** The stream's join, from the first bytes on; and this lane's order among the stream's lanes. */
+  private join: OutcomeJoin<LaneHandle> | undefined;
+  private seq = 0;
+  /** The join's state at the start and at each batch end not yet superseded by an acknowledgement. */
+  private readonly states = new Map<number, OutcomeState>();
+  /** Entries of the open batch whose outcome is not set yet (the batch is held while there are). */
+  private undecided = 0;
+  /** The record being read: an outcome line it settles carries its time. */
+  private current: LogRecord | undefined;
+  private currentOffset = 0;
 
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
@@ -116,13 +143,26 @@ export class FileLane implements Downstream, DeliverySource {
     this.observer = options.observer;
     this.redact = options.redact;
     this.checkpoints = options.checkpoints;
+    this.outcome = options.outcome;
     this.batcher = new Batcher(file, options.start, options.replayEnds, options.limits, Date.now());
+    this.batcher.hold = () => this.undecided > 0;
+    this.batcher.holdMs = options.outcome.holdMs;
+    this.batcher.onClose = (batch, pending) => this.closed(batch, pending);
     this.queue = options.delivery.queue(this);
-    this.parser = createParser(
-      options.format,
-      { record: (record) => this.onRecord(record), malformed: (error) => this.onMalformed(error) },
-      options.prefix === undefined ? {} : { prefix: options.prefix },
-    );
+    const sink = {
+      record: (record: LogRecord) => this.onRecord(record),
+      malformed: (error: MalformedRecord) => this.onMalformed(error),
+      skipped: (offset: number, size: number) => this.batcher.extend(this.base + offset + size),
+    };
+    const parserOptions =
+      options.prefix === undefined
+        ? {}
+        : typeof options.prefix === "string"
+          ? { prefix: options.prefix }
+          : { prefixHistory: options.prefix };
+    this.parser = options.diverted
+      ? createDivertedParser(sink, parserOptions)
+      : createParser(options.format, sink, parserOptions);
   }
 
   private onRecord(record: LogRecord): void {
@@ -130,12 +170,65 @@ export class FileLane implements Downstream, DeliverySource {
     if (offset < this.batcher.covered && this.shippedBefore(offset)) return;
     this.observer.recordsRead?.(this.file.path, 1);
     const entry = decodeAuditEntry(record, this.badPayload);
+    const join = this.join ?? this.begin();
+    this.current = record;
+    this.currentOffset = offset;
     if (entry !== undefined) {
       this.observer.entry?.(entry, record);
-      encodeEntry(this.batcher.writer, entry, record, this.file.path, offset, this.redact);
+      const mark = encodeEntry(this.batcher.writer, entry, record, this.file.path, offset, this.redact);
       this.batcher.entry(record.size);
-    }
+      this.undecided++;
+      join.record(record, entry, {
+        lane: this,
+        generation: this.batcher.generation,
+        mark,
+        sessionId: record.sessionId,
+        sessionLine: record.sessionLine,
+        file: this.file.path,
+        offset,
+      });
+    } else join.record(record);
+    this.current = undefined;
     this.batcher.extend(offset + record.size);
+  }
+
+  /** The first record: the lane takes the stream's join (or restores its own) and notes the state at its start. */
+  private begin(): OutcomeJoin<LaneHandle> {
+    const { join, seq } = this.outcome.stream.begin(this, this.file.path, this.outcome.state);
+    this.join = join;
+    this.seq = seq;
+    this.states.set(this.batcher.openStart, OutcomeStream.state(join, seq));
+    return join;
+  }
+
+  // OutcomeLane: what the join says about this stream's entries while this lane reads.
+
+  decided(h: LaneHandle, outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null): void {
+    this.observer.outcome?.(outcome, sqlstate, reason);
+    if (h.lane === this && h.generation === this.batcher.generation) {
+      this.batcher.writer.setOutcome(h.mark, outcome, sqlstate);
+      this.undecided--;
+      return;
+    }
+    // Shipped `pending` in an earlier batch: the outcome follows in this one.
+    encodeOutcome(this.batcher.writer, h, this.current, outcome, sqlstate);
+  }
+
+  attempt(record: LogRecord): void {
+    this.observer.attempt?.(record);
+    encodeAttempt(this.batcher.writer, record, this.file.path, this.currentOffset, this.redact);
+  }
+
+  /** A batch closed: its undecided entries ship pending; the join's state now is its state at the batch's end. */
+  private closed(batch: Batch, pending: number): void {
+    this.undecided = 0;
+    if (pending > 0) this.observer.shippedPending?.(pending);
+    if (this.join) this.states.set(batch.range.end, OutcomeStream.state(this.join, this.seq));
+  }
+
+  /** The outcome stage's state at `position` (an acknowledged batch end, or the start), for the checkpoint. */
+  outcomeState(position: number): OutcomeState | undefined {
+    return this.states.get(position);
   }
 
   /**
@@ -162,6 +255,7 @@ export class FileLane implements Downstream, DeliverySource {
   }
 
   push(bytes: Buffer, now: number): void {
+    this.join ??= this.begin();
     for (let at = 0; at < bytes.length; at += PARSE_BYTES) {
       this.parser.push(bytes.subarray(at, Math.min(at + PARSE_BYTES, bytes.length)));
       this.encodePending();
@@ -218,6 +312,7 @@ export class FileLane implements Downstream, DeliverySource {
       this.closeBehind(now);
     }
     this.batcher.close(now);
+    this.outcome.stream.end(this);
   }
 
   closeForStop(now: number): void {
@@ -274,6 +369,8 @@ export class FileLane implements Downstream, DeliverySource {
 
   acknowledged(end: number): void {
     this.acked = end;
+    // The state at the acknowledged end is the checkpoint's from now on; those before it are not needed.
+    for (const at of this.states.keys()) if (at < end) this.states.delete(at);
     const late = this.late;
     // Batches are acknowledged in order: the late records of those acknowledged are shipped.
     while (late.length > 0 && late[0]!.batch < end && !late[0]!.behind) late.shift();

@@ -1,12 +1,19 @@
 export { type BatchLimits, DEFAULT_BATCH_LIMITS } from "@auditpipe/ship";
 export type { FileCheckpoint } from "./_checkpoint.ts";
 export {
+  AUTO_PATTERN,
+  DataLostReason,
   DEFAULT_PATTERNS,
   FileSourceErrorCode,
   type FileSourceHealth,
   type SourceLogger,
 } from "./file-follower.ts";
-export { FileSource, type FileSourceOptions, type SourceObserver } from "./file-pipeline.ts";
+export {
+  DEFAULT_OUTCOME_HOLD_MS,
+  FileSource,
+  type FileSourceOptions,
+  type SourceObserver,
+} from "./file-pipeline.ts";
 export {
   DEFAULT_COMMIT_MS,
   SyslogJournal,

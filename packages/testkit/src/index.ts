@@ -26,7 +26,9 @@ export {
   duplicates,
   type ShippedKeyFields,
   s3Keys,
+  s3Lines,
   s3Records,
   shippedKeys,
+  shippedLines,
   shippedRecords,
 } from "./sink-oracle.ts";

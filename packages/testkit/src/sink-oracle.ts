@@ -1,6 +1,8 @@
 /**
  * What a sink stored, read back without our own code (node:zlib, the AWS SDK, JSON.parse): the
  * local-dir sink's objects on disk and the S3 sink's objects in a bucket, as shipped records.
+ * An object holds entry lines (`"record":"entry"`), the outcome lines of entries shipped
+ * `pending` before, and attempts: the `*Records` oracles give the entries, `*Lines` every line.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,13 +15,15 @@ export interface ShippedKeyFields {
   session_line: number;
 }
 
-/** A data object's records: NDJSON, gzip or zstd by the key's extension. */
-function objectRecords<T>(body: Buffer, key: string): T[] {
+/** A data object's lines: NDJSON, gzip or zstd by the key's extension. */
+function objectLines<T>(body: Buffer, key: string): T[] {
   const text = (key.endsWith(".zst") ? zstdDecompressSync(body) : gunzipSync(body)).toString("utf8");
   const records: T[] = [];
   for (const line of text.split("\n")) if (line) records.push(JSON.parse(line) as T);
   return records;
 }
+
+const isEntry = (line: unknown): boolean => (line as { record?: unknown }).record === "entry";
 
 /**
  * Every shipped record under a local-dir sink, object by object (duplicates kept). Types come from
@@ -27,6 +31,11 @@ function objectRecords<T>(body: Buffer, key: string): T[] {
  * the two, and a stat of one that just went fails the poll (seen in CI).
  */
 export function shippedRecords<T = ShippedKeyFields>(dir: string): T[] {
+  return shippedLines<T>(dir).filter(isEntry);
+}
+
+/** Every line under a local-dir sink (entries, outcome lines, attempts), object by object. */
+export function shippedLines<T = ShippedKeyFields>(dir: string): T[] {
   const records: T[] = [];
   if (!existsSync(dir)) return records;
   const walk = (d: string): void => {
@@ -34,7 +43,7 @@ export function shippedRecords<T = ShippedKeyFields>(dir: string): T[] {
       const path = join(d, dirent.name);
       if (dirent.isDirectory()) walk(path);
       else if (/\.ndjson\.(gz|zst)$/.test(dirent.name))
-        records.push(...objectRecords<T>(readFileSync(path), dirent.name));
+        records.push(...objectLines<T>(readFileSync(path), dirent.name));
     }
   };
   walk(dir);
@@ -73,12 +82,22 @@ export async function s3Records<T = ShippedKeyFields>(
   bucket: string,
   prefix = "",
 ): Promise<{ records: T[]; objects: number }> {
+  const { records, objects } = await s3Lines<T>(client, bucket, prefix);
+  return { records: records.filter(isEntry), objects };
+}
+
+/** Every line in a bucket's data objects (entries, outcome lines, attempts), duplicates kept. */
+export async function s3Lines<T = ShippedKeyFields>(
+  client: S3Client,
+  bucket: string,
+  prefix = "",
+): Promise<{ records: T[]; objects: number }> {
   const records: T[] = [];
   let objects = 0;
   for (const [key, body] of await bucketContents(client, bucket, prefix)) {
     if (key.includes("/_manifests/") || !/\.ndjson\.(gz|zst)$/.test(key)) continue;
     objects++;
-    records.push(...objectRecords<T>(body, key));
+    records.push(...objectLines<T>(body, key));
   }
   return { records, objects };
 }

@@ -11,6 +11,7 @@ import {
   type MinioServer,
   s3Keys,
   shippedKeys,
+  shippedLines,
   shippedRecords,
   startMinio,
 } from "@auditpipe/testkit";
@@ -19,7 +20,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** NDJSON of shipped-record stand-ins (only the key fields matter to the oracle). */
 const ndjson = (lines: [string, number][]): Buffer =>
-  Buffer.from(lines.map(([s, n]) => `${JSON.stringify({ session_id: s, session_line: n })}\n`).join(""));
+  Buffer.from(
+    lines
+      .map(([s, n]) => `${JSON.stringify({ record: "entry", session_id: s, session_line: n })}\n`)
+      .join(""),
+  );
+/** An outcome line (not an entry: the entry oracles leave it out). */
+const outcomeLine = `${JSON.stringify({ record: "outcome", session_id: "s1", session_line: 1, outcome: "succeeded" })}\n`;
 
 describe("local-dir oracle", () => {
   let dir: string;
@@ -46,12 +53,14 @@ describe("local-dir oracle", () => {
       ),
     );
     writeFileSync(join(hour, "a-20-30.ndjson.gz.tmp-1-abcd"), "half written");
+    writeFileSync(join(hour, "a-30-40.ndjson.gz"), gzipSync(outcomeLine));
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("reads every object under the directory, gzip and zstd, and skips temp files", () => {
     expect(shippedKeys(dir).sort()).toEqual(["s1:1", "s1:2", "s1:2", "s2:1"]);
     expect(shippedRecords(dir)).toHaveLength(4);
+    expect(shippedLines(dir)).toHaveLength(5); // and the outcome line
     expect(duplicates(shippedKeys(dir))).toEqual(["s1:2"]);
   });
 

@@ -17,6 +17,7 @@ import {
   sniffFormat,
 } from "@auditpipe/parse";
 import { CliErrorCode } from "../errors.ts";
+import { type OutcomeHint, OutcomeReading, type OutcomeReadingOptions } from "./outcomes.ts";
 
 export interface AnalyzeOptions {
   format: LogFormat | "auto";
@@ -41,6 +42,10 @@ export interface AnalyzeOptions {
    * on with the next input. Without this callback the error is thrown.
    */
   onInputError?: (file: string, error: InputError) => void;
+  /** The outcome of every entry and the attempts (outcomes.ts). */
+  outcomes?: OutcomeReadingOptions;
+  /** Called at the end with the settings that would make more outcomes knowable. */
+  onOutcomeHints?: (hints: OutcomeHint[]) => void;
 }
 
 /** A .gz input that could not be read to its end. */
@@ -118,6 +123,7 @@ async function logStream(
  */
 export async function analyzeFiles(files: string[], options: AnalyzeOptions): Promise<VolumeReport> {
   const tally = new VolumeTally();
+  const outcomes = new OutcomeReading(tally, options.outcomes);
   const total = files.reduce((sum, f) => sum + inputSize(f), 0);
   let done = 0;
 
@@ -130,6 +136,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     });
 
     let parser: LogParser | undefined;
+    let format: LogFormat = "stderr";
     let summary: FileSummary | undefined;
     let records = 0;
     let malformed = 0;
@@ -145,6 +152,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         tally.addRecord();
         records++;
         const entry = decodeAuditEntry(record, badPayload);
+        outcomes.record(format, record, entry);
         if (entry === undefined) return;
         tally.addEntry(entry, record);
         options.onEntry?.(entry, record);
@@ -158,7 +166,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     const onChunk = (chunk: Buffer): void => {
       if (!parser) {
         const sniffed = sniffFormat(chunk);
-        const format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
+        format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
         let prefix = options.prefix;
         if (prefix === undefined && (format === "stderr" || format === "syslog")) {
           // No --prefix: try the prefixes servers commonly write on the first whole lines.
@@ -173,6 +181,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
           records: 0,
           malformed: 0,
         };
+        outcomes.file(format, prefix);
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);
@@ -213,7 +222,10 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
       options.onInputError(file, failure);
     }
   }
-  return tally.report();
+  outcomes.end();
+  const report = tally.report();
+  options.onOutcomeHints?.(outcomes.hints(report.unknownReasons));
+  return report;
 }
 
 /** The one wording of an input that could not be read to its end: file, code, where, what to do. */

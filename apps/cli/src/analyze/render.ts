@@ -1,4 +1,5 @@
 import type { Breakdown, VolumeReport } from "@auditpipe/meter/volume";
+import type { OutcomeHint } from "./outcomes.ts";
 
 const num = new Intl.NumberFormat("en-US");
 const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2, minimumFractionDigits: 2 });
@@ -16,7 +17,10 @@ export function formatBytes(bytes: number): string {
 }
 
 function table(title: string, breakdown: Breakdown, totalBytes: number, limit: number): string[] {
-  const rows = Object.entries(breakdown).slice(0, limit);
+  // Sorted again: a JSON object lists keys that look like integers (SQLSTATE 23505) first.
+  const rows = Object.entries(breakdown)
+    .sort((a, b) => b[1].bytes - a[1].bytes || b[1].entries - a[1].entries)
+    .slice(0, limit);
   if (rows.length === 0) return [];
   const width = Math.min(48, Math.max(title.length, ...rows.map(([k]) => k.length)));
   const lines = [
@@ -34,8 +38,43 @@ function table(title: string, breakdown: Breakdown, totalBytes: number, limit: n
   return [...lines, ""];
 }
 
+/** Counts as `key ×n`, the largest first. */
+function counts(map: Record<string, number>, limit: number): string {
+  const rows = Object.entries(map).sort((a, b) => b[1] - a[1]);
+  const shown = rows.slice(0, limit).map(([k, n]) => `${k} ×${num.format(n)}`);
+  return rows.length > limit ? `${shown.join(", ")}, … ${rows.length - limit} more` : shown.join(", ");
+}
+
+/** What became of the entries' statements, the attempts, and what would tell more. */
+function outcomeLines(report: VolumeReport, hints: OutcomeHint[]): string[] {
+  const o = report.outcomes;
+  if (report.entries === 0 && report.attempts.count === 0) return [];
+  const lines = [
+    `outcomes         ${num.format(o.succeeded)} succeeded, ${num.format(o.failed)} failed, ${num.format(o.rolled_back)} rolled back, ${num.format(o.unknown)} unknown`,
+  ];
+  if (o.unknown > 0) lines.push(`  unknown        ${counts(report.unknownReasons, 6)}`);
+  lines.push(
+    report.attempts.count === 0
+      ? "attempts         none (no refused statement, no failed login)"
+      : `attempts         ${num.format(report.attempts.count)} refused statements and failed logins: ${counts(report.attempts.bySqlstate, 6)}`,
+  );
+  if (report.attempts.count > 0) lines.push(`  by user        ${counts(report.attempts.byUser, 6)}`);
+  lines.push("");
+  if (o.failed > 0) {
+    lines.push(...table("failed: SQLSTATE", report.failed.bySqlstate, report.bytes, 10));
+    lines.push(...table("failed: user", report.failed.byUser, report.bytes, 10));
+    lines.push(...table("failed: command", report.failed.byCommand, report.bytes, 10));
+  }
+  if (hints.length > 0) {
+    lines.push("to tell more outcomes:");
+    for (const hint of hints) lines.push(`  ${hint.setting}: ${hint.why}`);
+    lines.push("");
+  }
+  return lines;
+}
+
 /** The report for a person: totals, rates, projections and the top of each breakdown. */
-export function renderReport(report: VolumeReport, files: string[]): string {
+export function renderReport(report: VolumeReport, files: string[], hints: OutcomeHint[] = []): string {
   const { rate, span } = report;
   const lines = [
     `auditpipe analyze: ${files.length === 1 ? files[0] : `${files.length} files`}`,
@@ -57,6 +96,7 @@ export function renderReport(report: VolumeReport, files: string[]): string {
     ...table("top objects", report.byObject, report.bytes, 10),
     ...table("top users", report.byUser, report.bytes, 10),
     ...table("top databases", report.byDatabase, report.bytes, 10),
+    ...outcomeLines(report, hints),
   ];
   return `${lines.join("\n").trimEnd()}\n`;
 }

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
-import type { MalformedRecord, PrefixGuess } from "@auditpipe/parse";
+import { type MalformedRecord, type PrefixGuess, sessionClasses } from "@auditpipe/parse";
 import { expandGlob, isGlob } from "@auditpipe/tail/glob";
+import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
 import {
   analyzeFiles,
@@ -17,11 +18,14 @@ const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
 
 export const ANALYZE: CommandSpec = {
   command: "analyze",
-  usage: "auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--json] FILE...",
+  usage:
+    "auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--pgaudit-log VALUE] [--json] FILE...",
   about: `Reads PostgreSQL log files (plain or .gz; globs allowed; the files of one stream in order),
 or standard input given as - or /dev/stdin (zcat ... | auditpipe analyze -), decodes every
 pgAudit entry and reports the audit volume: totals, rate, MB/hour, GB/day, and entries and
-bytes by class, command, audit type, object, user and database.`,
+bytes by class, command, audit type, object, user and database; what became of each entry's
+statement (succeeded, failed, rolled back, or unknown where the log cannot tell), and the
+statements refused before pgAudit logged them and failed logins (attempts).`,
   flags: {
     format: {
       type: "string",
@@ -34,6 +38,11 @@ bytes by class, command, audit type, object, user and database.`,
       type: "string",
       value: "P",
       help: "log_line_prefix of stderr and syslog logs (SHOW log_line_prefix on the server);\ndefault: the common prefix that reads the file's first lines cleanly, e.g.\nPostgreSQL's '%m [%p] ', unless another reads them into different values",
+    },
+    "pgaudit-log": {
+      type: "string",
+      value: "VALUE",
+      help: "the server's pgaudit.log (SHOW pgaudit.log): with misc (or all) every\nsession's BEGIN, COMMIT and ROLLBACK are known to be logged; default: known\nonly for the sessions, users and databases whose MISC entries the log shows",
     },
     json: {
       type: "boolean",
@@ -125,6 +134,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     throw new UsageError(
       "analyze: FILE is missing: give one or more log files (see auditpipe analyze --help)",
     );
+  const miscLogged = pgauditLogHasMisc("analyze", values["pgaudit-log"] as string | undefined);
   const files = await resolveFiles(positionals);
   const total = files.reduce((sum, f) => sum + inputSize(f), 0);
 
@@ -158,8 +168,13 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     );
   };
 
+  let outcomeHints: OutcomeHint[] = [];
   const report = await analyzeFiles(files, {
     format,
+    ...(miscLogged === undefined ? {} : { outcomes: { miscLogged } }),
+    onOutcomeHints: (hints) => {
+      outcomeHints = hints;
+    },
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onMalformed,
     onPrefixGuess: acceptPrefixGuess("analyze", io),
@@ -183,7 +198,9 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     return EXIT_FAILURE;
   }
   io.stdout(
-    values.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, files.map(displayName)),
+    values.json
+      ? `${JSON.stringify({ ...report, outcomeHints }, null, 2)}\n`
+      : renderReport(report, files.map(displayName), outcomeHints),
   );
   if (cutShort > 0) {
     io.stderr(
@@ -192,4 +209,19 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     return EXIT_FAILURE;
   }
   return 0;
+}
+
+/**
+ * Whether a `--pgaudit-log` value logs MISC (transaction control) for every session; undefined
+ * without the flag. A usage error names the flag when the value is not a pgaudit.log.
+ */
+export function pgauditLogHasMisc(command: string, value: string | boolean | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return sessionClasses(String(value)).has("MISC");
+  } catch (error) {
+    throw new UsageError(
+      `${command}: --pgaudit-log: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
 }

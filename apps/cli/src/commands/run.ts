@@ -40,6 +40,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --compact-ms N           how often closed host-hours are compacted into Parquet by a child
                            process and recorded in the manifests (S3; default 600000; 0 never)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
+  --pgaudit-log VALUE      the server's pgaudit.log, if every role and database runs with it:
+                           with misc (or all), every entry's outcome can be told without
+                           waiting for its session's first MISC entry (default: inferred)
   --db URL                 also sample this database for the estimate routes, and ask it for
                            log_line_prefix (PG* variables and ~/.pgpass are better than a
                            password in the URL)

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { sessionClasses } from "@auditpipe/parse";
 import { z } from "zod";
 import { CliErrorCode } from "../errors.ts";
 import { badValue } from "../flags.ts";
@@ -16,6 +17,11 @@ export interface RunConfig {
   pgdata?: string | undefined;
   format: "auto" | "csvlog" | "jsonlog" | "stderr" | "syslog";
   prefix?: string | undefined;
+  /**
+   * The server's pgaudit.log, when every session runs with it: with misc (or all) in it every
+   * session's transaction control is known to be logged (outcome stage). Absent: inferred.
+   */
+  pgauditLog?: string | undefined;
   pattern?: string | undefined;
   sink: string;
   state: string;
@@ -74,6 +80,23 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     pgdata: z.string().min(1).optional(),
     format: z.enum(["auto", "csvlog", "jsonlog", "stderr", "syslog"]).default("auto"),
     prefix: z.string().optional(),
+    pgauditLog: z
+      .string()
+      .refine(
+        (v) => {
+          try {
+            sessionClasses(v);
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        {
+          message:
+            "expected a pgaudit.log value: classes from read, write, function, role, ddl, misc, misc_set, all, none (- removes one)",
+        },
+      )
+      .optional(),
     pattern: z.string().min(1).optional(),
     sink: z.string().min(1).default("auditpipe-data/archive"),
     state: z.string().min(1).default("auditpipe-data/state"),
@@ -138,6 +161,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "pgdata", flag: "pgdata", env: "AUDITPIPE_PGDATA" },
   { key: "format", flag: "format", env: "AUDITPIPE_FORMAT" },
   { key: "prefix", flag: "prefix", env: "AUDITPIPE_PREFIX" },
+  { key: "pgauditLog", flag: "pgaudit-log", env: "AUDITPIPE_PGAUDIT_LOG" },
   { key: "pattern", flag: "pattern", env: "AUDITPIPE_PATTERN" },
   { key: "sink", flag: "sink", env: "AUDITPIPE_SINK" },
   { key: "state", flag: "state", env: "AUDITPIPE_STATE" },

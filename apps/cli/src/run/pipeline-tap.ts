@@ -52,6 +52,9 @@ export function createPipelineTap(meter: LiveMeter, logger: Logger): PipelineTap
       meter.entry(entry, record);
       if (sampledStatement(entry.statementId, record.pid, ADVICE_SAMPLE_EVERY)) advisor.add(entry, record);
     },
+    outcome: (outcome, sqlstate, reason) => meter.outcome(outcome, sqlstate, reason),
+    attempt: (record) => meter.attempt(record.sqlState),
+    shippedPending: (count) => meter.shippedPending(count),
     malformed: (source, error) => {
       meter.malformed(source, 1);
       malformedInput.malformed(source, error.code, error.offset);
@@ -77,7 +80,8 @@ export function createPipelineTap(meter: LiveMeter, logger: Logger): PipelineTap
       meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
-    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
+    checkpointSaveFailed: (stateDir, code) => sourceHealth.checkpointSaveFailed(stateDir, code),
+    dataLost: (_file, from, to, reason) => sourceHealth.dataLost(from, to, reason),
   };
   return { observer, sinkWrites, advisor, malformedInput, sourceHealth };
 }

@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import type { LiveMeter } from "@auditpipe/meter";
-import type { LogFormat } from "@auditpipe/parse";
+import { type LogFormat, sessionClasses } from "@auditpipe/parse";
 import type { RedactionMode, Sink } from "@auditpipe/ship";
-import { FileSource } from "@auditpipe/tail";
+import { FileSource, type FileSourceOptions } from "@auditpipe/tail";
 import type { Logger } from "pino";
 import type { RunConfig } from "./config.ts";
 import type { PipelineTap } from "./pipeline-tap.ts";
@@ -31,13 +31,21 @@ function batchLimits(config: RunConfig): { maxEntries: number; maxBytes: number;
 }
 
 /**
+ * The outcome stage's options: every session's transaction control is known to be logged when the
+ * server's pgaudit.log (as told) has misc; otherwise it is learnt per session, user and database.
+ */
+function outcomeOptions(config: RunConfig): NonNullable<FileSourceOptions["outcome"]> {
+  return config.pgauditLog === undefined ? {} : { miscLogged: sessionClasses(config.pgauditLog).has("MISC") };
+}
+
+/**
  * The file pipeline over the log directory: follower → lane (parse, decode, tap, redact, encode,
- * batch) → delivery → sink. `created` gets the source before it starts, so a stop during its
+ * outcome, batch) → delivery → sink. `created` gets the source before it starts, so a stop during its
  * start-up stops it too.
  */
 export async function startFileSource(
   w: SourceWiring,
-  stream: { logDir: string; format: LogFormat },
+  stream: { logDir: string; format: LogFormat | "auto"; prefix: FileSourceOptions["prefix"] },
   created: (files: FileSource) => void,
 ): Promise<FileSource> {
   const { config } = w;
@@ -45,13 +53,14 @@ export async function startFileSource(
     logDir: stream.logDir,
     format: stream.format,
     ...(config.pattern ? { pattern: config.pattern } : {}),
-    ...(w.prefix !== undefined ? { prefix: w.prefix } : {}),
+    ...(stream.prefix !== undefined ? { prefix: stream.prefix } : {}),
     stateDir: config.state,
     sink: w.sink,
     ...(w.redact ? { redact: w.redact } : {}),
     from: config.from,
     pollIntervalMs: config.pollIntervalMs,
     batch: batchLimits(config),
+    outcome: outcomeOptions(config),
     observer: w.tap.observer,
     logger: w.logger,
   });
@@ -84,6 +93,7 @@ export async function startSyslog(
     redact: w.redact,
     batch: batchLimits(config),
     pollIntervalMs: config.pollIntervalMs,
+    outcome: outcomeOptions(config),
     observer: tap.observer,
     onMalformed(listener, error) {
       meter.malformed(listener, 1);

@@ -4,6 +4,7 @@ import type { RedactionMode, Sink } from "@auditpipe/ship";
 import {
   type BatchLimits,
   FileSource,
+  type FileSourceOptions,
   type SourceLogger,
   type SourceObserver,
   SyslogJournal,
@@ -50,6 +51,8 @@ export interface SyslogIntakeOptions {
   pollIntervalMs: number;
   /** The sidecar's observer: the follower reports to it as the file source does. */
   observer: SourceObserver;
+  /** The outcome stage's options, as the file source gets them. */
+  outcome?: FileSourceOptions["outcome"];
   /** Input the receiver could not rebuild into a message (framing, a missing chunk, a foreign line layout). */
   onMalformed: (listener: string, error: MalformedRecord) => void;
   logger: SourceLogger;
@@ -102,6 +105,7 @@ export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<S
     from: "beginning",
     pollIntervalMs: options.pollIntervalMs,
     batch: options.batch,
+    ...(options.outcome ? { outcome: options.outcome } : {}),
     observer: {
       ...observer,
       fileGone(file) {

@@ -1,4 +1,4 @@
-import type { ShippedRecord } from "../types.ts";
+import type { ShippedAttempt, ShippedRecord } from "../types.ts";
 import { redactParameter } from "./parameter.ts";
 import { redactStatement } from "./statement.ts";
 
@@ -32,4 +32,31 @@ export function redactRecord(record: ShippedRecord, mode: RedactionMode): Shippe
   }
   if (redacted.length === 0) return { ...record };
   return { ...record, statement, parameter, redacted };
+}
+
+/**
+ * An attempt with its statement's constants replaced (as redactRecord does) and every double-
+ * quoted value in its message too: PostgreSQL quotes the values it names there (`invalid input
+ * syntax for type integer: "42abc"`), along with the names of relations and constraints, which
+ * the statement still shows. `redacted` lists both.
+ */
+export function redactAttempt(attempt: ShippedAttempt): ShippedAttempt {
+  const statement =
+    attempt.statement === null || MARKERS.has(attempt.statement)
+      ? attempt.statement
+      : redactStatement(attempt.statement).text;
+  return {
+    ...attempt,
+    statement,
+    message: redactMessage(attempt.message),
+    redacted: ["statement", "message"],
+  };
+}
+
+/** The value PostgreSQL quoted in a message, redacted. */
+export const REDACTED_QUOTED = '"<redacted>"';
+
+/** A server message with every `"…"` (doubled quotes inside are part of it) replaced. */
+export function redactMessage(message: string): string {
+  return message.replace(/"(?:[^"]|"")*"/g, REDACTED_QUOTED);
 }

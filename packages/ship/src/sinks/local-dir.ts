@@ -1,7 +1,6 @@
-import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { compress } from "../compression.ts";
-import { writeFileDurably } from "../durable-write.ts";
+import { ensureDir, writeFileDurably } from "../durable-write.ts";
 import { objectKey } from "../partitioner.ts";
 import type { Batch, Sink } from "../types.ts";
 
@@ -27,9 +26,10 @@ export class LocalDirSink implements Sink {
   }
 
   async write(batch: Batch): Promise<void> {
-    if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
+    // Nothing to store (no entry, outcome line or attempt); the range is still acknowledged.
+    if (batch.ndjson.length === 0) return;
     const path = join(this.dir, objectKey(batch));
-    await mkdir(dirname(path), { recursive: true });
+    await ensureDir(dirname(path));
     await writeFileDurably(path, await compress(batch.ndjson, "gzip"));
   }
 

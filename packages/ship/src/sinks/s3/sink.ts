@@ -133,7 +133,8 @@ export class S3Sink implements Sink {
 
   async write(batch: Batch): Promise<void> {
     this.closedCheck();
-    if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
+    // Nothing to store (no entry, outcome line or attempt); the range is still acknowledged.
+    if (batch.ndjson.length === 0) return;
     const spool = await this.open();
     const o = this.options;
     const key = this.keyOf(batch);

@@ -1,0 +1,135 @@
+/**
+ * The outcome stage of `analyze` (and `advise`): every record of the files goes through one
+ * OutcomeJoin per log stream (per format: the files of one stream are read in order), and each
+ * entry's outcome and each attempt land in the report. Also what the log showed of the settings
+ * that make outcomes knowable, for the hints the report prints.
+ */
+import type { VolumeTally } from "@auditpipe/meter/volume";
+import { type Outcome, OutcomeJoin, UnknownReason } from "@auditpipe/outcome";
+import type { AuditEntry, LogFormat, LogRecord } from "@auditpipe/parse";
+
+interface Pending {
+  entry: AuditEntry;
+  record: LogRecord;
+}
+
+export interface OutcomeReadingOptions {
+  /** pgaudit.log includes misc for every session (from --pgaudit-log). */
+  miscLogged?: boolean;
+  /** Each entry's outcome, when decided (advise). */
+  onOutcome?: (entry: AuditEntry, record: LogRecord, outcome: Outcome, sqlstate: string | null) => void;
+  /** Each attempt (a refused statement, a failed login). */
+  onAttempt?: (record: LogRecord) => void;
+}
+
+/** A setting that would make more outcomes knowable, and why. */
+export interface OutcomeHint {
+  setting: string;
+  why: string;
+}
+
+export class OutcomeReading {
+  private readonly joins = new Map<LogFormat, OutcomeJoin<Pending>>();
+  private readonly tally: VolumeTally;
+  private readonly options: OutcomeReadingOptions;
+  /** What the records showed of the server's logging settings. */
+  private disconnections = 0;
+  private errors = 0;
+  private errorsWithoutStatement = 0;
+  private logRows = false;
+  private readonly prefixes = new Set<string>();
+
+  constructor(tally: VolumeTally, options: OutcomeReadingOptions = {}) {
+    this.tally = tally;
+    this.options = options;
+  }
+
+  /** A file of `format` starts, read with `prefix` (stderr, syslog). */
+  file(format: LogFormat, prefix: string | undefined): void {
+    if ((format === "stderr" || format === "syslog") && prefix !== undefined) this.prefixes.add(prefix);
+  }
+
+  record(format: LogFormat, record: LogRecord, entry: AuditEntry | undefined): void {
+    let join = this.joins.get(format);
+    if (join === undefined) {
+      join = this.newJoin();
+      this.joins.set(format, join);
+    }
+    if (entry !== undefined) {
+      if (entry.rows !== null) this.logRows = true;
+      join.record(record, entry, { entry, record });
+      return;
+    }
+    if (record.severity === "ERROR") {
+      this.errors++;
+      if (record.query === null) this.errorsWithoutStatement++;
+    } else if (record.message.startsWith("disconnection: ")) this.disconnections++;
+    join.record(record);
+  }
+
+  /** The input ended: what is still undecided is `unknown` (log-ended). */
+  end(): void {
+    for (const join of this.joins.values()) join.end();
+  }
+
+  private newJoin(): OutcomeJoin<Pending> {
+    return new OutcomeJoin<Pending>({
+      ...(this.options.miscLogged === undefined ? {} : { miscLogged: this.options.miscLogged }),
+      decided: (h, outcome, sqlstate, reason) => {
+        this.tally.addOutcome(h.entry, h.record, outcome, sqlstate, reason);
+        this.options.onOutcome?.(h.entry, h.record, outcome, sqlstate);
+      },
+      attempt: (record) => {
+        this.tally.addAttempt(record);
+        this.options.onAttempt?.(record);
+      },
+    });
+  }
+
+  /**
+   * The settings that would have let more outcomes be told, from what this log showed (and the
+   * report's unknown reasons): docs/architecture.md lists what each gives.
+   */
+  hints(unknownReasons: Record<string, number>): OutcomeHint[] {
+    const hints: OutcomeHint[] = [];
+    const unknown = (reason: string) => unknownReasons[reason] ?? 0;
+    if (unknown(UnknownReason.BOUNDARIES_NOT_LOGGED) > 0)
+      hints.push({
+        setting: "pgaudit.log with misc",
+        why: `${unknown(UnknownReason.BOUNDARIES_NOT_LOGGED)} entries raised no error but may have been rolled back: without MISC entries BEGIN, COMMIT and ROLLBACK are not logged (if the server's pgaudit.log has misc or all for every role, say so with --pgaudit-log)`,
+      });
+    for (const prefix of this.prefixes) {
+      if (!prefix.includes("%v"))
+        hints.push({
+          setting: "%v in log_line_prefix",
+          why: "without the virtual transaction id, a multi-statement transaction and an error inside a block with savepoints cannot always be told apart",
+        });
+      if (!prefix.includes("%e"))
+        hints.push({
+          setting: "%e in log_line_prefix",
+          why: "failed statements carry no SQLSTATE without it",
+        });
+      if (!prefix.includes("%c"))
+        hints.push({
+          setting: "%c in log_line_prefix",
+          why: "sessions are told apart by process id alone (and log_connections when a pid is reused)",
+        });
+    }
+    if (this.disconnections === 0 && unknown(UnknownReason.LOG_ENDED) > 0)
+      hints.push({
+        setting: "log_disconnections = on",
+        why: `${unknown(UnknownReason.LOG_ENDED)} entries were still open when the log ended; a session's end settles its last statement`,
+      });
+    if (this.errors > 0 && this.errorsWithoutStatement === this.errors)
+      hints.push({
+        setting: "log_min_error_statement = error",
+        why: "no ERROR carries its statement: an error is pinned on its session's latest statement, and a refused statement's text is not known",
+      });
+    if (this.logRows)
+      hints.push({
+        setting: "pgaudit.log_rows = off",
+        why: "with log_rows pgAudit logs a statement after it ran: a statement that fails has no entry, its ERROR counts as an attempt",
+      });
+    return hints;
+  }
+}
