@@ -56,10 +56,15 @@ describe("compact on a local-dir archive", () => {
 
     const store = await openArchive(dir);
     const results = await compactArchive(store, { now: LATER });
-    expect(results.map((r) => [r.state, r.record?.rows])).toEqual([["due", acked]]);
+    expect(results.map((r) => [r.state, r.record?.counts.entries])).toEqual([["due", acked]]);
     const record = results[0]!.record!;
     expect(record.key).toBe(parquetKey(partition));
-    expect(record.counts).toMatchObject({ entries: acked, lines: acked, attempts: 0, pending: 0 });
+    // Since outcomes are joined, the sink also ships attempt lines (kept as rows) and outcome
+    // decisions (applied to their entries): every line is one or the other, once.
+    const c = record.counts;
+    expect(c.entries).toBe(acked);
+    expect(c.lines).toBe(c.entries + c.attempts + c.decisionsApplied + c.laterDecisions);
+    expect(record.rows).toBe(c.entries + c.attempts + c.laterDecisions);
     expect(record.sources.length).toBeGreaterThan(5);
     expect(record.rowsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const file = join(dir, record.key);
@@ -82,7 +87,7 @@ describe("compact on a local-dir archive", () => {
     // Every shipped line once: the same (source, offset) set, and the same typed values.
     const rows = await readParquet(
       file,
-      `SELECT strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS ts, session_id, session_line, source, parameter, parameter_marker, statement FROM FILE`,
+      `SELECT strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS ts, session_id, session_line, source, parameter, parameter_marker, statement FROM FILE WHERE record = 'entry'`,
     );
     expect(rows.length).toBe(shipped.length);
     const key = (file: string, offset: number | string) => `${file}@${offset}`;
@@ -199,8 +204,8 @@ describe("compact on a local-dir archive", () => {
     const byHour = new Map(results.map((r) => [r.record?.hour ?? r.partition.hour, r]));
     const grown = byHour.get("2026-11-23T07")!;
     expect(grown.state).toBe("due");
-    expect(grown.record!.rows).toBe(old.rows + more);
-    expect(shippedRecords(dir).length).toBe(old.rows + more);
+    expect(grown.record!.counts.entries).toBe(old.counts.entries + more);
+    expect(shippedRecords(dir).length).toBe(old.counts.entries + more);
 
     const kept = await compactArchive(store, { now: LATER });
     expect(kept.every((r) => r.state === "compacted" && r.dropped === undefined)).toBe(true);
