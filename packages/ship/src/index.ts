@@ -27,7 +27,7 @@ export {
 export { type DurableWriteOptions, ensureDir, fsyncDir, writeFileDurably } from "./durable-write.ts";
 export { encodeAttempt, encodeEntry, encodeOutcome, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
-export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
+export { ManifestError, ManifestErrorCode, VerifyError, VerifyErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,
   DEFAULT_MANIFEST_GRACE_MS,
@@ -66,6 +66,7 @@ export {
 } from "./manifest/types.ts";
 export {
   DEFAULT_CLOCK_SKEW_MS,
+  DEFAULT_GONE_AFTER_MS,
   type FindingKind,
   type NothingToVerify,
   type VerifiedChain,
@@ -95,6 +96,7 @@ export {
   DEFAULT_SPOOL_MAX_BYTES,
   DEFAULT_STOP_MANIFEST_MS,
   type ObjectLockOptions,
+  type RewrittenObject,
   resolveS3Region,
   S3_SINK_NAME,
   S3Archive,

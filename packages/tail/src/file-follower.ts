@@ -342,13 +342,12 @@ export class FileFollower {
           (a, b) => Number(a.downstream.ended) - Number(b.downstream.ended) || a.mtimeMs - b.mtimeMs,
         );
         // The file PostgreSQL writes now, per destination (one stream: one); the others are rotated away.
+        // Files by age, ties by name: one total order, so "older" and "newest" never disagree.
+        const byAge = [...this.files.values()].sort(
+          (a, b) => a.mtimeMs - b.mtimeMs || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
+        );
         const newest = new Map<string, TrackedFile>();
-        for (const f of this.files.values()) {
-          if (f.gone) continue;
-          const group = this.destinationOf(f.path);
-          const current = newest.get(group);
-          if (!current || f.mtimeMs >= current.mtimeMs) newest.set(group, f);
-        }
+        for (const f of byAge) if (!f.gone) newest.set(this.destinationOf(f.path), f);
         // Destinations with a file not read to its end in this pass: newer files of it wait, so
         // one file's lane fills at a time. Read side by side, a backlog of N files held N open
         // batches (and, with the sink down, N ready ones): ~6 MB each.
@@ -362,9 +361,9 @@ export class FileFollower {
           }
           // A newer file of the destination waits for the older ones to end, so its records reach
           // the outcome join in the order written.
-          const older = ordered.filter(
-            (f) => f !== file && f.mtimeMs <= file.mtimeMs && this.destinationOf(f.path) === group,
-          );
+          const older = byAge
+            .slice(0, byAge.indexOf(file))
+            .filter((f) => this.destinationOf(f.path) === group);
           const read = this.waitsForOlder(file, older, now) ? 0 : await file.read(now);
           if (read === REPLACED) {
             // Truncated or rewritten in place since the last read: finish the old content and

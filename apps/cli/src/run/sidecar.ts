@@ -95,11 +95,12 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   // Before anything in the state directory is touched: one sidecar per state directory.
   const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
-  const sink = await createSink(config, logger).catch(async (error: unknown) => {
+  const tap: PipelineTap = createPipelineTap(meter, logger);
+  const sink = await createSink(config, logger, tap).catch(async (error: unknown) => {
     await lock.release();
     throw error;
   });
-  const tap: PipelineTap = createPipelineTap(meter, logger);
+  tap.countsAttempts = sink.countsAttempts;
   const prefixChanges = registerPrefixMetrics(meter.registry);
   let stopping = false;
   const running: RunningSidecar = {
