@@ -703,6 +703,27 @@ describe("verifyArchive --from", () => {
     expect(clean.objects).toBe(2); // the landing object and the compacted file, each hashed
     expect(clean.entries).toBe(first.entries); // a compacted file's rows are not counted again
 
+    // The caller's deeper check (verify's rows rebuild) gets the listed file, whole, and its
+    // findings are reported with the manifest that listed the file.
+    const checked: string[] = [];
+    const withRows = await verify(prefix, {
+      trustedKeys,
+      checkCompacted: async (file) => {
+        checked.push(`${file.key} ${file.sources.map((s) => s.key).join(",")} ${file.hour}`);
+        return [{ kind: "altered", key: file.key, reason: "rows differ (from the test's check)" }];
+      },
+    });
+    expect(checked).toEqual([`${parquetKey} ${first.key} ${v1.hour}`]);
+    expect(withRows.findings).toEqual([
+      expect.objectContaining({
+        kind: "altered",
+        key: parquetKey,
+        manifest: expect.stringMatching(/_manifests\//),
+        reason: "rows differ (from the test's check)",
+      }),
+    ]);
+    expect(withRows.ok).toBe(false);
+
     await client.send(
       new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: Buffer.from("PAR1 other PAR1") }),
     );

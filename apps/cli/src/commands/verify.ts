@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { createS3Client, parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { parseFlags } from "../args.ts";
 import type { CommandIO } from "../command-io.ts";
+import { compactedRowsCheck } from "../compact/verify-rows.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 
 export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public-key FILE]... [--from DATE] [--to DATE]
@@ -11,7 +12,8 @@ export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public
 
 Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every signature
 against the trusted public keys, every listed object downloaded and hashed, every stored object
-accounted for. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
+accounted for; each compacted (Parquet) file is also rebuilt from the landing objects it lists
+and its rows compared. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
 manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
 3 when there is nothing to verify yet (no manifest: the first is written when the first hour with
 an upload closes, or when the sidecar stops). Credentials come from the AWS SDK's default chain
@@ -193,6 +195,11 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
       ...(to ? { to } : {}),
       ...(goneAfterMs === undefined ? {} : { goneAfterMs }),
       ...(trustedKeys ? { trustedKeys } : {}),
+      checkCompacted: compactedRowsCheck(bucket, prefix, {
+        ...(endpoint ? { endpoint } : {}),
+        ...(region ? { region } : {}),
+        forcePathStyle: values["s3-force-path-style"] === true,
+      }),
     });
     io.stdout(
       values.json ? `${JSON.stringify(report, null, 2)}\n` : renderVerifyReport(report, archive ?? ""),

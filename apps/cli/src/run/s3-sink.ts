@@ -55,5 +55,14 @@ export async function createS3Sink(
     registerMetrics: (registry) => registerManifestMetrics(registry, () => archive.manifestHealth()),
     countsAttempts: true,
     close: (budgetMs) => archive.close(budgetMs === undefined ? {} : { manifestMs: budgetMs }),
+    compaction: {
+      prefix: sink.options.prefix,
+      host: sink.options.host,
+      record: async (file) => {
+        const journal = archive.journal();
+        if (!journal) throw new Error("the manifest journal is not open yet");
+        await journal.recordCompaction(file);
+      },
+    },
   };
 }

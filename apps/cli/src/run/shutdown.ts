@@ -1,4 +1,5 @@
 import type { FileSource } from "@auditpipe/tail";
+import type { SidecarCompaction } from "./compaction.ts";
 import type { PipelineTap } from "./pipeline-tap.ts";
 import type { ConfiguredSink } from "./sinks.ts";
 import type { StateLock } from "./state-lock.ts";
@@ -31,6 +32,8 @@ export interface RunningSidecar {
   /** The API server (Fastify). */
   api: { close(): Promise<unknown> };
   lock: StateLock;
+  /** The sidecar's compaction (S3 sinks): stopped first, while the manifest journal is open. */
+  compaction: SidecarCompaction | undefined;
 }
 
 /**
@@ -41,6 +44,7 @@ export interface RunningSidecar {
 export async function shutdownSidecar(s: RunningSidecar): Promise<void> {
   const deadline = Date.now() + SHUTDOWN_BUDGET_MS;
   for (const timer of s.timers) clearInterval(timer);
+  await s.compaction?.stop();
   const failing = s.tap.sinkWrites.failing || s.sink.unhealthy() !== undefined;
   const waitMs = failing ? SHUTDOWN_FAILING_SINK_MS : SHUTDOWN_SINK_MS;
   await Promise.all([s.files?.stop(waitMs), s.syslog?.stop(waitMs)]);

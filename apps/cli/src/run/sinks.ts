@@ -1,4 +1,4 @@
-import { LocalDirSink, type RedactionMode, type Sink } from "@auditpipe/ship";
+import { type CompactedFile, LocalDirSink, type RedactionMode, type Sink } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
@@ -17,6 +17,13 @@ export interface ConfiguredSink {
   countsAttempts: boolean;
   /** Closes the sink; an archive's stop manifest may take `budgetMs` (what the stop has left). */
   close(budgetMs?: number): Promise<void>;
+  /** S3: what the sidecar's own compaction needs (run/compaction.ts); absent for a local directory. */
+  compaction?: {
+    prefix: string;
+    host: string;
+    /** The manifest journal's recordCompaction; rejects while the journal is not open yet. */
+    record(file: CompactedFile): Promise<void>;
+  };
 }
 
 /** `s3://bucket/prefix` → bucket and prefix; undefined for anything else (a local directory). */

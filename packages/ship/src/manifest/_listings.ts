@@ -1,6 +1,6 @@
 import { checkChain, type LoadedChains, type StoredManifest } from "./_chain.ts";
 import { HOUR_MS, hourLabel } from "./_keys.ts";
-import type { Manifest, UploadedObject } from "./types.ts";
+import type { CompactedFile, Manifest, UploadedObject } from "./types.ts";
 import type { VerifiedChain, VerifyFinding } from "./verify-types.ts";
 
 /** What a manifest says a key holds: an uploaded object, or a compacted file (`entries`: its rows). */
@@ -11,6 +11,8 @@ export type ListedFile = Pick<
   /** When it was stored; the newest listing of a key is what the bucket must hold. */
   uploadedAt?: string;
   compacted?: true;
+  /** For a compacted file: the manifest's whole entry (sources, rows digest), for checkCompacted. */
+  file?: CompactedFile;
 };
 
 /** Where a key was last listed: what the bucket must hold now. */
@@ -95,6 +97,7 @@ function listedFiles(m: Manifest): ListedFile[] {
         entries: f.rows,
         ...(f.versionId === undefined ? {} : { versionId: f.versionId }),
         compacted: true,
+        file: f,
       }),
     ),
   ];

@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
+import type { CompactedFile } from "./types.ts";
 
 /**
  * What verify can find:
@@ -85,6 +86,12 @@ export interface VerifyOptions {
   trustedKeys?: ReadonlyMap<string, KeyObject>;
   /** The verifier's clock, for what is still pending; tests inject one. */
   now?: () => Date;
+  /**
+   * A deeper check of each listed compacted file whose bytes are intact (its rows against the
+   * landing objects it came from: `auditpipe verify` rebuilds them with `@auditpipe/compact`);
+   * its findings are reported with the rest. Not given: compacted files are checked by SHA-256 only.
+   */
+  checkCompacted?: (file: CompactedFile) => Promise<VerifyFinding[]>;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { classifyS3ReadError } from "../sinks/s3/_errors.ts";
 import { type LoadedChains, listChains, loadChains, loadOlder } from "./_chain.ts";
+import { checkCompactedFiles } from "./_compacted.ts";
 import {
   dataObjectHost,
   floorHour,
@@ -165,6 +166,13 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
     }
   }
   findings.push(...goneFindings(reading, states, unverified, now));
+  if (options.checkCompacted) {
+    const intact = (key: string): boolean =>
+      hashes.get(key)?.sha256 === reading.latest.get(key)?.object.sha256;
+    findings.push(
+      ...(await checkCompactedFiles([...reading.latest.values()], intact, options.checkCompacted)),
+    );
+  }
 
   findings.sort((a, b) => a.kind.localeCompare(b.kind) || a.key.localeCompare(b.key));
   const counts = Object.fromEntries(FINDING_KINDS.map((k) => [k, 0])) as Record<FindingKind, number>;
