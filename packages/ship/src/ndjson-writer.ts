@@ -104,7 +104,17 @@ const L_SOURCE_THEN_OUTCOME = 33;
 const OUTCOME_HOLE = ',"outcome":"rolled_back","sqlstate":"XXXXX"'.length;
 /** The texts that fill a hole, by outcome and SQLSTATE (made once each). */
 const outcomeTexts = new Map<string, Buffer>();
+/** Those without a SQLSTATE (every outcome but most `failed`), by outcome: no key to build per entry. */
+const plainOutcomeTexts = new Map<ShippedOutcome, Buffer>();
 function outcomeText(outcome: ShippedOutcome, sqlstate: string | null): Buffer {
+  if (sqlstate === null) {
+    let text = plainOutcomeTexts.get(outcome);
+    if (text === undefined) {
+      text = Buffer.from(`,"outcome":${JSON.stringify(outcome)},"sqlstate":null`);
+      plainOutcomeTexts.set(outcome, text);
+    }
+    return text;
+  }
   const key = `${outcome} ${sqlstate}`;
   let text = outcomeTexts.get(key);
   if (text === undefined) {
