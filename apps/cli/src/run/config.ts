@@ -123,7 +123,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     host: z.string().min(1).optional(),
     spool: z.string().min(1).optional(),
     spoolMaxBytes: numeric(z.number().int().positive()).default(1 << 30),
-    compression: z.enum(["gzip", "zstd"]).default("gzip"),
+    compression: z.enum(["gzip", "zstd"]).default("zstd"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
     objectLockDays: numeric(z.number().int().positive()).default(365),
     manifestKey: z.string().min(1).optional(),

@@ -48,7 +48,7 @@ export function redactionMode(config: RunConfig): RedactionMode | undefined {
 export async function createSink(config: RunConfig, logger: Logger): Promise<ConfiguredSink> {
   const s3 = parseS3Url(config.sink);
   if (!s3) {
-    const sink = new LocalDirSink({ dir: config.sink });
+    const sink = new LocalDirSink({ dir: config.sink, compression: config.compression });
     return {
       sink,
       unhealthy: () => undefined,
