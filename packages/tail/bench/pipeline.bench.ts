@@ -17,6 +17,7 @@ import type { LogFormat } from "@auditpipe/parse";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
 import { cpuStages } from "../../../apps/cli/bench/_cpu-stages.ts";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
+import { type Anchors, bestAnchors, measureAnchors } from "./_anchors.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
 import {
   pgbenchImpact,
@@ -201,6 +202,8 @@ if (only.includes("cpu")) {
   ];
   const minio = await startMinio();
   const runs: (RssResult & { build: string; compression: string })[] = [];
+  // gzip -6, zstd -1 and node -e '' measured between the sidecar's runs, on the same file.
+  const anchors: Anchors[] = [];
   const starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[] = [];
   try {
     const credentials = {
@@ -210,7 +213,9 @@ if (only.includes("cpu")) {
     // Two copies of the reference file (~240 MB), as docs/operations.md deploys it; builds and
     // compressions interleaved in every round, the lowest steady CPU of the rounds kept.
     for (let round = 0; round < 2; round++)
-      for (const compression of ["gzip", "zstd"])
+      for (const compression of ["gzip", "zstd"]) {
+        anchors.push(measureAnchors(csv.file, perCopy));
+        console.log(`  anchors: ${JSON.stringify(anchors.at(-1))}`);
         for (const { build, bin } of builds) {
           const bucket = `cpu-${compression}-${round}-${build.replace(/\W/g, "")}`;
           await minio.createBucket(bucket);
@@ -231,6 +236,7 @@ if (only.includes("cpu")) {
           else if (r.cpuMicrosPerEntry.steady < runs[kept]!.cpuMicrosPerEntry.steady)
             runs[kept] = { ...r, build, compression };
         }
+      }
   } finally {
     await minio.stop();
   }
@@ -249,11 +255,45 @@ if (only.includes("cpu")) {
         rmSync(cache, { recursive: true, force: true });
       }
     }
+  anchors.push(measureAnchors(csv.file, perCopy));
   console.log(`  start-up: ${JSON.stringify(starts)}`);
   const stages = await cpuStages(csv.file, 3);
   console.table(stages);
-  doc.cpu = { runs, starts, stages, targetMicrosPerEntry: 4.6, targetStartSeconds: 0.3 };
+  const anchor = bestAnchors(anchors);
+  const ratios = targetRatios(runs, starts, anchor);
+  console.log(`  targets as ratios: ${JSON.stringify(ratios)}`);
+  doc.cpu = {
+    runs,
+    starts,
+    stages,
+    anchors: anchor,
+    anchorRuns: anchors,
+    ratios,
+    targetMicrosPerEntry: 4.6,
+    targetStartSeconds: 0.3,
+  };
   loads.cpu = [before, round2(load())];
+}
+
+/**
+ * Issue 24's targets as ratios of this run's anchors: the default configuration's (zstd) steady
+ * CPU per entry over gzip -6's of the raw log (at most 1.5), and start-up CPU to the API
+ * answering over an empty node -e script's (at most 5; warm: a restarted sidecar's compile cache).
+ */
+function targetRatios(
+  runs: (RssResult & { build: string; compression: string })[],
+  starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[],
+  anchor: Anchors,
+): Record<string, number | undefined> {
+  const r = (n: number | undefined, d: number) => (n === undefined ? undefined : Number((n / d).toFixed(2)));
+  const run = (c: string) => runs.find((x) => x.build === "this build" && x.compression === c);
+  const start = (c: string) => starts.find((x) => x.build === "this build" && x.cache === c);
+  return {
+    cpuPerEntryOverGzip: r(run("zstd")?.cpuMicrosPerEntry.steady, anchor.gzipMicrosPerEntry),
+    gzipConfigOverGzip: r(run("gzip")?.cpuMicrosPerEntry.steady, anchor.gzipMicrosPerEntry),
+    startOverNode: r(start("warm")?.cpuToReady, anchor.nodeStartSeconds),
+    coldStartOverNode: r(start("cold")?.cpuToReady, anchor.nodeStartSeconds),
+  };
 }
 
 const dir = join(repoRoot(), ".bench");
