@@ -112,7 +112,7 @@ export function renderPipelineSection(s, root) {
         "",
       );
   }
-  if (s.cpu?.ratios) lines.push(...renderRatios(s));
+  if (s.cpu?.ratios || s.analyze) lines.push(...renderRatios(s));
   if (s.cpu) lines.push(...renderCpuSection(s.cpu));
   if (s.latency) {
     const l = s.latency;
@@ -165,11 +165,12 @@ export function renderPipelineSection(s, root) {
  * part: gzip -6, zstd -1, node -e '' between the sidecar's runs; the best of each kept).
  */
 function renderRatios(s) {
-  const c = s.cpu;
+  const c = s.cpu ?? { runs: [], starts: [], ratios: {}, anchors: {} };
   const a = c.anchors;
   const run = (compression) => c.runs.find((r) => r.build === "this build" && r.compression === compression);
   const start = (cache) => c.starts.find((r) => r.build === "this build" && r.cache === cache);
   const x = (n) => (n === undefined ? "–" : `${n}x`);
+  const z = s.analyze;
   const lines = [
     "### Targets as ratios (same run, same file)",
     "",
@@ -185,12 +186,25 @@ function renderRatios(s) {
     `| start-up CPU, spawn → API answering, warm compile cache (a restarted sidecar) | ${start("warm")?.cpuToReady ?? "–"} s | ${x(c.ratios.startOverNode)} node -e '' | ≤ 5x | ${mark(c.ratios.startOverNode <= 5)} |`,
     `| start-up CPU, cold compile cache (first start) | ${start("cold")?.cpuToReady ?? "–"} s | ${x(c.ratios.coldStartOverNode)} node -e '' | – | |`,
   ];
+  if (z)
+    lines.push(
+      `| \`analyze\` of the reference csvlog (${(z.fileBytes / 1e6).toFixed(0)} MB, ${int(z.entries)} entries), ${z.jobs} threads, wall time (load ${z.rounds.map((r) => r.load).join(", ")} at the rounds' starts) | ${(z.best.analyzeMs / 1000).toFixed(2)} s | ${x(z.overCsvParse)} csv-parse splitting it (${(z.best.csvParseMs / 1000).toFixed(2)} s) | ≥ 8x | ${mark(z.overCsvParse >= 8)} |`,
+      `| the same, entries/s | ${int(z.entriesPerSec)} | – | ≥ 1,000,000 | ${mark(z.entriesPerSec >= 1e6)} |`,
+      `| \`analyze --jobs 1\` (one reader, for comparison) | ${(z.best.serialMs / 1000).toFixed(2)} s | ${x(z.serialOverCsvParse)} csv-parse | – | |`,
+    );
   if (s.pgbench)
     lines.push(
       `| pgbench TPS beside the sidecar / without (medians, ${int(s.pgbench.medianWithout)} TPS without) | ${int(s.pgbench.medianWith)} | ${(s.pgbench.ratio * 100).toFixed(1)} % | ≥ 95 % | ${mark(s.pgbench.ratio >= 0.95)} |`,
       `| pgbench TPS beside a busy loop using the sidecar's CPU share (the yardstick; not a gate) | ${int(s.pgbench.medianBusy)} | ${(s.pgbench.busyRatio * 100).toFixed(1)} % | – | |`,
     );
   lines.push("");
+  if (z)
+    lines.push(
+      `\`analyze\`'s targets are wall time on every core: with the load average at ${s.loads?.analyze?.join(" → ") ?? "?"} during that part, other`,
+      "processes held the cores for part of it, and its figures are lower bounds; they need a quiet machine",
+      `(\`AUDITPIPE_BENCH_PIPELINE_PARTS=analyze\` re-measures them alone). CPU: ${z.rounds.map((r) => `${r.analyzeCpuSeconds} s`).join(", ")} on every core, ${z.rounds.map((r) => `${r.serialCpuSeconds} s`).join(", ")} with --jobs 1.`,
+      "",
+    );
   return lines;
 }
 

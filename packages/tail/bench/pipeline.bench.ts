@@ -7,7 +7,10 @@
  * - impact on PostgreSQL: pgbench TPS with the sidecar running vs without, interleaved;
  * - CPU per entry of the real sidecar shipping to MinIO (gzip and zstd), by kind of thread, and
  *   where it goes stage by stage; its start-up CPU with a cold and a warm compile cache. With
- *   AUDITPIPE_BENCH_BASELINE_BIN=<another build's bin/auditpipe.js>, that build too, interleaved.
+ *   AUDITPIPE_BENCH_BASELINE_BIN=<another build's bin/auditpipe.js>, that build too, interleaved;
+ *   gzip -6, zstd -1 and node -e '' between its runs, the yardsticks of issue 24's ratios;
+ * - analyze: `auditpipe analyze` on every core and with --jobs 1 against csv-parse splitting the
+ *   same file, interleaved.
  * Writes `.bench/pipeline.json`; scripts/bench.mjs renders it into docs/benchmarks.md.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,6 +20,7 @@ import type { LogFormat } from "@auditpipe/parse";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
 import { cpuStages } from "../../../apps/cli/bench/_cpu-stages.ts";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
+import { analyzeVsCsvParse } from "./_analyze-bench.ts";
 import { type Anchors, bestAnchors, measureAnchors } from "./_anchors.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
 import {
@@ -35,6 +39,7 @@ const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
   "latency",
   "pgbench",
   "cpu",
+  "analyze",
 ];
 const gc = (globalThis as { gc?: () => void }).gc;
 const load = () => loadavg()[0]!;
@@ -273,6 +278,15 @@ if (only.includes("cpu")) {
     targetStartSeconds: 0.3,
   };
   loads.cpu = [before, round2(load())];
+}
+
+if (only.includes("analyze")) {
+  const before = round2(load());
+  const csv = files[0]!;
+  const entries = (await runParseOnly(csv.file, "csvlog")).entries;
+  doc.analyze = analyzeVsCsvParse(csv.file, entries, ROUNDS);
+  console.log(`  analyze: ${JSON.stringify({ ...(doc.analyze as object), rounds: undefined })}`);
+  loads.analyze = [before, round2(load())];
 }
 
 /**
