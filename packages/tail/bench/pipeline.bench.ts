@@ -1,6 +1,6 @@
 /**
  * The sidecar's pipeline against the design's targets, on real pgaudit logs:
- * - throughput: FileSource → LiveMeter → LocalDirSink (gzip NDJSON, fsynced) over the reference
+ * - throughput: FileSource → LiveMeter → LocalDirSink (NDJSON in its default compression, fsynced) over the reference
  *   csvlog and stderr files, against parse-only over the same file in the same run, interleaved;
  * - peak RSS of the real `auditpipe run` process reading ~250 MB and ~1 GB files;
  * - tail latency: append → counted in GET /v1/volume, p50/p99;
@@ -17,6 +17,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
+import { DEFAULT_COMPRESSION } from "@auditpipe/ship";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
 import { cpuStages } from "../../../apps/cli/bench/_cpu-stages.ts";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
@@ -67,6 +68,8 @@ interface ThroughputResult {
   parseOnly: { bestEntriesPerSec: number; bestMs: number };
   /** pipeline best / parse-only best. */
   ratio: number;
+  /** The local sink's compression (its default). */
+  compression: string;
   rounds: { pipelineMs: number; parseMs: number; load: number }[];
 }
 
@@ -116,6 +119,7 @@ if (only.includes("throughput")) {
     const bestParse = Math.min(...rounds.map((r) => r.parseMs));
     const { statSync } = await import("node:fs");
     throughput.push({
+      compression: DEFAULT_COMPRESSION,
       format,
       file,
       bytes: statSync(file).size,
