@@ -9,6 +9,8 @@ export interface RouteDeps {
   readiness: () => { ready: boolean; reasons: string[] };
   /** The OpenAPI document (built on first use). */
   openApi: () => Promise<unknown>;
+  /** Whether GET /v1/volume is served (not by `serve`, which reads no logs). */
+  volume: boolean;
 }
 
 export function registerRoutes(app: FastifyInstance, deps: RouteDeps): void {
@@ -61,20 +63,21 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  r.get(
-    "/v1/volume",
-    {
-      schema: {
-        summary:
-          "The audit volume metered since start: totals, rolling rates, projections, breakdowns, pipeline health",
-        tags: ["volume"],
-        querystring: volumeQuerySchema,
-        response: { 200: liveVolumeSchema, 400: errorSchema, ...secured },
+  if (deps.volume)
+    r.get(
+      "/v1/volume",
+      {
+        schema: {
+          summary:
+            "The audit volume metered since start: totals, rolling rates, projections, breakdowns, pipeline health",
+          tags: ["volume"],
+          querystring: volumeQuerySchema,
+          response: { 200: liveVolumeSchema, 400: errorSchema, ...secured },
+        },
       },
-    },
-    async (request) =>
-      deps.meter.snapshot(request.query.top === undefined ? {} : { limit: request.query.top }),
-  );
+      async (request) =>
+        deps.meter.snapshot(request.query.top === undefined ? {} : { limit: request.query.top }),
+    );
 
   r.get("/docs/json", { schema: { hide: true } }, () => deps.openApi());
 }

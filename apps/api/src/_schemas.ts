@@ -133,3 +133,16 @@ export const errorSchema: z.ZodType<ApiErrorBody> = z.object({
   message: z.string(),
   field: z.string().optional(),
 });
+
+/**
+ * A request body that takes only the fields it names: a misspelt one (`confgs`) is a 400 naming
+ * it, never silently ignored so the defaults answer. The OpenAPI document says
+ * `additionalProperties: false`.
+ */
+export function strictBody<Shape extends z.ZodRawShape>(shape: Shape): z.ZodObject<Shape, z.core.$strict> {
+  const known = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === "unrecognized_keys" ? `unknown field; expected one of ${known}` : undefined,
+  });
+}

@@ -8,6 +8,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Logger } from "pino";
 import { bearerChecker, PUBLIC_ROUTES } from "./_auth.ts";
+import { guardConnections } from "./_connection-guard.ts";
+import { connectionsShedCounter } from "./_connection-metrics.ts";
 import { installErrorHandlers } from "./_error-handler.ts";
 import { loggerOptions } from "./_logger.ts";
 import { registerRoutes } from "./_routes.ts";
@@ -20,6 +22,11 @@ import { type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts
 export interface ApiOptions {
   /** The live meter behind /metrics and /v1/volume. */
   meter: LiveMeter;
+  /**
+   * Whether to serve GET /v1/volume (default true). `serve` reads no logs, so its volume would
+   * always be zeros: it leaves the route out.
+   */
+  volume?: boolean;
   /** Whether the sidecar is ready (followed sources open, sink reachable), with the reasons it is not. */
   readiness: () => { ready: boolean; reasons: string[] };
   /** When set, every route but /healthz and /readyz requires `Authorization: Bearer <token>`. */
@@ -52,7 +59,8 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
     // compilers (ajv, fast-json-stringify), which cost the sidecar's start-up CPU for nothing.
     schemaController: { compilersFactory: ZOD_COMPILERS },
   }) as unknown as FastifyInstance;
-  app.server.maxConnections = limits.maxConnections;
+  const shed = connectionsShedCounter(options.meter.registry);
+  guardConnections(app.server, limits, (reason) => shed.inc({ reason }));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandlers(app);
@@ -81,7 +89,12 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
 
 /** Every route of the API. */
 function registerApiRoutes(app: FastifyInstance, options: ApiOptions, openApi: () => Promise<unknown>): void {
-  registerRoutes(app, { meter: options.meter, readiness: options.readiness, openApi });
+  registerRoutes(app, {
+    meter: options.meter,
+    readiness: options.readiness,
+    openApi,
+    volume: options.volume ?? true,
+  });
   if (options.estimator) registerEstimateRoutes(app, options.estimator);
   if (options.advisor) registerAdviceRoutes(app, options.advisor);
 }

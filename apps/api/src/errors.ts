@@ -44,6 +44,7 @@ const REASONS: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",
   404: "Not Found",
+  405: "Method Not Allowed",
   500: "Internal Server Error",
 };
 
@@ -73,6 +74,11 @@ export const AUDITPIPE_ERR_NOT_FOUND: ApiErrorConstructor = createError(
   "AUDITPIPE_ERR_NOT_FOUND",
   "Route %s %s not found",
   404,
+);
+export const AUDITPIPE_ERR_METHOD_NOT_ALLOWED: ApiErrorConstructor = createError(
+  "AUDITPIPE_ERR_METHOD_NOT_ALLOWED",
+  "Method %s is not allowed on %s; allowed: %s",
+  405,
 );
 export const AUDITPIPE_ERR_BAD_REQUEST: ApiErrorConstructor = createError(
   "AUDITPIPE_ERR_BAD_REQUEST",

@@ -19,8 +19,13 @@ export interface ApiLimits {
   keepAliveTimeoutMs: number;
   /** Requests served on one socket before it is closed (Fastify `maxRequestsPerSocket`). Default 100. */
   maxRequestsPerSocket: number;
-  /** Open connections at most; more are closed as soon as they are accepted (`server.maxConnections`). Default 64. */
+  /**
+   * Open connections at most. A connection past it closes the oldest one not being answered (a
+   * slow or idle client), so a probe always gets in (see _connection-guard.ts). Default 64.
+   */
   maxConnections: number;
+  /** Open connections from one remote address at most, enforced the same way. Default 16. */
+  maxConnectionsPerAddress: number;
   /** How often Node looks for sockets past the header and request timeouts. Default 1 s (Node's is 30 s). */
   timeoutCheckIntervalMs: number;
 }
@@ -32,10 +37,11 @@ export const DEFAULT_API_LIMITS: Readonly<ApiLimits> = Object.freeze({
   keepAliveTimeoutMs: 5_000,
   maxRequestsPerSocket: 100,
   maxConnections: 64,
+  maxConnectionsPerAddress: 16,
   timeoutCheckIntervalMs: 1_000,
 });
 
-/** Fastify's factory options for these limits (maxConnections is set on the server after). */
+/** Fastify's factory options for these limits (the connection caps are kept by guardConnections). */
 export function serverOptions(
   limits: ApiLimits,
 ): Pick<

@@ -23,7 +23,7 @@ import {
   recommendationSchema,
   workloadSampleSchema,
 } from "./_routes-estimate-schemas.ts";
-import { errorSchema } from "./_schemas.ts";
+import { errorSchema, strictBody } from "./_schemas.ts";
 import { createError, validationError } from "./errors.ts";
 
 /** What the estimate routes need from the server: the last sample of its database, if any. */
@@ -46,7 +46,7 @@ export const AUDITPIPE_ERR_NO_SAMPLE: ReturnType<typeof createError> = createErr
 /** Workload bodies can list thousands of statements. */
 const BODY_LIMIT = 4 * 1024 * 1024;
 
-const estimatesBody = z.object({
+const estimatesBody = strictBody({
   workload: workloadSchema.optional().describe("A planned workload; the server's last sample when absent."),
   configs: z
     .array(z.union([z.string().min(1), auditConfigSchema]))
@@ -62,7 +62,7 @@ const estimatesBody = z.object({
   logOnDataDisk: z.boolean().optional(),
 });
 
-const recommendationsBody = z.object({
+const recommendationsBody = strictBody({
   sensitive: z
     .array(z.string().min(1))
     .max(1000)

@@ -1,12 +1,15 @@
 /**
  * The API cannot be held open or exhausted: real sockets against a real listening server on
  * loopback. Slow clients are cut at the header timeout, idle keep-alive sockets at theirs, and
- * connections past the cap are closed at once, after which the server still answers.
+ * a connection past the cap closes an older one that is not being answered, so the server never
+ * holds more than the cap and still answers. (slowloris.test.ts: the probes under attack.)
  */
-import { connect, type Socket } from "node:net";
+import { createServer, type ServerResponse } from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
 import { buildApi, DEFAULT_API_LIMITS, listenApi } from "@auditpipe/api";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { guardConnections, type ShedReason } from "../src/_connection-guard.ts";
 import { Fixture } from "./_helper.ts";
 
 interface Client {
@@ -17,9 +20,9 @@ interface Client {
   closedAt?: number;
 }
 
-function open(port: number): Promise<Client> {
+function open(port: number, localAddress = "127.0.0.1"): Promise<Client> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: "127.0.0.1", port });
+    const socket = connect({ host: "127.0.0.1", port, localAddress });
     const client: Client = { socket, closed: false, received: "", openedAt: Date.now() };
     socket.setEncoding("utf8");
     socket.on("data", (chunk: string) => {
@@ -65,16 +68,15 @@ describe("API connection limits", () => {
       keepAliveTimeout: server.keepAliveTimeout,
       timeout: server.timeout,
       maxRequestsPerSocket: server.maxRequestsPerSocket,
-      maxConnections: server.maxConnections,
     }).toEqual({
       headersTimeout: 10_000,
       requestTimeout: 15_000,
       keepAliveTimeout: 5_000,
       timeout: 30_000,
       maxRequestsPerSocket: 100,
-      maxConnections: 64,
     });
     expect(DEFAULT_API_LIMITS.maxConnections).toBe(64);
+    expect(DEFAULT_API_LIMITS.maxConnectionsPerAddress).toBe(16);
   });
 
   it("closes 60 slowloris sockets at the header timeout although each keeps sending", async () => {
@@ -85,8 +87,9 @@ describe("API connection limits", () => {
       limits: { headersTimeoutMs: 1_000, requestTimeoutMs: 1_500, timeoutCheckIntervalMs: 200 },
     });
     const { port } = await listenApi(app, "127.0.0.1:0");
+    // From six addresses, ten each: within every cap, so only the header timeout closes them.
     for (let i = 0; i < 60; i++) {
-      const c = await open(port);
+      const c = await open(port, `127.0.0.${2 + (i % 6)}`);
       c.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");
       clients.push(c);
     }
@@ -127,34 +130,64 @@ describe("API connection limits", () => {
     await until("the idle socket is closed", () => c.closed, 5_000);
   });
 
-  it("closes connections past the cap at once and serves again when they are gone", async () => {
+  it("holds no more than the cap under 200 connects: each closes the oldest idle socket, never one being answered", async () => {
     const fx = new Fixture();
-    app = await buildApi({ meter: fx.meter, readiness: fx.readiness, limits: { maxConnections: 10 } });
-    const server = app.server;
+    app = await buildApi({
+      meter: fx.meter,
+      readiness: fx.readiness,
+      limits: { maxConnections: 10, maxConnectionsPerAddress: 10 },
+    });
     const { port } = await listenApi(app, "127.0.0.1:0");
-    const held: Client[] = [];
-    for (let i = 0; i < 10; i++) held.push(await open(port));
-    clients.push(...held);
-    await until("the server holds 10 connections", async () => (await connections(app!)) === 10, 5_000);
-
-    // 200 more connects (the count that exhausted a low open-file limit): each is dropped.
-    let dropped = 0;
-    server.on("drop", () => dropped++);
-    const extra: Client[] = [];
+    // The count that exhausted a low open-file limit when every connect was accepted.
+    const all: Client[] = [];
     for (let i = 0; i < 200; i++) {
       const c = await open(port).catch(() => undefined); // a reset before "connect" is a refusal too
-      if (c) {
-        extra.push(c);
-        clients.push(c);
-      }
+      if (c) all.push(c);
     }
-    await until("every connection past the cap is closed", () => extra.every((c) => c.closed), 10_000);
-    expect(dropped).toBe(extra.length);
-    expect(await connections(app)).toBe(10);
-    expect(held.every((c) => !c.closed)).toBe(true);
+    clients.push(...all);
+    await until("the server is down to its cap", async () => (await connections(app!)) <= 10, 10_000);
+    // The newest stayed; the oldest were closed to make room.
+    await until("the 190 oldest are closed", () => all.slice(0, 190).every((c) => c.closed), 10_000);
+    expect(all.slice(190).every((c) => !c.closed)).toBe(true);
+    const shed = await fx.meter.registry.getSingleMetricAsString("auditpipe_api_connections_closed_total");
+    expect(shed).toContain('auditpipe_api_connections_closed_total{reason="address_limit"} 190');
 
-    for (const c of held) c.socket.destroy();
-    await until("the held sockets are gone", async () => (await connections(app!)) === 0, 5_000);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  });
+
+  it("never closes a connection whose whole request is being answered: then the newcomer is refused", async () => {
+    // A plain Node server whose answers wait until released: requests certainly in flight.
+    const held: ServerResponse[] = [];
+    const server = createServer((_request, response) => {
+      held.push(response);
+    });
+    const reasons: ShedReason[] = [];
+    guardConnections(server, { maxConnections: 4, maxConnectionsPerAddress: 4 }, (r) => reasons.push(r));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const busy: Client[] = [];
+      for (let i = 0; i < 4; i++) {
+        const c = await open(port);
+        c.socket.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        busy.push(c);
+      }
+      clients.push(...busy);
+      await until("all four requests are in the handler", () => held.length === 4, 5_000);
+      const late = await open(port).catch(() => undefined);
+      if (late) clients.push(late);
+      await until("the newcomer is closed", () => late === undefined || late.closed, 5_000);
+      expect(reasons).toEqual(["address_limit"]);
+      expect(busy.every((c) => !c.closed)).toBe(true);
+      for (const response of held) response.end("done");
+      await until(
+        "every held request is answered",
+        () => busy.every((c) => c.received.includes("done")),
+        5_000,
+      );
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });

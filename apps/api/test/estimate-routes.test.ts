@@ -113,6 +113,23 @@ describe("estimate routes", () => {
     expect(res.json().message).toMatch(/unknown class "REED"/);
   });
 
+  it("rejects a field no body takes, naming it, instead of answering with the defaults", async () => {
+    let res = await post("/v1/estimates", { workload: PLANNED, confgs: ["write"] });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      statusCode: 400,
+      code: "AUDITPIPE_ERR_VALIDATION",
+      error: "Bad Request",
+      field: "body.confgs",
+      message:
+        "body.confgs: unknown field; expected one of workload, configs, pricePerGb, storagePricePerGbMonth, compressionRatio, retentionDays, logOnDataDisk",
+    });
+    res = await post("/v1/recommendations", { sensitve: ["public.customers"] });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: "AUDITPIPE_ERR_VALIDATION", field: "body.sensitve" });
+    expect(res.json().message).toMatch(/unknown field; expected one of sensitive, role, pricePerGb$/);
+  });
+
   it("serves the last real sample and recommends from it", async () => {
     let load: Promise<void> | undefined;
     const insert = async (): Promise<void> => {
@@ -156,6 +173,10 @@ describe("estimate routes", () => {
     expect(Object.keys(doc.paths)).toEqual(
       expect.arrayContaining(["/v1/estimates", "/v1/recommendations", "/v1/workload"]),
     );
+    for (const route of ["/v1/estimates", "/v1/recommendations"]) {
+      const body = doc.paths[route].post.requestBody.content["application/json"].schema;
+      expect(body.additionalProperties, route).toBe(false);
+    }
     expect(
       doc.paths["/v1/estimates"].post.requestBody.content["application/json"].schema.properties,
     ).toHaveProperty("workload");

@@ -93,6 +93,36 @@ describe("routes without a token", () => {
     });
   });
 
+  it.each([
+    ["POST", "/healthz", "GET, HEAD"],
+    ["DELETE", "/v1/volume?top=3", "GET, HEAD"],
+    ["PUT", "/metrics", "GET, HEAD"],
+    ["PATCH", "/docs/json", "GET, HEAD"],
+  ])("answers %s %s, a known path with another method, with 405 and Allow", async (method, url, allow) => {
+    const res = await app.inject({ method: method as "POST", url });
+    expect(res.statusCode).toBe(405);
+    expect(res.headers.allow).toBe(allow);
+    const path = url.split("?")[0];
+    expect(res.json()).toEqual({
+      statusCode: 405,
+      code: "AUDITPIPE_ERR_METHOD_NOT_ALLOWED",
+      error: "Method Not Allowed",
+      message: `Method ${method} is not allowed on ${path}; allowed: ${allow}`,
+    });
+  });
+
+  it("leaves GET /v1/volume out when told to (serve reads no logs)", async () => {
+    const bare = await buildApi({ meter: fx.meter, readiness: fx.readiness, volume: false });
+    try {
+      expect((await bare.inject({ method: "GET", url: "/v1/volume" })).statusCode).toBe(404);
+      expect((await bare.inject({ method: "GET", url: "/metrics" })).statusCode).toBe(200);
+      const doc = (await bare.inject({ method: "GET", url: "/docs/json" })).json();
+      expect(Object.keys(doc.paths).sort()).toEqual(["/healthz", "/metrics", "/readyz"]);
+    } finally {
+      await bare.close();
+    }
+  });
+
   it("serves an OpenAPI 3 document at /docs/json", async () => {
     const res = await app.inject({ method: "GET", url: "/docs/json" });
     expect(res.statusCode).toBe(200);

@@ -1,13 +1,14 @@
 /**
  * Where the sidecar's CPU per entry goes, stage by stage: the reference csvlog, in memory, pushed
  * in 64 KiB slices through the sidecar's own code, one more stage each time (records → pgAudit
- * payload → meter → advisor → NDJSON → compression), each run's whole-process CPU (process.cpuUsage:
+ * payload → meter → advisor → NDJSON → outcome join → compression), each run's whole-process CPU (process.cpuUsage:
  * every thread, so compression on libuv's pool counts) divided by the entries. Stages are
  * interleaved round by round; the best of the rounds is kept. Used by pipeline.bench.ts's `cpu` part.
  */
 import { readFileSync } from "node:fs";
 import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
+import { OutcomeJoin } from "@auditpipe/outcome";
 import { AUDIT_PREFIX, createCsvlogParser, parseAuditPayload } from "@auditpipe/parse";
 import { type Compression, compress, NdjsonWriter } from "@auditpipe/ship";
 
@@ -17,7 +18,7 @@ const BATCH_ENTRIES = 10_000;
 /** The sidecar's advisor sees one statement in 32 (apps/cli/src/run/sidecar.ts). */
 const ADVICE_SAMPLE_EVERY = 32;
 
-const STAGES = ["records", "payload", "meter", "advisor", "encode"] as const;
+const STAGES = ["records", "payload", "meter", "advisor", "encode", "outcome"] as const;
 type Stage = (typeof STAGES)[number];
 
 export interface CpuStage {
@@ -32,16 +33,31 @@ export interface CpuStage {
 async function run(data: Buffer, upTo: Stage, compression?: Compression): Promise<number> {
   const upToIndex = STAGES.indexOf(upTo);
   const has = (s: Stage) => STAGES.indexOf(s) <= upToIndex;
-  const [payload, meter, advisor, encode] = [has("payload"), has("meter"), has("advisor"), has("encode")];
+  const [payload, meter, advisor, encode, outcome] = [
+    has("payload"),
+    has("meter"),
+    has("advisor"),
+    has("encode"),
+    has("outcome"),
+  ];
   const live = new LiveMeter();
   const advice = new AdviceTally({ weight: ADVICE_SAMPLE_EVERY });
   const writer = new NdjsonWriter();
   const pending: Promise<Buffer>[] = [];
   let entries = 0;
   let consumed = 0;
+  /** As the lane does: each entry's handle (its batch generation and mark), the hole filled on decision. */
+  let generation = 0;
+  const join = new OutcomeJoin<{ generation: number; mark: number }>({
+    decided(h, o, sqlstate) {
+      if (h.generation === generation) writer.setOutcome(h.mark, o, sqlstate);
+      else consumed++; // an outcome line in the sidecar
+    },
+  });
   const parser = createCsvlogParser({
     record(record) {
       consumed += record.size;
+      if (outcome && !record.message.startsWith(AUDIT_PREFIX)) join.record(record);
       if (!payload || !record.message.startsWith(AUDIT_PREFIX)) return;
       const entry = parseAuditPayload(record.message);
       if (!entry) return;
@@ -50,8 +66,10 @@ async function run(data: Buffer, upTo: Stage, compression?: Compression): Promis
       if (advisor && sampledStatement(entry.statementId, record.pid, ADVICE_SAMPLE_EVERY))
         advice.add(entry, record);
       if (encode) {
-        writer.addEntry(entry, record, "/var/log/postgresql/postgresql.csv", record.offset);
+        const mark = writer.addEntry(entry, record, "/var/log/postgresql/postgresql.csv", record.offset);
+        if (outcome) join.record(record, entry, { generation, mark });
         if (writer.entries === BATCH_ENTRIES) {
+          generation++;
           const { ndjson } = writer.take();
           if (!compression) writer.recycle(ndjson);
           else pending.push(compress(ndjson, compression).finally(() => writer.recycle(ndjson)));
@@ -99,8 +117,9 @@ export async function cpuStages(file: string, rounds: number): Promise<CpuStage[
     { name: "meter: LiveMeter.entry", upTo: "meter" },
     { name: "advisor: one statement in 32", upTo: "advisor" },
     { name: "encode: NDJSON, every shipped field", upTo: "encode" },
-    { name: "compress: zstd level 1 (the default)", upTo: "encode", compression: "zstd" },
-    { name: "compress: gzip level 6", upTo: "encode", compression: "gzip" },
+    { name: "outcome: the join, each entry's outcome filled in", upTo: "outcome" },
+    { name: "compress: zstd level 1 (the default)", upTo: "outcome", compression: "zstd" },
+    { name: "compress: gzip level 6", upTo: "outcome", compression: "gzip" },
   ];
   const best = cases.map(() => Number.POSITIVE_INFINITY);
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -111,9 +130,9 @@ export async function cpuStages(file: string, rounds: number): Promise<CpuStage[
       if (round > 0) best[i] = Math.min(best[i]!, us); // round 0 warms up
     }
   }
-  const encodeAt = cases.findIndex((c) => c.upTo === "encode" && !c.compression);
+  const beforeCompression = cases.findIndex((c) => c.upTo === "outcome" && !c.compression);
   return cases.map((c, i) => {
-    const before = c.compression ? best[encodeAt]! : i > 0 ? best[i - 1]! : 0;
+    const before = c.compression ? best[beforeCompression]! : i > 0 ? best[i - 1]! : 0;
     return {
       name: c.name,
       cumulative: Number(best[i]!.toFixed(2)),

@@ -21,12 +21,24 @@ import * as nodeModule from "node:module";
  */
 const RUN_HEAP_FLAGS = ["--max-old-space-size=128", "--max-semi-space-size=4", "--initial-old-space-size=64"];
 
-// Older Node fails later with an obscure SyntaxError (node:zlib's zstd arrived in 22.15).
+// Older Node fails later with an obscure SyntaxError (node:zlib's zstd arrived in 22.15). The
+// minimum is package.json's `engines` (a test keeps the two equal). The way out it suggests runs
+// this very copy, the one the user installed, on a Node.js from the npm registry.
+const MIN_NODE = [22, 15];
 const [major, minor] = process.versions.node.split(".").map(Number);
-if ((major < 22 || (major === 22 && minor < 15)) && process.env.AUDITPIPE_ANY_NODE === undefined) {
+if (
+  (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) &&
+  process.env.AUDITPIPE_ANY_NODE === undefined
+) {
+  const self = process.argv[1] ?? "auditpipe";
+  const args = process.argv
+    .slice(2)
+    .map((a) => (/^[\w./:=@,+-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`));
   process.stderr.write(
-    `auditpipe: needs Node.js 22.15 or later; this is ${process.versions.node} (${process.execPath}). ` +
-      "Install Node.js 24 LTS (https://nodejs.org) or run it with: npx -p node@24 -p auditpipe auditpipe ...\n",
+    `auditpipe: needs Node.js ${MIN_NODE.join(".")} or later; this is ${process.versions.node} (${process.execPath}).\n` +
+      "Run this installed copy on Node.js 24 fetched from the npm registry:\n" +
+      `  npx -y -p node@24 -- node ${self}${args.length > 0 ? ` ${args.join(" ")}` : ""}\n` +
+      "or install Node.js 24 (npm install -g node@24, or https://nodejs.org) and run auditpipe again.\n",
   );
   process.exit(1);
 }

@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { badValue } from "./flags.ts";
 import { UsageError } from "./usage-error.ts";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -28,7 +29,7 @@ export function parseFlags<T extends Options>(
   }
 }
 
-/** One of `allowed`, or a UsageError naming the flag and the choices. */
+/** One of `allowed`, or a UsageError naming the flag and the choices (flags.ts words it). */
 export function oneOf<const A extends readonly string[]>(
   command: string,
   flag: string,
@@ -36,7 +37,5 @@ export function oneOf<const A extends readonly string[]>(
   allowed: A,
 ): A[number] {
   if ((allowed as readonly string[]).includes(value)) return value as A[number];
-  throw new UsageError(
-    `${command}: --${flag} must be one of ${allowed.join(", ")} (got ${JSON.stringify(value)})`,
-  );
+  throw badValue(command, `--${flag}`, value, `one of ${allowed.join(", ")}`);
 }

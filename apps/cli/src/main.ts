@@ -9,6 +9,8 @@ Commands:
   run               the sidecar: follow the logs, meter, ship to a sink, serve /metrics and /v1/volume
   demo              a live demo: scratch PostgreSQL + pgaudit, pgbench load, the sidecar on its logs
   verify ARCHIVE    check an S3 archive against its hourly manifest chain (missing, altered, extra objects)
+  compact ARCHIVE   compact each closed host-hour of an archive into one typed Parquet file
+  query ARCHIVE     SQL and named reports (who-touched, failed, grants, by-user) over an archive, or OCSF
   estimate          predict entries/s, GB/day, $/month and overhead per pgAudit configuration
   recommend         the cheapest configuration that audits sensitive tables, as an idempotent SQL script
   advise FILE...    what makes audit logs big: the noise, the change that removes it, what it gives up
@@ -32,6 +34,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
     return (argv, io) => demoCommand(argv, { ...io, stdoutIsTTY: process.stdout.isTTY === true });
   },
   verify: async () => (await import("./commands/verify.ts")).verifyCommand,
+  compact: async () => (await import("./commands/compact.ts")).compactCommand,
+  query: async () => (await import("./commands/query.ts")).queryCommand,
   estimate: async () => (await import("./commands/estimate.ts")).estimateCommand,
   recommend: async () => (await import("./commands/recommend.ts")).recommendCommand,
   advise: async () => (await import("./commands/advise.ts")).adviseCommand,
@@ -66,7 +70,7 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     return await run(rest, io);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr(`auditpipe ${error.message}\n`);
+      io.stderr(`auditpipe ${error.message} [${error.code}]\n`);
       return EXIT_USAGE;
     }
     io.stderr(`auditpipe ${command}: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -32,16 +32,20 @@ export function spawnCli(
   env: NodeJS.ProcessEnv = {},
   options: SpawnOptions = {},
 ): ChildProcessByStdio<null, Readable, Readable> {
-  return spawn(
-    process.execPath,
-    options.built ? [options.bin ?? BIN, ...argv] : ["--conditions=@auditpipe/source", CLI, ...argv],
-    {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-      ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
-    },
-  );
+  const node = options.built
+    ? [process.execPath, options.bin ?? BIN, ...argv]
+    : [process.execPath, "--conditions=@auditpipe/source", CLI, ...argv];
+  // prlimit execs the command: the child's PID is the CLI's own.
+  const [command, ...args] =
+    options.nofile === undefined
+      ? node
+      : ["prlimit", `--nofile=${options.nofile}:${options.nofile}`, "--", ...node];
+  return spawn(command!, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+    ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
+  });
 }
 
 export interface SpawnOptions {
@@ -51,6 +55,8 @@ export interface SpawnOptions {
   bin?: string;
   /** Run as this OS user (the test runs as root): e.g. `postgres`, the owner of the log files. */
   user?: { uid: number; gid: number };
+  /** Its open-file limit, soft and hard (util-linux's `prlimit --nofile`). */
+  nofile?: number;
 }
 
 /**
@@ -111,4 +117,13 @@ export async function getJson<T = Record<string, unknown>>(url: string): Promise
   const response = await fetch(url);
   if (!response.ok) throw new Error(`GET ${url}: ${response.status}`);
   return (await response.json()) as T;
+}
+
+/**
+ * One sample of a Prometheus text page, by its series as printed (`name` or `name{label="v"}`);
+ * NaN when the page has no such line.
+ */
+export function metricValue(text: string, series: string): number {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
 }

@@ -32,7 +32,7 @@ describe("auditpipe analyze: usage", () => {
   it.each([
     [
       ["analyze", "--format", "xml", FIXTURE],
-      /--format must be one of auto, csvlog, jsonlog, stderr, syslog \(got "xml"\)/,
+      /--format "xml": expected one of auto, csvlog, jsonlog, stderr, syslog; .*\[AUDITPIPE_ERR_BAD_FLAG\]$/m,
     ],
     [["analyze", "--bogus", FIXTURE], /unknown flag --bogus/],
     [["analyze", "--prefix"], /--prefix needs a value/],

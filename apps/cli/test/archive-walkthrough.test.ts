@@ -1,102 +1,117 @@
 /**
- * docs/archive.md's first-time walkthrough, run as written: its `auditpipe run` and
- * `auditpipe verify` commands are read from the page, pointed at a real PostgreSQL and a real
- * MinIO bucket with Object Lock (the walkthrough's MinIO line), and must do what the page says:
- * ship, answer /readyz and /v1/volume, verify with exit 3 before any manifest, and exit 0 with
- * the public key once a stop has written the hour's manifest.
+ * docs/archive.md's first-time walkthrough, command by command as the page writes them, in one
+ * bash session: the set-up's MinIO started with the page's command, the bucket created with its
+ * curl, the sidecar run against a real PostgreSQL, the page's `curl` looks, and `verify` with the
+ * public key after the sidecar is stopped as the page says (Ctrl-C). Then the "Signed manifests"
+ * section's openssl commands. What the test changes, and only that: ports (free ones instead of
+ * 9000, 9001, 9187), paths (a temp dir for /tmp/auditpipe-minio and /var/lib/auditpipe, the test
+ * cluster's data directory for /var/lib/postgresql/15/main), and batches closed after 200 ms
+ * instead of a minute (AUDITPIPE_BATCH_MAX_AGE_MS, so objects appear at once).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { repoRoot, startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
+import { delimiter, join } from "node:path";
+import { freePort, repoRoot, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { getJson, spawnCli, spawnSidecar } from "./_sidecar.ts";
+import { walkedCommands } from "./_doc-blocks.ts";
+import { installedBin, type Server, Shell } from "./_doc-walk.ts";
 
-const PAGE = readFileSync(join(repoRoot(), "docs", "archive.md"), "utf8");
-const WALKTHROUGH = PAGE.slice(PAGE.indexOf("## First time"), PAGE.indexOf("## Storing in S3"));
-
-/** The shell command in the walkthrough that starts with `prefix`, continuation lines joined, as words. */
-function command(prefix: string): string[] {
-  const text = WALKTHROUGH.replace(/\\\n\s*/g, " ");
-  const line = text.split("\n").find((l) => l.trim().startsWith(prefix));
-  if (!line) throw new Error(`docs/archive.md's walkthrough has no \`${prefix}\` command`);
-  return line.trim().split(/\s+/);
-}
-
-/** The flags the walkthrough adds for MinIO (its `# MinIO or another S3-compatible store` line). */
-function minioFlags(endpoint: string): string[] {
-  const line = WALKTHROUGH.split("\n").find((l) =>
-    l.includes("# MinIO or another S3-compatible store: add "),
-  );
-  if (!line) throw new Error("docs/archive.md's walkthrough lost its MinIO line");
-  return line
-    .slice(line.indexOf(" add ") + 5)
-    .trim()
-    .split(/\s+/)
-    .map((w) => (w.startsWith("http://") ? endpoint : w));
-}
-
-async function verify(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
-  const child = spawnCli(["verify", ...args], env);
-  let out = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-  child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, out };
-}
+const ROOT = repoRoot();
+const PAGE = "docs/archive.md";
 
 describe("docs/archive.md: the first-time walkthrough, as written", () => {
-  it("ships to a locked bucket, answers /readyz and /v1/volume, and verifies: exit 3 before a manifest, 0 after a stop", async () => {
-    const run = command("auditpipe run ");
-    const verifyCommand = command("auditpipe verify ");
-    const bucket = /^s3:\/\/([^/]+)\//.exec(run.find((w) => w.startsWith("s3://"))!)![1]!;
-    const minio = await startMinio({ lockedBuckets: [bucket] });
-    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl" } });
+  it("MinIO, bucket, credentials, run, look, verify: every step succeeds, and verify is clean after the stop", async () => {
+    const steps = walkedCommands(PAGE, "## First time");
+    const keys = walkedCommands(PAGE, "### Signed manifests");
     const work = mkdtempSync(join(tmpdir(), "auditpipe-walkthrough-"));
-    const env = minio.env();
-    // The page's paths are the server's; here they are this cluster's and a temp state volume.
-    const here = (word: string) =>
-      word.replace("/var/lib/postgresql/15/main", pg.dataDir).replace("/var/lib/auditpipe", work);
-    const flags = [...run.slice(2).map(here), ...minioFlags(minio.endpoint)];
-    const s3 = minioFlags(minio.endpoint);
-    const sidecar = spawnSidecar([...flags, "--listen", "127.0.0.1:0", "--batch-max-age-ms", "200"], env);
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl" } });
+    const [minioPort, consolePort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    // The installed command, as `npm install -g` would put it on PATH: the built launcher, on the
+    // Node.js the suite runs on.
+    const bin = installedBin(join(work, "bin"));
+    const env: NodeJS.ProcessEnv = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !/^(AWS_|AUDITPIPE_|MINIO_|npm_)/.test(k)),
+    );
+    env.PATH = [
+      bin,
+      ...(process.env.PATH ?? "").split(delimiter).filter((d) => !d.includes("node_modules")),
+    ].join(delimiter);
+    env.AUDITPIPE_LISTEN = `127.0.0.1:${apiPort}`;
+    env.AUDITPIPE_BATCH_MAX_AGE_MS = "200";
+    const here = (command: string): string =>
+      command
+        .replaceAll("127.0.0.1:9000", `127.0.0.1:${minioPort}`)
+        .replaceAll("127.0.0.1:9001", `127.0.0.1:${consolePort}`)
+        .replaceAll("127.0.0.1:9187", `127.0.0.1:${apiPort}`)
+        .replaceAll("/tmp/auditpipe-minio", join(work, "minio"))
+        .replaceAll("/var/lib/postgresql/15/main", pg.dataDir)
+        .replaceAll("/var/lib/auditpipe", join(work, "auditpipe"));
+    const shell = new Shell(ROOT, env);
+    const api = `http://127.0.0.1:${apiPort}`;
+    let sidecar: Server | undefined;
+    const ran: string[] = [];
     try {
-      const url = await sidecar.url();
-      await pg.pgbench(["-i", "-s", "1", "-q"]);
-      await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "100"]);
-      // Step 4: /v1/volume counts what the sink acknowledged; /readyz is ready.
-      let pipeline: { sinks: Record<string, { entries: number }> } = { sinks: {} };
-      await waitUntil(
-        async () => {
-          ({ pipeline } = await getJson<{ pipeline: typeof pipeline }>(`${url}/v1/volume`));
-          return (pipeline.sinks.s3?.entries ?? 0) >= 200 * 4; // 200 TPC-B transactions, 4 writes each
-        },
-        60_000,
-        () => `nothing acknowledged: ${JSON.stringify(pipeline)}\n${sidecar.stderr().slice(-3000)}`,
-        200,
-      );
-      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      for (const step of steps) {
+        const command = here(step.text);
+        if (/^auditpipe run /.test(command)) {
+          sidecar = await shell.start(command);
+          await waitUntil(
+            async () => (await fetch(`${api}/healthz`).catch(() => undefined))?.ok === true,
+            60_000,
+            () => `the sidecar never answered:\n${sidecar?.output().slice(-3000)}`,
+          );
+          ran.push(command);
+          continue;
+        }
+        if (/\/readyz$/.test(command)) {
+          // What a user waits for before looking: PostgreSQL writes audit entries, the sink acks them.
+          await pg.pgbench(["-i", "-s", "1", "-q"]);
+          await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "100"]);
+          await waitUntil(
+            async () => {
+              const metrics = await (await fetch(`${api}/metrics`)).text();
+              return (
+                Number(/^auditpipe_sink_entries_total\{sink="s3"\} (\d+)/m.exec(metrics)?.[1] ?? 0) >= 800
+              );
+            },
+            60_000,
+            () => `nothing acknowledged:\n${sidecar?.output().slice(-3000)}`,
+            200,
+          );
+        }
+        if (/^auditpipe verify /.test(command)) {
+          // Before the stop there is nothing to verify yet (exit 3); the page says to stop it first.
+          const early = await shell.run(command);
+          expect(early.code, early.output).toBe(3);
+          expect(await sidecar!.stop("SIGINT"), sidecar!.output().slice(-3000)).toBe(0);
+        }
+        const result = await shell.run(command);
+        expect(result.code, `${step.block.page}:${step.line}: ${command}\n${result.output}`).toBe(0);
+        ran.push(command);
+        if (/\/readyz$/.test(command)) expect(JSON.parse(result.output)).toMatchObject({ ready: true });
+        if (/\/metrics/.test(command)) expect(result.output).toMatch(/^auditpipe_spool_bytes \d+/m);
+        if (/list-type=2/.test(command))
+          expect(result.output).toMatch(/^<Key>pg\/prod\/dt=\d{4}-\d\d-\d\d\/hour=/m);
+        if (/^auditpipe verify /.test(command)) expect(result.output).toMatch(/result: clean|no finding/i);
+      }
+      expect(ran.some((c) => c.startsWith("auditpipe run "))).toBe(true);
+      expect(ran.some((c) => c.startsWith("auditpipe verify "))).toBe(true);
+      expect(ran.some((c) => c.startsWith("curl -sf --aws-sigv4") && c.includes("-X PUT"))).toBe(true);
 
-      // Step 5 before any manifest: exit 3, "nothing to verify yet".
-      const publicKey = join(work, "state", "manifests", "manifest-key.pem.pub");
-      const verifyArgs = [
-        ...verifyCommand.slice(2).map((w) => (w === "manifest-key.pem.pub" ? publicKey : w)),
-        ...s3,
-      ];
-      expect(verifyArgs).toContain("--public-key");
-      const early = await verify(verifyArgs, env);
-      expect(early.code, early.out).toBe(3);
-
-      // A stop writes the open hour's manifest: then the chain verifies clean with the public key.
-      sidecar.child.kill("SIGTERM");
-      expect((await sidecar.exited).code).toBe(0);
-      const clean = await verify(verifyArgs, env);
-      expect(clean.code, clean.out).toBe(0);
+      // "Signed manifests": the openssl commands, in a directory of their own.
+      mkdirSync(join(work, "keys"));
+      expect((await shell.run(`cd ${join(work, "keys")}`)).code).toBe(0);
+      for (const step of keys) {
+        const result = await shell.run(here(step.text));
+        expect(result.code, `${step.block.page}:${step.line}: ${step.text}\n${result.output}`).toBe(0);
+      }
+      const check = await shell.run("openssl pkey -pubin -in manifest-key.pub.pem -noout -text | head -1");
+      expect(check.output).toMatch(/ED25519 Public-Key/);
     } finally {
-      sidecar.child.kill("SIGKILL");
+      await sidecar?.stop("SIGKILL").catch(() => {});
+      await shell.close();
       await pg.stop();
-      await minio.stop();
       rmSync(work, { recursive: true, force: true });
     }
-  });
+  }, 300_000);
 });

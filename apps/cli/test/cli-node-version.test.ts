@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -19,7 +20,16 @@ describe("the launcher on an old Node", () => {
     expect(r.status).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("needs Node.js 22.15 or later; this is 20.20.2");
-    expect(r.stderr).toContain("npx -p node@24 -p auditpipe auditpipe");
+    // The way out runs this copy (the one installed), not another one fetched from the registry.
+    expect(r.stderr).toContain(`npx -y -p node@24 -- node ${BIN} --version`);
+    expect(r.stderr).not.toMatch(/-p auditpipe/);
+    expect(r.stderr).toContain("npm install -g node@24");
+  });
+
+  it("its minimum is the package's engines.node", () => {
+    const engines = JSON.parse(readFileSync(join(import.meta.dirname, "..", "package.json"), "utf8")).engines;
+    const minimum = /const MIN_NODE = \[(\d+), (\d+)\]/.exec(readFileSync(BIN, "utf8"));
+    expect(engines.node).toBe(`>=${minimum?.[1]}.${minimum?.[2]}`);
   });
 
   it("runs anyway with AUDITPIPE_ANY_NODE=1 (for comparing Node versions)", () => {

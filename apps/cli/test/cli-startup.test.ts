@@ -38,7 +38,8 @@ function runBuilt(args: string[]): { status: number | null; stdout: string; modu
   return { status: result.status, stdout: result.stdout, modules: JSON.parse(line[1]!) as string[] };
 }
 
-const HEAVY = ["@aws-sdk", "fastify", "/pg/", "prom-client", "pino"];
+// zod too: flags.ts checks analyze's flags without it (its import alone is ~100 ms of CPU).
+const HEAVY = ["@aws-sdk", "fastify", "/pg/", "prom-client", "pino", "/zod/", "@duckdb"];
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -50,12 +51,14 @@ describe("start-up of the built CLI", () => {
       `auditpipe ${VERSION} (Node.js ${process.versions.node}, ${process.platform}-${process.arch})\n`,
     );
     expect(
-      modules.filter((m) => /\/chunks\/(analyze|run|demo|verify|estimate|recommend|serve)-/.test(m)),
+      modules.filter((m) =>
+        /\/chunks\/(analyze|run|demo|verify|compact|query|estimate|recommend|serve)-/.test(m),
+      ),
     ).toEqual([]);
     expect(modules.filter((m) => m.includes("node_modules"))).toEqual([]);
   });
 
-  it("analyze loads neither the AWS SDK, Fastify, node-postgres, prom-client nor pino", () => {
+  it("analyze loads neither the AWS SDK, Fastify, node-postgres, prom-client, pino nor zod", () => {
     const { status, stdout, modules } = runBuilt(["analyze", FIXTURE, "--json"]);
     expect(status).toBe(0);
     expect(JSON.parse(stdout).entries).toBe(1042);
@@ -103,6 +106,13 @@ describe("start-up of the built CLI", () => {
         ["@aws-sdk", "/pg/", "/ajv/", "@fastify/swagger", "/yaml/"].some((n) => m.includes(n)),
       ),
     ).toEqual([]);
+  });
+
+  it("the engine of compact and query (DuckDB) loads only when they run, not for their --help", () => {
+    const help = runBuilt(["query", "--help"]);
+    expect(help.status).toBe(0);
+    expect(help.modules.some((m) => m.includes("/chunks/query-"))).toBe(true);
+    expect(help.modules.filter((m) => m.includes("@duckdb"))).toEqual([]);
   });
 
   it("a command's chunk loads when that command runs (run --help)", () => {

@@ -115,7 +115,7 @@ describe("estimate: ingestion and archive storage as separate cost lines", () =>
     ] as const) {
       const out = await runCli(["estimate", "--workload", workload, flag, value]);
       expect(out.code).toBe(2);
-      expect(out.stderr).toContain(`estimate: ${flag} must be`);
+      expect(out.stderr).toContain(`estimate: ${flag} ${JSON.stringify(value)}: expected `);
     }
   });
 });

@@ -82,5 +82,37 @@ describe("estimate: counted or modelled", () => {
       const r = await pg.query("SELECT current_setting('pg_stat_statements.track') AS v");
       expect(r.rows[0]?.v).toBe("top");
     });
+
+    it("recommend --track-nested counts the foreign-key checks its grants log, and says so", async () => {
+      await pg.query(`CREATE TABLE IF NOT EXISTS patient (id int PRIMARY KEY, diagnosis text);
+        CREATE TABLE IF NOT EXISTS visit (id serial PRIMARY KEY, patient_id int REFERENCES patient);
+        INSERT INTO patient SELECT g, 'none' FROM generate_series(1, 100) g ON CONFLICT DO NOTHING`);
+      let sampling = true;
+      const load = (async () => {
+        // Inserts run until the sample is over: each checks its patient.
+        for (let i = 0; sampling; i++)
+          await pg.query(`INSERT INTO visit (patient_id) VALUES (${1 + (i % 100)})`);
+      })();
+      const out = await runCli([
+        "recommend",
+        "--db",
+        pg.connectionString,
+        "--interval",
+        "2",
+        "--track-nested",
+      ]);
+      sampling = false;
+      await load;
+      expect(out.code, out.stderr).toBe(0);
+      expect(out.stdout).toMatch(
+        /^-- Counted: statements run inside others .* come from pg_stat_statements; /m,
+      );
+      expect(out.stdout).toMatch(
+        /^-- public\.patient is referenced by foreign keys \(from public\.visit\): the recommended grants make pgaudit log each foreign-key check of it as an OBJECT READ/m,
+      );
+      expect(out.stdout).toMatch(/^-- after \(recommended\)\s+[1-9]/m);
+      const r = await pg.query("SELECT current_setting('pg_stat_statements.track') AS v");
+      expect(r.rows[0]?.v).toBe("top");
+    });
   });
 });

@@ -16,24 +16,24 @@ describe("auditpipe run --config file", () => {
     [
       "batchMaxEntries",
       true,
-      /config key batchMaxEntries \(.*\): Invalid input: expected number, received boolean/,
+      /config key batchMaxEntries \(.*\) true: expected a whole number of at least 1/,
     ],
     [
       "pollIntervalMs",
       [7],
-      /config key pollIntervalMs \(.*\): Invalid input: expected number, received array/,
+      /config key pollIntervalMs \(.*\) \[7\]: expected a whole number of at least 1 \(milliseconds\)/,
     ],
     [
       "objectLockDays",
       null,
-      /config key objectLockDays \(.*\): Invalid input: expected number, received null/,
+      /config key objectLockDays \(.*\) null: expected a whole number of at least 1 \(days\)/,
     ],
     [
       "spoolMaxBytes",
       { n: 1 },
-      /config key spoolMaxBytes \(.*\): Invalid input: expected number, received object/,
+      /config key spoolMaxBytes \(.*\) \{"n":1\}: expected a whole number of at least 1 \(bytes\)/,
     ],
-    ["nice", false, /config key nice \(.*\): Invalid input: expected number, received boolean/],
+    ["nice", false, /config key nice \(.*\) false: expected a whole number from -20 to 19/],
   ])("refuses %s: %j, naming the key and that a number was expected", (key, value, message) => {
     const file = configFile(JSON.stringify({ logDir: "/x", [key]: value }));
     expect(() => resolveRunConfig({ config: file }, {})).toThrow(message);
@@ -50,10 +50,10 @@ describe("auditpipe run --config file", () => {
 
   it("still refuses digits that are not a number in a flag or variable, naming it", () => {
     expect(() => resolveRunConfig({ "log-dir": "/x", "poll-interval-ms": "fast" }, {})).toThrow(
-      /--poll-interval-ms: Invalid input: expected number, received NaN/,
+      /--poll-interval-ms "fast": expected a whole number of at least 1 \(milliseconds\)/,
     );
     expect(() => resolveRunConfig({ "log-dir": "/x" }, { AUDITPIPE_BATCH_MAX_ENTRIES: "1.5" })).toThrow(
-      /AUDITPIPE_BATCH_MAX_ENTRIES: .*expected int/,
+      /AUDITPIPE_BATCH_MAX_ENTRIES "1.5": expected a whole number of at least 1/,
     );
   });
 

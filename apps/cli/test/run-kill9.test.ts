@@ -36,14 +36,24 @@ describe("auditpipe run killed with SIGKILL", () => {
     let sidecar = spawnSidecar(args);
     try {
       await pg.pgbench(["-i", "-s", "1", "-q"]);
-      const load = pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "8"]);
+      // A transaction count, not a duration: the same work however busy the machine is (about
+      // 7 entries a transaction under pgaudit.log = all).
+      const load = pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "1500"]);
+      // Each kill lands after the sink has taken more entries, at any machine speed: a kill on a
+      // wall-clock timer landed after the work on a fast machine and before it on a slow one.
       const kills: number[] = [];
-      for (let i = 0; i < 5; i++) {
-        const wait = 300 + Math.floor(Math.random() * 1200);
-        await new Promise((r) => setTimeout(r, wait));
+      for (const threshold of [500, 2000, 3500, 5000, 6500]) {
+        await waitUntil(
+          () => shippedKeys(sinkDir).length >= threshold,
+          120_000,
+          () => `the sink never reached ${threshold} entries`,
+          100,
+        );
+        const jitter = Math.floor(Math.random() * 300);
+        await new Promise((r) => setTimeout(r, jitter));
         sidecar.child.kill("SIGKILL");
         await sidecar.exited;
-        kills.push(wait);
+        kills.push(jitter);
         sidecar = spawnSidecar(args);
       }
       await load;

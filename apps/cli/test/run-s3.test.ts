@@ -82,7 +82,10 @@ describe("auditpipe run --sink s3://", () => {
       expect(objects).toBeGreaterThan(5);
       expect(duplicates(keys)).toEqual([]);
       expect(new Set(keys)).toEqual(new Set(written));
-      expect(written.length).toBeGreaterThan(5000);
+      // The outage phases above are timed to the 8 s load, so the load is a duration; how much it
+      // writes depends on the machine (about 4,000 entries at load 15 on 2 cores, 20,000 quiet):
+      // enough to have crossed the outage either way.
+      expect(written.length).toBeGreaterThan(1000);
     } finally {
       sidecar.child.kill("SIGKILL");
       await pg.stop();

@@ -8,7 +8,7 @@ import { readExpected, readFixture } from "@auditpipe/fixtures";
 import { freePort, repoRoot, SYSLOG_TEST_TIMEOUT_MS, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { connectTcp, sendUdp } from "../../../packages/tail/test/_syslog-helper.ts";
-import { spawnSidecar } from "./_sidecar.ts";
+import { metricValue, spawnSidecar } from "./_sidecar.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");
 const LINES = readFixture(CASE, "syslog-rfc5424.log.gz")
@@ -16,9 +16,6 @@ const LINES = readFixture(CASE, "syslog-rfc5424.log.gz")
   .split("\n")
   .filter((l) => l.length > 0);
 const LIMIT = 1 << 20;
-
-const metric = (text: string, name: string): number =>
-  Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
 
 describe("auditpipe run --syslog with its journal full", () => {
   it(
@@ -63,13 +60,14 @@ describe("auditpipe run --syslog with its journal full", () => {
         await waitUntil(
           async () => {
             text = await (await fetch(`${url}/metrics`)).text();
-            return metric(text, "auditpipe_syslog_journal_full") === 1;
+            return metricValue(text, "auditpipe_syslog_journal_full") === 1;
           },
           30_000,
-          () => `the journal did not become full: ${metric(text, "auditpipe_syslog_journal_bytes")} bytes`,
+          () =>
+            `the journal did not become full: ${metricValue(text, "auditpipe_syslog_journal_bytes")} bytes`,
           100,
         );
-        expect(metric(text, "auditpipe_syslog_journal_limit_bytes")).toBe(LIMIT);
+        expect(metricValue(text, "auditpipe_syslog_journal_limit_bytes")).toBe(LIMIT);
         const readyz = await fetch(`${url}/readyz`);
         expect(readyz.status).toBe(503);
         expect(((await readyz.json()) as { reasons: string[] }).reasons.join("\n")).toMatch(
@@ -81,13 +79,14 @@ describe("auditpipe run --syslog with its journal full", () => {
         await waitUntil(
           async () => {
             text = await (await fetch(`${url}/metrics`)).text();
-            return metric(text, "auditpipe_syslog_udp_dropped_total") === 10;
+            return metricValue(text, 'auditpipe_syslog_udp_dropped_total{reason="journal_full"}') === 10;
           },
           10_000,
-          () => `dropped ${metric(text, "auditpipe_syslog_udp_dropped_total")} of 10 datagrams`,
+          () =>
+            `dropped ${metricValue(text, 'auditpipe_syslog_udp_dropped_total{reason="journal_full"}')} of 10 datagrams`,
           100,
         );
-        expect(metric(text, "auditpipe_syslog_journal_bytes")).toBeLessThan(LIMIT + (256 << 10));
+        expect(metricValue(text, "auditpipe_syslog_journal_bytes")).toBeLessThan(LIMIT + (256 << 10));
         sidecar.child.kill("SIGTERM");
         expect((await sidecar.exited).code).toBe(0);
       } finally {

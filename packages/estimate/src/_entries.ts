@@ -3,8 +3,8 @@
  * log_select_dml / log_audit_event rules, one entry template at a time (see docs/estimator.md
  * "Entries").
  */
-import { sessionClasses } from "./configs.ts";
-import type { AuditConfig, ForeignKey, Grant, Privilege, RelationUse, StatementLoad } from "./types.ts";
+import { isMiscSetCommand, printedClass, sessionClasses } from "./configs.ts";
+import type { AuditConfig, Grant, Privilege, RelationUse, StatementLoad } from "./types.ts";
 
 /** One audit entry of a statement call, before its record is rendered. */
 export interface EntryTemplate {
@@ -33,7 +33,7 @@ export function resolveConfig(config: AuditConfig): Resolved {
 /** pgaudit's class for a utility command tag. */
 export function utilityClass(command: string): string {
   const c = command.toUpperCase();
-  if (c === "SET" || c === "RESET") return "MISC_SET";
+  if (isMiscSetCommand(c)) return "MISC_SET";
   if (c === "DO") return "FUNCTION";
   if (c === "GRANT" || c === "REVOKE" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(c)) return "ROLE";
   if (c === "TRUNCATE TABLE" || c === "TRUNCATE") return "WRITE";
@@ -42,9 +42,8 @@ export function utilityClass(command: string): string {
   return "MISC";
 }
 
-const printed = (cls: string): string => (cls === "MISC_SET" ? "MISC" : cls);
-
 function requiredPerms(use: RelationUse): Privilege[] {
+  if (use.privileges) return use.privileges;
   if (use.write === "INSERT") return ["INSERT"];
   if (use.write) return [use.write, "SELECT"];
   return use.locked ? ["SELECT", "UPDATE"] : ["SELECT"];
@@ -112,7 +111,7 @@ class StackItem {
     this.logged = true;
     this.entries.push({
       auditType,
-      class: printed(cls),
+      class: printedClass(cls),
       command,
       objectType,
       objectName,
@@ -265,58 +264,4 @@ export function fkActionEntries(
     { relation: child, write: action, columns, ...(action === "UPDATE" ? { writtenColumns: columns } : {}) },
   ]);
   return item.entries;
-}
-
-/** One thing PostgreSQL's RI triggers run per affected row: a check, or a cascade's DELETE/UPDATE. */
-export interface FkAction {
-  kind: "check" | "DELETE" | "UPDATE";
-  table: string;
-  columns: string[];
-  perCall: number;
-}
-
-const changes = (written: string[] | undefined, keys: string[]): boolean =>
-  written === undefined || written.some((c) => keys.includes(c));
-
-/**
- * What the RI triggers run per call, modelled from the catalog (ri_triggers.c): an INSERT checks
- * each new row's parents; an UPDATE that sets a child's key columns re-checks (the server skips
- * the check when the values did not change, unless the row was inserted in the same transaction:
- * RI_FKey_fk_upd_check_required — both unknowable here, counted as a check); deleting or re-keying
- * a parent row runs the child's ON DELETE / ON UPDATE action: NO ACTION and RESTRICT check the
- * child, CASCADE deletes (or updates) its rows, SET NULL/DEFAULT updates them.
- */
-export function fkChecksOf(s: StatementLoad, fks: ForeignKey[]): FkAction[] {
-  if (s.fkChecksVisible === false) return [];
-  const out: FkAction[] = [];
-  const perCall = s.rowsPerCall;
-  const parentAction = (fk: ForeignKey, action: ForeignKey["onDelete"], deleting: boolean): FkAction[] => {
-    const child = { table: fk.child, columns: fk.columns, perCall };
-    if (action === "cascade") return [{ kind: deleting ? "DELETE" : "UPDATE", ...child }];
-    if (action === "set null") return [{ kind: "UPDATE", ...child }];
-    // SET DEFAULT re-checks afterwards (ri_set runs the NO ACTION check).
-    if (action === "set default")
-      return [
-        { kind: "UPDATE", ...child },
-        { kind: "check", ...child },
-      ];
-    return [{ kind: "check", ...child }];
-  };
-  for (const use of s.relations) {
-    if (use.write === "INSERT")
-      for (const fk of fks.filter((f) => f.child === use.relation))
-        out.push({ kind: "check", table: fk.parent, columns: fk.parentColumns, perCall });
-    if (use.write === "UPDATE") {
-      for (const fk of fks.filter((f) => f.child === use.relation && changes(use.writtenColumns, f.columns)))
-        out.push({ kind: "check", table: fk.parent, columns: fk.parentColumns, perCall });
-      for (const fk of fks.filter(
-        (f) => f.parent === use.relation && changes(use.writtenColumns, f.parentColumns),
-      ))
-        out.push(...parentAction(fk, fk.onUpdate, false));
-    }
-    if (use.write === "DELETE")
-      for (const fk of fks.filter((f) => f.parent === use.relation))
-        out.push(...parentAction(fk, fk.onDelete, true));
-  }
-  return out;
 }

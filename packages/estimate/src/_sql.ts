@@ -5,6 +5,7 @@
  * "every column" when it cannot tell.
  */
 import { lexSql } from "@auditpipe/parse";
+import { isMiscSetCommand } from "./configs.ts";
 import type { RelationUse, StatementKind } from "./types.ts";
 
 export interface Token {
@@ -220,7 +221,7 @@ function utilityShape(
   const a = words[0] ?? "";
   const command = utilityTag(words.slice(0, 4));
   let utilityClass = "MISC";
-  if (a === "set" || a === "reset") utilityClass = "MISC_SET";
+  if (isMiscSetCommand(command)) utilityClass = "MISC_SET";
   // CALL's own entry is MISC; the procedure's FUNCTION entry comes from functionCalls.
   else if (a === "do") utilityClass = "FUNCTION";
   else if (a === "grant" || a === "revoke" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(command))
@@ -239,6 +240,10 @@ function utilityShape(
 
 interface Resolved {
   name: string;
+  /** The name as written, unqualified (a locking clause's OF may name it). */
+  bare: string;
+  /** The alias that follows it, if any. */
+  alias?: string;
   columns: string[];
   catalog: boolean;
   next: number;
@@ -259,21 +264,131 @@ function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved 
     next = at + 3;
   }
   const rel = lookup.find(schema, name);
+  const named = { bare: name, ...aliasAt(tokens, next) };
   if (!rel) {
     if (schema !== null && CATALOG_SCHEMAS.has(schema))
-      return { name: qualifiedName(schema, name), columns: [], catalog: true, next };
+      return { name: qualifiedName(schema, name), ...named, columns: [], catalog: true, next };
     if (schema === null && name.startsWith("pg_"))
-      return { name: qualifiedName("pg_catalog", name), columns: [], catalog: true, next };
+      return { name: qualifiedName("pg_catalog", name), ...named, columns: [], catalog: true, next };
     return undefined;
   }
   return {
     name: qualifiedName(rel.schema, rel.name),
+    ...named,
     columns: rel.columns,
     catalog: CATALOG_SCHEMAS.has(rel.schema),
     next,
     ...(rel.viewOf ? { viewOf: rel.viewOf } : {}),
     ...(rel.partitions ? { partitions: rel.partitions } : {}),
     ...(rel.indexLeads ? { indexLeads: rel.indexLeads } : {}),
+  };
+}
+
+/** Words that can follow a relation in a FROM list and are not its alias. */
+const NOT_ALIAS = new Set([
+  "as",
+  "join",
+  "inner",
+  "left",
+  "right",
+  "full",
+  "cross",
+  "natural",
+  "lateral",
+  "tablesample",
+  "default",
+  "returning",
+  "only",
+]);
+
+/** The alias after a relation name (`orders o`, `orders AS o`), if any. */
+function aliasAt(tokens: Token[], at: number): { alias?: string } {
+  const t = tokens[at];
+  const alias = t?.value === "as" ? tokens[at + 1] : t;
+  if (
+    !isName(alias) ||
+    (alias.type === "ident" && (NOT_ALIAS.has(alias.value) || CLAUSE_END.has(alias.value)))
+  )
+    return {};
+  return { alias: alias.value };
+}
+
+const LOCK_STRENGTHS = ["no key update", "key share", "update", "share"];
+
+/**
+ * The row-locking clause (`FOR UPDATE`, `FOR NO KEY UPDATE`, `FOR SHARE`, `FOR KEY SHARE`):
+ * null when there is none, the names after OF when it has them, else [] (every relation).
+ * A locked relation needs UPDATE as well as SELECT (ACL_SELECT_FOR_UPDATE).
+ */
+function lockingClause(tokens: Token[]): string[] | null {
+  for (let i = 0; i < tokens.length; i++) {
+    if (tokens[i]!.type !== "ident" || tokens[i]!.value !== "for") continue;
+    const words = tokens
+      .slice(i + 1, i + 4)
+      .map((t) => (t.type === "ident" ? t.value : ""))
+      .join(" ");
+    const strength = LOCK_STRENGTHS.find((w) => words === w || words.startsWith(`${w} `));
+    if (strength === undefined) continue;
+    let j = i + 1 + strength.split(" ").length;
+    if (tokens[j]?.value !== "of") return [];
+    const names: string[] = [];
+    for (j++; isName(tokens[j]); j += 2) {
+      // OF a, schema.b: the last part of each name.
+      while (tokens[j + 1]?.value === "." && isName(tokens[j + 2])) j += 2;
+      names.push(tokens[j]!.value);
+      if (tokens[j + 1]?.value !== ",") break;
+    }
+    return names;
+  }
+  return null;
+}
+
+/**
+ * A DML statement's target as pgaudit checks it (the range table entry's requiredPerms and
+ * selectedCols): an INSERT needs INSERT, and SELECT only when it returns columns; an UPDATE or
+ * DELETE needs SELECT too when it reads a column of its target (WHERE, a SET expression,
+ * RETURNING) and not otherwise. `columns` are the columns it reads (absent: every column).
+ */
+function targetUse(tokens: Token[], rel: Resolved, write: NonNullable<RelationUse["write"]>): RelationUse {
+  const returning = tokens.findIndex((t) => t.type === "ident" && t.value === "returning");
+  const returnsAll = returning >= 0 && tokens.slice(returning + 1).some((t) => t.value === "*");
+  // Positions that name a column to be set (`SET a = …, b = …`): written, not read.
+  const setTargets = new Set<number>();
+  if (write === "UPDATE") {
+    const set = tokens.findIndex((t) => t.type === "ident" && t.value === "set");
+    let depth = 0;
+    for (let i = set + 1; set >= 0 && i < tokens.length; i++) {
+      const v = tokens[i]!.value;
+      if (v === "(") depth++;
+      else if (v === ")") depth--;
+      else if (
+        depth === 0 &&
+        tokens[i]!.type === "ident" &&
+        (v === "where" || v === "from" || v === "returning")
+      )
+        break;
+      if (
+        depth === 0 &&
+        isName(tokens[i]) &&
+        tokens[i + 1]?.value === "=" &&
+        /^(set|,)$/.test(tokens[i - 1]!.value)
+      )
+        setTargets.add(i);
+    }
+  }
+  const from = write === "INSERT" ? (returning >= 0 ? returning + 1 : tokens.length) : 0;
+  const mentioned = new Set(
+    tokens.filter((t, i) => i >= from && isName(t) && !setTargets.has(i)).map((t) => t.value),
+  );
+  const read = rel.columns.filter((c) => mentioned.has(c));
+  const reads = returnsAll || read.length > 0;
+  return {
+    relation: rel.name,
+    write,
+    ...(returnsAll ? {} : { columns: read }),
+    privileges: reads ? [write, "SELECT"] : [write],
+    ...(rel.catalog ? { catalog: true } : {}),
+    ...(rel.viewOf ? { objectType: "VIEW" as const } : {}),
   };
 }
 
@@ -357,16 +472,25 @@ const CLAUSE_END = new Set([
 function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLookup): RelationUse[] {
   const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
   const star = tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
+  const lock = lockingClause(tokens);
   // One entry per range-table entry: a table named twice (an UPDATE's target read again in a
   // subquery, a self-join) is two, and pgaudit logs each.
   const found: RelationUse[] = [];
   const add = (rel: Resolved, write?: RelationUse["write"], written?: string[]): void => {
+    if (write) {
+      found.push({ ...targetUse(tokens, rel, write), ...(written ? { writtenColumns: written } : {}) });
+      found.push(...plannerRelations(rel, write));
+      return;
+    }
     const read = star ? undefined : rel.columns.filter((c) => identifiers.has(c));
+    const locked =
+      lock !== null &&
+      (lock.length === 0 || lock.includes(rel.bare) || (rel.alias !== undefined && lock.includes(rel.alias)));
     found.push({
       relation: rel.name,
-      ...(write ? { write } : {}),
       ...(read ? { columns: read } : {}),
-      ...(written ? { writtenColumns: written } : {}),
+      // FOR UPDATE/SHARE needs UPDATE as well, and updates no column (pgaudit: "any column").
+      ...(locked ? { locked: true, writtenColumns: [] } : {}),
       ...(rel.catalog ? { catalog: true } : {}),
       ...(rel.viewOf ? { objectType: "VIEW" as const } : {}),
     });
@@ -430,6 +554,25 @@ function columnList(tokens: Token[], open: number, columns: string[]): string[] 
     if (isName(t) && columns.includes(t.value)) out.push(t.value);
   }
   return out;
+}
+
+/** Resolves every name, as a user table unless it is a catalog one: `analyzeStatement` then lists all relations. */
+const ANY_RELATION: RelationLookup = {
+  find: (schema, name) =>
+    (schema !== null && CATALOG_SCHEMAS.has(schema)) || (schema === null && name.startsWith("pg_"))
+      ? undefined
+      : { schema: schema ?? "public", name, columns: [] },
+};
+
+/**
+ * Whether a statement reads system catalogs only (`pg_catalog.*`, `information_schema.*`, an
+ * unqualified `pg_*`): pgaudit.log_catalog = off stops its entries. Cheap for the rest: only a
+ * text naming such a relation is read.
+ */
+export function readsOnlyCatalog(sql: string): boolean {
+  if (!/pg_|information_schema/i.test(sql)) return false;
+  const { relations } = analyzeStatement(sql, ANY_RELATION);
+  return relations.length > 0 && relations.every((r) => r.catalog);
 }
 
 /** The text with each `$n` placeholder replaced by a constant `length` characters long. */

@@ -5,17 +5,20 @@
  * gives up, in plain words, and what it saves. pgaudit's maintainers decline exclusion features
  * (pgaudit issues 81 and 178), so these are changes to pgaudit's own settings and grants.
  *
- * Savings are counted on the observed entries: the bytes of the entries a change would stop
- * (their on-disk records), or, for log_statement_once, the statement text it would stop
- * repeating. Items can overlap (a health check is also a READ): each saving is its own.
+ * Savings are counted on the observed entries: the bytes of every entry the change's SQL would
+ * stop (their on-disk records), not only of the noise that suggested it (dropping misc stops
+ * every MISC entry, not only BEGIN and COMMIT), or, for log_statement_once, the statement text
+ * it would stop repeating. A change that would change nothing is not offered. Items can overlap
+ * (a health check is also a READ): each saving is its own.
  */
 
 import { projectVolume } from "@auditpipe/meter/projection";
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { detached, parseLogTimestamp } from "@auditpipe/parse";
 import { fingerprint } from "./_fingerprint.ts";
-import { quoteIdent, quoteLiteral } from "./_sql.ts";
-import { AUDIT_CLASSES, sessionClasses } from "./configs.ts";
+import { quoteIdent, quoteLiteral, readsOnlyCatalog } from "./_sql.ts";
+import { AUDIT_CLASSES, logClassOf, pgauditLogValue, sessionClasses } from "./configs.ts";
+import { auditCsv } from "./model.ts";
 
 export type NoiseKind =
   | "transaction-control"
@@ -25,7 +28,8 @@ export type NoiseKind =
   | "fk-check"
   | "repeated-statement-text"
   | "role-reads"
-  | "session-read";
+  | "session-read"
+  | "failed-statements";
 
 export interface AdviceItem {
   kind: NoiseKind;
@@ -124,6 +128,8 @@ const CATALOG_SCHEMAS = /^(pg_catalog|information_schema)\./;
 const PREVIOUSLY_LOGGED = "<previously logged>";
 /** What pgaudit prints instead of a statement: no text to fingerprint or repeat. */
 const STATEMENT_MARKERS = new Set([PREVIOUSLY_LOGGED, "<not logged>"]);
+/** MISC commands named in the subject of the MISC item, at most. */
+const MISC_COMMANDS_SHOWN = 4;
 /** A role whose share of the bytes is at least this, and mostly reads, is worth its own advice. */
 const ROLE_SHARE = 0.25;
 const ROLE_READ_SHARE = 0.8;
@@ -170,14 +176,26 @@ export class AdviceTally {
   private readonly byClass = new Map<string, Tally>();
   /** Classes seen in SESSION entries: what pgaudit.log turns on (OBJECT entries come from grants). */
   private readonly sessionClassesSeen = new Set<string>();
-  private readonly transactionControl = tally();
+  /** SESSION entries of class MISC (what dropping misc stops), and by command. */
+  private readonly misc = tally();
+  private readonly miscCommands = new Map<string, Tally>();
+  /** SESSION entries of class MISC_SET (SET, RESET: what dropping misc_set stops). */
   private readonly sets = tally();
+  /** Entries log_catalog = off stops: of catalog relations, or of statements reading only them. */
   private readonly catalog = tally();
   private readonly healthByRole = new Map<string, Tally>();
-  private readonly fkByObject = new Map<string, Tally & { object: boolean }>();
-  private readonly byRole = new Map<string, Tally & { read: number }>();
+  /** Foreign-key checks by checked relation: OBJECT entries and SESSION entries apart. */
+  private readonly fkObject = new Map<string, Tally>();
+  private readonly fkSession = new Map<string, Tally>();
+  /** OBJECT entries of SELECT and UPDATE by relation: what revoking SELECT and UPDATE stops. */
+  private readonly objectReadUpdate = new Map<string, Tally>();
+  /** Per role: all entries, its SESSION entries and its SESSION READ bytes. */
+  private readonly byRole = new Map<string, Tally & { session: number; sessionRead: number }>();
   private readonly byFingerprint = new Map<string, Tally>();
   private readonly sessionRead = tally();
+  /** Entries of statements that failed, and by fingerprint and SQLSTATE (from `outcome`). */
+  private readonly failed = tally();
+  private readonly failedBy = new Map<string, Tally>();
   /** Statement text bytes log_statement_once would not repeat. */
   private repeatedText = 0;
   private statementOnceSeen = false;
@@ -203,15 +221,26 @@ export class AdviceTally {
     }
     const cls = entry.class.toUpperCase();
     add(slot(this.byClass, cls, tally, OTHER), size, w);
-    if (entry.auditType === "SESSION" && !this.sessionClassesSeen.has(cls))
-      this.sessionClassesSeen.add(detached(cls));
+    const session = entry.auditType === "SESSION";
+    // pgaudit 1.7 prints MISC_SET as MISC: the command tells them apart.
+    const logClass = logClassOf(cls, entry.command);
+    if (session && !this.sessionClassesSeen.has(logClass)) this.sessionClassesSeen.add(detached(logClass));
 
     const command = entry.command.toUpperCase();
     const text = STATEMENT_MARKERS.has(entry.statement) ? "" : entry.statement;
     const print = text ? fingerprint(text) : "";
-    if (cls === "MISC" && (command === "SET" || command === "RESET")) add(this.sets, size, w);
-    else if (cls === "MISC" && TRANSACTION_CONTROL.has(command)) add(this.transactionControl, size, w);
-    if (CATALOG_SCHEMAS.test(entry.objectName)) add(this.catalog, size, w);
+    if (session && logClass === "MISC_SET") add(this.sets, size, w);
+    else if (session && logClass === "MISC") {
+      add(this.misc, size, w);
+      add(slot(this.miscCommands, command, tally, OTHER), size, w);
+    }
+    if (
+      CATALOG_SCHEMAS.test(entry.objectName) ||
+      (session && entry.objectName === "" && cls === "READ" && text !== "" && readsOnlyCatalog(text))
+    )
+      add(this.catalog, size, w);
+    if (!session && entry.objectName !== "" && (command === "SELECT" || command === "UPDATE"))
+      add(slot(this.objectReadUpdate, entry.objectName, tally, OTHER), size, w);
     const role = record.user ?? "";
     if (
       cls === "READ" &&
@@ -221,38 +250,42 @@ export class AdviceTally {
     )
       add(slot(this.healthByRole, role, tally, OTHER), size, w);
     if (cls === "READ" && entry.objectName !== "" && isForeignKeyCheck(text))
-      add(
-        slot(
-          this.fkByObject,
-          entry.objectName,
-          () => ({ ...tally(), object: entry.auditType === "OBJECT" }),
-          OTHER,
-        ),
-        size,
-        w,
-      );
-    if (cls === "READ" && entry.auditType === "SESSION") add(this.sessionRead, size, w);
-    const r = slot(this.byRole, role, () => ({ ...tally(), read: 0 }), OTHER);
+      add(slot(session ? this.fkSession : this.fkObject, entry.objectName, tally, OTHER), size, w);
+    if (cls === "READ" && session) add(this.sessionRead, size, w);
+    const r = slot(this.byRole, role, () => ({ ...tally(), session: 0, sessionRead: 0 }), OTHER);
     add(r, size, w);
-    if (cls === "READ") r.read += size;
+    if (session) r.session += size;
+    if (session && cls === "READ") r.sessionRead += size;
     if (print) add(slot(this.byFingerprint, print, tally, OTHER), size, w);
 
     if (entry.statement === PREVIOUSLY_LOGGED) this.statementOnceSeen = true;
     else if (text) {
-      // The same statement logged again for a later substatement or relation: log_statement_once
-      // would print `<previously logged>` instead of the text.
+      // The same substatement logged again (another relation, an OBJECT and a SESSION entry):
+      // log_statement_once would print `<previously logged>` twice instead of its text and
+      // parameters. Each substatement (an FK check, a function's entry) prints its own once.
       // Built from numbers where it can be: a key holding a view of the log text would keep its chunk.
       const key =
         record.pid !== null
-          ? `${record.pid}:${entry.statementId}`
-          : detached(`${record.sessionId ?? ""}:${entry.statementId}`);
-      if (this.lastStatement.get(key) === entry.statementId) {
-        this.repeatedText += Math.max(0, Buffer.byteLength(text) - PREVIOUSLY_LOGGED.length) * w;
-      }
+          ? `${record.pid}:${entry.statementId}:${entry.substatementId}`
+          : detached(`${record.sessionId ?? ""}:${entry.statementId}:${entry.substatementId}`);
+      if (this.lastStatement.get(key) === entry.statementId) this.repeatedText += repeatedBytes(entry) * w;
       this.lastStatement.set(key, entry.statementId);
       if (this.lastStatement.size > 10_000)
         this.lastStatement = new Map([...this.lastStatement].slice(-1000));
     }
+  }
+
+  /**
+   * What became of an entry added before (the outcome join decides later): failed statements are
+   * noise of their own, which no audit setting removes.
+   */
+  outcome(entry: AuditEntry, record: LogRecord, outcome: string, sqlstate: string | null): void {
+    if (outcome !== "failed") return;
+    const w = this.weight;
+    const size = record.size * w;
+    add(this.failed, size, w);
+    const text = STATEMENT_MARKERS.has(entry.statement) ? entry.command : fingerprint(entry.statement);
+    add(slot(this.failedBy, `${sqlstate ?? "no SQLSTATE"}: ${text}`, tally, OTHER), size, w);
   }
 
   advice(options: AdviseOptions = {}): Advice {
@@ -264,17 +297,20 @@ export class AdviceTally {
     const projection = projectVolume(this.bytes, span, this.entries).reason;
     const perDay = (bytes: number): number | null => projectVolume(bytes, span, this.entries).gbPerDay;
     const share = (bytes: number): number => (this.bytes > 0 ? bytes / this.bytes : 0);
-    const seen = AUDIT_CLASSES.filter((c) => this.sessionClassesSeen.has(c));
+    // Seen MISC means misc is on, which brings misc_set with it (whether or not a SET ran).
+    const seen = AUDIT_CLASSES.filter(
+      (c) => this.sessionClassesSeen.has(c) || (c === "MISC_SET" && this.sessionClassesSeen.has("MISC")),
+    );
     const pgauditLog = options.pgauditLog
       ? { value: options.pgauditLog, inferred: false }
-      : { value: seen.map((c) => c.toLowerCase()).join(", ") || "none", inferred: true };
+      : { value: pgauditLogValue(new Set(seen)), inferred: true };
     const current = sessionClasses(pgauditLog.value);
-    /** pgaudit.log without `drop`, written as pgaudit reads it. */
-    const without = (...drop: string[]): string =>
-      [...current]
-        .filter((c) => !drop.includes(c))
-        .map((c) => c.toLowerCase())
-        .join(", ") || "none";
+    /** pgaudit.log without the classes `drop`; null when it would log what it logs now. */
+    const without = (...drop: string[]): string | null => {
+      const value = pgauditLogValue(new Set([...current].filter((c) => !drop.includes(c))));
+      const after = sessionClasses(value);
+      return after.size === current.size && [...after].every((c) => current.has(c)) ? null : value;
+    };
     const alterLog = (value: string): string[] => [
       `ALTER SYSTEM SET pgaudit.log = ${quoteLiteral(value)};`,
       "SELECT pg_reload_conf();",
@@ -285,42 +321,57 @@ export class AdviceTally {
         items.push({ ...fields, share: share(fields.bytes), gbPerDaySaved: perDay(fields.bytes) });
     };
 
-    item({
-      kind: "transaction-control",
-      subject: "class MISC: BEGIN, COMMIT, ROLLBACK, SAVEPOINT",
-      entries: this.transactionControl.entries,
-      bytes: this.transactionControl.bytes,
-      change: "drop misc from pgaudit.log",
-      sql: alterLog(without("MISC")),
-      givesUp:
-        "transaction boundaries and the other MISC commands (VACUUM, CHECKPOINT, DISCARD, FETCH, LOCK …) are no longer logged; the statements inside transactions still are",
-    });
-    item({
-      kind: "set",
-      subject: "class MISC_SET: SET and RESET",
-      entries: this.sets.entries,
-      bytes: this.sets.bytes,
-      change: "drop misc_set from pgaudit.log",
-      sql: alterLog(without("MISC_SET")),
-      givesUp: "changes of session settings (SET search_path, SET ROLE is still ROLE) are no longer logged",
-    });
+    const noMisc = without("MISC");
+    if (noMisc !== null) {
+      const commands = [...this.miscCommands]
+        .filter(([k]) => k !== OTHER)
+        .sort((a, b) => b[1].bytes - a[1].bytes)
+        .map(([c]) => c);
+      const shown = commands.slice(0, MISC_COMMANDS_SHOWN).join(", ");
+      const control = commands.length > 0 && commands.every((c) => TRANSACTION_CONTROL.has(c));
+      item({
+        kind: "transaction-control",
+        subject: `class MISC: ${shown}${commands.length > MISC_COMMANDS_SHOWN ? " …" : ""}`,
+        entries: this.misc.entries,
+        bytes: this.misc.bytes,
+        change: "drop misc from pgaudit.log (keeping misc_set where SET and RESET were logged)",
+        sql: alterLog(noMisc),
+        givesUp: control
+          ? "transaction boundaries and the other MISC commands (VACUUM, CHECKPOINT, DISCARD, FETCH, LOCK …) are no longer logged; the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)"
+          : `every MISC command is no longer logged (here: ${commands.slice(0, 8).join(", ")}); the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)`,
+      });
+    }
+    const noSet = without("MISC_SET");
+    if (noSet !== null)
+      item({
+        kind: "set",
+        subject: "class MISC_SET: SET and RESET (pgaudit prints them as MISC)",
+        entries: this.sets.entries,
+        bytes: this.sets.bytes,
+        change:
+          "take misc_set out of pgaudit.log (misc includes it: `misc, -misc_set` keeps the rest of MISC)",
+        sql: alterLog(noSet),
+        givesUp:
+          "changes of session settings (SET, SET LOCAL, SET ROLE, SET TRANSACTION, RESET …) are no longer logged",
+      });
     const health = [...this.healthByRole]
       .filter(([k]) => k !== OTHER)
       .sort((a, b) => b[1].bytes - a[1].bytes);
     for (const [role, t] of health) {
       const all = this.byRole.get(role);
-      const dedicated = role !== "" && all !== undefined && t.bytes >= 0.9 * all.bytes;
+      const dedicated = role !== "" && all !== undefined && t.bytes >= 0.9 * all.session;
       item({
         kind: "health-check",
         subject: role ? `health checks (SELECT 1 …) by role ${role}` : "health checks (SELECT 1 …)",
+        // Switching the role's session auditing off stops all of its session entries.
         entries: t.entries,
-        bytes: t.bytes,
+        bytes: dedicated ? all.session : t.bytes,
         change: dedicated
-          ? `stop auditing role ${role}, which only ran health checks`
+          ? `stop session auditing of role ${role}, which only ran health checks`
           : "run health checks as a role of their own, then stop auditing that role",
         sql: dedicated ? [`ALTER ROLE ${quoteIdent(role)} SET pgaudit.log = 'none';`] : [],
         givesUp: dedicated
-          ? `anything role ${role} does is no longer audited (in the observed log it ran only health checks)`
+          ? `anything role ${role} does is no longer session-audited, from its next session on (in the observed log it ran only health checks); object auditing still applies to it`
           : "nothing once the checks have a role of their own; until then this is not a setting",
       });
     }
@@ -332,27 +383,24 @@ export class AdviceTally {
       change: "turn pgaudit.log_catalog off",
       sql: ["ALTER SYSTEM SET pgaudit.log_catalog = off;", "SELECT pg_reload_conf();"],
       givesUp:
-        "statements that touch only system catalogs (psql's \\d, ORM introspection) are not logged; one that also touches a user table still is",
+        "statements that touch only system catalogs (psql's \\d, ORM introspection) are not logged, nor the catalog relations of others; the rest of a statement that also touches a user table still is",
     });
-    const fk = [...this.fkByObject].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
-    for (const [object, t] of fk.filter(([, f]) => f.object)) {
-      const role = options.auditRole;
+    const ranked = (map: Map<string, Tally>): [string, Tally][] =>
+      [...map].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
+    const role = options.auditRole;
+    for (const [object, t] of ranked(this.fkObject)) {
+      const revoked = this.objectReadUpdate.get(object) ?? t;
       item({
         kind: "fk-check",
-        subject: `foreign-key checks object-audited on ${object}`,
-        entries: t.entries,
-        bytes: t.bytes,
-        change: `grant the audit role SELECT on the sensitive columns of ${object} only, not its key: a foreign-key check reads just the key column, so it is no longer logged`,
-        sql: role
-          ? [
-              `REVOKE SELECT ON ${qualified(object)} FROM ${quoteIdent(role)};`,
-              `-- then, for each sensitive column: GRANT SELECT (column) ON ${qualified(object)} TO ${quoteIdent(role)};`,
-            ]
-          : [],
-        givesUp: `reads of ${object} that use only columns not granted to the audit role are no longer logged; reads of the granted columns still are`,
+        subject: `foreign-key checks object-audited on ${object} (${t.entries.toLocaleString("en-US")} entries)`,
+        entries: revoked.entries,
+        bytes: revoked.bytes,
+        change: `no grant tells a foreign-key check of ${object} from a read: pgaudit logs the check when the audit role holds SELECT or UPDATE on ${object} or on any of its columns (the check updates no column, which pgaudit reads as "any column"), so a column-level grant on the sensitive columns logs it too. Revoking SELECT and UPDATE on ${object} stops the checks with the reads and updates. Or, with no loss: run the application as a role that is not a member of ${object}'s owner — pgaudit logs a check only for a session user who is`,
+        sql: role ? [`REVOKE SELECT, UPDATE ON ${qualified(object)} FROM ${quoteIdent(role)};`] : [],
+        givesUp: `reads and updates of ${object} are no longer object-audited (this saving counts its OBJECT SELECT and UPDATE entries; INSERT and DELETE stay logged while the role holds those grants)`,
       });
     }
-    const sessionFk = fk.filter(([, f]) => !f.object);
+    const sessionFk = ranked(this.fkSession);
     if (sessionFk.length > 0)
       item({
         kind: "fk-check",
@@ -360,9 +408,10 @@ export class AdviceTally {
         entries: sessionFk.reduce((n, [, f]) => n + f.entries, 0),
         bytes: sessionFk.reduce((n, [, f]) => n + f.bytes, 0),
         change:
-          "no setting removes them alone: session READ logs the check every INSERT or UPDATE of a referencing row runs; object auditing of the sensitive columns (not the key columns, as auditpipe recommend grants) does not",
+          "no pgaudit setting removes them alone: session READ logs the check every INSERT (and every UPDATE of a row its own transaction inserted) of a referencing row runs. They are not logged when the application's role is not a member of the referenced table's owner: PostgreSQL runs the check as the owner, and pgaudit logs a statement only for a session user who is a member of the role it runs as",
         sql: [],
-        givesUp: "see session READ",
+        givesUp:
+          "nothing, when the application runs as a role that does not own the tables; otherwise see session READ",
       });
     if (!this.statementOnceSeen)
       item({
@@ -375,39 +424,53 @@ export class AdviceTally {
         givesUp:
           "no entry: each statement's text is still logged once, with its first entry; a reader joins the later entries to it by statement ID",
       });
-    for (const [role, t] of [...this.byRole]
+    const noRead = without("READ");
+    for (const [name, t] of [...this.byRole]
       .filter(([k]) => k !== OTHER)
       .sort((a, b) => b[1].bytes - a[1].bytes)
       .slice(0, 3)) {
       if (
-        role === "" ||
+        name === "" ||
+        noRead === null ||
         share(t.bytes) < ROLE_SHARE ||
-        t.read < ROLE_READ_SHARE * t.bytes ||
-        !current.has("READ")
+        t.sessionRead < ROLE_READ_SHARE * t.session
       )
         continue;
       item({
         kind: "role-reads",
-        subject: `reads by role ${role}`,
+        subject: `reads by role ${name}`,
         entries: 0,
-        bytes: t.read,
-        change: `stop session READ auditing for role ${role}`,
-        sql: [`ALTER ROLE ${quoteIdent(role)} SET pgaudit.log = ${quoteLiteral(without("READ"))};`],
-        givesUp: `what role ${role} reads is no longer logged; its writes, DDL and role changes still are`,
+        bytes: t.sessionRead,
+        change: `stop session READ auditing for role ${name}`,
+        sql: [`ALTER ROLE ${quoteIdent(name)} SET pgaudit.log = ${quoteLiteral(noRead)};`],
+        givesUp: `what role ${name} reads is no longer session-logged, from its next session on; its writes, DDL and role changes still are, and object auditing still applies to it`,
       });
     }
-    if (current.has("READ") && share(this.sessionRead.bytes) >= SESSION_READ_SHARE)
+    if (noRead !== null && share(this.sessionRead.bytes) >= SESSION_READ_SHARE)
       item({
         kind: "session-read",
         subject: "session READ of every table",
         entries: this.sessionRead.entries,
         bytes: this.sessionRead.bytes,
         change:
-          "replace session READ by object READ on the sensitive tables (`auditpipe recommend` writes the grants); saves up to this much, less what the sensitive tables' reads keep",
-        sql: alterLog(without("READ")),
+          "replace session READ by object READ on the sensitive tables (`auditpipe recommend` writes the grants); dropping read saves this much, and the grants then log the sensitive tables' reads again",
+        sql: alterLog(noRead),
         givesUp: "reads of tables not granted to the audit role are no longer logged",
       });
 
+    if (this.failed.bytes > 0) {
+      const [worst] = [...this.failedBy].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
+      item({
+        kind: "failed-statements",
+        subject: `statements that failed${worst ? ` (most: ${worst[0]})` : ""}`,
+        entries: this.failed.entries,
+        bytes: this.failed.bytes,
+        change:
+          "fix what keeps failing (a retry loop, a job with wrong privileges, a constraint the application keeps hitting): their entries record what never took effect; no audit setting removes them alone",
+        sql: [],
+        givesUp: "nothing: the failures stop happening (their ERRORs are still in the server log)",
+      });
+    }
     items.sort((a, b) => b.bytes - a.bytes);
     const topStatements = [...this.byFingerprint]
       .filter(([k]) => k !== OTHER)
@@ -430,6 +493,21 @@ export class AdviceTally {
       sampled: this.weight > 1,
     };
   }
+}
+
+/**
+ * The bytes log_statement_once would not write for a repeated entry: the statement and parameter
+ * fields (CSV-quoted by pgaudit, their quotes doubled again by csvlog) become
+ * `<previously logged>,<previously logged>`.
+ */
+function repeatedBytes(entry: AuditEntry): number {
+  const p = entry.parameter;
+  // pgaudit quotes each value, joins them with commas and quotes the list as one field.
+  const params =
+    typeof p === "string" ? p : auditCsv(p.map((v) => (v === null ? "" : auditCsv(v))).join(","));
+  const fields = `${auditCsv(entry.statement)},${params}`;
+  const quotes = fields.split('"').length - 1;
+  return Math.max(0, Buffer.byteLength(fields) + quotes - 2 * PREVIOUSLY_LOGGED.length - 1);
 }
 
 /** `schema.table` as pgaudit prints it → a quoted, qualified name. */

@@ -1,9 +1,38 @@
 /** pgaudit.log parsing and the named configurations `estimate --config NAME` knows. */
-import { sessionClasses } from "@auditpipe/parse";
+import { AUDIT_CLASSES } from "@auditpipe/parse";
 import type { AuditConfig } from "./types.ts";
 
 // pgaudit.log's vocabulary lives with the rest of pgAudit's formats in @auditpipe/parse.
 export { AUDIT_CLASSES, sessionClasses } from "@auditpipe/parse";
+
+/**
+ * Command tags pgaudit 1.7 logs under MISC_SET (its VariableSetStmt: SET, SET LOCAL, SET ROLE,
+ * SET TRANSACTION, RESET …): `pgaudit.log`'s misc_set turns them on (and misc, which includes
+ * it), and the entry prints the class as MISC.
+ */
+const MISC_SET_COMMANDS: ReadonlySet<string> = new Set(["SET", "RESET"]);
+
+/** The pgaudit.log class an entry belongs to, from the class and command tag pgaudit printed. */
+export function logClassOf(printedClass: string, command: string): string {
+  const cls = printedClass.toUpperCase();
+  return cls === "MISC" && MISC_SET_COMMANDS.has(command.toUpperCase()) ? "MISC_SET" : cls;
+}
+
+/** The class a utility statement's command tag is logged under, if it is MISC_SET. */
+export const isMiscSetCommand = (command: string): boolean => MISC_SET_COMMANDS.has(command.toUpperCase());
+
+/** How pgaudit prints a class (MISC_SET as MISC). */
+export const printedClass = (cls: string): string => (cls === "MISC_SET" ? "MISC" : cls);
+
+/** A pgaudit.log value that turns on exactly `classes` (the inverse of sessionClasses). */
+export function pgauditLogValue(classes: ReadonlySet<string>): string {
+  const words = AUDIT_CLASSES.filter((c) => classes.has(c) && !(c === "MISC_SET" && classes.has("MISC"))).map(
+    (c) => c.toLowerCase(),
+  );
+  // `misc` brings MISC_SET with it: take it back out when it is not wanted.
+  if (classes.has("MISC") && !classes.has("MISC_SET")) words.push("-misc_set");
+  return words.join(", ") || "none";
+}
 
 /** The session configurations people start from (Gold Lapel's five in "pgAudit Performance Impact", plus the narrow ones). */
 export const PRESETS: Record<string, AuditConfig> = {

@@ -7,17 +7,13 @@
  * Pure: entries in, counts out.
  */
 import type { AuditEntry } from "@auditpipe/parse";
-import { sessionClasses } from "./configs.ts";
+import { logClassOf, sessionClasses } from "./configs.ts";
 import type { AuditConfig } from "./types.ts";
 
-/** Commands pgAudit logs under MISC_SET (it prints the class as MISC). */
-const MISC_SET_COMMANDS = new Set(["SET", "RESET"]);
 const CATALOG_SCHEMAS = /^(pg_catalog|information_schema)\./;
 
 /** The class an entry belongs to in pgaudit.log terms (MISC_SET is printed as MISC). */
-function classOf(e: AuditEntry): string {
-  return e.class === "MISC" && MISC_SET_COMMANDS.has(e.command) ? "MISC_SET" : e.class;
-}
+const classOf = (e: AuditEntry): string => logClassOf(e.class, e.command);
 
 /** The settings the observed log shows it was written with (undefined: the log does not tell). */
 interface ObservedSettings {

@@ -1,4 +1,4 @@
-export type { Catalog, CatalogColumn, CatalogTable } from "./_catalog.ts";
+export type { Catalog, CatalogColumn, CatalogTable, CatalogTrigger } from "./_catalog.ts";
 export { fingerprint } from "./_fingerprint.ts";
 export {
   type Advice,
@@ -32,6 +32,7 @@ export {
 } from "./errors.ts";
 export { type ConfigFromLog, ConfigsFromLog } from "./from-log.ts";
 export { auditCsv, type EstimateOptions, estimate, meanDigits } from "./model.ts";
+export { modelledMisses } from "./modelled-misses.ts";
 export {
   type CalibratedCost,
   type CalibratedInput,
@@ -61,6 +62,7 @@ export {
   recommend,
   recommendationSql,
   recommendedConfig,
+  referencedNote,
   SENSITIVE_PATTERNS,
   type SensitiveColumn,
   type SensitiveTable,

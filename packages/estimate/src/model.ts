@@ -6,10 +6,10 @@ import {
   type EntryTemplate,
   fkActionEntries,
   fkCheckEntries,
-  fkChecksOf,
   resolveConfig,
   statementEntries,
 } from "./_entries.ts";
+import { fkChecksOf, fkContext } from "./_fk-rules.ts";
 import { withConstantBytes, withConstants } from "./_sql.ts";
 import { sessionClasses } from "./configs.ts";
 import { type CostOptions, costOf } from "./cost.ts";
@@ -50,6 +50,7 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
   // Counted: the server's own nested statements (RI checks and actions, function and trigger
   // bodies) are in the workload with their calls; nothing of them is modelled on top.
   const counted = workload.nestedStatements === "counted";
+  const fk = counted ? undefined : fkContext(workload);
   for (const s of workload.statements) {
     const text = loggedText(s, workload.log);
     const write = s.kind === "INSERT" || s.kind === "UPDATE" || s.kind === "DELETE";
@@ -61,13 +62,13 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
     });
     if (counted) continue;
     let sub = 2;
-    for (const fk of fkChecksOf(s, workload.foreignKeys)) {
+    for (const action of fkChecksOf(s, workload.foreignKeys, fk)) {
       out.push({
         entries:
-          fk.kind === "check"
-            ? fkCheckEntries(r, fk.table, fk.columns, sub++)
-            : fkActionEntries(r, fk.kind, fk.table, fk.columns, sub++),
-        perSec: s.callsPerSec * fk.perCall,
+          action.kind === "check"
+            ? fkCheckEntries(r, action.table, action.columns, sub++)
+            : fkActionEntries(r, action.kind, action.table, action.columns, sub++),
+        perSec: s.callsPerSec * action.perCall,
         commandTag: tagOf(s),
         xid: true,
       });
@@ -224,6 +225,7 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
     )
   )
     notes.push("some statements name relations the catalog does not know: counted as touching none");
+  if (workload.nestedStatements !== "counted") notes.push(...fkContext(workload).notes);
   return {
     config: config.name,
     entriesPerSec,

@@ -180,6 +180,17 @@ export function recommendationSql(catalog: Catalog, config: AuditConfig): string
   return `${lines.join("\n")}\n`;
 }
 
+/**
+ * What the recommended grants log for a sensitive table other tables reference: pgaudit logs a
+ * foreign-key check of it (PostgreSQL's `SELECT 1 … FOR KEY SHARE`) when the audit role holds
+ * SELECT or UPDATE on it or on any of its columns — the grants recommended always do — and only
+ * for a session user who is a member of the table's owner (the check runs as the owner).
+ * object-grants.test.ts checks each clause on a real server.
+ */
+export function referencedNote(table: string, children: string[]): string {
+  return `${table} is referenced by foreign keys (from ${children.join(", ")}): the recommended grants make pgaudit log each foreign-key check of it as an OBJECT READ, whichever columns are granted — one per row inserted into a referencing table, one more per such row the same transaction updates, and one per row deleted from ${table} — when the application's role is a member of ${table}'s owner; counted in the estimate`;
+}
+
 export interface Recommendation {
   sensitive: SensitiveTable[];
   /** Names given that the catalog does not have. */
@@ -203,12 +214,12 @@ export function recommend(
   const config = recommendedConfig(tables, options.role);
   const notes: string[] = [];
   if (tables.length === 0) notes.push("no sensitive table found: give some with --sensitive TABLE[.COLUMN]");
-  const parents = new Set(workload.foreignKeys.map((f) => f.parent));
-  for (const t of tables)
-    if (parents.has(t.table))
-      notes.push(
-        `${t.table} is referenced by foreign keys: every row inserted into a referencing table logs one OBJECT READ (the FK check), counted in the estimate`,
-      );
+  for (const t of tables) {
+    const children = [
+      ...new Set(workload.foreignKeys.filter((f) => f.parent === t.table).map((f) => f.child)),
+    ];
+    if (children.length > 0) notes.push(referencedNote(t.table, children));
+  }
   return {
     sensitive: tables,
     unknown,

@@ -24,6 +24,7 @@ import { riStatement } from "./_ri.ts";
 import { analyzeStatement, qualifiedName } from "./_sql.ts";
 import { nestedTracking } from "./_track-nested.ts";
 import { sampleError } from "./errors.ts";
+import { modelledMisses } from "./modelled-misses.ts";
 import type {
   AuditConfig,
   Grant,
@@ -50,7 +51,11 @@ export interface SampleOptions {
    * superuser; without this, a server already tracking `all` is counted as it is.
    */
   trackNested?: boolean;
-  /** Ends the sampling wait early (Ctrl-C): the setting is put back and the sample fails. */
+  /**
+   * Ends the sample early (Ctrl-C, a server stopping): the sample fails. Without trackNested the
+   * connection is closed at once, cutting a query under way; with it the wait ends and the
+   * setting is put back first.
+   */
   signal?: AbortSignal;
 }
 
@@ -75,7 +80,7 @@ export interface WorkloadSample {
 
 /** What a modelled estimate may miss, said wherever it is printed. */
 export const MODELLED_MISSES =
-  "statements inside functions, procedures and triggers, foreign-key checks PostgreSQL skips or repeats (an UPDATE that leaves the key unchanged, a row updated in the transaction that inserted it), and cascades' row counts";
+  "statements inside functions, procedures and triggers; foreign-key checks PostgreSQL skips (an UPDATE that sets a key to its old value or to NULL) or repeats (an UPDATE of a row its own transaction inserted: assumed for a table that a workload of transaction blocks both inserts into and updates); and cascades' row counts";
 
 export const DEFAULT_INTERVAL_MS = 60_000;
 
@@ -596,9 +601,18 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   // The server going away while the client is idle (between the two reads) is an 'error' event,
   // which would end the process unheard; the next query then fails and is reported as a sample error.
   client.on("error", () => {});
+  // An abort ends the connection at once, so a connect that hangs or a query under way ends now,
+  // not when it is done (a server stopping on SIGTERM must not wait for it) — unless a setting
+  // must still be put back over it (trackNested), which the wait loop's own check then does.
+  const endOnAbort = (): void => {
+    if (!options.trackNested) client.end().catch(() => {});
+  };
+  options.signal?.addEventListener("abort", endOnAbort, { once: true });
+  if (options.signal?.aborted) endOnAbort();
   try {
     await client.connect();
   } catch (error) {
+    options.signal?.removeEventListener("abort", endOnAbort);
     throw sampleError("connect", error);
   }
   try {
@@ -743,11 +757,13 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     }
     // Hidden sessions' state is unknown, so the count of active clients is too.
     const clients = clientCounts.length > 0 && !clientsHidden ? Math.max(...clientCounts) : 0;
-    if (nested.tracking.mode === "modelled")
+    if (nested.tracking.mode === "modelled") {
       notes.push(
         `modelled: statements run inside others are derived from the catalog (${nested.tracking.reason}); may miss ${MODELLED_MISSES}`,
       );
-    else
+      const unseen = modelledMisses({ statements, nestedStatements: "modelled" }, catalog);
+      if (unseen.length > 0) notes.push(`not counted here: ${unseen.join("; ")}`);
+    } else
       notes.push(
         `counted: statements run inside others come from pg_stat_statements (${nested.tracking.reason})`,
       );
@@ -778,6 +794,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   } catch (error) {
     throw sampleError("sample", error);
   } finally {
+    options.signal?.removeEventListener("abort", endOnAbort);
     await client.end().catch(() => {});
   }
 }

@@ -24,6 +24,13 @@ export interface RelationUse {
   writtenColumns?: string[];
   /** Locked FOR UPDATE/SHARE (as FK checks do), which needs UPDATE privilege as well as SELECT. */
   locked?: boolean;
+  /**
+   * The privileges PostgreSQL checks on it (the range-table entry's requiredPerms), which are
+   * what pgaudit matches the audit role's grants against. Absent: INSERT needs INSERT; UPDATE and
+   * DELETE need themselves and SELECT; a read SELECT (and UPDATE when locked). An INSERT …
+   * RETURNING needs SELECT too; an UPDATE that reads no column of its target does not.
+   */
+  privileges?: Privilege[];
   /** A pg_catalog / information_schema relation (filtered out unless log_catalog is on). */
   catalog?: boolean;
   /** pgaudit's object type when not TABLE (a view prints VIEW). */
@@ -75,6 +82,8 @@ export interface ForeignKey {
   columns: string[];
   /** Referenced columns, in the same order. */
   parentColumns: string[];
+  /** Whether a referencing column has a default (an INSERT that leaves the key out still sets one). */
+  columnsHaveDefault?: boolean;
   /** What deleting a parent row does (default no action: a check of the child per row). */
   onDelete?: FkAction;
   /** What changing a parent's key does (default no action). */

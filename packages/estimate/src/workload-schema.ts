@@ -14,6 +14,7 @@ const relationUse = z.object({
   columns: z.array(z.string()).optional(),
   writtenColumns: z.array(z.string()).optional(),
   locked: z.boolean().optional(),
+  privileges: z.array(privilege).optional(),
   catalog: z.boolean().optional(),
   objectType: z.enum(["VIEW"]).optional(),
   plannerAdded: z.boolean().optional(),
@@ -44,6 +45,7 @@ const foreignKey = z.object({
   parent: z.string().min(1),
   columns: z.array(z.string()).min(1),
   parentColumns: z.array(z.string()).min(1),
+  columnsHaveDefault: z.boolean().optional(),
   onDelete: z.enum(["no action", "restrict", "cascade", "set null", "set default"]).optional(),
   onUpdate: z.enum(["no action", "restrict", "cascade", "set null", "set default"]).optional(),
 });

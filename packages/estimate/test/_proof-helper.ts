@@ -88,16 +88,21 @@ export interface ProofRow {
   measuredEntries: number;
   predictedBytes: number;
   measuredBytes: number;
-  /** Bytes per transaction the model alone predicts (nested statements not counted), for comparison. */
+  /** Bytes per transaction the model alone predicts (nested statements not counted). */
   modelledBytes: number;
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
-/** With AUDITPIPE_WRITE_PROOF=1, replaces the table between the proof markers of docs/estimator.md. */
-export function writeProofTable(rows: ProofRow[]): void {
+/**
+ * With AUDITPIPE_WRITE_PROOF=1, replaces the table between the proof markers of docs/estimator.md;
+ * `run` says when and where it was measured.
+ */
+export function writeProofTable(rows: ProofRow[], run: string): void {
   const table = [
-    "| workload | configuration | entries/txn predicted | measured | bytes/txn predicted | measured | error | modelled only |",
+    run,
+    "",
+    "| workload | configuration | entries/txn predicted | measured | bytes/txn predicted | measured | error | modelled |",
     "|---|---|--:|--:|--:|--:|--:|--:|",
     ...rows.map(
       (r) =>

@@ -19,6 +19,29 @@ describe("fingerprint", () => {
     );
   });
 
+  it("a unary minus before a constant is part of the constant; a binary one is not", () => {
+    // pgbench's TPC-B with a negative :delta: one statement, not two.
+    expect(fingerprint("UPDATE pgbench_accounts SET abalance = abalance + -4213 WHERE aid = 7")).toBe(
+      fingerprint("UPDATE pgbench_accounts SET abalance = abalance + 4213 WHERE aid = 7"),
+    );
+    expect(
+      fingerprint(
+        "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (3, 1, 7, -4213, CURRENT_TIMESTAMP)",
+      ),
+    ).toBe(
+      fingerprint(
+        "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (3, 1, 7, 4213, CURRENT_TIMESTAMP)",
+      ),
+    );
+    expect(fingerprint("SELECT -1")).toBe("select ?");
+    expect(fingerprint("SELECT * FROM t WHERE a = - $1 AND b BETWEEN -2 AND -3")).toBe(
+      "select * from t where a = ? and b between ? and ?",
+    );
+    expect(fingerprint("SELECT balance - 5, (x) - 1, t.n -2 FROM t")).toBe(
+      "select balance - ?, (x) - ?, t.n - ? from t",
+    );
+  });
+
   it("keeps quoted identifiers as written and cuts long statements", () => {
     expect(fingerprint('SELECT * FROM "Weird, Schema"."Tab""le"')).toBe(
       'select * from "Weird, Schema"."Tab""le"',

@@ -10,7 +10,7 @@ import {
   type Workload,
 } from "@auditpipe/estimate";
 import { describe, expect, it } from "vitest";
-import { fkChecksOf } from "../src/_entries.ts";
+import { fkChecksOf, fkContext } from "../src/_fk-rules.ts";
 
 const fks: ForeignKey[] = [
   {
@@ -61,10 +61,14 @@ describe("fkChecksOf (modelled)", () => {
     expect(kinds(other)).toEqual([]);
   });
 
-  it("deleting a parent runs each child's action: CASCADE deletes, SET NULL updates, SET DEFAULT updates and checks, NO ACTION checks", () => {
+  it("deleting a parent runs each child's action: CASCADE deletes, SET NULL updates, SET DEFAULT updates then acts as NO ACTION, NO ACTION looks the parent up again and checks the child, RESTRICT only checks", () => {
     const withDefault: ForeignKey[] = [{ ...fks[1]!, onDelete: "set default" }];
     const gone = load({ kind: "DELETE", relations: [{ relation: "public.orders", write: "DELETE" }] });
-    expect(fkChecksOf(gone, withDefault).map((a) => a.kind)).toEqual(["UPDATE", "check"]);
+    expect(fkChecksOf(gone, withDefault).map((a) => `${a.kind} ${a.table}`)).toEqual([
+      "UPDATE public.notes",
+      "check public.orders",
+      "check public.notes",
+    ]);
     const del = load({
       kind: "DELETE",
       rowsPerCall: 2,
@@ -72,7 +76,59 @@ describe("fkChecksOf (modelled)", () => {
     });
     expect(kinds(del)).toEqual(["DELETE public.items x2", "UPDATE public.notes x2"]);
     const cust = load({ kind: "DELETE", relations: [{ relation: "public.customers", write: "DELETE" }] });
-    expect(kinds(cust)).toEqual(["check public.orders x1"]);
+    expect(kinds(cust)).toEqual(["check public.customers x1", "check public.orders x1"]);
+    const restrict: ForeignKey[] = [{ ...fks[2]!, onDelete: "restrict" }];
+    expect(fkChecksOf(cust, restrict).map((a) => `${a.kind} ${a.table}`)).toEqual(["check public.orders"]);
+  });
+
+  it("an INSERT that leaves every key column out (no default) sets the key NULL: no check", () => {
+    const omitted = load({
+      kind: "INSERT",
+      relations: [{ relation: "public.orders", write: "INSERT", writtenColumns: ["status"] }],
+    });
+    expect(kinds(omitted)).toEqual([]);
+    const defaulted: ForeignKey[] = [{ ...fks[2]!, columnsHaveDefault: true }];
+    expect(fkChecksOf(omitted, defaulted).map((a) => a.table)).toEqual(["public.customers"]);
+  });
+});
+
+describe("fkContext: what the statements say together", () => {
+  const insert = load({
+    kind: "INSERT",
+    relations: [{ relation: "public.orders", write: "INSERT", writtenColumns: ["customer_id"] }],
+  });
+  const update = load({
+    kind: "UPDATE",
+    callsPerSec: 2,
+    relations: [{ relation: "public.orders", write: "UPDATE", writtenColumns: ["status"] }],
+  });
+  const begin = load({ kind: "UTILITY", command: "BEGIN", text: "BEGIN", relations: [], rowsPerCall: 0 });
+  const workload = (statements: StatementLoad[]): Workload => ({
+    transactionsPerSec: 1,
+    statements,
+    foreignKeys: fks,
+    log: DEFAULT_LOG_CONTEXT,
+    notes: [],
+  });
+
+  it("in transaction blocks, an UPDATE of a table the workload inserts into re-checks, up to the rows inserted", () => {
+    const context = fkContext(workload([begin, insert, update]));
+    expect(context.sameTransaction.get("public.orders")).toBe(0.5);
+    expect(fkChecksOf(update, fks, context).map((a) => `${a.kind} ${a.table} x${a.perCall}`)).toEqual([
+      "check public.customers x0.5",
+    ]);
+    expect(context.notes.join(" ")).toMatch(/assumed: 50 % of the rows updated in public.orders/);
+  });
+
+  it("autocommitted statements never share a transaction; nor does a key every INSERT leaves NULL re-check", () => {
+    expect(fkContext(workload([insert, update])).sameTransaction.size).toBe(0);
+    const nullKey = load({
+      kind: "INSERT",
+      relations: [{ relation: "public.orders", write: "INSERT", writtenColumns: ["status"] }],
+    });
+    const context = fkContext(workload([begin, nullKey, update]));
+    expect(context.nullKeys.has(fks[2]!)).toBe(true);
+    expect(fkChecksOf(update, fks, context)).toEqual([]);
   });
 });
 

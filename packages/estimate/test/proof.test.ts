@@ -7,11 +7,12 @@
  * `analyze`. Predicted must be within ±5% of measured, every configuration, every workload.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type AuditConfig,
   estimate,
+  modelledMisses,
   recommend,
   sampleWorkload,
   type Workload,
@@ -20,7 +21,7 @@ import {
 import { type PostgresCluster, startPostgres } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyConfig, measureBytes, type ProofRow, writeProofTable } from "./_proof-helper.ts";
-import { APP_SCHEMA, appWorkloads, type ProofWorkload } from "./_proof-workloads.ts";
+import { APP_SCHEMA, appWorkloads, objectGrants, type ProofWorkload } from "./_proof-workloads.ts";
 
 const CLIENTS = 4;
 const TXNS_PER_CLIENT = 200;
@@ -58,12 +59,22 @@ beforeAll(async () => {
   await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
   await pg.query(APP_SCHEMA);
   await pg.query("VACUUM ANALYZE");
+  const version = (await pg.query<{ v: string }>("SELECT version() AS v")).rows[0]!.v.split(" on ")[0];
+  run = `${new Date().toISOString().slice(0, 10)}: ${version}, pgaudit 1.7, ${cpus().length} cores, load average ${load()} (1 / 5 / 15 min) at the start`;
   dir = mkdtempSync(join(tmpdir(), "auditpipe-proof-"));
 });
 
+/** When and on what the proof ran, for the docs table: load averages at the start and the end. */
+let run = "";
+const load = (): string =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" / ");
+
 afterAll(async () => {
+  run += `, load average ${load()} at the end`;
   await pg?.stop();
-  if (rows.length > 0) writeProofTable(rows);
+  if (rows.length > 0) writeProofTable(rows, run);
 });
 
 const OBJECT_TWO_TABLES: AuditConfig = {
@@ -75,6 +86,12 @@ const OBJECT_TWO_TABLES: AuditConfig = {
     { relation: "public.pgbench_tellers", privileges: ["SELECT", "INSERT", "UPDATE", "DELETE"] },
   ],
 };
+// A column-level SELECT on a table every history row references (its FK check is logged: the
+// check updates no column, which pgaudit reads as "any column"), and UPDATE alone on another.
+const OBJECT_REFERENCED = objectGrants("SELECT (bbalance) on branches, UPDATE on tellers", AUDITOR, [
+  { relation: "public.pgbench_branches", privileges: ["SELECT"], columns: ["bbalance"] },
+  { relation: "public.pgbench_tellers", privileges: ["UPDATE"] },
+]);
 
 const SESSION_CONFIGS: AuditConfig[] = [
   { name: "session write", log: ["write"] },
@@ -95,7 +112,8 @@ const WORKLOADS: ProofWorkload[] = [
     name: "TPC-B-like (built-in, --foreign-keys)",
     args: ["-b", "tpcb-like"],
     txnsPerClient: TXNS_PER_CLIENT,
-    objectConfig: OBJECT_TWO_TABLES,
+    runStatement: "UPDATE pgbench_accounts",
+    objectConfigs: [OBJECT_TWO_TABLES, OBJECT_REFERENCED],
     sensitive: "pgbench_accounts.abalance",
   },
   {
@@ -103,7 +121,8 @@ const WORKLOADS: ProofWorkload[] = [
     args: ["-f", "SCRIPT"],
     script: READ_HEAVY,
     txnsPerClient: TXNS_PER_CLIENT,
-    objectConfig: OBJECT_TWO_TABLES,
+    runStatement: "UPDATE pgbench_accounts",
+    objectConfigs: [OBJECT_TWO_TABLES],
     sensitive: "pgbench_accounts.abalance",
   },
   ...appWorkloads(AUDITOR),
@@ -138,7 +157,7 @@ for (const w of WORKLOADS) {
       const sample = await sampleWhileLoading(argv);
       expect(sample.statementStats).toBe(true);
       expect(sample.warnings.filter((w) => /evicted/.test(w))).toEqual([]);
-      expect(sample.workload.transactionsPerSec).toBeGreaterThan(50);
+      expect(sample.workload.transactionsPerSec).toBeGreaterThan(10);
       // Counted, and the server's setting is back as it was.
       expect(sample.workload.nestedStatements).toBe("counted");
       expect(sample.nested?.changed).toBe(true);
@@ -158,15 +177,14 @@ for (const w of WORKLOADS) {
 
       const configs = [
         ...SESSION_CONFIGS,
-        w.objectConfig,
+        ...w.objectConfigs,
         { ...rec.config, name: `recommended (${w.sensitive.split(".")[1]} sensitive)` },
       ];
-      // Script runs per second: transactions, or the calls of the statement each run starts with.
-      const tps = w.firstStatement
-        ? sample.workload.statements
-            .filter((s) => !s.nested && s.text.startsWith(w.firstStatement!))
-            .reduce((sum, s) => sum + s.callsPerSec, 0)
-        : sample.workload.transactionsPerSec;
+      // Script runs per second: the calls of a statement each run makes once.
+      const tps = sample.workload.statements
+        .filter((s) => !s.nested && s.text.startsWith(w.runStatement))
+        .reduce((sum, s) => sum + s.callsPerSec, 0);
+      expect(tps * sample.intervalSec, "script runs in the sample").toBeGreaterThan(30);
       if (process.env.AUDITPIPE_PROOF_DEBUG === "1")
         process.stdout.write(`warnings: ${sample.warnings.join(" | ")}\n`);
       if (process.env.AUDITPIPE_PROOF_DEBUG === "1")
@@ -181,6 +199,12 @@ for (const w of WORKLOADS) {
         statements: sample.workload.statements.filter((s) => !s.nested),
         nestedStatements: "modelled",
       };
+      // Modelled, what runs inside functions, procedures and triggers is not seen: it is named.
+      const unseen = modelledMisses(modelled, sample.catalog);
+      expect(
+        unseen.map((u) => w.unseen?.find((name) => u.includes(name)) ?? u),
+        "a modelled estimate names the functions and triggers it cannot see",
+      ).toEqual(w.unseen ?? []);
       for (const config of configs) {
         const predicted = estimate(sample.workload, config);
         await applyConfig(pg, config, AUDITOR);
@@ -204,6 +228,9 @@ for (const w of WORKLOADS) {
           );
         const error = row.predictedBytes / row.measuredBytes - 1;
         if (Math.abs(error) > TOLERANCE) misses.push(`${config.name}: ${JSON.stringify(row)}`);
+        const modelledError = row.modelledBytes / row.measuredBytes - 1;
+        if (!w.unseen && Math.abs(modelledError) > TOLERANCE)
+          misses.push(`${config.name} (modelled): ${JSON.stringify(row)}`);
       }
       // Every configuration is measured before judging, so a failure shows all of them.
       expect(misses, `${w.name}: off by more than ±5%`).toEqual([]);

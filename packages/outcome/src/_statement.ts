@@ -32,6 +32,8 @@ export interface ControlInfo {
 }
 
 const NONE: ControlInfo = { control: Control.NONE, name: null, chain: false };
+const COMMIT: ControlInfo = { control: Control.COMMIT, name: null, chain: false };
+const BEGIN: ControlInfo = { control: Control.BEGIN, name: null, chain: false };
 
 /** pgAudit's markers in place of the statement text. */
 export function statementText(statement: string): string | null {
@@ -64,7 +66,7 @@ export function controlOf(entry: AuditEntry): ControlInfo {
   switch (entry.command) {
     case "BEGIN":
     case "START TRANSACTION":
-      return { control: Control.BEGIN, name: null, chain: false };
+      return BEGIN;
     case "COMMIT":
     case "ROLLBACK": {
       const text = statementText(entry.statement);
@@ -72,6 +74,8 @@ export function controlOf(entry: AuditEntry): ControlInfo {
         return entry.command === "COMMIT"
           ? { control: Control.COMMIT, name: null, chain: false }
           : { control: Control.ROLLBACK_UNCLEAR, name: null, chain: false };
+      // The common case without lexing: a plain COMMIT or END (pgbench's every transaction).
+      if (entry.command === "COMMIT" && !/chain/i.test(text)) return COMMIT;
       const w = words(text, 6);
       if (entry.command === "ROLLBACK" && w[1] === "to") {
         const name = w[2] === "savepoint" ? w[3] : w[2];
@@ -121,7 +125,7 @@ export function isInternalQuery(text: string | null): boolean {
 }
 
 /** Code units of a text's start and end that its key reads (and its length). */
-const KEY_SPAN = 48;
+const KEY_SPAN = 32;
 
 /**
  * A key of a statement text, to compare with an ERROR's STATEMENT: its length and an FNV-1a hash

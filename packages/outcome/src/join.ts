@@ -94,6 +94,8 @@ interface Session<H> {
   seq: number;
   /** Entries whose outcome holds if transaction control is logged: decided once that is known. */
   awaiting: { handle: H; outcome: Outcome }[];
+  /** Let go (ended, or dropped by the cap): a record of its key is another session's. */
+  ended: boolean;
 }
 
 /** What snapshot() writes: the join's state between two records, JSON-safe. */
@@ -145,6 +147,9 @@ export interface JoinCounts {
 
 const NO_XACT = /\/0$/;
 
+/** The savepoints of a transaction that set none: one shared empty list, replaced on the first. */
+const NO_SAVEPOINTS: { name: string | null; seq: number }[] = [];
+
 function vxidOf(record: LogRecord): string | null {
   const v = record.virtualTransactionId;
   return v === null || v === "" ? null : v;
@@ -169,9 +174,15 @@ export class OutcomeJoin<H> {
 
   constructor(options: OutcomeJoinOptions<H>) {
     this.options = options;
+    this.decided = options.decided;
     this.maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
     this.maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   }
+
+  private readonly decided: OutcomeJoinOptions<H>["decided"];
+  /** The session of the last record (consecutive records of one session are common). */
+  private lastKey: string | number | null = null;
+  private lastSession: Session<H> | undefined;
 
   /** Entries given and not yet decided. */
   get undecided(): number {
@@ -333,36 +344,31 @@ export class OutcomeJoin<H> {
   /** Adds a new statement to the session's transaction (opening one), by what it is. */
   private statement(s: Session<H>, stmt: Stmt<H>, vxid: string | null): void {
     let tx = s.tx;
-    const open = (explicit: boolean): Tx<H> => {
-      const t: Tx<H> = { vxid, explicit, aborted: false, stmts: [], savepoints: [], ending: null };
-      s.tx = t;
-      return t;
-    };
     switch (stmt.control) {
       case Control.BEGIN:
-        tx ??= open(true);
+        tx ??= this.open(s, vxid, true);
         tx.explicit = true;
         break;
       case Control.COMMIT:
       case Control.PREPARE:
       case Control.ROLLBACK_UNCLEAR:
-        tx ??= open(false);
+        tx ??= this.open(s, vxid, false);
         tx.ending = stmt;
         break;
       case Control.COMMIT_PREPARED:
       case Control.ROLLBACK_PREPARED:
         // Runs outside any block, in a transaction of its own (inside one it fails).
-        tx ??= open(false);
+        tx ??= this.open(s, vxid, false);
         tx.ending = stmt;
         break;
       case Control.ROLLBACK: {
         if (tx !== null) this.closeTx(s, tx, "rolled_back", null);
         this.decideStmt(stmt, "succeeded", null, null);
-        if (stmt.chain) open(true);
+        if (stmt.chain) this.open(s, null, true);
         return;
       }
       case Control.ROLLBACK_TO: {
-        if (tx === null) tx = open(false);
+        if (tx === null) tx = this.open(s, vxid, false);
         else {
           const named =
             stmt.name === null ? tx.savepoints.at(-1) : tx.savepoints.findLast((sp) => sp.name === stmt.name);
@@ -374,10 +380,13 @@ export class OutcomeJoin<H> {
         break;
       }
       default:
-        tx ??= open(false);
+        tx ??= this.open(s, vxid, false);
     }
     if (tx.vxid === null) tx.vxid = vxid;
-    if (stmt.control === Control.SAVEPOINT) tx.savepoints.push({ name: stmt.name, seq: stmt.seq });
+    if (stmt.control === Control.SAVEPOINT) {
+      if (tx.savepoints === NO_SAVEPOINTS) tx.savepoints = [];
+      tx.savepoints.push({ name: stmt.name, seq: stmt.seq });
+    }
     if (stmt.control === Control.RELEASE) {
       const at =
         stmt.name === null
@@ -386,6 +395,13 @@ export class OutcomeJoin<H> {
       if (at >= 0) tx.savepoints.length = at;
     }
     tx.stmts.push(stmt);
+  }
+
+  /** A new transaction of the session. */
+  private open(s: Session<H>, vxid: string | null, explicit: boolean): Tx<H> {
+    const tx: Tx<H> = { vxid, explicit, aborted: false, stmts: [], savepoints: NO_SAVEPOINTS, ending: null };
+    s.tx = tx;
+    return tx;
   }
 
   // ---- errors ------------------------------------------------------------------------------
@@ -546,6 +562,7 @@ export class OutcomeJoin<H> {
     how: "disconnected" | "fatal" | "crashed" | "stopped" | "ended",
   ): void {
     this.sessions.delete(key);
+    s.ended = true;
     const tx = s.tx;
     if (tx !== null) {
       if (how === "ended") this.closeTx(s, tx, "unknown", UnknownReason.LOG_ENDED);
@@ -613,8 +630,7 @@ export class OutcomeJoin<H> {
         // COMMIT: the block committed (in a failed block a COMMIT rolls back, but pgAudit does not
         // log it there).
         this.closeTx(s, tx, tx.aborted ? "rolled_back" : "succeeded", null, true);
-        if (ending.chain)
-          s.tx = { vxid: null, explicit: true, aborted: false, stmts: [], savepoints: [], ending: null };
+        if (ending.chain) this.open(s, null, true);
       }
     }
   }
@@ -699,13 +715,18 @@ export class OutcomeJoin<H> {
     reason: UnknownReason | null,
   ): void {
     st.done = true;
-    for (const h of st.handles) this.decide(h, outcome, sqlstate, reason);
-    st.handles.length = 0;
+    const handles = st.handles;
+    const n = handles.length;
+    if (n === 0) return;
+    this.pending -= n;
+    const code = outcome === "failed" ? sqlstate : null;
+    for (let i = 0; i < n; i++) this.decided(handles[i]!, outcome, code, reason);
+    handles.length = 0;
   }
 
   private decide(h: H, outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null): void {
     this.pending--;
-    this.options.decided(h, outcome, outcome === "failed" ? sqlstate : null, reason);
+    this.decided(h, outcome, outcome === "failed" ? sqlstate : null, reason);
   }
 
   private attempt(record: LogRecord): void {
@@ -734,11 +755,14 @@ export class OutcomeJoin<H> {
   }
 
   private session(key: string | number, record: LogRecord): Session<H> {
+    const last = this.lastSession;
+    if (key === this.lastKey && last !== undefined && !last.ended) return last;
     let s = this.sessions.get(key);
     if (s === undefined) {
       if (this.sessions.size >= this.maxSessions) {
         const [oldKey, oldest] = this.sessions.entries().next().value!;
         this.sessions.delete(oldKey);
+        oldest.ended = true;
         this.dropSession(oldest);
       }
       s = {
@@ -750,9 +774,12 @@ export class OutcomeJoin<H> {
         entries: 0,
         seq: 0,
         awaiting: [],
+        ended: false,
       };
       this.sessions.set(key, s);
     }
+    this.lastKey = key;
+    this.lastSession = s;
     return s;
   }
 
@@ -860,6 +887,7 @@ export class OutcomeJoin<H> {
         entries: ss.entries,
         seq: ss.seq,
         awaiting,
+        ended: false,
       });
     }
     for (const pair of snapshot.miscPairs) join.miscPairs.add(pair);

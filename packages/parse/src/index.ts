@@ -15,6 +15,7 @@ export {
   type PrefixRival,
 } from "./prefix-guess.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
+export { EXPRESSION_KEYWORDS } from "./sql-keywords.ts";
 export {
   isSqlIdentCont,
   isSqlIdentStart,

@@ -47,10 +47,24 @@ export {
   parsePublicKeys,
 } from "./manifest/signing.ts";
 export {
+  type ChainRecord,
+  type CompactedFile,
+  type CompactedSource,
+  type CoverageEvent,
+  type CoverageGap,
+  type CoverageIncompleteSyslog,
+  type CoverageServerEvent,
+  type CoverageSettingChange,
+  type CoverageSource,
   MANIFEST_VERSION,
+  MANIFEST_VERSIONS,
   type Manifest,
+  type ManifestCoverage,
   type ManifestLink,
   type ManifestLogger,
+  type ManifestRun,
+  type ManifestTotals,
+  type ManifestVersion,
   type UploadedObject,
 } from "./manifest/types.ts";
 export {
@@ -77,10 +91,19 @@ export { type RedactedStatement, redactStatement } from "./redact/statement.ts";
 export { toShippedAttempt, toShippedRecord } from "./shipped-record.ts";
 export { LOCAL_DIR_SINK_NAME, LocalDirSink, type LocalDirSinkOptions } from "./sinks/local-dir.ts";
 export {
+  createS3Client,
+  DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_MULTIPART_THRESHOLD,
+  DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_SPOOL_MAX_BYTES,
+  DEFAULT_STOP_MANIFEST_MS,
   type ObjectLockOptions,
+  resolveS3Region,
   S3_SINK_NAME,
+  S3Archive,
+  type S3ArchiveLogger,
+  type S3ArchiveOptions,
+  type S3ClientOptions,
   type S3RetryOptions,
   S3Sink,
   type S3SinkHealth,

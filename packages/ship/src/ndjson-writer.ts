@@ -102,26 +102,18 @@ const L_SOURCE_THEN_OUTCOME = 33;
  * taken (the outcome is rarely known when the entry is encoded): room for the longest.
  */
 const OUTCOME_HOLE = ',"outcome":"rolled_back","sqlstate":"XXXXX"'.length;
-/** The texts that fill a hole, by outcome and SQLSTATE (made once each). */
-const outcomeTexts = new Map<string, Buffer>();
-/** Those without a SQLSTATE (every outcome but most `failed`), by outcome: no key to build per entry. */
-const plainOutcomeTexts = new Map<ShippedOutcome, Buffer>();
+/** The texts that fill a hole: by outcome without a SQLSTATE, and failed ones by SQLSTATE (made once each). */
+const outcomeTexts = new Map<ShippedOutcome, Buffer>();
+const failedTexts = new Map<string, Buffer>();
 function outcomeText(outcome: ShippedOutcome, sqlstate: string | null): Buffer {
-  if (sqlstate === null) {
-    let text = plainOutcomeTexts.get(outcome);
-    if (text === undefined) {
-      text = Buffer.from(`,"outcome":${JSON.stringify(outcome)},"sqlstate":null`);
-      plainOutcomeTexts.set(outcome, text);
-    }
-    return text;
-  }
-  const key = `${outcome} ${sqlstate}`;
-  let text = outcomeTexts.get(key);
+  const cache = sqlstate === null ? outcomeTexts : failedTexts;
+  const key = sqlstate === null ? outcome : `${outcome} ${sqlstate}`;
+  let text = (cache as Map<string, Buffer>).get(key);
   if (text === undefined) {
     text = Buffer.from(`,"outcome":${JSON.stringify(outcome)},"sqlstate":${JSON.stringify(sqlstate)}`);
     // A SQLSTATE is five characters; anything longer (not from PostgreSQL) would not fit.
     if (text.length > OUTCOME_HOLE) return outcomeText(outcome, null);
-    if (outcomeTexts.size < 4096) outcomeTexts.set(key, text);
+    if (cache.size < 4096) (cache as Map<string, Buffer>).set(key, text);
   }
   return text;
 }

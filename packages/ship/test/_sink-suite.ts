@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Batch, ShippedRecord, Sink } from "@auditpipe/ship";
-import { recordsBatch } from "@auditpipe/ship";
+import { NdjsonWriter, recordsBatch } from "@auditpipe/ship";
 import { afterEach, describe, expect, test } from "vitest";
 import { decompress } from "../src/compression.ts";
 
@@ -145,6 +145,34 @@ export function testSink(name: string, make: () => Promise<SinkHarness>): void {
       h = await make();
       await h.sink.write(recordsBatch({ sourceId: "e", sourceName: "e", start: 0, end: 50 }, [], 0));
       expect((await h.stored()).size).toBe(0);
+    });
+
+    test("a batch of outcome lines and attempts, no entry, is stored", async () => {
+      h = await make();
+      const writer = new NdjsonWriter();
+      const line = {
+        record: "outcome",
+        ts: "2024-05-06T07:08:09.123Z",
+        session_id: "6638a1b2.1092",
+        session_line: 7,
+        source: { file: "/var/log/postgresql/postgresql.csv", offset: 700 },
+        outcome: "succeeded",
+        sqlstate: null,
+      } as const;
+      writer.addOutcomeLine(line);
+      const { ndjson, entries, firstTs } = writer.take();
+      expect(entries).toBe(0);
+      await h.sink.write({
+        range: { sourceId: "o", sourceName: "o", start: 50, end: 90 },
+        ndjson,
+        entries,
+        bytes: 0,
+        firstTs,
+      });
+      const stored = await h.stored();
+      expect(stored.size).toBe(1);
+      const [key, body] = [...stored][0]!;
+      expect((await h.lines(body, key)).map((l) => JSON.parse(l))).toEqual([line]);
     });
 
     test("while the store fails, write() does not acknowledge; written again later, the batch is stored", async () => {

@@ -141,7 +141,7 @@ describe.each([
     });
     const nextHour = s.hour + HOUR;
     const forged: Manifest = {
-      version: 1,
+      version: 2,
       host: HOST,
       hour: new Date(nextHour).toISOString().slice(0, 13),
       created: new Date(nextHour + HOUR + 5 * MIN).toISOString(),

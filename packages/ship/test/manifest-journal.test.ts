@@ -1,9 +1,10 @@
 import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Manifest, ManifestErrorCode, ManifestJournal } from "@auditpipe/ship";
+import { loadOrCreateSigningKey, type Manifest, ManifestErrorCode, ManifestJournal } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
 import { HeadObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signatureProblem } from "../src/manifest/signing.ts";
 import { getText, HOST, HOUR, listKeys, manualClock, putDataObject, sha256, stateDir } from "./_manifest.ts";
 
 const BUCKET = "audit";
@@ -61,7 +62,7 @@ describe("ManifestJournal", () => {
     const k10 = `${prefix}/_manifests/${HOST}/2026-03-01T10.json`;
     const m10 = await manifest(k10);
     expect(m10.m).toMatchObject({
-      version: 1,
+      version: 2,
       host: HOST,
       hour: "2026-03-01T10",
       created: "2026-03-01T11:05:00.000Z",
@@ -245,6 +246,98 @@ describe("ManifestJournal", () => {
     expect(sha256(await getText(client, BUCKET, `${prefix}/_manifests/${HOST}/2026-03-01T11.json`))).toBe(
       sha256(m11.text),
     );
+  });
+
+  it("records coverage events and compacted files durably, in the signed manifest of the hour they were recorded in", async () => {
+    const client = minio.client();
+    const prefix = "coverage";
+    const dir = stateDir();
+    const { key } = await loadOrCreateSigningKey(join(stateDir(), "manifest-key.pem"));
+    const clock = manualClock(T10 + 5 * MIN);
+    const run = { id: "run-1", startedAt: new Date(T10).toISOString(), version: "0.1.0" };
+    const open = () =>
+      ManifestJournal.open({
+        client,
+        bucket: BUCKET,
+        prefix,
+        host: HOST,
+        stateDir: dir,
+        now: clock.now,
+        signingKey: key,
+        run,
+      });
+    let journal = await open();
+    const source = {
+      kind: "source",
+      sourceId: "f1",
+      sourceName: "/var/log/postgresql/f1.csv",
+      format: "csvlog",
+    } as const;
+    const gap = {
+      kind: "gap",
+      sourceName: "/var/log/postgresql/f0.csv",
+      start: 100,
+      end: 4096,
+      reason: "deleted before it was read",
+      at: new Date(T10 + 6 * MIN).toISOString(),
+    } as const;
+    const setting = {
+      kind: "setting",
+      setting: "pgaudit.log",
+      value: "write, ddl",
+      at: new Date(T10 + 7 * MIN).toISOString(),
+      sourceName: "/var/log/postgresql/f1.csv",
+      offset: 512,
+    } as const;
+    await journal.recordCoverage(source);
+    await journal.recordCoverage({ ...source }); // the same source again: listed once
+    await journal.recordCoverage(gap);
+    const a = await upload(prefix, "f1", 0, T10 + 8 * MIN);
+    await journal.record(a);
+    const file = {
+      key: `${prefix}/compacted/dt=2026-03-01/hour=09/${HOST}.parquet`,
+      sha256: "c".repeat(64),
+      size: 4096,
+      rows: 2,
+      sources: [{ key: a.key, sha256: a.sha256 }],
+      hour: "2026-03-01T09",
+    };
+    await journal.recordCompaction(file);
+    // Refused before anything is written, naming what is wrong.
+    await expect(journal.recordCoverage({ kind: "gap", sourceName: "x" } as never)).rejects.toThrow(
+      /recordCoverage: a gap event needs the fields of coverage.gaps/,
+    );
+    await expect(journal.recordCoverage({ kind: "restart" } as never)).rejects.toThrow(/kind must be one of/);
+    await expect(journal.recordCompaction({ ...file, hour: "2026-03-01" })).rejects.toThrow(TypeError);
+    await journal.close();
+
+    // Durable: a restart (the hour still open) finds them in the journal file.
+    journal = await open();
+    await journal.recordCoverage(setting);
+    clock.set(T10 + HOUR + 5 * MIN);
+    await journal.closeDue();
+    await journal.close();
+    const { m } = await manifest(`${prefix}/_manifests/${HOST}/2026-03-01T10.json`);
+    expect(m.version).toBe(2);
+    expect(m.run).toEqual(run);
+    expect(m.objects).toEqual([a]);
+    const { kind: _s, ...sourceFields } = source;
+    const { kind: _g, ...gapFields } = gap;
+    const { kind: _c, ...settingFields } = setting;
+    expect(m.coverage).toEqual({
+      sources: [sourceFields],
+      gaps: [gapFields],
+      settingChanges: [settingFields],
+    });
+    expect(m.compacted).toEqual([file]);
+    expect(m.totals).toEqual({
+      objects: 1,
+      entries: a.entries,
+      bytes: a.size,
+      compacted: { files: 1, rows: 2, bytes: 4096 },
+    });
+    expect(signatureProblem(m, new Map([[key.keyId, key.publicKey]]))).toBeNull();
+    expect(readFileSync(join(dir, "manifest-journal.ndjson"), "utf8")).toBe("");
   });
 
   it("continues the bucket's chain when the state dir was lost", async () => {

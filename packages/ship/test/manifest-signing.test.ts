@@ -62,7 +62,7 @@ describe("manifest signatures", () => {
     // As docs/archive.md tells an auditor without auditpipe: the signed bytes are the stored ones
     // with the signature field cut out, after a context line; openssl checks them.
     const dir = stateDir();
-    const signed = `auditpipe-manifest-v1\n${text.replace(/,\n {2}"signature": "[^"]+"/, "")}`;
+    const signed = `auditpipe-manifest-v2\n${text.replace(/,\n {2}"signature": "[^"]+"/, "")}`;
     writeFileSync(join(dir, "signed"), signed);
     writeFileSync(join(dir, "sig"), Buffer.from(JSON.parse(text).signature as string, "base64"));
     writeFileSync(join(dir, "pub.pem"), key.publicKey.export({ type: "spki", format: "pem" }));

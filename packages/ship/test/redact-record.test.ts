@@ -1,4 +1,11 @@
-import { REDACTED_VALUE, redactParameter, redactRecord, type ShippedRecord } from "@auditpipe/ship";
+import {
+  REDACTED_VALUE,
+  redactAttempt,
+  redactParameter,
+  redactRecord,
+  type ShippedRecord,
+  toShippedAttempt,
+} from "@auditpipe/ship";
 import { describe, expect, it } from "vitest";
 
 const record: ShippedRecord = {
@@ -89,5 +96,61 @@ describe("redactRecord", () => {
     expect(out.statement).toBe("<previously logged>");
     expect(out.parameter).toBe("<previously logged>");
     expect("redacted" in out).toBe(false);
+  });
+});
+
+describe("redactAttempt", () => {
+  const attempt = toShippedAttempt(
+    {
+      offset: 0,
+      size: 100,
+      timestamp: "2026-11-27 14:04:12.345 UTC",
+      user: "mallory",
+      database: "postgres",
+      pid: 4242,
+      remoteHost: null,
+      sessionId: "6b098e1f.3d7c",
+      sessionLine: 5,
+      commandTag: null,
+      sessionStart: null,
+      virtualTransactionId: "3/7",
+      transactionId: null,
+      severity: "ERROR",
+      sqlState: "22P02",
+      message: 'invalid input syntax for type integer: "4111 1111 1111 1111"',
+      detail: null,
+      hint: null,
+      internalQuery: null,
+      internalPosition: null,
+      context: null,
+      query: "SELECT * FROM cards WHERE number = '4111 1111 1111 1111'",
+      queryPosition: null,
+      location: null,
+      applicationName: null,
+      backendType: null,
+      leaderPid: null,
+      queryId: null,
+    },
+    "/log/postgresql.csv",
+    900,
+  );
+
+  it("redacts the statement's constants and every double-quoted value of the message, and says so", () => {
+    const r = redactAttempt(attempt);
+    expect(r.statement).toBe("SELECT * FROM cards WHERE number = $1");
+    expect(r.message).toBe('invalid input syntax for type integer: "<redacted>"');
+    expect(r.redacted).toEqual(["statement", "message"]);
+    expect(JSON.stringify(r)).not.toContain("4111");
+    expect(attempt.statement).toContain("4111"); // the input is not modified
+  });
+
+  it("keeps a failed login's null statement, and redacts quoted names in the message too", () => {
+    const r = redactAttempt({
+      ...attempt,
+      statement: null,
+      message: 'password authentication failed for user "mallory"',
+    });
+    expect(r.statement).toBeNull();
+    expect(r.message).toBe('password authentication failed for user "<redacted>"');
   });
 });

@@ -1,5 +1,12 @@
 import { createHash } from "node:crypto";
-import { type Manifest, ManifestJournal, type VerifyReport, verifyArchive } from "@auditpipe/ship";
+import { join } from "node:path";
+import {
+  loadOrCreateSigningKey,
+  type Manifest,
+  ManifestJournal,
+  type VerifyReport,
+  verifyArchive,
+} from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
 import {
   DeleteObjectCommand,
@@ -9,6 +16,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signManifest } from "../src/manifest/signing.ts";
 import {
   buildArchive,
   getText,
@@ -515,6 +523,81 @@ describe("verifyArchive --from", () => {
     counter = countingClient();
     expect((await verify(prefix, { client: counter.client, from })).findings).toEqual([
       expect.objectContaining({ kind: "extra", key: stray.key }),
+    ]);
+  });
+
+  it("checks the compacted files a manifest lists by SHA-256, and verifies a chain begun in version 1", async () => {
+    const client = minio.client();
+    const prefix = `pg/archive-${++n}`;
+    const { key } = await loadOrCreateSigningKey(join(stateDir(), "manifest-key.pem"));
+    const trustedKeys = new Map([[key.keyId, key.publicKey]]);
+    // Hour 0 written by an auditpipe of manifest version 1 (signed under the v1 domain)…
+    const first = await putDataObject(client, BUCKET, {
+      prefix,
+      entryTs: new Date(base).toISOString(),
+      sourceId: "f1",
+      start: 0,
+      end: 10,
+      lines: 2,
+      uploadedAt: base + 60_000,
+    });
+    const v1: Manifest = {
+      version: 1,
+      host: HOST,
+      hour: new Date(base).toISOString().slice(0, 13),
+      created: new Date(base + HOUR + 5 * 60_000).toISOString(),
+      previous: null,
+      objects: [first],
+      totals: { objects: 1, entries: first.entries, bytes: first.size },
+      keyId: key.keyId,
+    };
+    v1.signature = signManifest(v1, key);
+    const v1Key = `${prefix}/_manifests/${HOST}/${v1.hour}.json`;
+    await client.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: v1Key, Body: `${JSON.stringify(v1, null, 2)}\n` }),
+    );
+    // …continued by this version (no state dir: it takes up the newest manifest its key signed),
+    // which records a compacted file in the next hour.
+    const clock = manualClock(base + HOUR + 10 * 60_000);
+    const journal = await ManifestJournal.open({
+      client,
+      bucket: BUCKET,
+      prefix,
+      host: HOST,
+      stateDir: stateDir(),
+      now: clock.now,
+      signingKey: key,
+    });
+    expect(journal.chainHead?.key).toBe(v1Key);
+    const parquet = Buffer.from("PAR1 not really parquet PAR1");
+    const parquetKey = `${prefix}/compacted/dt=${v1.hour.slice(0, 10)}/hour=${v1.hour.slice(11)}/${HOST}.parquet`;
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: parquet }));
+    await journal.recordCompaction({
+      key: parquetKey,
+      sha256: createHash("sha256").update(parquet).digest("hex"),
+      size: parquet.length,
+      rows: first.entries,
+      sources: [{ key: first.key, sha256: first.sha256 }],
+      hour: v1.hour,
+    });
+    clock.set(closeThrough);
+    await journal.close();
+
+    const clean = await verify(prefix, { trustedKeys });
+    expect(clean.findings).toEqual([]);
+    expect(clean.manifests).toBe(5); // hour 0 (version 1), hours 1-4 (version 2)
+    expect(clean.objects).toBe(2); // the landing object and the compacted file, each hashed
+    expect(clean.entries).toBe(first.entries); // a compacted file's rows are not counted again
+
+    await client.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: Buffer.from("PAR1 other PAR1") }),
+    );
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([
+      expect.objectContaining({ kind: "altered", key: parquetKey }),
+    ]);
+    await client.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: parquetKey }));
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([
+      expect.objectContaining({ kind: "missing", key: parquetKey }),
     ]);
   });
 });

@@ -8,6 +8,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { SyslogErrorCode, SyslogSourceError } from "./_syslog-errors.ts";
 import { type FramingError, SyslogFramer } from "./_syslog-framing.ts";
 import { type ListenAddress, listenUrl } from "./_syslog-url.ts";
+import { kernelDrops } from "./_udp-drops.ts";
 
 /** What a listener reports; `sender` names a TCP connection or a UDP source address. */
 export interface ListenerEvents {
@@ -29,6 +30,15 @@ export interface Listener {
   pause(): void;
   resume(): void;
   close(): Promise<void>;
+  /** UDP only: what the kernel gave the socket, and what it dropped for it. */
+  readonly udp?: UdpReceiveBuffer;
+}
+
+export interface UdpReceiveBuffer {
+  /** SO_RCVBUF as the kernel reports it (Linux doubles what it grants, for its bookkeeping). */
+  bytes(): number;
+  /** Datagrams the kernel dropped because the buffer was full, since the socket was bound; undefined off Linux. */
+  kernelDrops(): number | undefined;
 }
 
 /**
@@ -36,8 +46,21 @@ export interface Listener {
  * lines while the event loop is busy; Linux caps this at net.core.rmem_max.
  */
 const UDP_RECEIVE_BUFFER = 4 * 1024 * 1024;
-/** Far more than the senders one sidecar serves (one rsyslog keeps one connection per action). */
-const MAX_CONNECTIONS = 1024;
+
+/**
+ * The TCP connections of every listener of one source, against one cap (tcpConnectionCap: a
+ * share of the open-file limit). A connection past the cap is closed as soon as it is accepted.
+ */
+export interface TcpBudget {
+  readonly max: number;
+  /** Closed after this long without a byte (never while the source is paused); 0: never. */
+  readonly idleTimeoutMs: number;
+  open: number;
+  /** Connections closed at once because `max` were open. */
+  refused: number;
+  /** Connections closed after idleTimeoutMs without a byte. */
+  idleClosed: number;
+}
 
 function bindFailed(url: string, error: unknown): SyslogSourceError {
   const code = (error as NodeJS.ErrnoException).code ?? String(error);
@@ -67,13 +90,24 @@ export async function listenUdp(
     if (datagram.length > maxFrameBytes) events.framingError("too-large", datagram.length);
     else events.message(`udp ${remote.address}:${remote.port}`, datagram, datagram.length, false);
   });
-  const port = socket.address().port;
+  const bound = socket.address();
+  const port = bound.port;
+  /** The last figures, kept once closed: the socket then leaves the kernel's table. */
+  let closed: { bytes: number; drops: number | undefined } | undefined;
   return {
     url: listenUrl("udp", address.host, port),
     port,
     pause() {},
     resume() {},
-    close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        closed ??= { bytes: socket.getRecvBufferSize(), drops: kernelDrops(bound.address, port) };
+        socket.close(() => resolve());
+      }),
+    udp: {
+      bytes: () => closed?.bytes ?? socket.getRecvBufferSize(),
+      kernelDrops: () => (closed ? closed.drops : kernelDrops(bound.address, port)),
+    },
   };
 }
 
@@ -81,13 +115,23 @@ export async function listenTcp(
   address: ListenAddress,
   maxFrameBytes: number,
   events: ListenerEvents,
+  budget: TcpBudget,
 ): Promise<Listener> {
   /** Open connections, each with what ends it. */
   const connections = new Map<Socket, () => void>();
   let nextConnection = 0;
   let paused = false;
   const server: Server = createServer((socket) => {
+    socket.on("error", () => {}); // a reset connection ends in 'close' like any other
+    if (budget.open >= budget.max) {
+      budget.refused++;
+      socket.destroy();
+      return;
+    }
+    budget.open++;
     if (paused) socket.pause();
+    // Silence is measured on reads, so while paused (nothing is read) no connection times out.
+    else socket.setTimeout(budget.idleTimeoutMs);
     const sender = `tcp #${++nextConnection}`;
     const framer = new SyslogFramer(
       {
@@ -100,6 +144,7 @@ export async function listenTcp(
     const finish = (): void => {
       if (ended) return;
       ended = true;
+      budget.open--;
       connections.delete(socket);
       framer.end();
       events.senderGone(sender);
@@ -111,10 +156,12 @@ export async function listenTcp(
       framer.push(chunk);
       if (!framer.ok) socket.destroy(); // a bad octet count: nothing says where the next frame starts
     });
-    socket.on("error", () => {}); // a reset connection ends in 'close' like any other
+    socket.on("timeout", () => {
+      budget.idleClosed++;
+      socket.destroy();
+    });
     socket.on("close", finish);
   });
-  server.maxConnections = MAX_CONNECTIONS;
   const wanted = listenUrl("tcp", address.host, address.port);
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error) => reject(bindFailed(wanted, error)));
@@ -127,11 +174,17 @@ export async function listenTcp(
     port,
     pause() {
       paused = true;
-      for (const socket of connections.keys()) socket.pause();
+      for (const socket of connections.keys()) {
+        socket.pause();
+        socket.setTimeout(0);
+      }
     },
     resume() {
       paused = false;
-      for (const socket of connections.keys()) socket.resume();
+      for (const socket of connections.keys()) {
+        socket.resume();
+        socket.setTimeout(budget.idleTimeoutMs);
+      }
     },
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

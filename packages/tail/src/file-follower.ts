@@ -660,7 +660,21 @@ export class FileFollower {
   >();
 
   private async saveCheckpoints(): Promise<void> {
+    // A finished file's outcome state is kept for the next file's lane to take over after a
+    // restart; once a file being read has a state of its own saved, none is needed (and many
+    // rotated files would each keep one, in a checkpoint file written every second).
+    let ownState = false;
+    for (const p of this.pendingMarkers.values()) if (!p.done && p.outcome !== undefined) ownState = true;
+    if (ownState)
+      for (const entry of this.checkpoints.entries())
+        if (entry.done && entry.outcome !== undefined) {
+          const { outcome: _, modified: __, ...rest } = entry;
+          this.checkpoints.set(rest);
+        }
     for (const [fingerprint, p] of this.pendingMarkers) {
+      // A lane that has not started yet keeps the state its checkpoint has for the same position.
+      const prev = this.checkpoints.get(fingerprint);
+      const outcome = p.outcome ?? (prev?.position === p.position ? prev.outcome : undefined);
       this.checkpoints.set({
         fingerprint,
         path: p.file.path,
@@ -672,7 +686,7 @@ export class FileFollower {
         done: p.done,
         size: p.file.size,
         ...identity(p.file),
-        ...(p.outcome === undefined ? {} : { outcome: p.outcome }),
+        ...(outcome === undefined ? {} : { outcome }),
       });
     }
     this.pendingMarkers.clear();
@@ -684,6 +698,10 @@ export class FileFollower {
   private async release(file: TrackedFile): Promise<void> {
     this.pendingMarkers.delete(file.fingerprint); // superseded by the final checkpoint below
     const outcome = file.downstream.outcomeState?.(file.acked);
+    // The files read after it carry the outcome state on: saved with this release, so a restart
+    // never finds this file done without its state and theirs unsaved.
+    for (const other of this.files.values())
+      if (other !== file && other.readPos > other.startPos) this.checkpoint(other);
     this.checkpoints.set({
       fingerprint: file.fingerprint,
       path: file.path,

@@ -79,10 +79,12 @@ export interface FileSourceOptions {
 
 /**
  * A batch whose entries await their outcome stays open this much past its age at most: long
- * enough for a session's next statement to settle its last one under load, short enough that a
- * quiet session's entry ships `pending` (its outcome line follows) instead of waiting with it.
+ * enough for a session's next statement to settle its last one at low load (at high load batches
+ * are cut by size, and few of their entries are any session's last), short enough that a quiet
+ * session's entry ships `pending` (its outcome line follows) instead of holding up the rest. It
+ * adds up to this much to the delay from a record to its acknowledgement (docs/benchmarks.md).
  */
-export const DEFAULT_OUTCOME_HOLD_MS = 2_000;
+export const DEFAULT_OUTCOME_HOLD_MS = 1_000;
 
 /** stop() gives up waiting for the sink after this long; what is unacknowledged is re-read next start. */
 const STOP_DEADLINE_MS = 8_000;

@@ -19,6 +19,7 @@ export {
   type SyslogJournalStats,
 } from "./syslog-journal.ts";
 export {
+  DEFAULT_TCP_IDLE_TIMEOUT_MS,
   SyslogErrorCode,
   type SyslogRecordSource,
   type SyslogSource,

@@ -19,9 +19,16 @@ import {
   type SyslogMessage,
   type SyslogParserOptions,
 } from "@auditpipe/parse";
+import { openFileLimit, tcpConnectionCap } from "./_descriptor-limit.ts";
 import { SyslogErrorCode, SyslogSourceError } from "./_syslog-errors.ts";
 import { type FramingError, MAX_FRAME_BYTES } from "./_syslog-framing.ts";
-import { type Listener, type ListenerEvents, listenTcp, listenUdp } from "./_syslog-listeners.ts";
+import {
+  type Listener,
+  type ListenerEvents,
+  listenTcp,
+  listenUdp,
+  type TcpBudget,
+} from "./_syslog-listeners.ts";
 import { forParser } from "./_syslog-message.ts";
 import { Peers } from "./_syslog-peers.ts";
 import { type ListenAddress, parseListenUrl } from "./_syslog-url.ts";
@@ -30,6 +37,13 @@ export { SyslogErrorCode, SyslogSourceError };
 
 /** PostgreSQL sends a message's chunks in one burst; a few seconds of silence means no more are coming. */
 const DEFAULT_FLUSH_AFTER_MS = 4000;
+/**
+ * A TCP connection silent this long is closed. rsyslog's plain-TCP sender checks for a close by
+ * the receiver before each send and reconnects, so an idle close costs it nothing (Rainer
+ * Gerhards, "Getting a bit more reliability from plain TCP syslog"); a sender that vanished
+ * without a FIN stops holding a descriptor.
+ */
+export const DEFAULT_TCP_IDLE_TIMEOUT_MS = 300_000;
 
 /** Where a record came from: the listener and its byte count, standing in for a file offset. */
 export interface SyslogRecordSource {
@@ -52,6 +66,14 @@ interface SyslogSourceCommonOptions {
   flushAfterMs?: number;
   /** Largest TCP frame or UDP datagram kept; default 64 KiB. */
   maxFrameBytes?: number;
+  /**
+   * Open TCP connections at most, all listeners together; more are closed as soon as they are
+   * accepted (counted in `tcpRefused`). Default: half of what the process's open-file limit
+   * leaves after 192 descriptors for files and the API, between 8 and 1024.
+   */
+  maxTcpConnections?: number;
+  /** A TCP connection without a byte for this long is closed (not while paused); 0: never. Default 5 min. */
+  tcpIdleTimeoutMs?: number;
 }
 
 /** Where the rebuilt messages go: each as a LogRecord, or each as PostgreSQL's lines (for a journal). */
@@ -82,7 +104,25 @@ export interface SyslogSourceStats {
   foreign: number;
   /** UDP datagrams dropped unread because the source was paused (its consumer had no room). */
   dropped: number;
+  /** TCP connections open now, all listeners together. */
+  tcpConnections: number;
+  /** The cap on open TCP connections (maxTcpConnections). */
+  tcpConnectionLimit: number;
+  /** TCP connections closed on arrival because the cap was reached. */
+  tcpRefused: number;
+  /** TCP connections closed after tcpIdleTimeoutMs without a byte. */
+  tcpIdleClosed: number;
+  /**
+   * UDP datagrams the kernel dropped because a listener's receive buffer was full (the `drops`
+   * column of /proc/net/udp and udp6; 0 where that cannot be read). Read at most once a second.
+   */
+  udpKernelDropped: number;
+  /** The smallest receive buffer of the UDP listeners as the kernel reports it (twice what it grants); 0 without UDP. */
+  udpReceiveBufferBytes: number;
 }
+
+/** /proc/net/udp lists every socket of the network namespace: read it at most this often. */
+const KERNEL_DROPS_TTL_MS = 1_000;
 
 export interface SyslogSource {
   /** One per `listen` entry, in order, with the port really bound. */
@@ -126,6 +166,13 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   const parserOptions: SyslogParserOptions = {};
   if (options.prefix !== undefined) parserOptions.prefix = options.prefix;
   if (options.ident !== undefined) parserOptions.ident = options.ident;
+  const tcp: TcpBudget = {
+    max: options.maxTcpConnections ?? tcpConnectionCap(openFileLimit()),
+    idleTimeoutMs: options.tcpIdleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS,
+    open: 0,
+    refused: 0,
+    idleClosed: 0,
+  };
   let received = 0;
   let malformed = 0;
   let dropped = 0;
@@ -185,7 +232,7 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
       const listener =
         address.protocol === "udp"
           ? await listenUdp(address, maxFrameBytes, events)
-          : await listenTcp(address, maxFrameBytes, events);
+          : await listenTcp(address, maxFrameBytes, events, tcp);
       name = listener.url;
       listeners.push(listener);
       peerSets.push(peers);
@@ -206,12 +253,34 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   );
   timer.unref();
 
+  const udp = listeners.flatMap((l) => (l.udp ? [l.udp] : []));
+  let kernelDropped = { value: 0, at: Number.NEGATIVE_INFINITY };
+  const udpKernelDropped = (): number => {
+    const now = performance.now();
+    if (udp.length > 0 && now - kernelDropped.at >= KERNEL_DROPS_TTL_MS)
+      kernelDropped = { value: udp.reduce((sum, u) => sum + (u.kernelDrops() ?? 0), 0), at: now };
+    return kernelDropped.value;
+  };
+
   let closing: Promise<void> | undefined;
   return {
     addresses: listeners.map((l) => ({ url: l.url, port: l.port })),
     instance: `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`,
     stats() {
-      const s = { received, reassembled: 0, incomplete: 0, malformed, foreign: 0, dropped };
+      const s = {
+        received,
+        reassembled: 0,
+        incomplete: 0,
+        malformed,
+        foreign: 0,
+        dropped,
+        tcpConnections: tcp.open,
+        tcpConnectionLimit: tcp.max,
+        tcpRefused: tcp.refused,
+        tcpIdleClosed: tcp.idleClosed,
+        udpKernelDropped: udpKernelDropped(),
+        udpReceiveBufferBytes: udp.length === 0 ? 0 : Math.min(...udp.map((u) => u.bytes())),
+      };
       for (const peers of peerSets) {
         const p = peers.stats();
         s.reassembled += p.messages;
@@ -234,6 +303,7 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
     close() {
       closing ??= (async () => {
         clearInterval(timer);
+        kernelDropped.at = Number.NEGATIVE_INFINITY; // the last figures, read as the sockets close
         await closeAll();
       })();
       return closing;

@@ -109,6 +109,7 @@ describe("FileSource: outcomes of a real workload", () => {
     { format: "csvlog" as LogFormat, holdMs: 0, maxEntries: 3 },
     { format: "csvlog" as LogFormat, holdMs: 2_000, maxEntries: 10_000 },
     { format: "stderr" as LogFormat, holdMs: 0, maxEntries: 4 },
+    { format: "stderr" as LogFormat, holdMs: 2_000, maxEntries: 5 },
   ])(
     "$format, batches of $maxEntries held $holdMs ms: every entry's final outcome and every attempt equal the truth",
     async ({ format, holdMs, maxEntries }) => {
@@ -238,6 +239,45 @@ describe("FileSource: a transaction open across a rotation and across a restart"
       const entries = lines.filter((l) => l.record === "entry");
       expect(entries.filter((l) => l.outcome === "pending" && l.source.file === before)).toHaveLength(2);
       expect(entries.filter((l) => l.source.file !== before)).toHaveLength(2);
+      // Once the new file's state is saved, the finished file keeps none (rotated files add up).
+      await waitUntil(
+        () => {
+          const saved = JSON.parse(readFileSync(join(dir, "state", "checkpoints.json"), "utf8"))
+            .checkpoints as {
+            done: boolean;
+            outcome?: unknown;
+          }[];
+          return (
+            saved.some((c) => c.done) &&
+            saved.every((c) => (c.done ? c.outcome === undefined : c.outcome !== undefined))
+          );
+        },
+        30_000,
+        () => `checkpoints: ${readFileSync(join(dir, "state", "checkpoints.json"), "utf8").slice(0, 2000)}`,
+      );
+    } finally {
+      await src.stop();
+    }
+  });
+
+  it("an entry settled by its session's end alone gets its outcome line in an object with no entry", async () => {
+    const dir = mkdtempSync(join(work, "goodbye-"));
+    const src = source(dir);
+    const client = await pg.connect();
+    await src.start();
+    try {
+      await client.query("INSERT INTO t VALUES (21) /* span-bye */");
+      await waitUntil(
+        () => ours(dir, "span-bye").some((l) => l.record === "entry" && l.outcome === "pending"),
+        30_000,
+        () => "the entry did not ship pending",
+      );
+      await client.end(); // the disconnection is all the log says after it
+      await waitUntil(
+        () => finalOutcomes(ours(dir, "span-bye")).entries.every((e) => e.final === "succeeded null"),
+        30_000,
+        () => "no outcome line for the entry",
+      );
     } finally {
       await src.stop();
     }

@@ -65,6 +65,12 @@ describe("SyslogSource over UDP", () => {
       malformed: 1,
       foreign: 1,
       dropped: 0,
+      tcpConnections: 0,
+      tcpConnectionLimit: expect.any(Number),
+      tcpRefused: 0,
+      tcpIdleClosed: 0,
+      udpKernelDropped: 0,
+      udpReceiveBufferBytes: expect.any(Number),
     });
   });
 
@@ -171,6 +177,12 @@ describe("SyslogSource over TCP", () => {
       malformed: 0,
       foreign: 0,
       dropped: 0,
+      tcpConnections: 0,
+      tcpConnectionLimit: expect.any(Number),
+      tcpRefused: 0,
+      tcpIdleClosed: 0,
+      udpKernelDropped: 0,
+      udpReceiveBufferBytes: 0,
     });
   });
 

@@ -211,6 +211,12 @@ describe("SyslogSource with real rsyslog forwarding what a real PostgreSQL + pga
       malformed: 0,
       foreign: 0,
       dropped: 0,
+      tcpConnections: expect.any(Number), // rsyslog's, open until the source closes
+      tcpConnectionLimit: expect.any(Number),
+      tcpRefused: 0,
+      tcpIdleClosed: 0,
+      udpKernelDropped: 0,
+      udpReceiveBufferBytes: expect.any(Number),
     });
     expect(received.records).toHaveLength(3 * messages);
   });

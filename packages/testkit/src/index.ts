@@ -12,6 +12,7 @@ export {
   startPostgres,
 } from "./postgres.ts";
 export { freePort, type RunResult, run, sleep, waitUntil } from "./process.ts";
+export { pythonTools, runPython, sparkS3aJars } from "./python-tools.ts";
 export { type AuditEntryShape, auditEntry, type LogRecordShape, logRecord } from "./records.ts";
 export {
   type RsyslogDaemon,

@@ -23,10 +23,15 @@ export function onExit(cleanup: () => void): () => void {
     hooked = true;
     process.once("exit", runExitCleanups);
     for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-      process.once(signal, () => {
+      const onSignal = (): void => {
+        // A process that handles the signal itself (`auditpipe demo` stops its servers in order on
+        // Ctrl-C) keeps them until it does; the exit hook still cleans up whatever is left.
+        if (process.listenerCount(signal) > 1) return;
+        process.off(signal, onSignal);
         runExitCleanups();
         process.kill(process.pid, signal);
-      });
+      };
+      process.on(signal, onSignal);
     }
   }
   exitCleanups.add(cleanup);

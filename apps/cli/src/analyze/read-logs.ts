@@ -1,5 +1,5 @@
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import {
@@ -16,6 +16,7 @@ import {
   type RecordSink,
   sniffFormat,
 } from "@auditpipe/parse";
+import { CliErrorCode } from "../errors.ts";
 import { type OutcomeHint, OutcomeReading, type OutcomeReadingOptions } from "./outcomes.ts";
 
 export interface AnalyzeOptions {
@@ -35,11 +36,32 @@ export interface AnalyzeOptions {
   onPrefixGuess?: (file: string, guess: PrefixGuess | undefined) => string | undefined;
   /** Called after each file with what it held: a file with bytes but no record could not be read. */
   onFileRead?: (file: string, summary: FileSummary) => void;
+  /**
+   * A .gz input that ends early or is damaged: what was read before is counted (the partial last
+   * record as AUDITPIPE_ERR_TRUNCATED_RECORD), the rest of that input cannot be, and reading goes
+   * on with the next input. Without this callback the error is thrown.
+   */
+  onInputError?: (file: string, error: InputError) => void;
   /** The outcome of every entry and the attempts (outcomes.ts). */
   outcomes?: OutcomeReadingOptions;
   /** Called at the end with the settings that would make more outcomes knowable. */
   onOutcomeHints?: (hints: OutcomeHint[]) => void;
 }
+
+/** A .gz input that could not be read to its end. */
+export interface InputError {
+  code: typeof CliErrorCode.TRUNCATED_GZIP | typeof CliErrorCode.BAD_GZIP;
+  /** Bytes of log (decompressed) read before the error: where the report stops. */
+  offset: number;
+  /** Compressed bytes read, of `size` (undefined for standard input). */
+  compressedRead: number;
+  size: number | undefined;
+  reason: string;
+}
+
+/** `-` and `/dev/stdin` name standard input (a pipe: `zcat old.csv.gz | auditpipe analyze -`). */
+export const STDIN_NAMES: readonly string[] = ["-", "/dev/stdin"];
+export const isStdin = (file: string): boolean => STDIN_NAMES.includes(file);
 
 export interface FileSummary {
   /** The format it was read as, and the one its first line looks like. */
@@ -54,16 +76,44 @@ export interface FileSummary {
 
 /** Bytes per read: large enough that per-chunk overhead vanishes, small enough for steady progress. */
 const CHUNK_BYTES = 1 << 20;
+/** Decompressed bytes per gunzip output chunk. */
+const GUNZIP_CHUNK_BYTES = 256 << 10;
 
-function readHead(path: string, bytes: number): Buffer {
-  const fd = openSync(path, "r");
-  try {
-    const head = Buffer.alloc(bytes);
-    const n = readSync(fd, head, 0, bytes, 0);
-    return head.subarray(0, n);
-  } finally {
-    closeSync(fd);
+/** On-disk size of a file; standard input's is unknown (0: no progress bar). */
+export function inputSize(file: string): number {
+  return isStdin(file) ? 0 : statSync(file).size;
+}
+
+/**
+ * The input as a stream of the log's bytes: gunzipped when its first two bytes are gzip's magic
+ * number, for files and pipes alike (a pipe cannot be peeked: its first chunk decides and is
+ * replayed into the gunzip stream). `counted` gets every raw (on-disk) chunk, for progress.
+ */
+async function logStream(
+  file: string,
+  counted: (raw: number) => void,
+): Promise<{ input: Readable; gzip: boolean }> {
+  const raw: Readable = isStdin(file)
+    ? process.stdin
+    : createReadStream(file, { highWaterMark: CHUNK_BYTES });
+  const chunks = (raw as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const first = await chunks.next();
+  async function* bytes(): AsyncGenerator<Buffer> {
+    if (first.done) return;
+    counted(first.value.length);
+    yield first.value;
+    for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+      counted(next.value.length);
+      yield next.value;
+    }
   }
+  const source = Readable.from(bytes(), { objectMode: false });
+  if (first.done || !isGzip(first.value)) return { input: source, gzip: false };
+  // Smaller output chunks than the reads: zlib drops the output of the call that fails (a wrong CRC
+  // is found after the last block), so this bounds what a damaged input's report can miss.
+  const gunzip = createGunzip({ chunkSize: GUNZIP_CHUNK_BYTES });
+  source.on("error", (error) => gunzip.destroy(error));
+  return { input: source.pipe(gunzip), gzip: true };
 }
 
 /**
@@ -83,6 +133,23 @@ function describeFile(file: string, head: Buffer, options: AnalyzeOptions): File
   return { format, sniffed, formatGiven: options.format !== "auto", prefix, records: 0, malformed: 0 };
 }
 
+/** Whether a file (not standard input) starts with gzip's magic number. */
+export function isGzipFile(file: string): boolean {
+  return !isStdin(file) && isGzip(readHead(file, 2));
+}
+
+/** The first `bytes` bytes of a file (fewer when it is shorter). */
+function readHead(path: string, bytes: number): Buffer {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(bytes);
+    const n = readSync(fd, buf, 0, bytes, 0);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * What analyzeFiles finds a file to be before reading it (describeFile, from the same first
  * chunk), and whether it is gzip; undefined for a file with nothing in it. For readers that cut
@@ -96,7 +163,8 @@ export async function fileStart(
   let head: Buffer | undefined;
   if (gzip) {
     const raw = createReadStream(file, { highWaterMark: CHUNK_BYTES });
-    const input = raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES }));
+    // The same first chunk analyzeFiles describes the file from (logStream's gunzip chunks).
+    const input = raw.pipe(createGunzip({ chunkSize: GUNZIP_CHUNK_BYTES }));
     raw.on("error", (error) => input.destroy(error));
     for await (const chunk of input as AsyncIterable<Buffer>) {
       head = chunk;
@@ -119,24 +187,24 @@ export async function fileStart(
 export async function analyzeFiles(files: string[], options: AnalyzeOptions): Promise<VolumeReport> {
   const tally = new VolumeTally();
   const outcomes = new OutcomeReading(tally, options.outcomes);
-  const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
+  const total = files.reduce((sum, f) => sum + inputSize(f), 0);
   let done = 0;
 
   for (const file of files) {
-    const gzip = isGzip(readHead(file, 2));
-    const raw = createReadStream(file, { highWaterMark: CHUNK_BYTES });
-    raw.on("data", (chunk) => {
-      done += chunk.length;
-      options.onProgress?.(done, total);
+    let compressedRead = 0;
+    const { input, gzip } = await logStream(file, (n) => {
+      compressedRead += n;
+      done += n;
+      if (total > 0) options.onProgress?.(done, total);
     });
-    const input: Readable = gzip ? raw.pipe(createGunzip({ chunkSize: CHUNK_BYTES })) : raw;
-    if (gzip) raw.on("error", (error) => input.destroy(error));
 
     let parser: LogParser | undefined;
     let format: LogFormat = "stderr";
     let summary: FileSummary | undefined;
     let records = 0;
     let malformed = 0;
+    /** Bytes of log handed to the parser: where a gzip stream that ends early stopped. */
+    let offset = 0;
     /** A record whose pgAudit payload is not pgAudit's CSV (decodeAuditEntry's policy). */
     const badPayload = (error: MalformedRecord): void => {
       tally.addMalformed();
@@ -158,7 +226,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         options.onMalformed?.(file, error);
       },
     };
-    for await (const chunk of input as AsyncIterable<Buffer>) {
+    const onChunk = (chunk: Buffer): void => {
       if (!parser) {
         summary = describeFile(file, chunk, options);
         format = summary.format;
@@ -167,12 +235,59 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);
+      offset += chunk.length;
+    };
+    // Events rather than for-await: a stream that fails (gunzip on a cut or damaged input) still
+    // delivers every chunk it decoded before the error, which an async iterator would drop.
+    const error = await new Promise<Error | undefined>((resolve, reject) => {
+      input.on("data", (chunk: Buffer) => {
+        try {
+          onChunk(chunk);
+        } catch (thrown) {
+          input.destroy();
+          reject(thrown); // e.g. a UsageError from onPrefixGuess
+        }
+      });
+      input.once("end", () => resolve(undefined));
+      input.once("error", resolve);
+    });
+    let failure: InputError | undefined;
+    if (error) {
+      // zlib's errors carry a code: Z_BUF_ERROR is "unexpected end of file" (the stream is cut
+      // short); Z_DATA_ERROR is damage (a bad header, an invalid block, a wrong CRC).
+      const zlibCode = (error as NodeJS.ErrnoException).code;
+      if (!gzip || (zlibCode !== "Z_BUF_ERROR" && zlibCode !== "Z_DATA_ERROR")) throw error;
+      failure = {
+        code: zlibCode === "Z_BUF_ERROR" ? CliErrorCode.TRUNCATED_GZIP : CliErrorCode.BAD_GZIP,
+        offset,
+        compressedRead,
+        size: isStdin(file) ? undefined : inputSize(file),
+        reason: error.message,
+      };
     }
     parser?.end();
     if (summary) options.onFileRead?.(file, { ...summary, records, malformed });
+    if (failure) {
+      if (!options.onInputError) throw new Error(describeInputError(file, failure));
+      options.onInputError(file, failure);
+    }
   }
   outcomes.end();
   const report = tally.report();
   options.onOutcomeHints?.(outcomes.hints(report.unknownReasons));
   return report;
+}
+
+/** The one wording of an input that could not be read to its end: file, code, where, what to do. */
+export function describeInputError(file: string, error: InputError): string {
+  const name = isStdin(file) ? "standard input" : file;
+  const read =
+    error.size === undefined
+      ? `${error.compressedRead} compressed bytes read`
+      : `${error.compressedRead} of its ${error.size} compressed bytes read`;
+  const what =
+    error.code === CliErrorCode.TRUNCATED_GZIP
+      ? "the gzip stream is cut short (a file truncated, or copied while it was being written)"
+      : `the gzip data is damaged (${error.reason})`;
+  return `${name}: ${error.code}: ${what}; read up to byte ${error.offset} of the log (${read}). What was read before is counted; check the file with gzip -t and read the rest from the original if there is one`;
 }

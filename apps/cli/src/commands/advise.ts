@@ -1,16 +1,18 @@
 import { writeFileSync } from "node:fs";
 import { type Advice, AdviceTally, adviceSql, DEFAULT_AUDIT_ROLE } from "@auditpipe/estimate";
+import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { analyzeFiles } from "../analyze/read-logs.ts";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
+import { flagValue, wholeNumber } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
-import { acceptPrefixGuess, type CommandIO, resolveFiles } from "./analyze.ts";
+import { acceptPrefixGuess, type CommandIO, pgauditLogHasMisc, resolveFiles } from "./analyze.ts";
 
 export const ADVISE_HELP: string = `Usage: auditpipe advise [--format F] [--prefix P] [--pgaudit-log VALUE] [--audit-role R] [--sql FILE] [--json] FILE...
 
 What makes these audit logs big, and what to change: the noise ranked by what it costs (BEGIN
 and COMMIT, SET, health checks, catalog reads, foreign-key checks, statement text repeated for
-every substatement, a role's reads, session READ), each with the change that removes it, what
+every substatement, a role's reads, session READ, statements that failed), each with the change that removes it, what
 audit coverage that change gives up, and what it saves; then the statements writing the most
 bytes, by fingerprint (values removed). Reads the logs as analyze does.
 
@@ -26,7 +28,7 @@ bytes, by fingerprint (values removed). Reads the logs as analyze does.
 
 const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
 
-function render(advice: Advice, files: string[]): string {
+function render(advice: Advice, files: string[], hints: OutcomeHint[]): string {
   const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
   const lines = [
     `auditpipe advise: ${files.join(", ")}`,
@@ -58,6 +60,10 @@ function render(advice: Advice, files: string[]): string {
     lines.push(
       `${pct(s.share).padStart(6)}  ${s.entries.toLocaleString("en-US").padStart(9)}  ${s.fingerprint}`,
     );
+  if (hints.length > 0) {
+    lines.push("", "to tell the outcome of more statements:");
+    for (const hint of hints) lines.push(`  ${hint.setting}: ${hint.why}`);
+  }
   return `${lines.join("\n")}\n`;
 }
 
@@ -81,18 +87,26 @@ export async function adviseCommand(argv: string[], io: CommandIO): Promise<numb
     throw new UsageError(
       "advise: FILE is missing: give one or more audit log files (see auditpipe advise --help)",
     );
-  const top = values.top === undefined ? 10 : Number(values.top);
-  if (!Number.isInteger(top) || top < 1)
-    throw new UsageError(
-      `advise: --top must be a whole number of at least 1 (got ${JSON.stringify(values.top)})`,
-    );
+  const top =
+    values.top === undefined
+      ? 10
+      : flagValue("advise", "top", values.top, wholeNumber({ min: 1 }), { default: "10" });
+  const miscLogged = pgauditLogHasMisc("advise", values["pgaudit-log"] as string | undefined);
   const files = await resolveFiles(positionals, "advise");
   const tally = new AdviceTally();
+  let hints: OutcomeHint[] = [];
   await analyzeFiles(files, {
     format,
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onEntry: (entry, record) => tally.add(entry, record),
     onPrefixGuess: acceptPrefixGuess("advise", io),
+    outcomes: {
+      ...(miscLogged === undefined ? {} : { miscLogged }),
+      onOutcome: (entry, record, outcome, sqlstate) => tally.outcome(entry, record, outcome, sqlstate),
+    },
+    onOutcomeHints: (h) => {
+      hints = h;
+    },
   });
   let advice: Advice;
   try {
@@ -111,6 +125,10 @@ export async function adviseCommand(argv: string[], io: CommandIO): Promise<numb
     return 1;
   }
   if (values.sql !== undefined) writeFileSync(String(values.sql), adviceSql(advice, files.join(", ")));
-  io.stdout(values.json ? `${JSON.stringify(advice, null, 2)}\n` : render(advice, files));
+  io.stdout(
+    values.json
+      ? `${JSON.stringify({ ...advice, outcomeHints: hints }, null, 2)}\n`
+      : render(advice, files, hints),
+  );
   return 0;
 }

@@ -5,36 +5,66 @@ import { expandGlob, isGlob } from "@auditpipe/tail/glob";
 import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { analyzeFilesParallel, PARALLEL_MIN_BYTES } from "../analyze/parallel.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
-import { type AnalyzeOptions, analyzeFiles, type FileSummary } from "../analyze/read-logs.ts";
+import {
+  type AnalyzeOptions,
+  analyzeFiles,
+  describeInputError,
+  type FileSummary,
+  inputSize,
+  isGzipFile,
+  isStdin,
+} from "../analyze/read-logs.ts";
 import { formatBytes, renderReport } from "../analyze/render.ts";
-import { oneOf, parseFlags } from "../args.ts";
+import { type CommandSpec, choice, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 
-export const ANALYZE_HELP = `Usage: auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--pgaudit-log VALUE] [--jobs N] [--json] FILE...
-
-Reads PostgreSQL log files (plain or .gz; globs allowed; the files of one stream in order),
-decodes every pgAudit entry and reports the audit volume: totals, rate, MB/hour, GB/day, and
-entries and bytes by class, command, audit type, object, user and database; what became of each
-entry's statement (succeeded, failed, rolled back, or unknown where the log cannot tell), and the
-statements refused before pgAudit logged them and failed logins (attempts).
-
-  --format F   log format; auto (default) sniffs it from each file's first bytes
-  --prefix P   log_line_prefix of stderr and syslog logs (SHOW log_line_prefix on the server);
-               default: the common prefix that reads the file's first lines cleanly, e.g.
-               PostgreSQL's '%m [%p] ', unless another reads them into different values
-  --pgaudit-log VALUE  the server's pgaudit.log (SHOW pgaudit.log): with misc (or all) every
-               session's BEGIN, COMMIT and ROLLBACK are known to be logged; default: known
-               only for the sessions, users and databases whose MISC entries the log shows
-  --jobs N     threads that read an input of 24 MiB or more (default: every core Node may use);
-               1 reads everything in one thread
-
-Exits 1 when nothing in a file could be read (wrong --format or --prefix), 2 when the lines
-do not tell which log_line_prefix wrote them (give --prefix).
-  --json       print the report as one JSON object on stdout and nothing else
-  -h, --help   this text
-`;
-
 const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
+
+export const ANALYZE: CommandSpec = {
+  command: "analyze",
+  usage:
+    "auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--pgaudit-log VALUE] [--jobs N] [--json] FILE...",
+  about: `Reads PostgreSQL log files (plain or .gz; globs allowed; the files of one stream in order),
+or standard input given as - or /dev/stdin (zcat ... | auditpipe analyze -), decodes every
+pgAudit entry and reports the audit volume: totals, rate, MB/hour, GB/day, and entries and
+bytes by class, command, audit type, object, user and database; what became of each entry's
+statement (succeeded, failed, rolled back, or unknown where the log cannot tell), and the
+statements refused before pgAudit logged them and failed logins (attempts).`,
+  flags: {
+    format: {
+      type: "string",
+      value: "F",
+      default: "auto",
+      check: choice(FORMATS),
+      help: "log format; auto (default) sniffs it from each input's first bytes",
+    },
+    prefix: {
+      type: "string",
+      value: "P",
+      help: "log_line_prefix of stderr and syslog logs (SHOW log_line_prefix on the server);\ndefault: the common prefix that reads the file's first lines cleanly, e.g.\nPostgreSQL's '%m [%p] ', unless another reads them into different values",
+    },
+    "pgaudit-log": {
+      type: "string",
+      value: "VALUE",
+      help: "the server's pgaudit.log (SHOW pgaudit.log): with misc (or all) every\nsession's BEGIN, COMMIT and ROLLBACK are known to be logged; default: known\nonly for the sessions, users and databases whose MISC entries the log shows",
+    },
+    jobs: {
+      type: "string",
+      value: "N",
+      check: wholeNumber({ min: 1 }),
+      help: "threads that read an input of 24 MiB or more (default: every core Node may use);\n1 reads everything in one thread; standard input and .gz inputs are read in one",
+    },
+    json: {
+      type: "boolean",
+      default: false,
+      help: "print the report as one JSON object on stdout and nothing else",
+    },
+  },
+  notes: `Exits 1 when nothing in a file could be read (wrong --format or --prefix) or a .gz input
+ends early (the report of what was read is still printed), 2 when the lines do not tell which
+log_line_prefix wrote them (give --prefix).`,
+};
+
 /** Malformed records printed one by one before the rest are only counted. */
 const MALFORMED_SHOWN = 20;
 /** Inputs at least this large get a progress bar (when stderr is a terminal). */
@@ -54,7 +84,11 @@ export interface CommandIO {
 export async function resolveFiles(patterns: string[], command = "analyze"): Promise<string[]> {
   const files: string[] = [];
   for (const pattern of patterns) {
-    if (existsSync(pattern)) {
+    if (isStdin(pattern)) {
+      if (files.some(isStdin))
+        throw new UsageError(`${command}: standard input (- or /dev/stdin) can be read once only`);
+      files.push(pattern);
+    } else if (existsSync(pattern)) {
       if (!statSync(pattern).isFile()) throw new UsageError(`${command}: ${pattern} is not a file`);
       files.push(pattern);
     } else if (isGlob(pattern)) {
@@ -96,33 +130,31 @@ export function acceptPrefixGuess(
   };
 }
 
+/** A file's name in messages and the report; standard input by that name. */
+const displayName = (file: string): string => (isStdin(file) ? "standard input" : file);
+
 export async function analyzeCommand(argv: string[], io: CommandIO): Promise<number> {
-  const { values, positionals } = parseFlags("analyze", argv, {
-    format: { type: "string", default: "auto" },
-    prefix: { type: "string" },
-    "pgaudit-log": { type: "string" },
-    jobs: { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", short: "h", default: false },
-  });
+  const { values, positionals } = parseCommand(ANALYZE, argv);
   if (values.help) {
-    io.stdout(ANALYZE_HELP);
+    io.stdout(helpText(ANALYZE));
     return 0;
   }
-  const format = oneOf("analyze", "format", String(values.format), FORMATS);
+  const format = values.format as (typeof FORMATS)[number];
   if (positionals.length === 0)
     throw new UsageError(
       "analyze: FILE is missing: give one or more log files (see auditpipe analyze --help)",
     );
   const miscLogged = pgauditLogHasMisc("analyze", values["pgaudit-log"] as string | undefined);
   const jobs =
-    values.jobs === undefined ? availableParallelism() : positiveInteger("jobs", String(values.jobs));
+    values.jobs === undefined ? availableParallelism() : Number(values.jobs); // checked by parseCommand
   const files = await resolveFiles(positionals);
-  const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
+  const total = files.reduce((sum, f) => sum + inputSize(f), 0);
 
   let shown = 0;
   let hidden = 0;
   const unreadable: [string, FileSummary][] = [];
+  /** Inputs that ended early: the report covers what was read of them, and the exit is 1. */
+  let cutShort = 0;
   const onMalformed = (file: string, error: MalformedRecord): void => {
     if (shown < MALFORMED_SHOWN) {
       shown++;
@@ -156,11 +188,17 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     onFileRead: (file, summary) => {
       if (summary.records === 0 && summary.malformed > 0) unreadable.push([file, summary]);
     },
+    onInputError: (file, error) => {
+      cutShort++;
+      io.stderr(`analyze: ${describeInputError(file, error)}\n`);
+    },
     ...(showProgress ? { onProgress } : {}),
   };
   // A large input is read on every core (analyze/parallel.ts): the same report, in less time.
   const report =
-    jobs > 1 && total >= PARALLEL_MIN_BYTES
+    // Standard input stays one reader (it cannot be cut into ranges), and so do .gz inputs: only
+    // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
+    jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f))
       ? await analyzeFilesParallel(files, {
           ...options,
           jobs,
@@ -176,15 +214,21 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     // A report of 0 entries from a file nothing was read from would pass for "no auditing".
     for (const [file, summary] of unreadable)
       io.stderr(
-        `analyze: nothing in ${file} could be read as ${summary.format} (${summary.malformed} malformed stretch${summary.malformed === 1 ? "" : "es"}, no log record): ${unreadableHint(summary, values.prefix !== undefined)}\n`,
+        `analyze: nothing in ${displayName(file)} could be read as ${summary.format} (${summary.malformed} malformed stretch${summary.malformed === 1 ? "" : "es"}, no log record): ${unreadableHint(summary, values.prefix !== undefined)}\n`,
       );
     return EXIT_FAILURE;
   }
   io.stdout(
     values.json
       ? `${JSON.stringify({ ...report, outcomeHints }, null, 2)}\n`
-      : renderReport(report, files, outcomeHints),
+      : renderReport(report, files.map(displayName), outcomeHints),
   );
+  if (cutShort > 0) {
+    io.stderr(
+      `analyze: the report above covers what was read; ${cutShort === 1 ? "one input" : `${cutShort} inputs`} could not be read to the end (see above)\n`,
+    );
+    return EXIT_FAILURE;
+  }
   return 0;
 }
 
@@ -200,14 +244,6 @@ export function progressLine(done: number, all: number, elapsedMs: number): stri
   return `analyze [${bar}] ${String(pct).padStart(3)}%  ${formatBytes(done)} / ${formatBytes(all)}  ${formatBytes(perSec)}/s  ${eta}`.trimEnd();
 }
 
-function positiveInteger(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1)
-    throw new UsageError(
-      `analyze: --${flag} must be a whole number of 1 or more (got ${JSON.stringify(value)})`,
-    );
-  return n;
-}
 
 /**
  * Whether a `--pgaudit-log` value logs MISC (transaction control) for every session; undefined

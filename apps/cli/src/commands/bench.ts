@@ -12,6 +12,8 @@ import type {
   WorkloadInfo,
 } from "@auditpipe/bench";
 import { oneOf, parseFlags } from "../args.ts";
+import { flagValue, wholeNumber } from "../flags.ts";
+import { invocation } from "../invocation.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
@@ -86,12 +88,7 @@ const PER_RUN_OVERHEAD_SEC = 2;
 
 function positiveInt(value: unknown, flag: string, fallback: number, max = 1_000_000): number {
   if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max)
-    throw new UsageError(
-      `bench: --${flag} must be a whole number from 1 to ${max} (got ${JSON.stringify(value)})`,
-    );
-  return n;
+  return flagValue("bench", flag, value, wholeNumber({ min: 1, max }), { default: String(fallback) });
 }
 
 function listOf(values: unknown): string[] {
@@ -99,10 +96,13 @@ function listOf(values: unknown): string[] {
 }
 
 const quoteArg = (a: string): string => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
-/** The command line that reproduces the report, with any password in a URL masked. */
-export function commandLine(argv: string[]): string {
+/**
+ * The command line that reproduces the report, as the user started it (`auditpipe`, `npx
+ * auditpipe`, ...: invocation.ts), with any password in a URL masked.
+ */
+export function commandLine(argv: string[], command: string = invocation()): string {
   const masked = argv.map((a) => a.replace(/(postgres(?:ql)?:\/\/[^:/@\s]+):[^@\s]*@/g, "$1:***@"));
-  return ["npx", "auditpipe", "bench", ...masked.map(quoteArg)].join(" ");
+  return [command, "bench", ...masked.map(quoteArg)].join(" ");
 }
 
 /** Statements per transaction of a pgbench script: lines ending a statement, meta-commands aside. */

@@ -3,26 +3,70 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LiveVolume } from "@auditpipe/meter";
 import { formatBytes } from "../analyze/render.ts";
-import { oneOf, parseFlags } from "../args.ts";
+import { oneOf } from "../args.ts";
+import { type CommandSpec, decimal, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { createLogger } from "../logger.ts";
 import { LOCAL_BATCH_MAX_AGE_MS, type RunConfig, RunConfigSchema } from "../run/config.ts";
 import { startSidecar } from "../run/sidecar.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
-export const DEMO_HELP = `Usage: auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR | --minio]
+/** pgaudit.log classes the scratch server takes (each may be negated with a leading -). */
+const AUDIT_CLASSES = [
+  "all",
+  "none",
+  "read",
+  "write",
+  "function",
+  "role",
+  "ddl",
+  "misc",
+  "misc_set",
+] as const;
 
-A live demo that needs nothing installed beyond the repository's set-up: starts a scratch
+export const DEMO: CommandSpec = {
+  command: "demo",
+  usage: "auditpipe demo [--audit CLASSES] [--tps N] [--duration SECONDS] [--sink DIR | --minio]",
+  about: `A live demo that needs nothing installed beyond the repository's set-up: starts a scratch
 PostgreSQL 15 with pgaudit, runs pgbench against it, and runs the sidecar on its logs into a
-local directory, showing entries/s, MB/hour and GB/day by class every second until Ctrl-C.
+local directory, showing entries/s, MB/hour and GB/day by class every second until Ctrl-C.`,
+  flags: {
+    audit: {
+      type: "string",
+      value: "CLASSES",
+      default: "all",
+      help: "pgaudit.log for the scratch server (default all)",
+    },
+    tps: {
+      type: "string",
+      value: "N",
+      default: "300",
+      check: wholeNumber({ min: 1, unit: "transactions per second" }),
+      help: "pgbench's target rate, transactions per second (default 300)",
+    },
+    duration: {
+      type: "string",
+      value: "SECONDS",
+      check: decimal({ above: 0, unit: "seconds" }),
+      help: "stop by itself after this long (default: run until Ctrl-C)",
+    },
+    sink: {
+      type: "string",
+      value: "DIR",
+      help: "keep the shipped objects here (default a temp dir, removed at the end)",
+    },
+    minio: {
+      type: "boolean",
+      default: false,
+      help: 'ship to a scratch MinIO instead (built by the set-up; bucket "audit"), with its\nspool, manifests and S3 keys as in production; removed at the end',
+    },
+  },
+  notes: `Ctrl-C (or SIGTERM) stops pgbench, the sidecar and the scratch server, and exits 0; the last
+lines say where the shipped objects are.`,
+};
 
-  --audit CLASSES     pgaudit.log for the scratch server (default all)
-  --tps N             pgbench's target rate, transactions per second (default 300)
-  --duration SECONDS  stop by itself after this long (default: run until Ctrl-C)
-  --sink DIR          keep the shipped objects here (default a temp dir, removed at the end)
-  --minio             ship to a local MinIO instead (built by the set-up; bucket "audit"),
-                      with its spool, manifests and S3 keys, as in production
-`;
+/** Ctrl-C (SIGINT), and a supervisor's SIGTERM: either stops the demo cleanly. */
+const STOP_SIGNALS: NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
 
 const num = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 });
@@ -30,7 +74,8 @@ const dec = new Intl.NumberFormat("en-US", { maximumFractionDigits: 1, minimumFr
 function view(v: LiveVolume, url: string, sink: string, elapsed: number, pgEnv: string): string {
   const w = v.windows["1m"];
   const lines = [
-    `auditpipe demo — ${Math.floor(elapsed)} s — API ${url} — objects in ${sink}`,
+    `auditpipe demo — ${Math.floor(elapsed)} s — API ${url}`,
+    `objects   ${sink}`,
     `database  ${pgEnv} npx auditpipe estimate   (or recommend)`,
     "",
     `entries   ${num.format(v.totals.entries).padStart(12)}   ${num.format(w.entriesPerSec).padStart(8)} /s (1 min)`,
@@ -63,42 +108,16 @@ export async function demoCommand(
   argv: string[],
   io: CommandIO & { stdoutIsTTY?: boolean },
 ): Promise<number> {
-  const { values } = parseFlags("demo", argv, {
-    audit: { type: "string", default: "all" },
-    tps: { type: "string", default: "300" },
-    duration: { type: "string" },
-    sink: { type: "string" },
-    minio: { type: "boolean", default: false },
-    help: { type: "boolean", short: "h", default: false },
-  });
+  const { values } = parseCommand(DEMO, argv);
   if (values.help) {
-    io.stdout(DEMO_HELP);
+    io.stdout(helpText(DEMO));
     return 0;
   }
   const tps = Number(values.tps);
-  if (!Number.isInteger(tps) || tps < 1)
-    throw new UsageError(
-      `demo: --tps must be a whole number of at least 1 (got ${JSON.stringify(values.tps)})`,
-    );
   const duration = values.duration === undefined ? undefined : Number(values.duration);
-  if (duration !== undefined && !(duration > 0))
-    throw new UsageError(
-      `demo: --duration must be a number of seconds above 0 (got ${JSON.stringify(values.duration)})`,
-    );
   const audit = String(values.audit);
-  for (const cls of audit.split(",")) {
-    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), [
-      "all",
-      "none",
-      "read",
-      "write",
-      "function",
-      "role",
-      "ddl",
-      "misc",
-      "misc_set",
-    ] as const);
-  }
+  for (const cls of audit.split(","))
+    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), AUDIT_CLASSES);
 
   if (values.minio && values.sink)
     throw new UsageError("demo: --sink and --minio exclude each other: pick one place to ship to");
@@ -113,7 +132,13 @@ export async function demoCommand(
     process.env.AWS_SECRET_ACCESS_KEY = minio.secretAccessKey;
     process.env.AWS_REGION = minio.region;
   }
-  const sinkDir = minio ? "s3://audit/demo" : values.sink ? String(values.sink) : join(work, "archive");
+  const keptSink = values.sink === undefined ? undefined : String(values.sink);
+  const sinkDir = minio ? "s3://audit/demo" : (keptSink ?? join(work, "archive"));
+  const sinkLabel = minio
+    ? `s3://audit/demo on the scratch MinIO at ${minio.endpoint}`
+    : keptSink
+      ? keptSink
+      : `${sinkDir} (a temp directory, removed at the end; --sink DIR keeps the objects)`;
   io.stderr(`demo: starting a scratch PostgreSQL 15 with pgaudit.log = '${audit}'...\n`);
   const pg = await startPostgres({
     logDestination: ["csvlog"],
@@ -124,6 +149,17 @@ export async function demoCommand(
   let stopping = false;
   let load: Promise<unknown> = Promise.resolve();
   const logger = createLogger("warn", false);
+  // Ctrl-C in a terminal signals the whole process group, and `pnpm demo` forwards its own copy:
+  // the first signal stops the demo, later ones are ignored (a handler stays until the clean-up
+  // has ended, so no second SIGINT kills it half-way), and the demo exits 0.
+  let finish: (() => void) | undefined;
+  /** A signal before the view runs (during start-up) stops the demo as soon as it has started. */
+  let requested = false;
+  const onSignal = (): void => {
+    requested = true;
+    finish?.();
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     await pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
@@ -150,39 +186,50 @@ export async function demoCommand(
     const started = Date.now();
     const tty = io.stdoutIsTTY === true;
     const pgEnv = `PGHOST=${pg.socketDir} PGPORT=${pg.port} PGUSER=postgres PGDATABASE=postgres`;
-    await new Promise<void>((resolve) => {
-      const timer = setInterval(() => {
-        const elapsed = (Date.now() - started) / 1000;
-        const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkDir, elapsed, pgEnv);
-        io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
-        if (duration !== undefined && elapsed >= duration) finish();
-      }, 1000);
-      const finish = (): void => {
-        clearInterval(timer);
-        process.off("SIGINT", finish);
-        process.off("SIGTERM", finish);
-        resolve();
-      };
-      process.on("SIGINT", finish);
-      process.on("SIGTERM", finish);
-    });
-    stopping = true;
-    io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
-    await load;
-    await sidecar.stop();
-    const final = sidecar.meter.snapshot();
-    io.stdout(
-      `\ndemo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered and shipped; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}\n`,
-    );
-    if (values.sink) io.stdout(`demo: the gzip NDJSON objects are in ${sinkDir}\n`);
-    if (minio) {
-      const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
-      const listed = await minio
-        .client()
-        .send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
+    try {
+      await new Promise<void>((resolve) => {
+        const timer = setInterval(() => {
+          const elapsed = (Date.now() - started) / 1000;
+          const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkLabel, elapsed, pgEnv);
+          io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
+          if (duration !== undefined && elapsed >= duration) finish?.();
+        }, 1000);
+        finish = (): void => {
+          finish = undefined;
+          clearInterval(timer);
+          resolve();
+        };
+        if (requested) finish();
+      });
+      stopping = true;
+      io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
+      await load;
+      await sidecar.stop();
+      const final = sidecar.meter.snapshot();
+      const shipped = Object.values(final.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
+      let objects = "";
+      if (minio) {
+        const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
+        const listed = await minio
+          .client()
+          .send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
+        objects = ` in ${listed.KeyCount ?? 0} objects`;
+      }
       io.stdout(
-        `demo: MinIO at ${minio.endpoint} holds ${listed.KeyCount ?? 0} objects under s3://audit/demo/\n`,
+        [
+          "",
+          `demo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}`,
+          `demo: ${num.format(shipped)} entries shipped${objects} to ${sinkLabel}`,
+          keptSink
+            ? `demo: the gzip NDJSON objects stay in ${keptSink} (zcat ${keptSink}/**/*.ndjson.gz | head)`
+            : minio
+              ? "demo: the scratch MinIO and its archive are removed with the demo; for an archive that stays, follow docs/archive.md's walkthrough (a MinIO of your own, or S3)"
+              : "demo: the objects were in a temp directory, removed with the demo: pnpm demo --sink DIR keeps them",
+          "",
+        ].join("\n"),
       );
+    } finally {
+      finish = undefined;
     }
     return 0;
   } finally {
@@ -191,5 +238,6 @@ export async function demoCommand(
     await pg.stop();
     await minio?.stop();
     rmSync(work, { recursive: true, force: true });
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
 }

@@ -19,6 +19,7 @@ import {
 import { parseFlags } from "../args.ts";
 import { COST_FLAGS, costOptions } from "../estimate/cost-flags.ts";
 import { estimateFromLogs, renderFromLogs } from "../estimate/from-logs.ts";
+import { decimal, flagValue } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
 import { type CommandIO, resolveFiles } from "./analyze.ts";
 
@@ -128,14 +129,19 @@ export function nestedSummary(
     : { mode: "modelled", reason: tracking.reason, mayMiss: MODELLED_MISSES };
 }
 
+/** The counted-or-modelled sentence printed above a table. */
+export function nestedLine(nested: ReturnType<typeof nestedSummary>): string {
+  return nested.mode === "counted"
+    ? `Counted: statements run inside others (foreign-key checks, function and trigger bodies) come from pg_stat_statements; ${nested.reason}.`
+    : `Modelled: statements run inside others are derived from the catalog (${nested.reason}); may miss ${nested.mayMiss}.`;
+}
+
 /** Seconds from --interval, checked. */
 export function intervalMs(value: string | boolean | string[] | undefined, command: string): number {
   if (value === undefined) return 60_000;
-  const s = Number(value);
-  if (!Number.isFinite(s) || s < 1 || s > 3600)
-    throw new UsageError(
-      `${command}: --interval must be a number of seconds from 1 to 3600 (got ${JSON.stringify(value)})`,
-    );
+  const s = flagValue(command, "interval", value, decimal({ min: 1, max: 3600, unit: "seconds" }), {
+    default: "60",
+  });
   return s * 1000;
 }
 
@@ -265,12 +271,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     io.stdout(
       `${num(workload.transactionsPerSec, 1)} transactions/s, ${workload.statements.length} statements (${workload.notes.join("; ")})\n\n`,
     );
-    const nested = nestedSummary(workload, sample);
-    io.stdout(
-      nested.mode === "counted"
-        ? `Counted: statements run inside others (foreign-key checks, function and trigger bodies) come from pg_stat_statements; ${nested.reason}.\n\n`
-        : `Modelled: statements run inside others are derived from the catalog (${nested.reason}); may miss ${nested.mayMiss}.\n\n`,
-    );
+    io.stdout(`${nestedLine(nestedSummary(workload, sample))}\n\n`);
     io.stdout(`${renderEstimates(estimates)}\n\n`);
     if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n`);
     const first = estimates.find((e) => e.entriesPerSec > 0) ?? estimates[0];

@@ -2,7 +2,14 @@ import { recommend, sampleWorkload } from "@auditpipe/estimate";
 import { parseFlags } from "../args.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
-import { intervalMs, priceOf, progressPrinter, renderEstimates } from "./estimate.ts";
+import {
+  intervalMs,
+  nestedLine,
+  nestedSummary,
+  priceOf,
+  progressPrinter,
+  renderEstimates,
+} from "./estimate.ts";
 
 export const RECOMMEND_HELP = `Usage: auditpipe recommend [--db URL] [--sensitive TABLE[.COLUMN]...] [--json]
 
@@ -25,6 +32,9 @@ applies it (twice is harmless). The database is sampled as for estimate:
   --sensitive T[.C]  a table, or one column of it, to audit; repeatable (schema.table.column too)
   --role NAME        the audit role (default auditpipe_auditor)
   --interval S       seconds between the two reads of the statistics (default 60)
+  --track-nested     count what the server runs inside statements (foreign-key checks,
+                     function and trigger bodies), as estimate --track-nested does, so the
+                     before and after lines count the same checks (superuser only)
   --price-per-gb N   $ per GB ingested by a log service (raw log bytes)
   --calibration FILE overhead coefficients from auditpipe bench --calibration-out
                      (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
@@ -38,6 +48,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     sensitive: { type: "string", multiple: true },
     role: { type: "string" },
     interval: { type: "string" },
+    "track-nested": { type: "boolean", default: false },
     "price-per-gb": { type: "string" },
     calibration: { type: "string" },
     json: { type: "boolean", default: false },
@@ -61,6 +72,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     ...(values.db === undefined ? {} : { connection: String(values.db) }),
     intervalMs: intervalMs(values.interval, "recommend"),
     onProgress: progressPrinter(io, "recommend"),
+    trackNested: values["track-nested"] === true,
   });
   for (const w of sample.warnings) io.stderr(`recommend: ${w}\n`);
   const rec = recommend(sample.catalog, sample.workload, sample.currentConfig, {
@@ -87,6 +99,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     `${comment(
       [
         `Sampled ${sample.database} for ${sample.intervalSec.toFixed(0)} s: ${sample.workload.transactionsPerSec.toFixed(1)} transactions/s.`,
+        nestedLine(nestedSummary(sample.workload, sample)),
         "Sensitive:",
         ...sensitive.map((s) => `  ${s}`),
         "",

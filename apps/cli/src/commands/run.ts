@@ -24,7 +24,8 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --sink DIR|s3://B/P      local directory, or S3 bucket and prefix, for the NDJSON objects
                            (default auditpipe-data/archive)
   --s3-endpoint URL        S3-compatible endpoint (MinIO, Ceph, R2, GCS interop)
-  --s3-region R            region (default from the AWS SDK chain; us-east-1 with an endpoint)
+  --s3-region R            region (default AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with an
+                           endpoint; else the AWS SDK chain)
   --s3-force-path-style    path-style URLs (MinIO and most self-hosted stores)
   --host NAME              host segment of object keys and manifests (default the host name)
   --spool DIR              durable spool of closed batches (default <state>/spool)
@@ -56,6 +57,9 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --syslog-journal-max-bytes N
                            when the syslog journal holds this much, TCP is not read and UDP
                            is dropped (default 1 GiB)
+  --syslog-tcp-idle-timeout-ms MS
+                           close a syslog TCP connection silent this long (default 300000;
+                           0: never); open connections are capped by the open-file limit
   --batch-max-entries N    entries per object (default 10000)
   --batch-max-bytes N      log bytes per object (default 8388608)
   --batch-max-age-ms N     close a batch this long after it opened (default 1000; 60000 for s3://)

@@ -1,9 +1,10 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { LiveMeter } from "@auditpipe/meter";
 import { parseFlags } from "../args.ts";
+import { choice, flagValue, wholeNumber } from "../flags.ts";
 import { checkListenSetting } from "../listen-setting.ts";
 import { createLogger } from "../logger.ts";
-import { startWorkloadSampler } from "../run/workload-sampler.ts";
+import { startWorkloadSampler, type WorkloadSampler } from "../run/workload-sampler.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
@@ -12,7 +13,10 @@ export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT
 
 The REST API on its own, for internal tools: POST /v1/estimates, POST /v1/recommendations,
 GET /v1/workload (the last sample of the configured database), /healthz, /readyz, /metrics and
-the OpenAPI document at /docs/json. It samples its database continuously in the background.
+the OpenAPI document at /docs/json. It samples its database continuously in the background;
+/readyz answers 503 until the first sample is done (the estimate routes need one). It reads no
+logs, so it has no /v1/volume (run serves that). SIGTERM or SIGINT abandons the sample under way
+and exits at once.
 
   --db URL             the database to sample (default: libpq's PGHOST, PGPORT, PGUSER, PGDATABASE;
                        keep the password in ~/.pgpass or a service file, not in the URL)
@@ -26,6 +30,9 @@ the OpenAPI document at /docs/json. It samples its database continuously in the 
 
 The bearer token comes only from AUDITPIPE_API_TOKEN (16+ characters), never from a flag.
 `;
+
+/** A stop must end the process in bounded time; the sampler lets go within 2 s. */
+const FORCE_EXIT_MS = 5_000;
 
 export async function serveCommand(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseFlags("serve", argv, {
@@ -43,17 +50,20 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   if (positionals.length > 0)
     throw new UsageError(`serve: unexpected argument ${positionals[0]} (serve takes flags only)`);
   // The same setting, name and unit as run's --sample-interval-ms.
-  const intervalMs = Number(values["sample-interval-ms"]);
-  if (!(Number.isInteger(intervalMs) && intervalMs >= 1000))
-    throw new UsageError(
-      `serve: --sample-interval-ms must be a whole number of milliseconds, at least 1000 (got ${JSON.stringify(values["sample-interval-ms"])})`,
-    );
-  const level = String(values["log-level"]);
-  if (!["fatal", "error", "warn", "info", "debug", "trace", "silent"].includes(level)) {
-    throw new UsageError(
-      `serve: --log-level must be one of fatal, error, warn, info, debug, trace, silent (got ${JSON.stringify(level)})`,
-    );
-  }
+  const intervalMs = flagValue(
+    "serve",
+    "sample-interval-ms",
+    values["sample-interval-ms"],
+    wholeNumber({ min: 1000, unit: "milliseconds" }),
+    { default: "60000" },
+  );
+  const level = flagValue(
+    "serve",
+    "log-level",
+    values["log-level"],
+    choice(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+    { default: "info" },
+  );
   const token = process.env.AUDITPIPE_API_TOKEN;
   if (token !== undefined && token.length < 16)
     throw new UsageError("serve: AUDITPIPE_API_TOKEN: at least 16 characters");
@@ -70,39 +80,67 @@ export async function serveCommand(argv: string[], io: CommandIO): Promise<numbe
   const calibration = await loadCalibration(values.calibration, "serve");
   const logger = createLogger(level);
   logOverheadBasis(logger, calibration);
-  const sampler = startWorkloadSampler({
-    ...(values.db ? { connection: String(values.db) } : {}),
-    intervalMs,
-    logger,
-    calibration,
-  });
+  // Bound first: an address in use ends the command at once, before any sample has started (a
+  // sample under way would otherwise hold the process for its whole interval).
+  let sampler: WorkloadSampler | undefined;
   const app = await buildApi({
     meter: new LiveMeter(),
+    // serve reads no logs: a volume route would only ever answer zeros.
+    volume: false,
     logger,
     ...(token ? { token } : {}),
-    estimator: { lastSample: () => sampler.lastSample(), ...(calibration ? { calibration } : {}) },
-    readiness: () => ({ ready: true, reasons: [] }),
+    estimator: { lastSample: () => sampler?.lastSample(), ...(calibration ? { calibration } : {}) },
+    readiness: () => serveReadiness(sampler, intervalMs),
   });
   let url: string;
   try {
     ({ url } = await listenApi(app, listen, token, listenSetting));
   } catch (error) {
-    await sampler.stop();
     await app.close();
     throw error;
   }
   logger.info({ url }, "API listening");
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
+  sampler = startWorkloadSampler({
+    ...(values.db ? { connection: String(values.db) } : {}),
+    intervalMs,
+    logger,
+    calibration,
+  });
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    const stop = (received: NodeJS.Signals): void => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
-      resolve();
+      resolve(received);
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   });
+  logger.info({ signal }, "stopping: the sample under way is abandoned");
+  // Every signal handler ends in bounded time, whatever holds the event loop.
+  setTimeout(() => {
+    logger.error("shutdown took too long; exiting");
+    process.exit(1);
+  }, FORCE_EXIT_MS).unref();
   await sampler.stop();
   await app.close();
+  logger.info("stopped");
   logger.flush();
   return 0;
+}
+
+/** Ready once a sample exists: before it, every estimate route would answer 404 AUDITPIPE_ERR_NO_SAMPLE. */
+function serveReadiness(
+  sampler: WorkloadSampler | undefined,
+  intervalMs: number,
+): { ready: boolean; reasons: string[] } {
+  if (sampler?.lastSample() !== undefined) return { ready: true, reasons: [] };
+  const failed = sampler?.lastErrorCode();
+  return {
+    ready: false,
+    reasons: [
+      failed === undefined
+        ? `no workload sample yet: the first one spans --sample-interval-ms (${intervalMs} ms)`
+        : `no workload sample yet: the last attempt failed with ${failed} (see the log); retrying`,
+    ],
+  };
 }

@@ -1,7 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
-import { S3Client } from "@aws-sdk/client-s3";
+import { createS3Client, parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { parseFlags } from "../args.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
@@ -24,7 +23,8 @@ an upload closes, or when the sidecar stops). Credentials come from the AWS SDK'
   --to DATE              last hour to verify (a bare date means the whole day)
   --host H               one host's chain (default every host under _manifests/)
   --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
-  --s3-region R          region (default AWS_REGION, else us-east-1 with --s3-endpoint)
+  --s3-region R          region (default AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with
+                         --s3-endpoint; else the AWS SDK chain)
   --s3-force-path-style  path-style URLs (MinIO and most S3-compatible stores)
   --json                 print the report as one JSON object on stdout and nothing else
   -h, --help             this text
@@ -145,17 +145,13 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
   const host = values.host === undefined ? undefined : String(values.host);
   if (host !== undefined && (host === "" || host.includes("/")))
     throw new UsageError(`verify: --host must be a host name without '/' (got ${JSON.stringify(host)})`);
-  const region =
-    (values["s3-region"] as string | undefined) ??
-    process.env.AWS_REGION ??
-    process.env.AWS_DEFAULT_REGION ??
-    (endpoint ? "us-east-1" : undefined);
+  const region = values["s3-region"] as string | undefined;
 
   const trustedKeys = await readTrustedKeys((values["public-key"] as string[] | undefined) ?? []);
 
-  const client = new S3Client({
-    ...(endpoint ? { endpoint } : {}),
-    ...(region ? { region } : {}),
+  const client = await createS3Client({
+    endpoint,
+    region,
     forcePathStyle: values["s3-force-path-style"] === true,
   });
   try {

@@ -1,6 +1,6 @@
 /** The cost flags of estimate and recommend, checked: each bad value names its flag. */
 import { type CostOptions, DEFAULT_PRICE_PER_GB } from "@auditpipe/estimate";
-import { UsageError } from "../usage-error.ts";
+import { decimal, flagValue, wholeNumber } from "../flags.ts";
 
 type FlagValue = string | boolean | string[] | undefined;
 
@@ -11,16 +11,13 @@ export const COST_FLAGS = {
   "retention-days": { type: "string" },
 } as const;
 
-function positive(command: string, flag: string, value: FlagValue, what: string, min: number): number {
-  const n = Number(value);
-  if (value === true || !Number.isFinite(n) || n < min)
-    throw new UsageError(`${command}: --${flag} must be ${what} (got ${JSON.stringify(value)})`);
-  return n;
+function positive(command: string, flag: string, value: FlagValue, unit: string, min: number): number {
+  return flagValue(command, flag, value, decimal({ min, unit }));
 }
 
 export function priceOf(value: FlagValue, command: string): number {
   if (value === undefined) return DEFAULT_PRICE_PER_GB;
-  return positive(command, "price-per-gb", value, "a number of dollars, 0 or more", 0);
+  return positive(command, "price-per-gb", value, "dollars per GB", 0);
 }
 
 /** --price-per-gb, --storage-price, --compression-ratio and --retention-days as CostOptions. */
@@ -31,7 +28,7 @@ export function costOptions(values: Record<string, FlagValue>, command: string):
       command,
       "storage-price",
       values["storage-price"],
-      "a number of dollars per GB-month, 0 or more",
+      "dollars per GB-month",
       0,
     );
   if (values["compression-ratio"] !== undefined)
@@ -39,22 +36,15 @@ export function costOptions(values: Record<string, FlagValue>, command: string):
       command,
       "compression-ratio",
       values["compression-ratio"],
-      "raw bytes per archived byte, 1 or more",
+      "raw bytes per archived byte",
       1,
     );
-  if (values["retention-days"] !== undefined) {
-    const days = positive(
+  if (values["retention-days"] !== undefined)
+    out.retentionDays = flagValue(
       command,
       "retention-days",
       values["retention-days"],
-      "a whole number of days, 1 or more",
-      1,
+      wholeNumber({ min: 1, unit: "days" }),
     );
-    if (!Number.isInteger(days))
-      throw new UsageError(
-        `${command}: --retention-days must be a whole number of days, 1 or more (got ${JSON.stringify(values["retention-days"])})`,
-      );
-    out.retentionDays = days;
-  }
   return out;
 }

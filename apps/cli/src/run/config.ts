@@ -1,8 +1,11 @@
 import { readFileSync } from "node:fs";
 import { sessionClasses } from "@auditpipe/parse";
 import { z } from "zod";
+import { CliErrorCode } from "../errors.ts";
+import { badValue } from "../flags.ts";
 import { checkListenSetting } from "../listen-setting.ts";
 import { UsageError } from "../usage-error.ts";
+import { defaultOf, describeIssue, zNumber } from "../zod-issues.ts";
 
 /**
  * `auditpipe run`'s settings. Each can come from a flag, an environment variable or a JSON
@@ -26,6 +29,8 @@ export interface RunConfig {
   syslog: string[];
   /** Bytes the syslog journal may hold; at it, TCP is not read and UDP is dropped. */
   syslogJournalMaxBytes: number;
+  /** A syslog TCP connection silent this long is closed (0: never). */
+  syslogTcpIdleTimeoutMs: number;
   from: "beginning" | "end";
   batchMaxEntries: number;
   batchMaxBytes: number;
@@ -64,14 +69,6 @@ type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting" | "cali
   batchMaxAgeMs?: number | undefined;
 };
 
-/**
- * A number: a JSON number from the config file, or the digits of a flag or variable. Only strings
- * are converted (z.coerce.number() took `true` for 1 and `[7]` for 7).
- */
-function numeric<T extends z.ZodType<number>>(schema: T) {
-  return z.preprocess((v) => (typeof v === "string" && v.trim() !== "" ? Number(v) : v), schema);
-}
-
 /** Segments are a sixteenth of the journal, at least 256 KiB: a smaller journal holds too few. */
 const MIN_SYSLOG_JOURNAL_BYTES = 1 << 20;
 
@@ -103,36 +100,41 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     state: z.string().min(1).default("auditpipe-data/state"),
     listen: z.string().min(1).default("127.0.0.1:9187"),
     syslog: z.array(z.string().regex(/^(udp|tcp):\/\//, "a udp:// or tcp:// URL")).default([]),
-    syslogJournalMaxBytes: numeric(
-      z.number().int().min(MIN_SYSLOG_JOURNAL_BYTES, `at least ${MIN_SYSLOG_JOURNAL_BYTES} (1 MiB)`),
-    ).default(1 << 30),
+    syslogJournalMaxBytes: zNumber(true, {
+      min: MIN_SYSLOG_JOURNAL_BYTES,
+      unit: "bytes, 1 MiB or more",
+    }).default(1 << 30),
+    syslogTcpIdleTimeoutMs: zNumber(true, { min: 0, unit: "milliseconds; 0 for never, else 1000 or more" })
+      .refine((n) => n === 0 || n >= 1000, "0 (never) or at least 1000")
+      .default(300_000),
     from: z.enum(["beginning", "end"]).default("beginning"),
-    batchMaxEntries: numeric(z.number().int().positive()).default(10_000),
-    batchMaxBytes: numeric(z.number().int().positive()).default(8 << 20),
+    batchMaxEntries: zNumber(true, { min: 1 }).default(10_000),
+    batchMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(8 << 20),
     // Default depends on the sink (see resolveRunConfig): a batch is an object in S3.
-    batchMaxAgeMs: numeric(z.number().int().positive()).optional(),
-    pollIntervalMs: numeric(z.number().int().positive()).default(200),
+    batchMaxAgeMs: zNumber(true, { min: 1, unit: "milliseconds" }).optional(),
+    pollIntervalMs: zNumber(true, { min: 1, unit: "milliseconds" }).default(200),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     apiToken: z.string().min(16, "at least 16 characters").optional(),
     s3Endpoint: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL" }).optional(),
     s3Region: z.string().min(1).optional(),
     s3ForcePathStyle: z
       .union([z.boolean(), z.enum(["true", "false", "1", "0"])])
+      .describe("true, false, 1 or 0")
       .transform((v) => v === true || v === "true" || v === "1")
       .default(false),
     host: z.string().min(1).optional(),
     spool: z.string().min(1).optional(),
-    spoolMaxBytes: numeric(z.number().int().positive()).default(1 << 30),
+    spoolMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(1 << 30),
     compression: z.enum(["gzip", "zstd"]).default("zstd"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
-    objectLockDays: numeric(z.number().int().positive()).default(365),
+    objectLockDays: zNumber(true, { min: 1, unit: "days" }).default(365),
     manifestKey: z.string().min(1).optional(),
-    selfCheckMs: numeric(z.number().int().min(0)).default(60_000),
+    selfCheckMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(60_000),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
-    sampleIntervalMs: numeric(z.number().int().min(1000)).default(60_000),
+    sampleIntervalMs: zNumber(true, { min: 1000, unit: "milliseconds" }).default(60_000),
     calibration: z.string().min(1).optional(),
-    nice: numeric(z.number().int().min(-20).max(19)).optional(),
+    nice: zNumber(true, { min: -20, max: 19 }).optional(),
   })
   .strict();
 
@@ -166,6 +168,11 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
     key: "syslogJournalMaxBytes",
     flag: "syslog-journal-max-bytes",
     env: "AUDITPIPE_SYSLOG_JOURNAL_MAX_BYTES",
+  },
+  {
+    key: "syslogTcpIdleTimeoutMs",
+    flag: "syslog-tcp-idle-timeout-ms",
+    env: "AUDITPIPE_SYSLOG_TCP_IDLE_TIMEOUT_MS",
   },
   { key: "from", flag: "from", env: "AUDITPIPE_FROM" },
   { key: "batchMaxEntries", flag: "batch-max-entries", env: "AUDITPIPE_BATCH_MAX_ENTRIES" },
@@ -257,12 +264,19 @@ export function resolveRunConfig(
   const result = RunConfigSchema.safeParse(merged);
   if (!result.success) {
     const issue = result.error.issues[0]!;
+    if (issue.code === "unrecognized_keys")
+      throw new UsageError(
+        `run: config key ${issue.keys.join(", ")} is not a setting auditpipe run knows (docs/configuration.md lists them)`,
+        CliErrorCode.BAD_FLAG,
+      );
     const key = String(issue.path[0] ?? "");
-    const name =
-      issue.code === "unrecognized_keys" ? `config key ${issue.keys.join(", ")}` : describeSource(key, where);
-    const message =
-      issue.code === "unrecognized_keys" ? "is not a setting auditpipe run knows" : issue.message;
-    throw new UsageError(`run: ${name}: ${message}`);
+    const schema = (RunConfigSchema as unknown as z.ZodObject).shape[key] as z.ZodType | undefined;
+    const raw = issue.path.length > 1 ? (merged[key] as unknown[])[Number(issue.path[1])] : merged[key];
+    throw badValue("run", describeSource(key, where), raw, describeIssue(issue, schema), {
+      default: schema ? defaultOf(schema) : undefined,
+      secret: key === "apiToken",
+      help: "auditpipe run --help; docs/configuration.md",
+    });
   }
   const config: RunConfig = {
     ...result.data,

@@ -1,25 +1,21 @@
-import { join } from "node:path";
 import { buildApi, listenApi } from "@auditpipe/api";
-import { AdviceTally, sampledStatement } from "@auditpipe/estimate";
+import type { OverheadCalibration } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
-import { type AuditEntry, type LogRecord, sessionClasses } from "@auditpipe/parse";
-import { FileSource, type SourceObserver } from "@auditpipe/tail";
+import type { LogFormat } from "@auditpipe/parse";
 import type { Logger } from "pino";
-import { Gauge } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import type { RunConfig } from "./config.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
-import { MALFORMED_WINDOW_MS, MalformedWatch } from "./malformed-watch.ts";
-import { createSink, redactionMode } from "./sinks.ts";
-import { SourceHealth } from "./source-health.ts";
+import { MALFORMED_WINDOW_MS } from "./malformed-watch.ts";
+import { createPipelineTap, type PipelineTap } from "./pipeline-tap.ts";
+import { sidecarReadiness } from "./readiness.ts";
+import { type RunningSidecar, shutdownSidecar } from "./shutdown.ts";
+import { type ConfiguredSink, createSink, redactionMode } from "./sinks.ts";
+import { type SourceWiring, startFileSource, startSyslog } from "./sources.ts";
 import { lockStateDir } from "./state-lock.ts";
-import {
-  registerSyslogMetrics,
-  SYSLOG_STATE_DIR,
-  type SyslogIntake,
-  startSyslogIntake,
-} from "./syslog-intake.ts";
-import { startWorkloadSampler, type WorkloadSampler } from "./workload-sampler.ts";
+import { registerSyslogMetrics } from "./syslog-intake.ts";
+import { startWorkloadSampler } from "./workload-sampler.ts";
 
 export interface Sidecar {
   readonly meter: LiveMeter;
@@ -29,31 +25,16 @@ export interface Sidecar {
   stop(): Promise<void>;
 }
 
-/** How long shutdown waits for the sink; SIGTERM must end within 10 s. */
-const SHUTDOWN_SINK_MS = 7_000;
-/**
- * The live advisor sees one statement in this many (every entry of it), each standing for this
- * many: fed every entry it halved the sidecar's throughput (docs/benchmarks.md).
- */
-const ADVICE_SAMPLE_EVERY = 32;
-/**
- * How long shutdown waits for a sink that is failing: no acknowledgement is coming, and the S3
- * sink spools a batch before its first upload attempt, so waiting keeps nothing safer.
- */
-const SHUTDOWN_FAILING_SINK_MS = 1_000;
-
-function errorCode(error: unknown): string {
-  const code =
-    (error as { code?: unknown; name?: unknown } | null)?.code ?? (error as { name?: unknown } | null)?.name;
-  return typeof code === "string" ? code : "unknown";
+/** What the configuration says to read, checked before anything is opened. */
+interface SidecarInputs {
+  calibration: OverheadCalibration | undefined;
+  /** The log directory and its format; undefined when only syslog is received. */
+  stream: { logDir: string; format: LogFormat } | undefined;
+  prefix: string | undefined;
 }
 
-/**
- * The running sidecar: a file source (and syslog listeners) feeding the meter and the sink,
- * and the HTTP API with /metrics, /v1/volume, /healthz and /readyz.
- */
-export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
-  // First: a bad calibration file ends the start-up before anything is opened.
+/** Calibration, log stream and prefix: a bad one ends the start-up before anything is opened. */
+async function readInputs(config: RunConfig, logger: Logger): Promise<SidecarInputs> {
   const { readCalibration, logOverheadBasis } = await import("../calibration.ts");
   const calibration = config.calibration
     ? await readCalibration(
@@ -78,225 +59,117 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         : undefined,
     logger,
   );
-  // Before anything in the state directory is touched: one sidecar per state directory.
-  const lock = await lockStateDir(config.state);
-  const meter = new LiveMeter();
-  const configured = await createSink(config, logger).catch(async (error: unknown) => {
-    await lock.release();
-    throw error;
-  });
-  const redact = redactionMode(config);
-  const sink = configured.sink;
+  return { calibration, stream, prefix };
+}
+
+/** The sidecar's own gauges beside the meter's: the spool, the sink's, syslog's. */
+function registerSidecarMetrics(registry: Registry, sink: ConfiguredSink, running: RunningSidecar): void {
   new Gauge({
     name: "auditpipe_spool_bytes",
     help: "Bytes of closed batches in the durable spool, waiting for the store (grows while it is down).",
-    registers: [meter.registry],
+    registers: [registry],
     collect() {
-      this.set(configured.spoolBytes());
+      this.set(sink.spoolBytes());
     },
   });
-  configured.registerMetrics(meter.registry);
-  const sinkHealth = { failing: false, lastError: "" };
-  /** GET /v1/advice, from a sample of the statements. */
-  const advisor = new AdviceTally({ weight: ADVICE_SAMPLE_EVERY });
-  const advise = (entry: AuditEntry, record: LogRecord): void => {
-    if (sampledStatement(entry.statementId, record.pid, ADVICE_SAMPLE_EVERY)) advisor.add(entry, record);
-  };
-  const malformedInput = new MalformedWatch(meter.registry, logger);
-  const sourceHealth = new SourceHealth(meter.registry);
-  let syslog: SyslogIntake | undefined;
-  registerSyslogMetrics(meter.registry, () => syslog);
+  sink.registerMetrics(registry);
+  registerSyslogMetrics(registry, () => running.syslog);
+}
 
-  // The meter's tap on the file pipeline, and what it reports on the way (docs/architecture.md).
-  const observer: SourceObserver = {
-    recordsRead: (source, count) => {
-      meter.recordsRead(source, count);
-      malformedInput.read(count);
-    },
-    entry: (entry, record) => {
-      meter.entry(entry, record);
-      advise(entry, record);
-    },
-    outcome: (outcome, sqlstate, reason) => meter.outcome(outcome, sqlstate, reason),
-    attempt: (record) => meter.attempt(record.sqlState),
-    shippedPending: (count) => meter.shippedPending(count),
-    malformed: (source, error) => {
-      meter.malformed(source, 1);
-      malformedInput.malformed(source, error.code, error.offset);
-      // One summary per window at warn or error (MalformedWatch); each record only at debug.
-      logger.debug(
-        { file: source, offset: error.offset, size: error.size, code: error.code },
-        "malformed record skipped",
-      );
-    },
-    bytesBehind: (file, bytes) => meter.setBytesBehind(file, bytes),
-    fileGone: (file) => meter.forgetFile(file),
-    truncation: (file) => {
-      meter.truncation(file);
-      logger.warn({ file }, "file truncated or replaced; started it again from the beginning");
-    },
-    sinkAck: (name, entries, bytes, latencyMs) => {
-      sinkHealth.failing = false;
-      meter.sinkAck(name, entries, bytes, latencyMs);
-    },
-    sinkError: (name, error) => {
-      sinkHealth.failing = true;
-      sinkHealth.lastError = errorCode(error);
-      meter.sinkError(name, errorCode(error));
-    },
-    checkpointSaved: () => meter.checkpointSaved(),
-    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
+/**
+ * The running sidecar: a file source (and syslog listeners) feeding the meter and the sink, and
+ * the HTTP API with /metrics, /v1/volume, /healthz and /readyz. Composition only: the tap is in
+ * pipeline-tap.ts, the sources in sources.ts, readiness in readiness.ts, the stop in shutdown.ts.
+ */
+export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
+  const inputs = await readInputs(config, logger);
+  // Before anything in the state directory is touched: one sidecar per state directory.
+  const lock = await lockStateDir(config.state);
+  const meter = new LiveMeter();
+  const sink = await createSink(config, logger).catch(async (error: unknown) => {
+    await lock.release();
+    throw error;
+  });
+  const tap: PipelineTap = createPipelineTap(meter, logger);
+  let stopping = false;
+  const running: RunningSidecar = {
+    timers: [],
+    files: undefined,
+    syslog: undefined,
+    tap,
+    sink,
+    sampler: undefined,
+    api: { close: async () => {} },
+    lock,
   };
+  registerSidecarMetrics(meter.registry, sink, running);
 
   // The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics
   // must not ship unmonitored, so a busy or unusable address ends the start-up here.
-  let sampler: WorkloadSampler | undefined;
-  let stopping = false;
   const app = await buildApi({
     meter,
     logger,
-    estimator: { lastSample: () => sampler?.lastSample(), ...(calibration ? { calibration } : {}) },
+    estimator: {
+      lastSample: () => running.sampler?.lastSample(),
+      ...(inputs.calibration ? { calibration: inputs.calibration } : {}),
+    },
     advisor: {
       advice: () => {
-        const advice = advisor.advice();
+        const advice = tap.advisor.advice();
         return advice.entries > 0 ? advice : undefined;
       },
     },
     ...(config.apiToken ? { token: config.apiToken } : {}),
-    readiness: () => {
-      const reasons: string[] = [];
-      if (stopping) reasons.push("shutting down");
-      reasons.push(...sourceHealth.reasons());
-      const malformed = malformedInput.reason();
-      if (malformed) reasons.push(malformed);
-      const journalProblem = syslog?.problem();
-      if (journalProblem) reasons.push(journalProblem);
-      const sinkProblem = configured.unhealthy();
-      if (sinkProblem) reasons.push(`${sinkProblem}; data is kept and retried`);
-      else if (sinkHealth.failing)
-        reasons.push(`sink ${sink.name} is failing (${sinkHealth.lastError}); data is kept and retried`);
-      return { ready: reasons.length === 0, reasons };
-    },
+    readiness: sidecarReadiness({ stopping: () => stopping, tap, sink, syslog: () => running.syslog }),
   });
   let url: string;
   try {
     ({ url } = await listenApi(app, config.listen, config.apiToken, config.listenSetting));
   } catch (error) {
     await app.close();
-    await configured.close();
+    await sink.close();
     await lock.release();
     throw error;
   }
+  running.api = app;
   logger.info({ url }, "API listening");
+  running.timers.push(setInterval(() => tap.malformedInput.tick(), MALFORMED_WINDOW_MS));
 
-  let files: FileSource | undefined;
-  let ticker: NodeJS.Timeout | undefined;
-  const malformedTicker = setInterval(() => malformedInput.tick(), MALFORMED_WINDOW_MS);
   const stop = async (): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    if (ticker) clearInterval(ticker);
-    clearInterval(malformedTicker);
-    const failing = sinkHealth.failing || configured.unhealthy() !== undefined;
-    // What is not acknowledged by then is read again at the next start (syslog from its journal).
-    const waitMs = failing ? SHUTDOWN_FAILING_SINK_MS : SHUTDOWN_SINK_MS;
-    await Promise.all([files?.stop(waitMs), syslog?.stop(waitMs)]);
-    await configured.close();
-    await sampler?.stop();
-    await app.close();
-    await lock.release();
+    await shutdownSidecar(running);
   };
-
   // A source that cannot start: stop what did, so the process ends instead of running on half-started.
   const abortStart = async (error: unknown): Promise<never> => {
     await stop().catch(() => {});
     throw error;
   };
 
-  // The outcome stage: every session's transaction control is known to be logged when the
-  // server's pgaudit.log (as told) has misc; otherwise it is learnt per session, user and database.
-  const outcome = {
-    ...(config.pgauditLog === undefined ? {} : { miscLogged: sessionClasses(config.pgauditLog).has("MISC") }),
+  const wiring: SourceWiring = {
+    config,
+    prefix: inputs.prefix,
+    sink: sink.sink,
+    redact: redactionMode(config),
+    tap,
+    logger,
   };
-
-  if (stream) {
-    // The file pipeline: follower → lane (parse, decode, tap, redact, encode, outcome, batch) → delivery → sink.
-    files = new FileSource({
-      logDir: stream.logDir,
-      format: stream.format,
-      ...(config.pattern ? { pattern: config.pattern } : {}),
-      ...(prefix !== undefined ? { prefix } : {}),
-      stateDir: config.state,
-      sink,
-      ...(redact ? { redact } : {}),
-      from: config.from,
-      pollIntervalMs: config.pollIntervalMs,
-      batch: {
-        maxEntries: config.batchMaxEntries,
-        maxBytes: config.batchMaxBytes,
-        maxAgeMs: config.batchMaxAgeMs,
-      },
-      outcome,
-      observer,
-      logger,
-    });
-    sourceHealth.follow(files);
-    await files.start().catch(abortStart);
-    logger.info(
-      { logDir: stream.logDir, format: stream.format, sink: config.sink, state: config.state },
-      "following log files",
-    );
-  }
-
-  if (config.syslog.length > 0) {
-    syslog = await startSyslogIntake({
-      listen: config.syslog,
-      prefix,
-      stateDir: config.state,
-      maxBytes: config.syslogJournalMaxBytes,
-      sink,
-      redact,
-      batch: {
-        maxEntries: config.batchMaxEntries,
-        maxBytes: config.batchMaxBytes,
-        maxAgeMs: config.batchMaxAgeMs,
-      },
-      pollIntervalMs: config.pollIntervalMs,
-      outcome,
-      observer,
-      onMalformed(listener, error) {
-        meter.malformed(listener, 1);
-        malformedInput.malformed(listener, error.code);
-        logger.debug(
-          { source: listener, code: error.code, size: error.size },
-          "malformed syslog input skipped",
-        );
-      },
-      logger,
+  if (inputs.stream)
+    await startFileSource(wiring, inputs.stream, (files) => {
+      running.files = files;
     }).catch(abortStart);
-    const receiving = syslog;
-    ticker = setInterval(() => {
-      const s = receiving.receiverStats();
-      meter.syslogStats({
-        received: s.received,
-        reassembled: s.reassembled,
-        incomplete: s.incomplete,
-        malformed: s.malformed,
-      });
-    }, 200);
-    logger.info(
-      { listen: syslog.addresses.map((a) => a.url), journal: join(config.state, SYSLOG_STATE_DIR) },
-      "receiving syslog into the journal",
-    );
+  if (config.syslog.length > 0) {
+    const { intake, ticker } = await startSyslog(wiring, meter).catch(abortStart);
+    running.syslog = intake;
+    running.timers.push(ticker);
   }
-
   // With --db the sidecar also samples its database, so the estimate routes answer on this server.
   if (config.db)
-    sampler = startWorkloadSampler({
+    running.sampler = startWorkloadSampler({
       connection: config.db,
       intervalMs: config.sampleIntervalMs,
       logger,
-      calibration,
+      calibration: inputs.calibration,
     });
 
   return { meter, url, stop };

@@ -43,6 +43,8 @@ export interface SyslogIntakeOptions {
   stateDir: string;
   /** The journal's size limit (segments plus what waits for its commit). */
   maxBytes: number;
+  /** A TCP connection silent this long is closed (syslogTcpIdleTimeoutMs). */
+  tcpIdleTimeoutMs: number;
   sink: Sink;
   redact?: RedactionMode | undefined;
   batch: BatchLimits;
@@ -127,6 +129,7 @@ export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<S
       listen: options.listen,
       ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
       flushAfterMs: MESSAGE_COMPLETE_MS,
+      tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
       onMessage(message, from) {
         if (!journal.append(message.lines))
           options.onMalformed(from.name, {
@@ -145,6 +148,13 @@ export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<S
   }
   const receiver = source;
   if (journal.full) receiver.pause(); // full already at start: the follower must make room first
+  const { tcpConnectionLimit } = receiver.stats();
+  if (options.listen.some((url) => url.startsWith("tcp:")))
+    logger.info(
+      { maxConnections: tcpConnectionLimit },
+      "syslog TCP connection limit (from the open-file limit)",
+    );
+  const losses = watchReceiverLosses(receiver, logger);
 
   return {
     addresses: receiver.addresses,
@@ -157,11 +167,41 @@ export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<S
         : undefined;
     },
     async stop(waitMs) {
+      clearInterval(losses);
       await receiver.close(); // completes the messages still open, into the journal
       await journal.close();
       await follower.stop(waitMs);
     },
   };
+}
+
+/** How often the receiver's losses are looked for and, if any grew, logged (once per period at most). */
+const LOSS_LOG_MS = 10_000;
+
+/**
+ * Logs at warn, at most once per LOSS_LOG_MS, TCP connections the cap refused and UDP datagrams
+ * the kernel dropped since the last time (both are also metrics).
+ */
+function watchReceiverLosses(receiver: SyslogSource, logger: SourceLogger): NodeJS.Timeout {
+  let refused = 0;
+  let kernelDropped = 0;
+  const timer = setInterval(() => {
+    const s = receiver.stats();
+    if (s.tcpRefused > refused)
+      logger.warn(
+        { refused: s.tcpRefused - refused, open: s.tcpConnections, maxConnections: s.tcpConnectionLimit },
+        "syslog TCP connections refused: the connection limit is reached (idle ones are closed after syslogTcpIdleTimeoutMs)",
+      );
+    if (s.udpKernelDropped > kernelDropped)
+      logger.warn(
+        { dropped: s.udpKernelDropped - kernelDropped, receiveBufferBytes: s.udpReceiveBufferBytes },
+        "syslog UDP datagrams dropped by the kernel: the receive buffer was full (raise net.core.rmem_max, or use TCP)",
+      );
+    refused = s.tcpRefused;
+    kernelDropped = s.udpKernelDropped;
+  }, LOSS_LOG_MS);
+  timer.unref();
+  return timer;
 }
 
 /** The syslog journal's metrics; registered whether syslog is received or not (0 then). */
@@ -190,13 +230,52 @@ export function registerSyslogMetrics(registry: Registry, intake: () => SyslogIn
       this.set(intake()?.journalStats().full ? 1 : 0);
     },
   });
-  new Counter({
-    name: "auditpipe_syslog_udp_dropped_total",
-    help: "UDP syslog datagrams dropped unread because the syslog journal was full.",
+  new Gauge({
+    name: "auditpipe_syslog_tcp_connections",
+    help: "Syslog TCP connections open now, all listeners together.",
     registers: [registry],
     collect() {
+      this.set(intake()?.receiverStats().tcpConnections ?? 0);
+    },
+  });
+  new Gauge({
+    name: "auditpipe_syslog_tcp_connection_limit",
+    help: "The cap on open syslog TCP connections: half of what the open-file limit leaves after 192 descriptors, 8 to 1024 (0 without --syslog).",
+    registers: [registry],
+    collect() {
+      this.set(intake()?.receiverStats().tcpConnectionLimit ?? 0);
+    },
+  });
+  new Counter({
+    name: "auditpipe_syslog_tcp_connections_closed_total",
+    help: "Syslog TCP connections the receiver closed: reason limit (refused on arrival, the cap reached) or idle (silent for syslogTcpIdleTimeoutMs).",
+    labelNames: ["reason"],
+    registers: [registry],
+    collect() {
+      const stats = intake()?.receiverStats();
       this.reset();
-      this.inc(intake()?.receiverStats().dropped ?? 0);
+      this.inc({ reason: "limit" }, stats?.tcpRefused ?? 0);
+      this.inc({ reason: "idle" }, stats?.tcpIdleClosed ?? 0);
+    },
+  });
+  new Counter({
+    name: "auditpipe_syslog_udp_dropped_total",
+    help: "UDP syslog datagrams dropped: reason journal_full (read and dropped while the syslog journal was full) or receive_buffer (dropped by the kernel, the socket's receive buffer full: /proc/net/udp's drops).",
+    labelNames: ["reason"],
+    registers: [registry],
+    collect() {
+      const stats = intake()?.receiverStats();
+      this.reset();
+      this.inc({ reason: "journal_full" }, stats?.dropped ?? 0);
+      this.inc({ reason: "receive_buffer" }, stats?.udpKernelDropped ?? 0);
+    },
+  });
+  new Gauge({
+    name: "auditpipe_syslog_udp_receive_buffer_bytes",
+    help: "The UDP listeners' receive buffer (SO_RCVBUF) as the kernel reports it, twice what it grants; auditpipe asks for 4 MiB, capped by net.core.rmem_max (0 without UDP).",
+    registers: [registry],
+    collect() {
+      this.set(intake()?.receiverStats().udpReceiveBufferBytes ?? 0);
     },
   });
 }

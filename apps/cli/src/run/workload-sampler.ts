@@ -10,8 +10,14 @@ import type { Logger } from "pino";
 export interface WorkloadSampler {
   /** The last completed sample, or undefined before the first. */
   lastSample(): WorkloadSample | undefined;
+  /** The error code of the last sample if it failed, undefined once one succeeded (the log has the message). */
+  lastErrorCode(): string | undefined;
+  /** Stops at once: a sample under way is abandoned and its connection closed. */
   stop(): Promise<void>;
 }
+
+/** How long stop() waits for the sample under way to let go of its connection. */
+const STOP_WAIT_MS = 2_000;
 
 /**
  * Samples the server's own database over and over (each sample spans `intervalMs`), so
@@ -28,25 +34,29 @@ export function startWorkloadSampler(options: {
   calibration?: OverheadCalibration | undefined;
 }): WorkloadSampler {
   let last: WorkloadSample | undefined;
-  let stopped = false;
-  let wake: () => void = () => {};
+  let lastError: string | undefined;
+  const abort = new AbortController();
   const pause = (ms: number) =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
         clearTimeout(timer);
+        abort.signal.removeEventListener("abort", done);
         resolve();
-      };
+      }
+      abort.signal.addEventListener("abort", done, { once: true });
     });
   const loop = (async () => {
-    while (!stopped) {
+    while (!abort.signal.aborted) {
       try {
         const sample = await sampleWorkload({
           ...(options.connection ? { connection: options.connection } : {}),
           intervalMs: options.intervalMs,
+          signal: abort.signal,
         });
-        if (stopped) break;
+        if (abort.signal.aborted) break;
         last = sample;
+        lastError = undefined;
         options.logger.info(
           {
             database: sample.database,
@@ -56,7 +66,9 @@ export function startWorkloadSampler(options: {
           "workload sampled",
         );
       } catch (error) {
+        if (abort.signal.aborted) break;
         const e = error as { code?: string; message?: string };
+        lastError = e.code ?? "an unknown error";
         options.logger.warn({ code: e.code }, `workload sample failed: ${e.message ?? "unknown error"}`);
         await pause(Math.min(60_000, options.intervalMs));
       }
@@ -64,10 +76,12 @@ export function startWorkloadSampler(options: {
   })();
   return {
     lastSample: () => last,
+    lastErrorCode: () => lastError,
     async stop() {
-      stopped = true;
-      wake();
-      await Promise.race([loop, new Promise((r) => setTimeout(r, 2_000))]);
+      abort.abort();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([loop, new Promise((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
+      clearTimeout(timer);
     },
   };
 }

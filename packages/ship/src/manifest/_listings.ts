@@ -1,11 +1,21 @@
 import { checkChain, type LoadedChains, type StoredManifest } from "./_chain.ts";
 import { HOUR_MS, hourLabel } from "./_keys.ts";
-import type { UploadedObject } from "./types.ts";
+import type { Manifest, UploadedObject } from "./types.ts";
 import type { VerifiedChain, VerifyFinding } from "./verify-types.ts";
+
+/** What a manifest says a key holds: an uploaded object, or a compacted file (`entries`: its rows). */
+export type ListedFile = Pick<
+  UploadedObject,
+  "key" | "sha256" | "size" | "entries" | "versionId" | "supersedes"
+> & {
+  /** When it was stored; the newest listing of a key is what the bucket must hold. */
+  uploadedAt?: string;
+  compacted?: true;
+};
 
 /** Where a key was last listed: what the bucket must hold now. */
 export interface Listing {
-  object: UploadedObject;
+  object: ListedFile;
   manifest: string;
   host: string;
 }
@@ -42,6 +52,23 @@ function coveredUntil(newest: StoredManifest): number {
   const m = newest.manifest;
   const created = typeof m === "string" || m.partial !== true ? Number.NaN : Date.parse(m.created);
   return Number.isNaN(created) ? newest.hourMs + HOUR_MS : Math.min(created, newest.hourMs + HOUR_MS);
+}
+
+/** Every key a manifest lists: its objects, then its compacted files (version 2). */
+function listedFiles(m: Manifest): ListedFile[] {
+  return [
+    ...m.objects,
+    ...(m.compacted ?? []).map(
+      (f): ListedFile => ({
+        key: f.key,
+        sha256: f.sha256,
+        size: f.size,
+        entries: f.rows,
+        ...(f.versionId === undefined ? {} : { versionId: f.versionId }),
+        compacted: true,
+      }),
+    ),
+  ];
 }
 
 /** Checks the links of every chain and collects what the manifests list, for the hours `inRange` selects. */
@@ -87,10 +114,15 @@ export function readChains(
       if (typeof m.manifest === "string") continue;
       const previous = m.manifest.previous?.key;
       if (inRange(m.hourMs) && previous !== undefined && olderKeys.has(previous)) reading.linksOlder = true;
-      for (const object of untrusted.has(m.key) ? [] : m.manifest.objects) {
-        // The newest listing (a replay that rewrote the key) is what the bucket must hold.
+      for (const object of untrusted.has(m.key) ? [] : listedFiles(m.manifest)) {
+        // The newest listing (a replay that rewrote the key) is what the bucket must hold: by
+        // upload time for objects, by chain order (oldest first here) for compacted files.
         const seen = latest.get(object.key);
-        if (!seen || Date.parse(seen.object.uploadedAt) <= Date.parse(object.uploadedAt))
+        if (
+          !seen ||
+          Date.parse(seen.object.uploadedAt ?? "") <= Date.parse(object.uploadedAt ?? "") ||
+          object.compacted
+        )
           latest.set(object.key, { object, manifest: m.key, host });
         if (inRange(m.hourMs)) toCheck.add(object.key);
       }

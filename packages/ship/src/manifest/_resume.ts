@@ -6,21 +6,21 @@ import { manifestFolder, parseManifestKey } from "./_keys.ts";
 import { getBytes, listObjects, sha256Hex } from "./_s3.ts";
 import { type ChainHead, readOutbox } from "./_state.ts";
 import { type ManifestSigningKey, signatureProblem } from "./signing.ts";
-import type { ManifestLogger, UploadedObject } from "./types.ts";
+import type { Manifest, ManifestLogger } from "./types.ts";
 
 /** With a state dir lost, the newest manifests are read back until one signed by our key. */
 const MAX_MANIFESTS_READ_BACK = 48;
 
-/** What the head manifest lists, from the bytes saved before its PUT, when they are its bytes. */
-export async function headObjectsFromOutbox(
+/** The head manifest, from the bytes saved before its PUT, when they are its bytes. */
+export async function headManifestFromOutbox(
   stateDir: string,
   head: ChainHead | null,
-): Promise<UploadedObject[] | null> {
+): Promise<Manifest | null> {
   if (!head) return null;
   const saved = await readOutbox(stateDir);
   if (!saved || sha256Hex(saved) !== head.sha256) return null;
   const m = decodeManifest(saved);
-  return typeof m === "string" ? null : m.objects;
+  return typeof m === "string" ? null : m;
 }
 
 /**

@@ -1,8 +1,6 @@
 import { createHash } from "node:crypto";
 import type { GetObjectCommandOutput, S3Client } from "@aws-sdk/client-s3";
-
-/** The AWS SDK, imported on the first request (the package's index does not load it: see sinks/s3/_client.ts). */
-const sdk = (): Promise<typeof import("@aws-sdk/client-s3")> => import("@aws-sdk/client-s3");
+import { s3Sdk } from "../_aws-sdk.ts";
 
 /** A manifest is read whole; anything larger than this is not one of ours. */
 export const MAX_MANIFEST_BYTES: number = 64 * 1024 * 1024;
@@ -37,7 +35,7 @@ export async function putIfAbsent(
   key: string,
   body: Uint8Array,
 ): Promise<boolean> {
-  const { PutObjectCommand } = await sdk();
+  const { PutObjectCommand } = await s3Sdk();
   try {
     await client.send(
       new PutObjectCommand({
@@ -59,7 +57,7 @@ export async function putIfAbsent(
 
 /** The whole body of a small object (a manifest), or null when it does not exist. */
 export async function getBytes(client: S3Client, bucket: string, key: string): Promise<Uint8Array | null> {
-  const { GetObjectCommand } = await sdk();
+  const { GetObjectCommand } = await s3Sdk();
   try {
     const out = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     if ((out.ContentLength ?? 0) > MAX_MANIFEST_BYTES)
@@ -85,7 +83,7 @@ export async function hashObject(
   /** The version read (the latest, unless one was asked for); undefined on an unversioned bucket. */
   versionId: string | undefined;
 } | null> {
-  const { GetObjectCommand } = await sdk();
+  const { GetObjectCommand } = await s3Sdk();
   let out: GetObjectCommandOutput;
   try {
     out = await client.send(
@@ -122,7 +120,7 @@ export interface ListedObject {
 
 /** Every object under `prefix` (all pages), in key order. */
 export async function listObjects(client: S3Client, bucket: string, prefix: string): Promise<ListedObject[]> {
-  const { ListObjectsV2Command } = await sdk();
+  const { ListObjectsV2Command } = await s3Sdk();
   const objects: ListedObject[] = [];
   let token: string | undefined;
   do {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { writeFileDurably } from "../durable-write.ts";
 import { hourLabel, parseHourLabel } from "./_keys.ts";
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
-import type { UploadedObject } from "./types.ts";
+import type { CompactedFile, CoverageEvent, UploadedObject } from "./types.ts";
 
 /** The last manifest written: what the next one links to. */
 export interface ChainHead {
@@ -16,11 +16,14 @@ export interface ChainHead {
   partial: boolean;
 }
 
-/** One journal line: an uploaded object and the manifest hour it was assigned to. */
-export interface JournalRecord {
-  hourMs: number;
-  object: UploadedObject;
-}
+/** What the journal records for a manifest: an uploaded object, a coverage event, a compacted file. */
+export type JournalEntry =
+  | { object: UploadedObject }
+  | { coverage: CoverageEvent }
+  | { compacted: CompactedFile };
+
+/** One journal line: an entry and the manifest hour it was assigned to. */
+export type JournalRecord = JournalEntry & { hourMs: number };
 
 export const JOURNAL_FILE = "manifest-journal.ndjson";
 export const HEAD_FILE = "manifest-head.json";
@@ -111,12 +114,27 @@ export async function writeOutbox(stateDir: string, body: Uint8Array): Promise<v
 }
 
 export function encodeRecord(r: JournalRecord): string {
-  return `${JSON.stringify({ hour: hourLabel(r.hourMs), object: r.object })}\n`;
+  const { hourMs, ...entry } = r;
+  return `${JSON.stringify({ hour: hourLabel(hourMs), ...entry })}\n`;
+}
+
+/** The entry of a parsed journal line, or null when the line holds none. */
+function entryOf(line: Record<string, unknown>): JournalEntry | null {
+  const { object, coverage, compacted } = line as {
+    object?: UploadedObject;
+    coverage?: CoverageEvent;
+    compacted?: CompactedFile;
+  };
+  if (typeof object?.key === "string") return { object };
+  if (typeof coverage?.kind === "string") return { coverage };
+  if (typeof compacted?.key === "string") return { compacted };
+  return null;
 }
 
 /**
  * The journal's records. A line that does not parse is skipped: only the last line can be torn
  * (a crash during an append whose record() never resolved, so the sink will upload it again).
+ * Lines of version 1 (objects only) read as they are.
  */
 export async function readJournal(stateDir: string): Promise<{ records: JournalRecord[]; skipped: number }> {
   let text: string;
@@ -131,10 +149,11 @@ export async function readJournal(stateDir: string): Promise<{ records: JournalR
   for (const line of text.split("\n")) {
     if (line === "") continue;
     try {
-      const parsed = JSON.parse(line) as { hour?: string; object?: UploadedObject };
+      const parsed = JSON.parse(line) as { hour?: string };
       const hourMs = parseHourLabel(parsed.hour ?? "");
-      if (hourMs === null || typeof parsed.object?.key !== "string") throw new Error("bad record");
-      records.push({ hourMs, object: parsed.object });
+      const entry = entryOf(parsed);
+      if (hourMs === null || entry === null) throw new Error("bad record");
+      records.push({ ...entry, hourMs });
     } catch {
       skipped++;
     }

@@ -2,15 +2,17 @@ import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { writeFileDurably } from "../durable-write.ts";
-import { decodeManifest, encodeManifest } from "./_format.ts";
+import { entryId, listedIds, manifestContent, objectsOf } from "./_entries.ts";
+import { coverageEventProblem, decodeManifest, encodeManifest, isCompactedFile } from "./_format.ts";
 import { floorHour, HOUR_MS, hourLabel, manifestKey, normalizePrefix } from "./_keys.ts";
-import { headObjectsFromOutbox, newestOwnInBucket } from "./_resume.ts";
+import { headManifestFromOutbox, newestOwnInBucket } from "./_resume.ts";
 import { getBytes, putIfAbsent, sha256Hex } from "./_s3.ts";
 import { checkOwnUploads, type SelfCheckFinding } from "./_self-check.ts";
 import {
   type ChainHead,
   encodeRecord,
   JOURNAL_FILE,
+  type JournalEntry,
   type JournalRecord,
   readHead,
   readJournal,
@@ -20,7 +22,15 @@ import {
 } from "./_state.ts";
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
 import { type ManifestSigningKey, signatureProblem } from "./signing.ts";
-import type { Manifest, ManifestLink, ManifestLogger, UploadedObject } from "./types.ts";
+import type {
+  CompactedFile,
+  CoverageEvent,
+  Manifest,
+  ManifestLink,
+  ManifestLogger,
+  ManifestRun,
+  UploadedObject,
+} from "./types.ts";
 
 export type { SelfCheckFinding } from "./_self-check.ts";
 
@@ -57,6 +67,8 @@ export interface ManifestJournalOptions {
   signingKey?: ManifestSigningKey;
   /** How often `startTimer()` checks this sidecar's own recent uploads; default 1 min, 0 never. */
   selfCheckIntervalMs?: number;
+  /** The process writing the manifests: named in each one (`run`). */
+  run?: ManifestRun;
   logger?: ManifestLogger;
 }
 
@@ -76,9 +88,6 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
   a.byteLength === b.byteLength && Buffer.from(a).equals(Buffer.from(b));
 
 const silentLogger: ManifestLogger = { info() {}, warn() {}, error() {} };
-
-const sameObject = (a: UploadedObject, b: UploadedObject): boolean =>
-  a.key === b.key && a.sha256 === b.sha256 && a.uploadedAt === b.uploadedAt;
 
 /**
  * The sidecar's side of tamper evidence. `record()` journals every object S3 acknowledged
@@ -100,12 +109,13 @@ export class ManifestJournal {
   private readonly graceMs: number;
   private readonly signingKey: ManifestSigningKey | undefined;
   private readonly selfCheckIntervalMs: number;
+  private readonly run: ManifestRun | undefined;
   private readonly logger: ManifestLogger;
-  /** Objects not in a manifest yet, by manifest hour; mirrors the journal file. */
-  private readonly pending = new Map<number, UploadedObject[]>();
+  /** Entries not in a manifest yet, by manifest hour; mirrors the journal file. */
+  private readonly pending = new Map<number, JournalEntry[]>();
   private head: ChainHead | null;
-  /** What the head manifest lists, when known (written by this process, or its saved bytes). */
-  private headObjects: UploadedObject[] | null = null;
+  /** The head manifest, when known (written by this process, or its saved bytes). */
+  private headManifest: Manifest | null = null;
   /** Hours up to this one are closed or being closed: records go to a later hour. */
   private frozenThrough: number | null;
   private file: FileHandle | null = null;
@@ -133,6 +143,7 @@ export class ManifestJournal {
     this.graceMs = options.graceMs ?? DEFAULT_MANIFEST_GRACE_MS;
     this.signingKey = options.signingKey;
     this.selfCheckIntervalMs = options.selfCheckIntervalMs ?? DEFAULT_SELF_CHECK_INTERVAL_MS;
+    this.run = options.run;
     this.logger = options.logger ?? silentLogger;
     this.head = head;
     // A partial head (written at a stop) leaves its hour open: later uploads continue it.
@@ -164,16 +175,15 @@ export class ManifestJournal {
       }
     }
     const journal = new ManifestJournal(options, head);
-    journal.headObjects = await headObjectsFromOutbox(options.stateDir, head);
+    journal.headManifest = await headManifestFromOutbox(options.stateDir, head);
     const { records, skipped } = await readJournal(options.stateDir);
     if (skipped > 0)
       journal.logger.warn({ skipped }, "manifest journal: unreadable lines skipped (a torn last append)");
-    const listed = journal.headObjects ?? [];
+    const listed = journal.headManifest ? listedIds(journal.headManifest) : new Set<string>();
     for (const r of records) {
       if (head === null || r.hourMs > head.hourMs) journal.add(r);
       // The rest of a partial hour, less what its manifest lists (a crash before the rewrite).
-      else if (head.partial && r.hourMs === head.hourMs && !listed.some((o) => sameObject(o, r.object)))
-        journal.add(r);
+      else if (head.partial && r.hourMs === head.hourMs && !listed.has(entryId(r))) journal.add(r);
     }
     await journal.rewrite(); // drops closed hours and a torn tail before anything is appended
     return journal;
@@ -186,18 +196,53 @@ export class ManifestJournal {
       return Promise.reject(new TypeError("ManifestJournal.record: key and a hex sha256 are required"));
     return this.enqueue(async () => {
       const uploaded = Date.parse(object.uploadedAt);
-      let hourMs = floorHour(Number.isNaN(uploaded) ? this.now().getTime() : uploaded);
-      if (this.frozenThrough !== null && hourMs <= this.frozenThrough) {
+      const ms = Number.isNaN(uploaded) ? this.now().getTime() : uploaded;
+      const hourMs = this.openHour(ms);
+      if (hourMs !== floorHour(ms))
         // Acknowledged after its hour closed (a sink stalled past the grace period): it goes to
         // the first open hour rather than into a manifest that is already written.
         this.logger.warn(
-          { key: object.key, uploadedAt: object.uploadedAt, hour: hourLabel(this.frozenThrough + HOUR_MS) },
+          { key: object.key, uploadedAt: object.uploadedAt, hour: hourLabel(hourMs) },
           "upload recorded after its hour closed: listed in the next open hour",
         );
-        hourMs = this.frozenThrough + HOUR_MS;
-      }
       await this.append([{ hourMs, object }]);
     });
+  }
+
+  /**
+   * Journals a coverage event (a source followed, a range given up, a server start or stop, an
+   * audit-setting change, incomplete syslog messages): appended and fsynced before it resolves,
+   * listed in the `coverage` of the manifest of the hour it is recorded in, and signed with it.
+   * The same event twice in an hour is listed once. Rejects with a TypeError naming what is wrong.
+   */
+  recordCoverage(event: CoverageEvent): Promise<void> {
+    if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
+    const problem = coverageEventProblem(event);
+    if (problem) return Promise.reject(new TypeError(`ManifestJournal.recordCoverage: ${problem}`));
+    return this.enqueue(async () => {
+      const hourMs = this.openHour(this.now().getTime());
+      const id = entryId({ coverage: event });
+      if ((this.pending.get(hourMs) ?? []).some((e) => entryId(e) === id)) return;
+      await this.append([{ hourMs, coverage: event }]);
+    });
+  }
+
+  /**
+   * Journals a compacted (Parquet) file made from landing objects: appended and fsynced before it
+   * resolves, listed in the `compacted` of the manifest of the hour it is recorded in; verify
+   * checks the file's SHA-256. Record it once the store acknowledged the file.
+   */
+  recordCompaction(file: CompactedFile): Promise<void> {
+    if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
+    if (!isCompactedFile(file))
+      return Promise.reject(
+        new TypeError(
+          "ManifestJournal.recordCompaction: key, a hex sha256, size, rows, sources [{key, sha256}] and hour (YYYY-MM-DDTHH) are required",
+        ),
+      );
+    return this.enqueue(() =>
+      this.append([{ hourMs: this.openHour(this.now().getTime()), compacted: file }]),
+    );
   }
 
   /**
@@ -286,7 +331,7 @@ export class ManifestJournal {
   async checkOwnUploads(): Promise<SelfCheckFinding[]> {
     const known = (): Map<string, UploadedObject> => {
       const map = new Map<string, UploadedObject>();
-      const all = [...(this.headObjects ?? []), ...[...this.pending.values()].flat()];
+      const all = [...(this.headManifest?.objects ?? []), ...objectsOf([...this.pending.values()].flat())];
       for (const o of all) {
         const seen = map.get(o.key);
         if (!seen || Date.parse(seen.uploadedAt) <= Date.parse(o.uploadedAt)) map.set(o.key, o);
@@ -304,9 +349,9 @@ export class ManifestJournal {
     // reach back before it only when what the head manifest lists is known (and is that hour's);
     // without that list, stay clear of the boundary.
     const since =
-      head === null || (this.headObjects !== null && !head.partial)
+      head === null || (this.headManifest !== null && !head.partial)
         ? firstOpen - SELF_CHECK_SKEW_MS
-        : this.headObjects === null
+        : this.headManifest === null
           ? firstOpen + SELF_CHECK_SKEW_MS
           : firstOpen;
     const findings = await checkOwnUploads({
@@ -373,7 +418,7 @@ export class ManifestJournal {
 
   private async closeHour(hourMs: number, partial: boolean): Promise<void> {
     // Freeze the hour (unless partial) and take its objects inside the queue, so no append is half done.
-    const objects = await this.enqueue(async () => {
+    const entries = await this.enqueue(async () => {
       if (!partial) this.frozenThrough = Math.max(this.frozenThrough ?? hourMs, hourMs);
       return [...(this.pending.get(hourMs) ?? [])];
     });
@@ -391,14 +436,18 @@ export class ManifestJournal {
       body = saved;
       written = reused;
     } else {
+      const { objects, coverage, compacted } = manifestContent(entries);
       body = encodeManifest({
         host: this.host,
         hourMs,
         created: this.now(),
         previous,
         objects,
+        ...(coverage ? { coverage } : {}),
+        compacted,
         sequence,
         partial,
+        ...(this.run ? { run: this.run } : {}),
         ...(this.signingKey ? { signer: this.signingKey } : {}),
       });
       written = decodeManifest(body) as Manifest;
@@ -413,18 +462,17 @@ export class ManifestJournal {
     const head: ChainHead = { key, sha256, hourMs, sequence, partial: written.partial === true };
     await writeHead(this.stateDir, { bucket: this.bucket, prefix: this.prefix, host: this.host }, head);
     this.head = head;
-    this.headObjects = written.objects;
+    this.headManifest = written;
     this.conflict = null;
     // What the manifest does not list stays in the hour when it continues, else moves on.
-    const rest = objects.filter((o) => !written.objects.some((e) => sameObject(e, o)));
+    const listed = listedIds(written);
+    const rest = entries.filter((e) => !listed.has(entryId(e)));
     if (rest.length > 0 && !head.partial) {
-      await this.enqueue(() => this.append(rest.map((object) => ({ hourMs: hourMs + HOUR_MS, object }))));
+      await this.enqueue(() => this.append(rest.map((e) => ({ ...e, hourMs: hourMs + HOUR_MS }))));
       this.pending.delete(hourMs);
     } else {
       await this.enqueue(async () => {
-        const left = (this.pending.get(hourMs) ?? []).filter(
-          (o) => !written.objects.some((e) => sameObject(e, o)),
-        );
+        const left = (this.pending.get(hourMs) ?? []).filter((e) => !listed.has(entryId(e)));
         if (left.length > 0 && head.partial) this.pending.set(hourMs, left);
         else this.pending.delete(hourMs);
       });
@@ -496,10 +544,19 @@ export class ManifestJournal {
     return run;
   }
 
+  /** The hour a record made at `ms` goes to: its own, or the first open one when it is closed. */
+  private openHour(ms: number): number {
+    const hourMs = floorHour(ms);
+    return this.frozenThrough !== null && hourMs <= this.frozenThrough
+      ? this.frozenThrough + HOUR_MS
+      : hourMs;
+  }
+
   private add(r: JournalRecord): void {
-    const list = this.pending.get(r.hourMs);
-    if (list) list.push(r.object);
-    else this.pending.set(r.hourMs, [r.object]);
+    const { hourMs, ...entry } = r;
+    const list = this.pending.get(hourMs);
+    if (list) list.push(entry);
+    else this.pending.set(hourMs, [entry]);
   }
 
   /** Appends and fsyncs; only then are the records part of the journal in memory. */
@@ -519,7 +576,7 @@ export class ManifestJournal {
   private async rewrite(): Promise<void> {
     const lines: string[] = [];
     for (const hourMs of [...this.pending.keys()].sort((a, b) => a - b))
-      for (const object of this.pending.get(hourMs) ?? []) lines.push(encodeRecord({ hourMs, object }));
+      for (const entry of this.pending.get(hourMs) ?? []) lines.push(encodeRecord({ ...entry, hourMs }));
     await this.file?.close();
     this.file = null;
     const path = join(this.stateDir, JOURNAL_FILE);

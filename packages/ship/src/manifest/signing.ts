@@ -26,8 +26,11 @@ export interface ManifestSigningKey {
   publicKey: KeyObject;
 }
 
-/** Signed bytes start with this, so a manifest signature cannot be replayed as anything else. */
-const SIGNING_CONTEXT = "auditpipe-manifest-v1\n";
+/**
+ * Signed bytes start with the domain of the manifest's version (`auditpipe-manifest-v2\n`), so a
+ * signature cannot be replayed as anything else, nor a manifest read under another version.
+ */
+const signingContext = (version: number): string => `auditpipe-manifest-v${version}\n`;
 
 /** The id a manifest names its key by: stable for a key, different across keys. */
 export function manifestKeyId(publicKey: KeyObject): string {
@@ -38,7 +41,9 @@ export function manifestKeyId(publicKey: KeyObject): string {
 /** The bytes a signature covers: the manifest as encoded, without its `signature` field. */
 export function signingBytes(manifest: Manifest): Uint8Array {
   const { signature: _omitted, ...unsigned } = manifest;
-  return new TextEncoder().encode(`${SIGNING_CONTEXT}${JSON.stringify(unsigned, null, 2)}\n`);
+  return new TextEncoder().encode(
+    `${signingContext(manifest.version)}${JSON.stringify(unsigned, null, 2)}\n`,
+  );
 }
 
 export function signManifest(manifest: Manifest, key: ManifestSigningKey): string {

@@ -1,7 +1,8 @@
 /**
  * The few keyword sets the redactor needs to pick a placeholder PostgreSQL's grammar accepts.
  * Words are upper case; the lexer does not know keywords, the redactor compares upper-cased
- * identifiers against these.
+ * identifiers against these. The keywords after which an expression starts are the lexer's
+ * (`EXPRESSION_KEYWORDS` in @auditpipe/parse), shared with the estimator's fingerprints.
  */
 
 /**
@@ -23,61 +24,6 @@ export const PLANNABLE_STATEMENTS: ReadonlySet<string> = new Set([
   "EXECUTE",
   "CALL",
   "DECLARE",
-]);
-
-/**
- * Keywords after which a string constant starts an expression (`WHERE a LIKE 'x'`). After any
- * other word, a string is a typed literal (`interval '1 day'`, `date '2024-01-01'`: gram.y's
- * `func_name Sconst` / `ConstTypename Sconst`), where only a string constant parses.
- * Missing a word here costs fidelity only: the fallback placeholder `'$n'` parses everywhere.
- */
-export const EXPRESSION_KEYWORDS: ReadonlySet<string> = new Set([
-  "SELECT",
-  "WHERE",
-  "AND",
-  "OR",
-  "NOT",
-  "LIKE",
-  "ILIKE",
-  "SIMILAR",
-  "TO",
-  "ESCAPE",
-  "CASE",
-  "WHEN",
-  "THEN",
-  "ELSE",
-  "FROM",
-  "DISTINCT",
-  "ALL",
-  "ANY",
-  "SOME",
-  "BETWEEN",
-  "SYMMETRIC",
-  "ASYMMETRIC",
-  "RETURNING",
-  "BY",
-  "LIMIT",
-  "OFFSET",
-  "FIRST",
-  "NEXT",
-  "HAVING",
-  "ON",
-  "USING",
-  "DEFAULT",
-  "FOR",
-  "PLACING",
-  "LEADING",
-  "TRAILING",
-  "BOTH",
-  "OVERLAPS",
-  "IN",
-  "IS",
-  "UNION",
-  "INTERSECT",
-  "EXCEPT",
-  "VALUE",
-  "KEY",
-  "RETURN",
 ]);
 
 /**

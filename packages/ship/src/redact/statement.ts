@@ -1,11 +1,11 @@
-import { isSqlIdentCont, isSqlIdentStart, lexSql, type SqlToken } from "@auditpipe/parse";
 import {
-  CAST_CALLS,
   EXPRESSION_KEYWORDS,
-  PLANNABLE_STATEMENTS,
-  TYPMOD_KEYWORDS,
-  VARYING_TYPES,
-} from "./_keywords.ts";
+  isSqlIdentCont,
+  isSqlIdentStart,
+  lexSql,
+  type SqlToken,
+} from "@auditpipe/parse";
+import { CAST_CALLS, PLANNABLE_STATEMENTS, TYPMOD_KEYWORDS, VARYING_TYPES } from "./_keywords.ts";
 
 /** What redactStatement returns. */
 export interface RedactedStatement {

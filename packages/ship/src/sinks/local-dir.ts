@@ -31,7 +31,8 @@ export class LocalDirSink implements Sink {
   }
 
   async write(batch: Batch): Promise<void> {
-    if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
+    // Nothing to store (no entry, outcome line or attempt); the range is still acknowledged.
+    if (batch.ndjson.length === 0) return;
     const path = join(this.dir, objectKey(batch, { extension: ndjsonExtension(this.compression) }));
     await mkdir(dirname(path), { recursive: true });
     await writeFileDurably(path, await compress(batch.ndjson, this.compression));

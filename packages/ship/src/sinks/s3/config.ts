@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { type Compression, DEFAULT_COMPRESSION } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import type { SourceRange } from "../../types.ts";
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, resolveS3Region } from "./client.ts";
 
 export const S3_SINK_NAME = "s3";
 
@@ -43,6 +44,13 @@ export interface UploadedObject {
   uploadedAt: string;
   /** The version the store gave it, on a versioned bucket (Object Lock); absent otherwise. */
   versionId?: string;
+  /**
+   * The SHA-256 of other bytes the key held before this upload: a legitimate rewrite (a replay
+   * whose bytes differ, after an upgrade or an outcome decided later), signed into the manifest
+   * chain before the store was asked to overwrite the key. Absent for a first upload or a replay
+   * with the same bytes.
+   */
+  supersedes?: string;
 }
 
 /** The small logger interface the sink needs (pino fits). Never given a secret or record text. */
@@ -79,7 +87,7 @@ export interface S3SinkOptions {
   bucket: string;
   /** Key prefix (no leading or trailing `/` needed); objects go under `<prefix>/dt=.../`. */
   prefix?: string;
-  /** Region; default from the SDK's chain (AWS_REGION, profile), or `us-east-1` with a custom endpoint. */
+  /** Region; default AWS_REGION, AWS_DEFAULT_REGION, `us-east-1` with a custom endpoint, else the SDK's chain (resolveS3Region). */
   region?: string;
   /** A custom endpoint (MinIO, Ceph, R2, GCS interop), e.g. `http://127.0.0.1:9000`. */
   endpoint?: string;
@@ -190,11 +198,7 @@ export function resolveS3SinkOptions(options: S3SinkOptions): ResolvedS3SinkOpti
       );
     }
   }
-  const region =
-    options.region ??
-    process.env.AWS_REGION ??
-    process.env.AWS_DEFAULT_REGION ??
-    (options.endpoint ? "us-east-1" : undefined); // MinIO's default; a custom store rarely cares
+  const region = resolveS3Region(options.region, options.endpoint);
   return {
     bucket: options.bucket,
     prefix: normalizePrefix(options.prefix),
@@ -213,8 +217,8 @@ export function resolveS3SinkOptions(options: S3SinkOptions): ResolvedS3SinkOpti
       writeBudgetMs: positive(options.retry?.writeBudgetMs, 60_000, "retry.writeBudgetMs"),
     },
     timeouts: {
-      connectMs: positive(options.timeouts?.connectMs, 5_000, "timeouts.connectMs"),
-      requestMs: positive(options.timeouts?.requestMs, 30_000, "timeouts.requestMs"),
+      connectMs: positive(options.timeouts?.connectMs, DEFAULT_CONNECT_TIMEOUT_MS, "timeouts.connectMs"),
+      requestMs: positive(options.timeouts?.requestMs, DEFAULT_REQUEST_TIMEOUT_MS, "timeouts.requestMs"),
     },
   };
 }

@@ -1,4 +1,17 @@
 export {
+  DEFAULT_STOP_MANIFEST_MS,
+  S3Archive,
+  type S3ArchiveLogger,
+  type S3ArchiveOptions,
+} from "./archive.ts";
+export {
+  createS3Client,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  resolveS3Region,
+  type S3ClientOptions,
+} from "./client.ts";
+export {
   DEFAULT_MULTIPART_THRESHOLD,
   DEFAULT_SPOOL_MAX_BYTES,
   type ObjectLockOptions,

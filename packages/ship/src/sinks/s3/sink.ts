@@ -6,8 +6,9 @@ import { compress, ndjsonExtension } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import { objectKey } from "../../partitioner.ts";
 import type { Batch, Sink } from "../../types.ts";
-import { attemptDeadlineMs, createS3Client, putObject, storedWithSha } from "./_client.ts";
 import { classifyS3Error, type Target } from "./_errors.ts";
+import { attemptDeadlineMs, putObject, storedWithSha } from "./_upload.ts";
+import { createS3Client } from "./client.ts";
 import {
   type ResolvedS3SinkOptions,
   resolveS3SinkOptions,
@@ -72,7 +73,15 @@ export class S3Sink implements Sink {
 
   /** Created on first use, so constructing a sink does no I/O, reads no credentials and loads no SDK. */
   private client(): Promise<S3Client> {
-    this.s3 ??= createS3Client(this.options);
+    const o = this.options;
+    this.s3 ??= createS3Client({
+      region: o.region,
+      endpoint: o.endpoint,
+      forcePathStyle: o.forcePathStyle,
+      connectTimeoutMs: o.timeouts.connectMs,
+      requestTimeoutMs: o.timeouts.requestMs,
+      maxAttempts: 1, // write() retries with the one backoff; health() sees every failure
+    });
     return this.s3;
   }
 
@@ -124,7 +133,8 @@ export class S3Sink implements Sink {
 
   async write(batch: Batch): Promise<void> {
     this.closedCheck();
-    if (batch.entries === 0) return; // nothing to store; the range is still acknowledged
+    // Nothing to store (no entry, outcome line or attempt); the range is still acknowledged.
+    if (batch.ndjson.length === 0) return;
     const spool = await this.open();
     const o = this.options;
     const key = this.keyOf(batch);

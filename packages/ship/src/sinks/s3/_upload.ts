@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
+import { s3Sdk } from "../../_aws-sdk.ts";
 import type { SpoolEntryMeta } from "../../_spool.ts";
 import { MULTIPART_PART_BYTES, MULTIPART_QUEUE_SIZE, type ResolvedS3SinkOptions } from "./config.ts";
 
@@ -9,37 +10,6 @@ const CONTENT_TYPE = "application/x-ndjson";
 export const SHA256_METADATA = "sha256";
 /** An attempt may take this long per MiB of body on top of the request timeout (1 MiB/s floor). */
 const MS_PER_MIB = 1_000;
-
-/**
- * The AWS SDK, imported when the first client is made rather than with this package: a sidecar
- * writing to a local directory never loads it.
- */
-const sdk = (): Promise<typeof import("@aws-sdk/client-s3")> => import("@aws-sdk/client-s3");
-
-/**
- * The S3 client: credentials from the SDK's default chain (no option takes a secret), our own
- * retries (maxAttempts 1: one policy, one place, and health() sees every failure), timeouts on
- * connect and socket inactivity so a hung store fails an attempt, and checksums only where we
- * set them: the SDK's default CRC32 "flexible checksums" (WHEN_SUPPORTED) send headers that several
- * S3-compatible stores reject, and we send our own SHA-256 and MD5 on every PUT anyway.
- */
-export async function createS3Client(o: ResolvedS3SinkOptions): Promise<S3Client> {
-  const { S3Client } = await sdk();
-  return new S3Client({
-    ...(o.region ? { region: o.region } : {}),
-    ...(o.endpoint ? { endpoint: o.endpoint } : {}),
-    forcePathStyle: o.forcePathStyle,
-    maxAttempts: 1,
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-    requestHandler: {
-      connectionTimeout: o.timeouts.connectMs,
-      requestTimeout: o.timeouts.requestMs,
-      // Without it, smithy only warns when a request is past requestTimeout and keeps waiting.
-      throwOnRequestTimeout: true,
-    },
-  });
-}
 
 /** How long one upload attempt may take before it is aborted and retried. */
 export function attemptDeadlineMs(o: ResolvedS3SinkOptions, size: number): number {
@@ -76,7 +46,7 @@ export async function putObject(
     ...lockParams(o, new Date()),
   };
   if (body.length <= o.multipartThresholdBytes) {
-    const { PutObjectCommand } = await sdk();
+    const { PutObjectCommand } = await s3Sdk();
     const out = await client.send(
       new PutObjectCommand({
         ...common,
@@ -124,7 +94,7 @@ export async function storedWithSha(
   sha256: string,
   signal: AbortSignal,
 ): Promise<{ versionId: string | undefined } | false> {
-  const { HeadObjectCommand } = await sdk();
+  const { HeadObjectCommand } = await s3Sdk();
   try {
     const head = await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: key }), {
       abortSignal: signal,

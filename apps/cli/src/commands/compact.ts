@@ -1,0 +1,84 @@
+import { hostFlag, parseTimeFlag, S3_FLAGS, s3Settings } from "../archive-url.ts";
+import { parseFlags } from "../args.ts";
+import { runCompact } from "../compact/run-compact.ts";
+import { UsageError } from "../usage-error.ts";
+import type { CommandIO } from "./analyze.ts";
+
+export const COMPACT_HELP = `Usage: auditpipe compact ARCHIVE [--from DATE] [--to DATE] [--host H] [--drop-landing] [--grace-minutes N]
+                         [--memory-limit SIZE] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]
+
+Compacts every closed host-hour of an archive (a local directory or s3://bucket/prefix) that is
+not compacted yet, or that grew since, into one typed Parquet file:
+parquet/dt=YYYY-MM-DD/hour=HH/host=H/part-0.parquet, rows in log-time order, with a compaction
+record (_compaction/H/YYYY-MM-DDTHH.json) listing the landing objects it holds and their SHA-256.
+Idempotent: a rerun after a crash rewrites the same rows. Landing NDJSON is kept unless
+--drop-landing says otherwise. Exit 0 when every due host-hour was compacted, 1 if one failed.
+
+  --from DATE            first hour to compact (YYYY-MM-DD, YYYY-MM-DDTHH or ISO 8601; UTC)
+  --to DATE              last hour (a bare date means the whole day)
+  --host H               one host's partitions
+  --drop-landing         delete a host-hour's landing objects once its Parquet file and record
+                         are stored (retention; default keep them)
+  --grace-minutes N      an hour is closed this long after it ends (default 10)
+  --memory-limit SIZE    the engine's memory limit, e.g. 96MB (default); past it, it spills to disk
+  --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
+  --s3-region R          region (default AWS_REGION, else us-east-1 with --s3-endpoint)
+  --s3-force-path-style  path-style URLs (MinIO and most S3-compatible stores)
+  --json                 one JSON object on stdout: every host-hour with its state and record
+  -h, --help             this text
+`;
+
+export async function compactCommand(argv: string[], io: CommandIO): Promise<number> {
+  const { values, positionals } = parseFlags("compact", argv, {
+    from: { type: "string" },
+    to: { type: "string" },
+    host: { type: "string" },
+    "drop-landing": { type: "boolean", default: false },
+    "grace-minutes": { type: "string" },
+    "memory-limit": { type: "string" },
+    ...S3_FLAGS,
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  });
+  if (values.help) {
+    io.stdout(COMPACT_HELP);
+    return 0;
+  }
+  if (positionals.length !== 1)
+    throw new UsageError(
+      positionals.length === 0
+        ? "compact: the archive is missing: give a directory or s3://bucket/prefix (see auditpipe compact --help)"
+        : `compact: one archive only (got ${positionals.length}: ${positionals.join(" ")})`,
+    );
+  const graceText = values["grace-minutes"] === undefined ? "10" : String(values["grace-minutes"]);
+  const grace = Number(graceText);
+  if (!/^\d+$/.test(graceText) || !Number.isSafeInteger(grace))
+    throw new UsageError(
+      `compact: --grace-minutes must be a whole number of minutes (got ${JSON.stringify(graceText)})`,
+    );
+  const memory = values["memory-limit"] === undefined ? undefined : String(values["memory-limit"]);
+  if (memory !== undefined && !/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i.test(memory))
+    throw new UsageError(
+      `compact: --memory-limit must be a size such as 96MB or 1GB (got ${JSON.stringify(memory)})`,
+    );
+  const label = (d: Date) => d.toISOString().slice(0, 13);
+  const from =
+    values.from === undefined ? undefined : parseTimeFlag("compact", "from", String(values.from), false);
+  // --to names the last hour compacted: the hour before its (exclusive) end.
+  const to = values.to === undefined ? undefined : parseTimeFlag("compact", "to", String(values.to), true);
+  if (from && to && to <= from) throw new UsageError("compact: --to is before --from");
+  const host = hostFlag("compact", values.host);
+  return runCompact(io, {
+    archive: positionals[0]!,
+    s3: s3Settings("compact", values),
+    json: values.json === true,
+    options: {
+      graceMs: grace * 60_000,
+      dropLanding: values["drop-landing"] === true,
+      ...(from ? { from: label(from) } : {}),
+      ...(to ? { to: label(new Date(to.getTime() - 1)) } : {}),
+      ...(host ? { host } : {}),
+      ...(memory ? { memoryLimit: memory } : {}),
+    },
+  });
+}
