@@ -32,7 +32,7 @@ function walk(dir: string): { count: number; bytes: number } {
       const sub = walk(path);
       count += sub.count;
       bytes += sub.bytes;
-    } else if (name.endsWith(".ndjson.gz")) {
+    } else if (name.endsWith(".ndjson.zst") || name.endsWith(".ndjson.gz")) {
       count++;
       bytes += info.size;
     }

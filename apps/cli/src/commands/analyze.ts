@@ -145,8 +145,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       "analyze: FILE is missing: give one or more log files (see auditpipe analyze --help)",
     );
   const miscLogged = pgauditLogHasMisc("analyze", values["pgaudit-log"] as string | undefined);
-  const jobs =
-    values.jobs === undefined ? availableParallelism() : Number(values.jobs); // checked by parseCommand
+  const jobs = values.jobs === undefined ? availableParallelism() : Number(values.jobs); // checked by parseCommand
   const files = await resolveFiles(positionals);
   const total = files.reduce((sum, f) => sum + inputSize(f), 0);
 
@@ -243,7 +242,6 @@ export function progressLine(done: number, all: number, elapsedMs: number): stri
     : "";
   return `analyze [${bar}] ${String(pct).padStart(3)}%  ${formatBytes(done)} / ${formatBytes(all)}  ${formatBytes(perSec)}/s  ${eta}`.trimEnd();
 }
-
 
 /**
  * Whether a `--pgaudit-log` value logs MISC (transaction control) for every session; undefined
