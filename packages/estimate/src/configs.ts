@@ -1,5 +1,5 @@
 /** pgaudit.log parsing and the named configurations `estimate --config NAME` knows. */
-import { AUDIT_CLASSES } from "@auditpipe/parse";
+import { AUDIT_CLASSES, sessionClasses } from "@auditpipe/parse";
 import type { AuditConfig } from "./types.ts";
 
 // pgaudit.log's vocabulary lives with the rest of pgAudit's formats in @auditpipe/parse.

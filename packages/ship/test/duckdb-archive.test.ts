@@ -47,7 +47,9 @@ describe("the archive, queried with DuckDB", () => {
     const zstd = new S3Sink({ ...options, spoolDir: join(work, "spool-zstd") });
     const gzip = new S3Sink({ ...options, spoolDir: join(work, "spool-gzip"), compression: "gzip" });
     let batches = 0;
-    const sink = { write: (batch: Parameters<S3Sink["write"]>[0]) => (batches++ % 2 ? gzip : zstd).write(batch) };
+    const sink = {
+      write: (batch: Parameters<S3Sink["write"]>[0]) => (batches++ % 2 ? gzip : zstd).write(batch),
+    };
     try {
       let records: ShippedRecord[] = [];
       let start = 0;
