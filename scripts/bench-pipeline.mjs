@@ -174,10 +174,16 @@ function renderRatios(s) {
   const lines = ["### Targets as ratios (same run, same file)", ""];
   if (s.cpu?.ratios)
     lines.push(
-      `Anchors measured between the sidecar's runs of the \`cpu\` part (best of ${c.anchorRuns?.length ?? "?"}): \`gzip -6\` of the raw`,
+      `Run ${s.date?.slice(0, 16).replace("T", " ") ?? "?"} UTC on ${s.machine ?? "?"}. Anchors measured between the sidecar's runs of the \`cpu\` part (best of ${c.anchorRuns?.length ?? "?"}): \`gzip -6\` of the raw`,
       `reference csvlog ${a.gzipMicrosPerEntry} µs of CPU per audit entry, \`zstd -1\` ${a.zstdMicrosPerEntry} µs, \`node -e ''\` ${a.nodeStartSeconds} s of CPU.`,
       `Load average (1 min) before → after the part: ${s.loads?.cpu?.join(" → ") ?? "?"}; CPU time from /proc is steadier than wall time under load, and`,
       "both sides of each ratio were measured under the same load.",
+      ...((s.loads?.cpu?.[0] ?? 0) > 2
+        ? [
+            "Taken under load: other processes shared the 2 cores, so read the ratios (both sides shared the load) rather than",
+            "the absolute figures, and judge the targets on a quiet machine (`AUDITPIPE_BENCH_PIPELINE_PARTS=cpu,analyze pnpm bench tail/bench/pipeline.bench`).",
+          ]
+        : []),
       "",
     );
   lines.push("| target | this run | ratio | target ratio | |", "|---|---:|---:|---:|---|");
@@ -220,10 +226,10 @@ function renderRatios(s) {
     "  CPU loading modules (Node's ESM/CJS loaders), then building zod schemas (~60 ms), then fastify, find-my-way and",
     "  avvio (~50 ms); with NODE_OPTIONS the launcher's execve (for --initial-old-space-size) boots Node twice (~0.04 s).",
     "  Building the API's schemas on first use and loading fastify after the first entry are the levers left.",
-    "- `analyze` on every core used ~1.8x the CPU of `--jobs 1` on the reference csvlog at a load average of 11 (2026-11-27;\n  ranges are held as columns until the",
-    "  outcome join's state reaches them: ~12 % of each worker's time is garbage collection); on a machine whose cores are",
-    "  taken by others, `--jobs 1` finishes first. Holding fewer ranges, or joining in the reading thread when the state is",
-    "  already there, are the levers left.",
+    "- `analyze` on every core used ~1.6-1.8x the CPU of `--jobs 1` on the reference csvlog at load averages of 11-16",
+    "  (2026-11-27): ranges are held as columns until the outcome join's state reaches them, and ~12 % of each worker's",
+    "  time is garbage collection. On a machine whose cores are taken by others, `--jobs 1` finishes first. Holding fewer",
+    "  ranges, or joining in the reading thread when the state is already there, are the levers left.",
     "",
   );
   return lines;
