@@ -85,6 +85,21 @@ function renderProcessSection(s) {
   ];
 }
 
+/** The sidecar's memory through a fault run (packages/tail/bench/fault-memory.bench.ts). */
+function renderMemorySection(s) {
+  const p = s.atPeak;
+  return [
+    `## ${s.suite}`,
+    "",
+    `${s.machine}, run ${s.date.slice(0, 16).replace("T", " ")} UTC, load average ${s.load.before} → ${s.load.after}; \`NODE_OPTIONS="${s.nodeOptions}"\`. At start a backlog of ${s.backlog.files} rotated csvlog files (${s.backlog.mb} MB); the store (MinIO) hangs for ${s.outageSeconds} s while PostgreSQL writes on under pgbench, then comes back; ${fmt(s.entries)} entries, every one acknowledged at the end.`,
+    "",
+    "| peak RSS (VmHWM) | RSS during the outage (min–max) | at the peak: V8 heap used / total | external (buffers, WebAssembly) | spool | target |",
+    "|---:|---:|---:|---:|---:|---:|",
+    `| ${s.peakRssMb} MB | ${s.rssDuringOutageMb.min}–${s.rssDuringOutageMb.max} MB | ${p.heapUsedMb} / ${p.heapTotalMb} MB | ${p.externalMb} MB | ${p.spoolMb} MB | ≤ ${s.targetMb} MB ${s.peakRssMb <= s.targetMb ? "✅" : "❌"} |`,
+    "",
+  ];
+}
+
 function renderDocs() {
   const dir = join(root, ".bench");
   const suites = existsSync(dir)
@@ -109,7 +124,7 @@ function renderDocs() {
     "",
   ];
   for (const s of suites) {
-    if (["pipeline", "process", "archive", "parquet-writer", "outcome"].includes(s.kind)) continue; // sections of their own, below
+    if (["pipeline", "process", "archive", "parquet-writer", "outcome", "memory"].includes(s.kind)) continue; // sections of their own, below
     const results = s.results ?? [];
     const baselines = results.filter((r) => r.baseline);
     lines.push(`## ${s.suite}`, "");
@@ -145,6 +160,7 @@ function renderDocs() {
   for (const s of suites) if (s.kind === "parquet-writer") lines.push(...renderWriterSection(s));
   for (const s of suites) if (s.kind === "archive") lines.push(...renderArchiveSection(s));
   for (const s of suites) if (s.kind === "outcome") lines.push(...renderOutcomeSection(s));
+  for (const s of suites) if (s.kind === "memory") lines.push(...renderMemorySection(s));
   mkdirSync(join(root, "docs"), { recursive: true });
   const docsPath = join(root, "docs", "benchmarks.md");
   const sections = (text) => text.split("\n").filter((l) => l.startsWith("## ")).length;

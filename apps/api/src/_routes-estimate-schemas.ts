@@ -2,59 +2,16 @@
 import {
   type AuditConfig,
   auditConfigSchema,
+  type CalibrationSummary,
   type Catalog,
+  calibrationSummarySchema,
   type Estimate,
+  estimateSchema,
   type Recommendation,
   type WorkloadSample,
   workloadSchema,
 } from "@auditpipe/estimate";
 import { z } from "zod";
-
-const rate = z.object({ entriesPerSec: z.number(), bytesPerSec: z.number() });
-const rates = z.record(z.string(), rate);
-
-export const estimateSchema: z.ZodType<Estimate> = z
-  .object({
-    config: z.string(),
-    entriesPerSec: z.number(),
-    bytesPerSec: z
-      .number()
-      .describe("Audit entry bytes per second as written (the `analyze` report's bytes)."),
-    bytesPerEntry: z.number(),
-    entriesPerTransaction: z.number(),
-    bytesPerTransaction: z.number(),
-    otherBytesPerSec: z.number().describe("log_statement / log_duration lines, not audit entries."),
-    mbPerHour: z.number(),
-    gbPerDay: z.number(),
-    dollarsPerMonth: z.number().describe("Ingestion by a log service: raw log bytes x pricePerGb, 30 days."),
-    pricePerGb: z.number(),
-    archive: z
-      .object({
-        compressionRatio: z.number(),
-        compressionRatioSource: z.string(),
-        gbPerDay: z.number().describe("Compressed GB written to the archive per day."),
-        retentionDays: z.number(),
-        storedGb: z.number().describe("GB held at steady state: gbPerDay x retentionDays."),
-        pricePerGbMonth: z.number(),
-        dollarsPerMonth: z.number().describe("Storage bill per month at steady state."),
-      })
-      .describe(
-        "The S3 archive: audit entries as compressed NDJSON (zstd, the sidecar's default), accumulating over the retention period.",
-      ),
-    byClass: rates,
-    byAuditType: rates,
-    byObject: rates,
-    overhead: z.object({
-      throughput: z.object({ low: z.number(), high: z.number() }).describe("Fractional throughput loss."),
-      latencyMs: z.object({ low: z.number(), high: z.number() }),
-      linesPerSec: z.number(),
-      collectorBound: z.boolean(),
-      confidence: z.enum(["low", "medium", "high"]),
-      assumptions: z.array(z.string()),
-    }),
-    notes: z.array(z.string()),
-  })
-  .describe("What one configuration writes and costs; decimal units (1 GB = 1e9 bytes).");
 
 export const estimatesResponseSchema: z.ZodType<{
   source: "body" | "sample";
@@ -62,7 +19,7 @@ export const estimatesResponseSchema: z.ZodType<{
   estimates: Estimate[];
   notes: string[];
   overheadBasis: string;
-  calibration: { host: string; createdAt: string } | null;
+  calibration: CalibrationSummary | null;
 }> = z.object({
   source: z.enum(["body", "sample"]),
   sampledAt: z.string().nullable(),
@@ -73,10 +30,7 @@ export const estimatesResponseSchema: z.ZodType<{
     .describe(
       'What the overhead ranges rest on: "calibrated on <host>, <date>" (the server\'s --calibration), or "uncalibrated: …" citing the public measurements used instead.',
     ),
-  calibration: z
-    .object({ host: z.string(), createdAt: z.string() })
-    .nullable()
-    .describe("The auditpipe bench run the overhead coefficients come from; null when uncalibrated."),
+  calibration: calibrationSummarySchema.nullable(),
 });
 
 const catalogSchema: z.ZodType<Catalog> = z.object({

@@ -6,12 +6,15 @@
 import {
   type AuditConfig,
   auditConfigSchema,
+  calibrationSummary,
   configByName,
   DEFAULT_CONFIGS,
   estimate,
   type OverheadCalibration,
   overheadBasis,
   recommend,
+  type ServerLoad,
+  type Workload,
   type WorkloadSample,
   workloadSchema,
 } from "@auditpipe/estimate";
@@ -60,6 +63,15 @@ const estimatesBody = strictBody({
   compressionRatio: z.number().positive().optional(),
   retentionDays: z.number().int().positive().optional(),
   logOnDataDisk: z.boolean().optional(),
+  cpuBusy: z
+    .number()
+    .min(0)
+    .max(1)
+    .optional()
+    .describe(
+      "How busy the database server's cores are (0–1), where the sampler cannot see its host; over what it saw.",
+    ),
+  cores: z.number().positive().max(4096).optional().describe("The cores the database server may use there."),
 });
 
 const recommendationsBody = strictBody({
@@ -81,6 +93,29 @@ function configsOf(items: (string | AuditConfig)[] | undefined): AuditConfig[] {
       throw validationError(`body.configs.${i}`, (error as Error).message);
     }
   });
+}
+
+/** A body's cpuBusy and cores over what the sample saw (or instead of it, for a planned workload). */
+function withGivenLoad(workload: Workload, cpuBusy: number | undefined, cores: number | undefined): Workload {
+  if (cpuBusy === undefined && cores === undefined) return workload;
+  const seen = workload.load;
+  const load: ServerLoad = {
+    source: "given",
+    cores: cores ?? seen?.cores ?? null,
+    coresSource: cores === undefined ? (seen?.coresSource ?? "unknown") : "the request's cores",
+    busy: cpuBusy ?? seen?.busy ?? null,
+    serverCpuUsPerTransaction: seen?.serverCpuUsPerTransaction ?? null,
+    localClientCpuUsPerTransaction: seen?.localClientCpuUsPerTransaction ?? null,
+    otherCores: seen?.otherCores ?? null,
+    stretch: seen?.stretch ?? null,
+    throttled: seen?.throttled ?? null,
+    waits: seen?.waits ?? null,
+    walSyncsPerTransaction: seen?.walSyncsPerTransaction ?? null,
+    durable: seen?.durable ?? null,
+    unidentifiedLocalClients: seen?.unidentifiedLocalClients ?? 0,
+    notes: seen?.notes ?? [],
+  };
+  return { ...workload, load };
 }
 
 export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps): void {
@@ -119,8 +154,9 @@ export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps
     async (request) => {
       const body = request.body;
       const sample = body.workload ? undefined : deps.lastSample();
-      const workload = body.workload ?? sample?.workload;
-      if (!workload) throw new AUDITPIPE_ERR_NO_SAMPLE();
+      const sampled = body.workload ?? sample?.workload;
+      if (!sampled) throw new AUDITPIPE_ERR_NO_SAMPLE();
+      const workload = withGivenLoad(sampled, body.cpuBusy, body.cores);
       const options = {
         ...(deps.calibration ? { calibration: deps.calibration } : {}),
         ...(body.pricePerGb === undefined ? {} : { pricePerGb: body.pricePerGb }),
@@ -139,9 +175,7 @@ export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps
         estimates: configs.map((c) => estimate(workload, c, options)),
         notes: workload.notes,
         overheadBasis: overheadBasis(deps.calibration),
-        calibration: deps.calibration
-          ? { host: deps.calibration.host, createdAt: deps.calibration.createdAt }
-          : null,
+        calibration: deps.calibration ? calibrationSummary(deps.calibration) : null,
       };
     },
   );

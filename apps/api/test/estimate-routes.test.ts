@@ -122,7 +122,7 @@ describe("estimate routes", () => {
       error: "Bad Request",
       field: "body.confgs",
       message:
-        "body.confgs: unknown field; expected one of workload, configs, pricePerGb, storagePricePerGbMonth, compressionRatio, retentionDays, logOnDataDisk",
+        "body.confgs: unknown field; expected one of workload, configs, pricePerGb, storagePricePerGbMonth, compressionRatio, retentionDays, logOnDataDisk, cpuBusy, cores",
     });
     res = await post("/v1/recommendations", { sensitve: ["public.customers"] });
     expect(res.statusCode).toBe(400);

@@ -14,13 +14,28 @@ export const CALIBRATION_ENV = "AUDITPIPE_CALIBRATION";
  * FILE`, `AUDITPIPE_CALIBRATION=FILE`, a config key) so the error says what to fix.
  */
 export async function readCalibration(file: string, source: string): Promise<OverheadCalibration> {
-  const { AUDITPIPE_ERR_BAD_CALIBRATION, BenchError, calibrationSchema } = await import("@auditpipe/bench");
+  const {
+    AUDITPIPE_ERR_BAD_CALIBRATION,
+    BenchError,
+    CALIBRATION_VERSIONS,
+    calibrationProblem,
+    calibrationSchema,
+  } = await import("@auditpipe/bench");
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
     throw new BenchError(AUDITPIPE_ERR_BAD_CALIBRATION, `${source}: ${(error as Error).message}`);
   }
+  const version = (raw as { version?: unknown } | null)?.version;
+  if (
+    (raw as { kind?: unknown } | null)?.kind === "auditpipe-calibration" &&
+    !CALIBRATION_VERSIONS.includes(version as number)
+  )
+    throw new BenchError(
+      AUDITPIPE_ERR_BAD_CALIBRATION,
+      `${source}: version: ${JSON.stringify(version)} is not a calibration version this auditpipe reads (${CALIBRATION_VERSIONS.join(", ")}): run its auditpipe bench --calibration-out again`,
+    );
   const parsed = calibrationSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -30,6 +45,9 @@ export async function readCalibration(file: string, source: string): Promise<Ove
     );
   }
   const c = parsed.data;
+  const problem = calibrationProblem(c);
+  if (problem)
+    throw new BenchError(AUDITPIPE_ERR_BAD_CALIBRATION, `${source}: ${problem.path} ${problem.message}`);
   return {
     host: c.host,
     createdAt: c.createdAt,
@@ -40,6 +58,8 @@ export async function readCalibration(file: string, source: string): Promise<Ove
     residualStdErrUs: c.fit.residualStdErrUs,
     degreesOfFreedom: c.fit.degreesOfFreedom,
     cpu: c.fit.cpu ?? null,
+    r2: c.fit.r2,
+    points: c.fit.points,
   };
 }
 

@@ -1,4 +1,4 @@
-/** The overhead proof's arithmetic over real bench reports, and its table in docs/estimator.md. */
+/** The overhead proof's arithmetic over real bench reports: a configuration held out of the fit. */
 import {
   BASELINE,
   type BenchReport,
@@ -8,7 +8,6 @@ import {
   type OverheadInterval,
   predictOverhead,
 } from "@auditpipe/bench";
-import { rewriteDocSection } from "@auditpipe/testkit";
 
 interface Range {
   low: number;
@@ -61,36 +60,4 @@ export function predictHeldOut(report: BenchReport, heldOut: string, workload = 
     predicted999: predictOverhead(fit, { ...input, level: 0.999 }).cpuBound!,
     measured: cell.overhead!,
   };
-}
-
-export interface ProofRow {
-  check: string;
-  configuration: string;
-  /** At 95 %, as bench and estimate print it. */
-  predicted: { low: number; high: number; estimate?: number };
-  /** At 99.9 %, where the test checks that instead. */
-  predicted999?: { low: number; high: number };
-  measured: { median: number; low: number; high: number };
-  /** The TPS-based overhead of the same runs, for comparison (noisier). */
-  tps: { median: number; low: number; high: number } | null;
-}
-
-const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
-
-/** With AUDITPIPE_WRITE_PROOF=1, replaces the table between the overhead-proof markers of docs/estimator.md. */
-export function writeOverheadProofTable(rows: readonly ProofRow[], context: string): void {
-  const range = (r: { low: number; high: number; estimate?: number }): string =>
-    `${r.estimate === undefined ? "" : `${pct(r.estimate)} `}[${pct(r.low)} … ${pct(r.high)}]`;
-  const inside = (x: number, r: { low: number; high: number }): boolean => x >= r.low && x <= r.high;
-  const table = [
-    "| check | configuration | predicted [95%] | [99.9%] | measured (CPU) [95%] | inside 95% | inside 99.9% | measured (TPS) [95%] |",
-    "|---|---|--:|--:|--:|:-:|:-:|--:|",
-    ...rows.map((r) => {
-      const m = r.measured;
-      return `| ${r.check} | ${r.configuration} | ${range(r.predicted)} | ${r.predicted999 ? range(r.predicted999) : "—"} | ${pct(m.median)} [${pct(m.low)} … ${pct(m.high)}] | ${inside(m.median, r.predicted) ? "yes" : "**no**"} | ${r.predicted999 ? (inside(m.median, r.predicted999) ? "yes" : "**no**") : "—"} | ${r.tps ? range({ ...r.tps, estimate: r.tps.median }) : "—"} |`;
-    }),
-  ].join("\n");
-  process.stdout.write(`\n${context}\n${table}\n`);
-  if (process.env.AUDITPIPE_WRITE_PROOF === "1")
-    rewriteDocSection("estimator.md", "overhead-proof", `${context}\n\n${table}`);
 }

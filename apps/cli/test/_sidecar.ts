@@ -35,11 +35,16 @@ export function spawnCli(
   const node = options.built
     ? [process.execPath, options.bin ?? BIN, ...argv]
     : [process.execPath, "--conditions=@auditpipe/source", CLI, ...argv];
+  // With a umask: through a shell that sets it and execs node (same process, the umask inherited).
+  const shell =
+    options.umask === undefined
+      ? node
+      : ["/bin/sh", "-c", `umask ${options.umask.toString(8)} && exec "$0" "$@"`, ...node];
   // prlimit execs the command: the child's PID is the CLI's own.
   const [command, ...args] =
     options.nofile === undefined
-      ? node
-      : ["prlimit", `--nofile=${options.nofile}:${options.nofile}`, "--", ...node];
+      ? shell
+      : ["prlimit", `--nofile=${options.nofile}:${options.nofile}`, "--", ...shell];
   return spawn(command!, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -57,6 +62,8 @@ export interface SpawnOptions {
   user?: { uid: number; gid: number };
   /** Its open-file limit, soft and hard (util-linux's `prlimit --nofile`). */
   nofile?: number;
+  /** The process's umask (e.g. 0o022, a login shell's); default: the test process's. */
+  umask?: number;
 }
 
 /**

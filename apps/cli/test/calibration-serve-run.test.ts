@@ -23,10 +23,14 @@ const calibrationFile = writeCalibration(work);
 
 interface EstimatesAnswer {
   overheadBasis: string;
-  calibration: { host: string; createdAt: string } | null;
+  calibration: { host: string; createdAt: string; r2: number | null } | null;
   estimates: Array<{
     config: string;
-    overhead: { throughput: { low: number; high: number }; assumptions: string[] };
+    overhead: {
+      throughput: { low: number; high: number };
+      addedCpuUs: { low: number; estimate: number; high: number };
+      assumptions: string[];
+    };
   }>;
 }
 
@@ -61,12 +65,16 @@ describe("serve with a calibration", () => {
       const { status, json } = await postEstimates(url, { workload: WORKLOAD, configs: ["write"] });
       expect(status).toBe(200);
       expect(json.overheadBasis).toBe(CALIBRATED_ON);
-      expect(json.calibration).toEqual({ host: "benchhost", createdAt: CALIBRATION.createdAt });
+      expect(json.calibration).toMatchObject({
+        host: "benchhost",
+        createdAt: CALIBRATION.createdAt,
+        r2: 0.9,
+      });
       const write = json.estimates[0]!;
       expect(write.overhead.assumptions[0]).toBe(CALIBRATED_ON);
       // One WRITE entry per transaction at 8–12 µs on 2,000 µs per transaction per client.
+      expect(write.overhead.addedCpuUs).toEqual({ low: 8, estimate: 10, high: 12 });
       expect(write.overhead.throughput.low).toBeCloseTo(8 / 2008, 6);
-      expect(write.overhead.throughput.high).toBeCloseTo(12 / 2012, 6);
       expect(serve.stderr()).toContain(`"overheadBasis":"${CALIBRATED_ON}"`);
     } finally {
       await stop(serve);
@@ -131,7 +139,7 @@ describe("run --db with a calibration", () => {
         while (loading) await pg.pgbench(["-n", "-c", "1", "-T", "1", "-R", "200"]);
       })();
       const sampled = (): Array<{
-        overhead?: { configuration: string; throughput: string; basis: string };
+        overhead?: { configuration: string; throughput: string; regime: string; basis: string };
       }> =>
         sidecar!
           .stderr()
@@ -139,15 +147,17 @@ describe("run --db with a calibration", () => {
           .filter((l) => l.includes('"workload sampled"'))
           .map((l) => JSON.parse(l));
       await waitUntil(
-        () => sampled().some((s) => s.overhead && !s.overhead.throughput.startsWith("-0.0% to -0.0%")),
+        () => sampled().some((s) => s.overhead && s.overhead.throughput !== "0.0%"),
         60_000,
         () => `no sample under load:\n${sidecar!.stderr()}`,
         200,
       );
-      const loaded = sampled().find((s) => !s.overhead!.throughput.startsWith("-0.0% to -0.0%"))!.overhead!;
+      const loaded = sampled().find((s) => s.overhead && s.overhead.throughput !== "0.0%")!.overhead!;
       expect(loaded.basis).toBe(CALIBRATED_ON);
       expect(loaded.configuration).toBe("current"); // the server's own pgaudit.log = 'write'
-      expect(loaded.throughput).toMatch(/^-\d+\.\d% to -\d+\.\d%$/);
+      expect(loaded.throughput).toMatch(/^\d+\.\d% \[\d+\.\d%–\d+\.\d%\]$/);
+      expect(loaded.regime).toMatch(/^(cpu-bound|latency-bound|between)$/);
+      expect(sidecar.stderr()).not.toContain("-0.0%");
       expect(sidecar.stderr()).toContain(`overhead ranges ${CALIBRATED_ON}`);
 
       // From the sample: the server's current configuration first, calibrated while under load.

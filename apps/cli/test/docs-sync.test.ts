@@ -2,13 +2,16 @@
  * The reference docs are kept true by comparing them with the one table each comes from
  * (fastify's errors test does this for Errors.md): error codes in the sources against
  * docs/errors.md, the metrics a real sidecar exposes against docs/api.md, `run`'s settings table against
- * docs/configuration.md and `run --help`, and every command's usage line against docs/cli.md.
+ * docs/configuration.md and `run --help`, every command's usage line against docs/cli.md, and
+ * the fields of `estimate --json`'s published schema against docs/cli.md.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { estimateReportSchema } from "@auditpipe/estimate";
 import { freePort, repoRoot } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { SETTINGS } from "../src/run/config.ts";
 import { runCli } from "./_cli.ts";
 import { spawnSidecar } from "./_sidecar.ts";
@@ -155,5 +158,35 @@ describe("docs match the code", () => {
       expect(usage, `${command} --help has no usage line`).toBeDefined();
       expect(headings, `docs/cli.md lacks "## \`${usage}\`"`).toContain(usage);
     }
+  });
+
+  it("docs/cli.md names every field of estimate --json's overhead, load and calibration", () => {
+    type Schema = { properties?: Record<string, Schema>; items?: Schema; anyOf?: Schema[] };
+    const names = (schema: Schema | undefined, out = new Set<string>()): Set<string> => {
+      if (!schema) return out;
+      for (const [name, child] of Object.entries(schema.properties ?? {})) {
+        out.add(name);
+        names(child, out);
+      }
+      names(schema.items, out);
+      for (const s of schema.anyOf ?? []) names(s, out);
+      return out;
+    };
+    const report = z.toJSONSchema(estimateReportSchema, { io: "output", unrepresentable: "any" }) as Schema;
+    const estimate = report.properties!.estimates!.items!;
+    const fields = new Set([
+      ...names(estimate.properties!.overhead),
+      ...names(report.properties!.load),
+      ...names(report.properties!.calibration),
+      "load",
+      "calibration",
+    ]);
+    expect(fields).toContain("latencyShare");
+    expect(fields).toContain("stretch");
+    const cli = doc("cli.md");
+    expect(
+      [...fields].filter((name) => !cli.includes(`\`${name}\``)),
+      "not named in docs/cli.md",
+    ).toEqual([]);
   });
 });

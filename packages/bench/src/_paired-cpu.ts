@@ -127,6 +127,7 @@ export function cpuPointFields(
   addedUs: { median: number; low: number; high: number };
   addedLoggerUs: number;
   baselineServerUs: { median: number; low: number; high: number };
+  baselineSamples: number[];
 } | null {
   const pairs = pairRuns(baseline, mine);
   if (pairs.length === 0 || pairs.length < mine.length) return null;
@@ -136,9 +137,40 @@ export function cpuPointFields(
     samples,
     addedUs: bootstrapMedian(samples, options),
     addedLoggerUs: median(pairs.map((p) => p.addedLoggerUs)),
+    baselineSamples: pairs.map((p) => p.baselineServerUs),
     baselineServerUs: bootstrapMedian(
       baseServer.map((p) => p.server),
       options,
     ),
   };
+}
+
+/**
+ * The TPS-based overhead, each run against the baseline's TPS around it (interpolated as for CPU
+ * times): 1 − TPS / baseline TPS, median over runs with its bootstrap interval. What the runs
+ * really lost in throughput, whatever limited them; drift that is linear over neighbouring
+ * runs cancels, a neighbour's burst does not. Null with fewer than two baseline runs.
+ */
+export function pairedTpsOverhead(
+  baseline: readonly RunResult[],
+  mine: readonly RunResult[],
+  options: BootstrapOptions,
+): OverheadInterval | null {
+  const measured = baseline.filter((b) => b.tps > 0);
+  if (measured.length < 2 || mine.length === 0) return null;
+  const losses: number[] = [];
+  for (const run of mine) {
+    let before: RunResult | undefined;
+    let after: RunResult | undefined;
+    for (const b of measured) {
+      if (b.index < run.index && (!before || b.index > before.index)) before = b;
+      if (b.index > run.index && (!after || b.index < after.index)) after = b;
+    }
+    const base =
+      before && after
+        ? before.tps + ((after.tps - before.tps) * (run.index - before.index)) / (after.index - before.index)
+        : (before ?? after)!.tps;
+    if (base > 0) losses.push(1 - run.tps / base);
+  }
+  return losses.length > 0 ? pairedOverheadInterval(losses, options) : null;
 }

@@ -25,7 +25,8 @@ const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00
 const colour = (i: number): string => PALETTE[i % PALETTE.length]!;
 
 /** Two decimals are plenty for a chart, and keep the embedded JSON small; NaN (nothing measured) is a gap. */
-const round2 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 100) / 100 : null);
+/** Two decimals; -0 (a tiny negative rounded) is 0, so nothing prints "-0". */
+const round2 = (x: number): number | null => (Number.isFinite(x) ? Math.round(x * 100) / 100 + 0 : null);
 const show = (x: number | null, unit = ""): string => (x === null ? "–" : `${x}${unit}`);
 
 function chartOptions(xTitle: string, yTitle: string): Record<string, unknown> {
@@ -82,12 +83,13 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
     const [y, yMin, yMax] = [o.median, o.low, o.high].map((x) => round2(x * 100));
     return y == null || yMin == null || yMax == null ? null : { y, yMin, yMax };
   };
+  const cpu = treated.some((c) => c.overheadBasis === "cpu");
   return {
     id: "chart-overhead",
-    title: "Throughput overhead against the baseline",
+    title: cpu ? "CPU-based overhead against the baseline" : "Throughput overhead against the baseline",
     caption: `Bars: ${
-      treated.some((c) => c.overheadBasis === "cpu")
-        ? "the TPS a CPU-bound machine loses: the server CPU time each configuration added per transaction over the baseline (none) measured around each run, in % of a transaction's CPU time (server + pgbench), median over runs; whiskers: its 95 % bootstrap interval."
+      cpu
+        ? "the TPS a CPU-bound machine loses: the server CPU time each configuration added per transaction over the baseline (none) measured around each run, in % of a transaction's CPU time (server + pgbench), median over runs; whiskers: its 95 % bootstrap interval. The table below, and the results table, give the TPS-based overhead beside it: what the runs' throughput really lost, whatever limited them."
         : "the overhead of each configuration's median TPS against the baseline's (none), in % of the baseline's TPS; whiskers: its 95 % bootstrap interval over runs."
     } A whisker that crosses 0 means the difference is not significant at this sample size.${withVariant ? " In brackets: the mitigations it ran with (log destination, +once: pgaudit.log_statement_once on, +elsewhere: the log directory on another disk)." : ""}`,
     config: {
@@ -105,17 +107,31 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
           errorBarWhiskerSize: 14,
         })),
       },
-      options: chartOptions("configuration", "TPS overhead vs baseline (%)"),
+      options: chartOptions(
+        "configuration",
+        cpu ? "CPU-based overhead vs baseline (% of a transaction's CPU)" : "TPS overhead vs baseline (%)",
+      ),
     },
     table: {
       numericFrom: cellColumns(withVariant).length,
-      head: [...cellColumns(withVariant), "overhead %", "95 % interval"],
+      head: [
+        ...cellColumns(withVariant),
+        cpu ? "CPU-based overhead %" : "overhead %",
+        "95 % interval",
+        ...(cpu ? ["TPS-based overhead %", "95 % interval"] : []),
+      ],
       rows: treated.map((c) => {
         const p = point(title(c), c.workload);
+        const t = c.tpsOverhead;
         return [
           ...cellValues(c, withVariant),
           show(p?.y ?? null),
           p ? `${p.yMin} … ${p.yMax}` : "not measured (no baseline runs)",
+          ...(cpu
+            ? t
+              ? [show(round2(t.median * 100)), `${round2(t.low * 100)} … ${round2(t.high * 100)}`]
+              : ["—", "—"]
+            : []),
         ];
       }),
     },

@@ -21,7 +21,8 @@ import {
   costFeature,
   t95,
 } from "@auditpipe/estimate";
-import { median } from "./stats.ts";
+import { seededRng } from "./rng.ts";
+import { DEFAULT_SEED, median } from "./stats.ts";
 import type { CalibrationCoefficient, CalibrationFit, CalibrationPoint, CpuCalibration } from "./types.ts";
 
 type Column = CostColumn;
@@ -108,39 +109,147 @@ function baselinePerStatement(points: readonly CalibrationPoint[]): CalibrationC
   };
 }
 
-/** Ordinary least squares over every run of every point, with the coefficients' covariance. */
-function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): CalibrationFit | null {
+/** Bootstrap resamples of the constrained fit: enough for a stable covariance of 2–4 coefficients. */
+const FIT_RESAMPLES = 400;
+
+interface Row {
+  x: number[];
+  y: number;
+  /** The point the run belongs to (resampling keeps every point's count of runs). */
+  point: number;
+}
+
+/** Least squares without intercept on `rows` over the columns `keep` (indices); null when singular. */
+function ols(rows: readonly Row[], keep: readonly number[]): { beta: number[]; ssr: number } | null {
+  const beta = leastSquares(
+    rows.map((r) => keep.map((i) => r.x[i]!)),
+    rows.map((r) => r.y),
+  );
+  if (!beta) return null;
+  const ssr = rows.reduce((s, r) => s + (r.y - keep.reduce((t, i, k) => t + r.x[i]! * beta[k]!, 0)) ** 2, 0);
+  return { beta, ssr };
+}
+
+/**
+ * Non-negative least squares: of the least-squares fits over every subset of the columns that
+ * keeps a line column, the one with the smallest residual whose coefficients are all ≥ 0 (exact
+ * for this few columns); the others are held at 0. A cost is never negative: a fit that wants
+ * one is noise, and a negative cost per transaction or per statement would make a configuration
+ * that logs more look cheaper.
+ */
+function nonNegativeFit(rows: readonly Row[], columns: readonly Column[]): number[] | null {
+  const p = columns.length;
+  let best: { beta: number[]; ssr: number } | null = null;
+  for (let mask = 1; mask < 1 << p; mask++) {
+    const keep = columns.map((_, i) => i).filter((i) => mask & (1 << i));
+    if (!keep.some((i) => columns[i] === "lines" || columns[i] === "linesElsewhere")) continue;
+    const fit = ols(rows, keep);
+    if (!fit || fit.beta.some((b) => b < 0)) continue;
+    if (!best || fit.ssr < best.ssr - 1e-9) {
+      const beta = new Array<number>(p).fill(0);
+      keep.forEach((i, k) => {
+        beta[i] = fit.beta[k]!;
+      });
+      best = { beta, ssr: fit.ssr };
+    }
+  }
+  return best?.beta ?? null;
+}
+
+/** The covariance of the non-negative fit's coefficients over resamples of the runs within each point. */
+function constrainedCovariance(
+  data: readonly Row[],
+  columns: readonly Column[],
+  points: number,
+  seed: number,
+): number[][] {
+  const rng = seededRng(seed);
+  const byPoint = Array.from({ length: points }, (_, pi) => data.filter((r) => r.point === pi));
+  const draws: number[][] = [];
+  for (let b = 0; b < FIT_RESAMPLES; b++) {
+    const sample = byPoint.flatMap((rows) => rows.map(() => rows[Math.floor(rng() * rows.length)]!));
+    const d = nonNegativeFit(sample, columns);
+    if (d) draws.push(d);
+  }
+  const mean = columns.map((_, i) => draws.reduce((s, d) => s + d[i]!, 0) / Math.max(1, draws.length));
+  return columns.map((_, i) =>
+    columns.map(
+      (_, j) =>
+        draws.reduce((s, d) => s + (d[i]! - mean[i]!) * (d[j]! - mean[j]!), 0) /
+        Math.max(1, draws.length - 1),
+    ),
+  );
+}
+
+/** Reference server µs per statement of each run's baseline (the machine's state at that moment). */
+function runScales(points: readonly CalibrationPoint[]): {
+  reference: number;
+  scale: (p: CalibrationPoint, i: number) => number;
+} {
+  const perStatement = (p: CalibrationPoint, us: number): number =>
+    us / Math.max(1, p.statementsPerTransaction ?? 1);
+  const all = points.flatMap((p) => (p.baselineSamples ?? []).map((b) => perStatement(p, b)));
+  const reference = all.length > 0 ? median(all) : 0;
+  return {
+    reference,
+    scale: (p, i) => {
+      const b = p.baselineSamples?.[i];
+      return reference > 0 && b !== undefined && b > 0 ? reference / perStatement(p, b) : 1;
+    },
+  };
+}
+
+/**
+ * The constrained fit over every run of every point. Each run's added time is first put at the
+ * calibration's reference state of the machine: multiplied by (reference baseline µs per
+ * statement) / (the baseline's µs per statement around that run), so a busy minute that makes
+ * every statement cost twice as much does not make logging look twice as dear. No cost is
+ * negative (nonNegativeFit), and no interval goes below zero.
+ */
+function fitRounds(
+  points: readonly CalibrationPoint[],
+  initial: Column[],
+  seed: number,
+): CalibrationFit | null {
+  const { reference, scale } = runScales(points);
+  const rowsFor = (cols: Column[]): Row[] =>
+    points.flatMap((p, pi) =>
+      p.samples!.map((y, i) => ({ x: cols.map((c) => featureOf(p, c)), y: y * scale(p, i), point: pi })),
+    );
+  // What the points cannot tell apart goes: the per-transaction cost first, then the statements'.
   let columns = initial;
-  const rows = (cols: Column[]): { x: number[]; y: number }[] =>
-    points.flatMap((p) => p.samples!.map((y) => ({ x: cols.map((c) => featureOf(p, c)), y })));
   const gram = (cols: Column[]): number[][] | null => {
-    const r = rows(cols);
+    const r = rowsFor(cols);
     return invert(cols.map((_, i) => cols.map((_, j) => r.reduce((s, row) => s + row.x[i]! * row.x[j]!, 0))));
   };
-  // What the points cannot tell apart goes: the per-transaction cost first, then the statements'.
   let inverse = gram(columns);
   for (const drop of ["transactions", "statements"] as const)
     if (!inverse && columns.includes(drop)) {
       columns = columns.filter((c) => c !== drop);
       inverse = gram(columns);
     }
-  const data = rows(columns);
+  const data = rowsFor(columns);
   const p = columns.length;
   if (!inverse || data.length <= p) return null;
-  const xty = columns.map((_, i) => data.reduce((s, row) => s + row.x[i]! * row.y, 0));
-  const beta = inverse.map((row) => row.reduce((s, v, j) => s + v * xty[j]!, 0));
+  const beta = nonNegativeFit(data, columns);
+  if (!beta) return null;
+  const free = beta.filter((b) => b > 0).length;
   const ssr = data.reduce((s, row) => s + (row.y - row.x.reduce((t, v, i) => t + v * beta[i]!, 0)) ** 2, 0);
-  const df = data.length - p;
+  const df = Math.max(1, data.length - free);
   const variance = ssr / df;
-  const covariance = inverse.map((row) => row.map((v) => v * variance));
+  // Where no constraint binds, the least-squares covariance; where one does, resampling the runs
+  // within each point and refitting (the constraint included) gives what it leaves uncertain.
+  const covariance = beta.every((b) => b > 0)
+    ? inverse.map((row) => row.map((v) => v * variance))
+    : constrainedCovariance(data, columns, points.length, seed);
   const t = t95(df);
   const coefficient = (c: Column): CalibrationCoefficient | null => {
     const i = columns.indexOf(c);
     if (i < 0) return null;
     const half = t * Math.sqrt(Math.max(0, covariance[i]![i]!));
-    return { estimate: beta[i]!, low: beta[i]! - half, high: beta[i]! + half };
+    return { estimate: beta[i]!, low: Math.max(0, beta[i]! - half), high: beta[i]! + half };
   };
-  const medians = points.map((pt) => pt.addedUs.median);
+  const medians = points.map((pt) => median(pt.samples!.map((y, i) => y * scale(pt, i))));
   const predicted = points.map((pt) => columns.reduce((s, c, i) => s + featureOf(pt, c) * beta[i]!, 0));
   const cpu: CpuCalibration = {
     columns,
@@ -149,6 +258,15 @@ function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): Cali
     runs: Math.min(...points.map((pt) => pt.samples!.length)),
     loggerShare: loggerShare(points),
     baselineServerUsPerStatement: baselinePerStatement(points),
+    ...(reference > 0
+      ? {
+          referenceUsPerStatement: reference,
+          relative: {
+            coefficients: beta.map((b) => b / reference),
+            covariance: covariance.map((row) => row.map((v) => v / reference ** 2)),
+          },
+        }
+      : {}),
   };
   return {
     lineCostUs: coefficient("lines") ?? coefficient("linesElsewhere")!,
@@ -170,7 +288,10 @@ function fitRounds(points: readonly CalibrationPoint[], initial: Column[]): Cali
  * (every point logs exactly what pgaudit processes). Points with CPU times are fitted run by run
  * (the CPU basis); otherwise cell by cell. Null with no usable point.
  */
-export function fitCalibration(points: readonly CalibrationPoint[]): CalibrationFit | null {
+export function fitCalibration(
+  points: readonly CalibrationPoint[],
+  options: { seed?: number } = {},
+): CalibrationFit | null {
   if (points.length === 0) return null;
   let columns: Column[] = (["lines", "linesElsewhere", "statements"] as Column[]).filter((c) =>
     points.some((p) => featureOf(p, c) > 0),
@@ -178,32 +299,40 @@ export function fitCalibration(points: readonly CalibrationPoint[]): Calibration
   if (!columns.includes("lines") && !columns.includes("linesElsewhere")) return null;
   const cpuBasis = points.every((p) => (p.samples?.length ?? 0) > 0);
   if (cpuBasis) {
-    const fit = fitRounds(points, [...columns, "transactions"]);
+    const fit = fitRounds(points, [...columns, "transactions"], options.seed ?? DEFAULT_SEED);
     if (fit) return fit;
   }
-  const design = (cols: Column[]): number[][] => points.map((p) => cols.map((c) => featureOf(p, c)));
-  let beta = leastSquares(
-    design(columns),
-    points.map((p) => p.addedUs.median),
+  // TPS basis: one point per cell; each interval end fitted the same way gives the coefficients' range.
+  const rowsOf = (cols: Column[], y: (p: CalibrationPoint) => number): Row[] =>
+    points.map((p, i) => ({ x: cols.map((c) => featureOf(p, c)), y: y(p), point: i }));
+  let beta = nonNegativeFit(
+    rowsOf(columns, (p) => p.addedUs.median),
+    columns,
   );
-  if (!beta && columns.includes("statements")) {
+  if (
+    beta &&
+    columns.includes("statements") &&
+    !ols(
+      rowsOf(columns, (p) => p.addedUs.median),
+      columns.map((_, i) => i),
+    )
+  ) {
     columns = columns.filter((c) => c !== "statements");
-    beta = leastSquares(
-      design(columns),
-      points.map((p) => p.addedUs.median),
+    beta = nonNegativeFit(
+      rowsOf(columns, (p) => p.addedUs.median),
+      columns,
     );
   }
   if (!beta) return null;
-  const x = design(columns);
   const lows =
-    leastSquares(
-      x,
-      points.map((p) => p.addedUs.low),
+    nonNegativeFit(
+      rowsOf(columns, (p) => p.addedUs.low),
+      columns,
     ) ?? beta;
   const highs =
-    leastSquares(
-      x,
-      points.map((p) => p.addedUs.high),
+    nonNegativeFit(
+      rowsOf(columns, (p) => p.addedUs.high),
+      columns,
     ) ?? beta;
   const coefficient = (c: Column): CalibrationCoefficient | null => {
     const i = columns.indexOf(c);
@@ -212,9 +341,9 @@ export function fitCalibration(points: readonly CalibrationPoint[]): Calibration
     return { estimate: beta![i]!, low: Math.min(...values), high: Math.max(...values) };
   };
   const y = points.map((p) => p.addedUs.median);
-  const predicted = x.map((row) => row.reduce((s, v, i) => s + v * beta![i]!, 0));
+  const predicted = points.map((p) => columns.reduce((s, c, i) => s + featureOf(p, c) * beta![i]!, 0));
   const ssr = y.reduce((s, v, i) => s + (v - predicted[i]!) ** 2, 0);
-  const df = points.length - columns.length;
+  const df = points.length - beta.filter((b) => b > 0).length;
   const lineCost = coefficient("lines") ?? coefficient("linesElsewhere")!;
   return {
     lineCostUs: lineCost,

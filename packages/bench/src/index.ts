@@ -61,7 +61,7 @@ export {
 export { formatOverhead, renderFit, renderReport, renderTable } from "./render.ts";
 export { renderHtmlReport } from "./report-html.ts";
 export { seededRng } from "./rng.ts";
-export { benchReportSchema, calibrationSchema } from "./schema.ts";
+export { benchReportSchema, CALIBRATION_VERSIONS, calibrationProblem, calibrationSchema } from "./schema.ts";
 export {
   BOOTSTRAP_RESAMPLES,
   type BootstrapOptions,

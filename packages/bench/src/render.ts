@@ -3,21 +3,42 @@
  * Benchmarks and Mitigation Strategies"): configuration × workload with TPS, overhead and its
  * interval, latency percentiles, log volume and WAL, then what the figures can and cannot say.
  */
+import { percent } from "@auditpipe/estimate";
 import { cellTitle, hasVariants } from "./mitigations.ts";
+import type { OverheadInterval } from "./stats.ts";
 import type { BenchReport, CalibrationFit, CellSummary } from "./types.ts";
 
 const fmt = (x: number, digits = 0): string =>
   x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+const pct = (x: number): string => percent(x);
 /** Beyond this many runs per configuration, "how many would resolve it" stops being advice. */
 const MAX_SENSIBLE_RUNS = 200;
 
 /** "13.5% [6.1% … 20.3%]", with "n.s." when the interval includes zero. */
 export function formatOverhead(cell: CellSummary): string {
-  const o = cell.overhead;
+  return formatInterval(cell.overhead);
+}
+
+/** The same for the TPS-based overhead (what the runs really lost in throughput). */
+export function formatTpsOverhead(cell: CellSummary): string {
+  return cell.overhead ? formatInterval(cell.tpsOverhead ?? null) : "baseline";
+}
+
+function formatInterval(o: OverheadInterval | null): string {
   if (!o) return "baseline";
   return `${pct(o.median)} [${pct(o.low)} … ${pct(o.high)}]${o.significant ? "" : " n.s."}`;
 }
+
+/** The overhead column's heading: what it is computed from. */
+export function overheadHeading(cells: readonly CellSummary[]): string {
+  return cells.some((c) => c.overheadBasis === "cpu")
+    ? "CPU-based overhead [95%]"
+    : "overhead [95% interval]";
+}
+
+/** Whether the table shows the TPS-based overhead beside a CPU-based one. */
+export const showsTpsOverhead = (cells: readonly CellSummary[]): boolean =>
+  cells.some((c) => c.overheadBasis === "cpu");
 
 /** The results table; a `mitigations` column when the cells ran under more than one variant. */
 export function renderTable(cells: readonly CellSummary[]): string {
@@ -28,7 +49,8 @@ export function renderTable(cells: readonly CellSummary[]): string {
     "workload",
     "runs",
     "TPS",
-    "overhead [95% interval]",
+    overheadHeading(cells),
+    ...(showsTpsOverhead(cells) ? ["TPS-based [95%]"] : []),
     "p50 ms",
     "p95 ms",
     "p99 ms",
@@ -44,6 +66,7 @@ export function renderTable(cells: readonly CellSummary[]): string {
     String(c.runs),
     fmt(c.tps.median),
     formatOverhead(c),
+    ...(showsTpsOverhead(cells) ? [formatTpsOverhead(c)] : []),
     fmt(c.latencyMs.p50, 2),
     fmt(c.latencyMs.p95, 2),
     fmt(c.latencyMs.p99, 2),
@@ -73,12 +96,12 @@ export function renderFit(fit: CalibrationFit): string {
   const quality =
     fit.residualStdErrUs === null
       ? `${fit.points} points for ${fit.points - fit.degreesOfFreedom} coefficients: an exact fit, its quality unknown`
-      : `R² ${fit.r2.toFixed(2)}, residual ${fmt(fit.residualStdErrUs, 1)} µs/transaction over ${fit.points} points`;
+      : `R² ${fit.r2.toFixed(2)}, residual ${fmt(fit.residualStdErrUs, 1)} µs/transaction over ${fit.points} configurations${fit.cpu ? ` × ${fit.cpu.runs} runs` : ""}`;
   return `calibration${fit.cpu ? " in server CPU time" : ""}: ${parts.join("; ")} (${quality})`;
 }
 
 export const CPU_BASIS_NOTE =
-  "overhead = the server CPU time auditing added per transaction, as a share of a transaction's CPU time (server + pgbench), each run against the baseline measured around it: the TPS a CPU-bound machine loses. TPS itself swings with other load (TPS-based overheads are in --json).";
+  "CPU-based overhead = the server CPU time auditing added per transaction, as a share of a transaction's CPU time (server + pgbench), each run against the baseline measured around it: the TPS a CPU-bound machine loses. TPS-based = what the runs' throughput really lost, each against the baseline's TPS around it, whatever limited them (CPU, commits, locks); it swings with other load on the machine.";
 
 export const NOT_SIGNIFICANT = "not significant at this sample size: the 95% interval includes no difference";
 

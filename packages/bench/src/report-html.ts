@@ -9,7 +9,16 @@ import { type ChartAssets, loadChartAssets } from "./_chart-assets.ts";
 import { type ChartSpec, reportCharts } from "./_report-charts.ts";
 import { CONTENT_SECURITY_POLICY, PAGE_SCRIPT, PAGE_STYLE } from "./_report-page.ts";
 import { hasVariants } from "./mitigations.ts";
-import { formatOverhead, loggingSummary, NOT_SIGNIFICANT, renderFit, unresolvedNotes } from "./render.ts";
+import {
+  formatOverhead,
+  formatTpsOverhead,
+  loggingSummary,
+  NOT_SIGNIFICANT,
+  overheadHeading,
+  renderFit,
+  showsTpsOverhead,
+  unresolvedNotes,
+} from "./render.ts";
 import type { BenchReport, Filesystem } from "./types.ts";
 
 const ESCAPES: Record<string, string> = {
@@ -80,7 +89,8 @@ function resultsTable(report: BenchReport): string {
     "workload",
     "runs",
     "TPS [95% interval]",
-    "overhead [95% interval]",
+    overheadHeading(report.cells),
+    ...(showsTpsOverhead(report.cells) ? ["TPS-based overhead [95%]"] : []),
     "p50 ms",
     "p95 ms",
     "p99 ms",
@@ -97,6 +107,7 @@ function resultsTable(report: BenchReport): string {
     String(c.runs),
     `${fmt(c.tps.median)} [${fmt(c.tps.low)} … ${fmt(c.tps.high)}]`,
     formatOverhead(c),
+    ...(showsTpsOverhead(report.cells) ? [formatTpsOverhead(c)] : []),
     fmt(c.latencyMs.p50, 2),
     fmt(c.latencyMs.p95, 2),
     fmt(c.latencyMs.p99, 2),

@@ -43,6 +43,8 @@ const cpuCalibration = z.object({
   runs: z.number().int().positive(),
   loggerShare: num,
   baselineServerUsPerStatement: coefficient,
+  referenceUsPerStatement: num.positive().optional(),
+  relative: z.object({ coefficients: z.array(num), covariance: z.array(z.array(num)) }).optional(),
 });
 
 const fit = z.object({
@@ -79,6 +81,7 @@ const point = z.object({
   addedLoggerUs: num.optional(),
   baselineServerUs: interval.optional(),
   statementsPerTransaction: num.optional(),
+  baselineSamples: z.array(num).optional(),
 });
 
 const run = z.object({
@@ -193,12 +196,65 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
   notes: z.array(z.string()),
 });
 
+/** The calibration file versions this code reads: 2 is the constrained fit at a reference state; 1 came before. */
+export const CALIBRATION_VERSIONS: readonly number[] = [1, 2];
+
 export const calibrationSchema: z.ZodType<Calibration> = z.object({
   kind: z.literal("auditpipe-calibration"),
-  version: z.literal(1),
+  version: z.union([z.literal(1), z.literal(2)]),
   createdAt: z.string(),
   host: z.string(),
   environment,
   fit,
   points: z.array(point),
 });
+
+/**
+ * What makes a calibration file that matches the schema still unusable: a cost that is negative
+ * or not a number, an interval that does not hold its estimate, a share outside 0–1. The first
+ * problem found, with the field's path; null when the values are physical.
+ */
+export function calibrationProblem(c: Calibration): { path: string; message: string } | null {
+  const f = c.fit;
+  const costs: Array<[string, { estimate: number; low: number; high: number } | null | undefined]> = [
+    ["fit.lineCostUs", f.lineCostUs],
+    ["fit.lineCostElsewhereUs", f.lineCostElsewhereUs],
+    ["fit.statementCostUs", f.statementCostUs],
+    ["fit.transactionCostUs", f.transactionCostUs],
+  ];
+  for (const [path, cost] of costs) {
+    if (!cost) continue;
+    for (const k of ["estimate", "low", "high"] as const)
+      if (!Number.isFinite(cost[k])) return { path: `${path}.${k}`, message: "is not a finite number" };
+    if (cost.estimate < 0)
+      return {
+        path: `${path}.estimate`,
+        message: `is ${cost.estimate.toFixed(2)} µs: a cost cannot be negative (a file from before the constrained fit; run auditpipe bench --calibration-out again)`,
+      };
+    if (cost.low > cost.estimate || cost.high < cost.estimate)
+      return {
+        path,
+        message: `its interval [${cost.low}, ${cost.high}] does not hold its estimate ${cost.estimate}`,
+      };
+  }
+  if (!(f.r2 <= 1)) return { path: "fit.r2", message: `is ${f.r2}: R² is at most 1` };
+  if (f.residualStdErrUs !== null && !(f.residualStdErrUs >= 0))
+    return { path: "fit.residualStdErrUs", message: "must be 0 or more" };
+  if (!(f.degreesOfFreedom >= 0)) return { path: "fit.degreesOfFreedom", message: "must be 0 or more" };
+  const cpu = f.cpu;
+  if (cpu) {
+    const i = cpu.coefficients.findIndex((v) => !Number.isFinite(v) || v < 0);
+    if (i >= 0)
+      return {
+        path: `fit.cpu.coefficients.${i}`,
+        message: `is ${cpu.coefficients[i]}: the ${cpu.columns[i]} cost cannot be negative (run auditpipe bench --calibration-out again)`,
+      };
+    const d = cpu.covariance.findIndex((row, j) => !(row[j]! >= 0));
+    if (d >= 0) return { path: `fit.cpu.covariance.${d}.${d}`, message: "a variance must be 0 or more" };
+    if (!(cpu.loggerShare >= 0 && cpu.loggerShare <= 1))
+      return { path: "fit.cpu.loggerShare", message: `is ${cpu.loggerShare}: a share is from 0 to 1` };
+    if (!(cpu.baselineServerUsPerStatement.estimate > 0))
+      return { path: "fit.cpu.baselineServerUsPerStatement.estimate", message: "must be above 0 µs" };
+  }
+  return null;
+}

@@ -2,7 +2,7 @@
  * From runs to the report's cells (configuration × workload: medians and intervals) and to the
  * calibration's points. Pure.
  */
-import { cpuCell, cpuPointFields } from "./_paired-cpu.ts";
+import { cpuCell, cpuPointFields, pairedTpsOverhead } from "./_paired-cpu.ts";
 import {
   type BootstrapOptions,
   bootstrapMedian,
@@ -58,8 +58,11 @@ export function summarizeCells(runs: readonly RunResult[], options: SummarizeOpt
         const perTxn = (f: (r: RunResult) => number): number =>
           finite(median(mine.map((r) => (r.transactions > 0 ? f(r) / r.transactions : 0))));
         const logBytesPerSec = perSec((r) => r.log.bytes);
+        // Against the baseline around each run where there are two or more; else the medians'.
         const tpsOverhead =
-          configuration === BASELINE || baseTps.length === 0 ? null : overheadInterval(baseTps, tps, options);
+          configuration === BASELINE || baseTps.length === 0
+            ? null
+            : (pairedTpsOverhead(baseline, mine, options) ?? overheadInterval(baseTps, tps, options));
         const cpu = cpuCell(baseline, mine, configuration === BASELINE, options);
         out.push({
           configuration,
@@ -155,6 +158,7 @@ export function calibrationPoints(
         addedLoggerUs: cpu.addedLoggerUs,
         baselineServerUs: cpu.baselineServerUs,
         statementsPerTransaction: workload.statementsPerTransaction,
+        baselineSamples: cpu.baselineSamples,
       }),
     });
   }

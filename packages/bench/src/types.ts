@@ -110,7 +110,11 @@ export interface CellSummary {
   overhead: OverheadInterval | null;
   /** What `overhead` is computed from (absent in older reports: "tps"). */
   overheadBasis?: "cpu" | "tps";
-  /** The overhead of the median TPS against the baseline's, whatever the basis (null for the baseline). */
+  /**
+   * The throughput the runs lost, whatever the basis: each run's TPS against the baseline's TPS
+   * around it (interpolated, as for CPU times), median over runs; from the medians when fewer
+   * than two baseline runs. Null for the baseline.
+   */
   tpsOverhead?: OverheadInterval | null;
   /** Median CPU µs per transaction of the server, its logging collector and pgbench; null without CPU times. */
   cpuUsPerTransaction?: { server: number; logger: number; client: number } | null;
@@ -191,6 +195,17 @@ export interface CpuCalibration {
   loggerShare: number;
   /** Server CPU µs per statement of the baseline workload: the cheapest a statement was here. */
   baselineServerUsPerStatement: CalibrationCoefficient;
+  /**
+   * The machine's state the coefficients are at: the baseline's server µs per statement, median
+   * over runs. Each run's added time was put at this state before fitting (see docs/bench.md).
+   * Absent in files before the constrained fit.
+   */
+  referenceUsPerStatement?: number;
+  /**
+   * The coefficients and their covariance relative to `referenceUsPerStatement` (µs / µs): what
+   * travels to a machine in another state, scaled by its own baseline µs per statement.
+   */
+  relative?: { coefficients: number[]; covariance: number[][] };
 }
 
 export interface CalibrationFit {
@@ -240,11 +255,14 @@ export interface CalibrationPoint {
   baselineServerUs?: { median: number; low: number; high: number };
   /** Statements per transaction of the workload (pgaudit's or not). */
   statementsPerTransaction?: number;
+  /** CPU basis: the baseline's server µs per transaction around each run (in `samples`' order). */
+  baselineSamples?: number[];
 }
 
 export interface Calibration {
   kind: "auditpipe-calibration";
-  version: 1;
+  /** 2: the constrained fit at a reference state of the machine; 1: files before it (read if their values are physical). */
+  version: 1 | 2;
   createdAt: string;
   host: string;
   environment: Environment;

@@ -1,8 +1,11 @@
 import {
   type BenchReport,
+  type CellSummary,
   type ConfigurationInfo,
+  formatOverhead,
   type RunResult,
   renderHtmlReport,
+  renderReport,
   seededRng,
   summarizeCells,
 } from "@auditpipe/bench";
@@ -179,5 +182,45 @@ describe("the HTML bench report", () => {
       syntheticReport({ complete: false, interruption: "interrupted (Ctrl-C)" }),
     );
     expect(stopped).toContain('<p class="banner" id="incomplete">Incomplete: interrupted (Ctrl-C).');
+  });
+
+  it("says what it plots: CPU-based overhead on the axis, the TPS-based beside it in every table", () => {
+    // The same runs with CPU times: 250 µs per transaction, 100 more under every configuration.
+    const base = syntheticReport();
+    const runs = base.runs.map((r) => ({
+      ...r,
+      cpu: {
+        serverSec: (r.transactions * (r.configuration === "none" ? 200 : 300)) / 1e6,
+        loggerSec: r.configuration === "none" ? 0 : (r.transactions * 30) / 1e6,
+        clientSec: (r.transactions * 50) / 1e6,
+      },
+    }));
+    const names = base.configurations.map((c) => c.name);
+    const report = {
+      ...base,
+      runs,
+      cells: summarizeCells(runs, { configurations: names, workloads: [HOSTILE_WORKLOAD] }),
+    };
+    const page = renderHtmlReport(report);
+    const charts = JSON.parse(
+      page.match(/<script type="application\/json" id="bench-charts">([\s\S]*?)<\/script>/)![1]!,
+    ) as Array<{ id: string; config: { options: { scales: { y: { title: { text: string } } } } } }>;
+    const overhead = charts.find((c) => c.id === "chart-overhead")!;
+    expect(overhead.config.options.scales.y.title.text).toContain("CPU-based overhead");
+    expect(page).toContain("CPU-based overhead against the baseline"); // the chart's heading
+    expect(page).toContain("TPS-based overhead %"); // the chart's table
+    expect(page).toContain("TPS-based overhead [95%]"); // the results table
+    const text = renderReport(report);
+    expect(text).toMatch(/CPU-based overhead \[95%\]\s+TPS-based \[95%\]/);
+    expect(text).toContain("TPS-based = what the runs' throughput really lost");
+  });
+
+  it("never prints -0.0 %: a difference that rounds to nothing is 0.0 %", () => {
+    const cell = report.cells.find((c) => c.configuration === "all")!;
+    const tiny: CellSummary = {
+      ...cell,
+      overhead: { median: -0.00004, low: -0.0004, high: 0.01, significant: false, runsToResolve: 9 },
+    };
+    expect(formatOverhead(tiny)).toBe("0.0% [0.0% … 1.0%] n.s.");
   });
 });

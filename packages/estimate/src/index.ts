@@ -1,5 +1,6 @@
 export type { Catalog, CatalogColumn, CatalogTable, CatalogTrigger } from "./_catalog.ts";
 export { fingerprint } from "./_fingerprint.ts";
+export type { GivenLoad, LoadProbeOptions } from "./_server-load.ts";
 export {
   type Advice,
   type AdviceItem,
@@ -9,7 +10,7 @@ export {
   type NoiseKind,
   sampledStatement,
 } from "./advise.ts";
-export { overheadBasis } from "./calibration-note.ts";
+export { calibrationQuality, overheadBasis } from "./calibration-note.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
   type ArchiveCost,
@@ -30,7 +31,35 @@ export {
   AUDITPIPE_ERR_DB_QUERY,
   EstimateError,
 } from "./errors.ts";
+export {
+  type CalibrationSummary,
+  calibrationSummary,
+  calibrationSummarySchema,
+  type EstimateReport,
+  estimateReportSchema,
+  estimateSchema,
+  overheadSchema,
+} from "./estimate-schema.ts";
 export { type ConfigFromLog, ConfigsFromLog } from "./from-log.ts";
+export {
+  type CgroupCpu,
+  cgroupCpu,
+  cgroupPath,
+  cgroupV2,
+  commandLine,
+  loopbackClientPids,
+  type MachineCpu,
+  machineCpu,
+  type ProcStat,
+  postmasterOf,
+  processIds,
+  procStat,
+  type SchedStat,
+  schedStat,
+  TICKS_PER_SEC,
+  unixPeerPids,
+  uptimeSec,
+} from "./host-cpu.ts";
 export { auditCsv, type EstimateOptions, estimate, meanDigits } from "./model.ts";
 export { modelledMisses } from "./modelled-misses.ts";
 export {
@@ -48,13 +77,14 @@ export {
   type IntervalLevel,
   LINE_COST_US,
   type OverheadCalibration,
-  overheadRange,
   predictAddedUs,
   SAME_DISK_FACTOR,
+  stateScale,
   t95,
   tQuantile,
   UNCALIBRATED_NOTE,
 } from "./overhead.ts";
+export { type OverheadInput, overheadRange, percent } from "./overhead-range.ts";
 export {
   DEFAULT_AUDIT_ROLE,
   findSensitive,
@@ -67,6 +97,16 @@ export {
   type SensitiveColumn,
   type SensitiveTable,
 } from "./recommend.ts";
+export {
+  type Answer,
+  type AnswerInput,
+  answerFor,
+  CONTENDED,
+  closedLoop,
+  fitLoop,
+  type LoopFit,
+  lossAt,
+} from "./regime.ts";
 export { expandPrefix, type RecordFields, recordBytes, renderRecord, TYPICAL_QUERY_ID } from "./render.ts";
 export {
   DEFAULT_INTERVAL_MS,
@@ -77,4 +117,11 @@ export {
 } from "./sample.ts";
 export { showSetting } from "./show-setting.ts";
 export type * from "./types.ts";
-export { auditConfigSchema, DEFAULT_LOG_CONTEXT, parseWorkload, workloadSchema } from "./workload-schema.ts";
+export {
+  auditConfigSchema,
+  DEFAULT_LOG_CONTEXT,
+  parseWorkload,
+  serverLoadSchema,
+  waitSharesSchema,
+  workloadSchema,
+} from "./workload-schema.ts";

@@ -13,7 +13,8 @@ import { fkChecksOf, fkContext } from "./_fk-rules.ts";
 import { withConstantBytes, withConstants } from "./_sql.ts";
 import { sessionClasses } from "./configs.ts";
 import { type CostOptions, costOf } from "./cost.ts";
-import { type OverheadCalibration, overheadRange } from "./overhead.ts";
+import type { OverheadCalibration } from "./overhead.ts";
+import { overheadRange } from "./overhead-range.ts";
 import { recordBytes, TYPICAL_QUERY_ID } from "./render.ts";
 import type { AuditConfig, Estimate, LogContext, Rate, StatementLoad, Workload } from "./types.ts";
 

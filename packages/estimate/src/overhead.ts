@@ -1,11 +1,11 @@
 /**
- * The overhead model: a range, never one percentage. Time each transaction spends producing its
- * log lines (a per-line cost that grows with concurrency) and in pgaudit's hooks, against the
- * time the transaction takes without them; a collector-bound regime above a line rate where the
- * logging collector's single pipe serialises the backends; and the cost of logs sharing the
- * data disk. Coefficients and their sources are below and in docs/estimator.md.
+ * The overhead model's costs: what a log line and pgaudit's hooks cost a transaction, from a
+ * bench calibration (server CPU µs with a prediction interval, at the calibration's state of the
+ * machine) or, without one, from public measurements (a per-line cost that grows with
+ * concurrency, a collector-bound regime above a line rate where the logging collector's single
+ * pipe serialises the backends, the cost of logs sharing the data disk). What those costs mean
+ * for a server at its load is overhead-range.ts and regime.ts. Sources: docs/estimator.md.
  */
-import type { Overhead, Workload } from "./types.ts";
 
 /**
  * Wall time a backend spends per log line, in µs: low = formatting plus one write(2) to the
@@ -42,8 +42,6 @@ export const COLLECTOR_LOSS: { low: number; high: number } = { low: 0.08, high: 
  * 8.3% (x1.87). Applied to the high bound when logs share the data disk.
  */
 export const SAME_DISK_FACTOR = 1.87;
-/** The logging collector's pipe carries messages in chunks of at most this many payload bytes (PIPE_MAX_PAYLOAD). */
-const PIPE_PAYLOAD = 500;
 
 /** A cost fitted by `auditpipe bench`: at the cells' medians, and at their interval ends. */
 export interface CalibratedCost {
@@ -95,6 +93,8 @@ export interface CpuCostModel {
   loggerShare: number;
   /** Server CPU µs per statement of the calibration's baseline workload. */
   baselineServerUsPerStatement: CalibratedCost;
+  /** The machine's state the coefficients are at (baseline µs per statement); absent in older files. */
+  referenceUsPerStatement?: number;
 }
 
 /** The coefficients `auditpipe bench --calibration-out` fitted, and where they come from. */
@@ -115,6 +115,9 @@ export interface OverheadCalibration {
   degreesOfFreedom: number;
   /** Present when the costs are server CPU time from paired runs (bench with CPU times). */
   cpu?: CpuCostModel | null;
+  /** The fit's quality, shown wherever the calibration is used: R², and the configurations fitted. */
+  r2?: number;
+  points?: number;
 }
 
 /** Two-sided 99.9 % quantiles of Student's t by degrees of freedom (then 3.291). */
@@ -208,6 +211,12 @@ export interface CalibratedInput {
   statementsPerTransaction?: number;
   /** CPU µs per transaction without auditing, where measured (bench): the CPU-bound denominator. */
   baselineCpuUsPerTransaction?: number;
+  /**
+   * The target's baseline server µs per statement, measured in the same state as the overhead
+   * it is compared with (bench, same workload): the costs are scaled from the calibration's
+   * state (`referenceUsPerStatement`) to it. Absent: the costs as calibrated.
+   */
+  targetUsPerStatement?: number;
   /** The intervals' coverage; default 0.95. */
   level?: IntervalLevel;
 }
@@ -253,14 +262,25 @@ export function predictAddedUs(
       ? 0
       : costFeature(name as CostColumn, features),
   );
-  const estimate = x.reduce((sum, v, i) => sum + v * coefficients[i]!, 0);
+  const k = stateScale(c, input);
+  const estimate = k * x.reduce((sum, v, i) => sum + v * coefficients[i]!, 0);
   let variance = 0;
   for (let i = 0; i < x.length; i++)
     for (let j = 0; j < x.length; j++) variance += x[i]! * x[j]! * covariance[i]![j]!;
   const sigma = c.residualStdErrUs ?? 0;
   variance += (MEDIAN_EFFICIENCY * sigma * sigma) / Math.max(1, runs);
-  const half = tQuantile(input.level ?? 0.95, c.degreesOfFreedom) * Math.sqrt(Math.max(0, variance));
+  const half = k * tQuantile(input.level ?? 0.95, c.degreesOfFreedom) * Math.sqrt(Math.max(0, variance));
   return { low: estimate - half, estimate, high: estimate + half };
+}
+
+/**
+ * From the calibration's state of the machine to the target's: the ratio of their baseline
+ * server µs per statement, when both were measured; 1 otherwise.
+ */
+export function stateScale(c: OverheadCalibration, input: { targetUsPerStatement?: number }): number {
+  const reference = c.cpu?.referenceUsPerStatement;
+  const target = input.targetUsPerStatement;
+  return reference && target && reference > 0 && target > 0 ? target / reference : 1;
 }
 
 // A negative added time (noise in the fit) means faster; at half the time it is −100 %: clamp there.
@@ -341,137 +361,3 @@ export function calibratedOverhead(c: OverheadCalibration, input: CalibratedInpu
 /** Said of every uncalibrated range: where its coefficients come from, and how to do better. */
 export const UNCALIBRATED_NOTE =
   'uncalibrated: coefficients from public measurements (digoal, "PostgreSQL 开启审计日志、时间记录带来的性能影响有多少?", 2018; Gold Lapel, "pgAudit Performance Impact: Benchmarks and Mitigation Strategies"), not from this hardware: run `auditpipe bench --calibration-out FILE` and pass --calibration FILE';
-
-export interface OverheadInput {
-  workload: Workload;
-  entriesPerSec: number;
-  /** Audit and other lines per second. */
-  linesPerSec: number;
-  bytesPerLine: number;
-  /** Whether pgaudit does anything (any class or a role): its hooks always run once loaded. */
-  auditing: boolean;
-  logOnDataDisk: boolean;
-  /** Coefficients measured by `auditpipe bench` on this kind of machine; the public ones when absent. */
-  calibration?: OverheadCalibration;
-}
-
-export function overheadRange(input: OverheadInput): Overhead {
-  const w = input.workload;
-  const assumptions: string[] = [];
-  const tps = w.transactionsPerSec;
-  const statementsPerSec = w.statements.reduce((sum, s) => sum + s.callsPerSec, 0);
-  const clients = w.clients ?? 0;
-  if (tps <= 0 || statementsPerSec <= 0) {
-    return {
-      throughput: { low: 0, high: 0 },
-      latencyMs: { low: 0, high: 0 },
-      linesPerSec: input.linesPerSec,
-      collectorBound: false,
-      confidence: "low",
-      assumptions: ["no transactions in the workload: nothing to slow down"],
-    };
-  }
-  // Time a transaction takes now (per client), in µs.
-  let baselineUs: number;
-  if (clients > 0) {
-    baselineUs = (clients / tps) * 1e6;
-    assumptions.push(
-      `${clients} concurrent client${clients === 1 ? "" : "s"}, ${tps.toFixed(0)} transactions/s: ${baselineUs.toFixed(0)} µs per transaction per client`,
-    );
-  } else {
-    const ms = w.meanStatementMs ?? 0.1;
-    baselineUs = (statementsPerSec / tps) * ms * 1000;
-    assumptions.push(`client count unknown: a transaction takes its statements' server time (${ms} ms each)`);
-  }
-  const c = Math.max(1, clients);
-  if (input.calibration) return calibratedRange(input, baselineUs, statementsPerSec, assumptions);
-  const highLine =
-    LINE_COST_US.highOneClient +
-    ((LINE_COST_US.highAt56 - LINE_COST_US.highOneClient) * Math.min(c - 1, 55)) / 55;
-  const linesPerTxn = input.linesPerSec / tps;
-  const stmtsPerTxn = statementsPerSec / tps;
-  const hook = input.auditing ? HOOK_COST_US : { low: 0, high: 0 };
-  const addedLow = linesPerTxn * LINE_COST_US.low + stmtsPerTxn * hook.low;
-  const addedHigh = linesPerTxn * highLine + stmtsPerTxn * hook.high;
-  let low = addedLow / (baselineUs + addedLow);
-  let high = addedHigh / (baselineUs + addedHigh);
-  assumptions.push(
-    `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} statements per transaction; ${LINE_COST_US.low}–${highLine.toFixed(1)} µs per line (digoal, 2018, at 56 clients: 23 µs), ${hook.low}–${hook.high} µs of pgaudit hooks per statement`,
-  );
-
-  const writes = input.linesPerSec * Math.max(1, Math.ceil(input.bytesPerLine / PIPE_PAYLOAD));
-  const collectorBound = writes >= COLLECTOR_BOUND_WRITES.onset;
-  if (collectorBound) {
-    low = Math.max(low, writes >= COLLECTOR_BOUND_WRITES.saturated ? COLLECTOR_LOSS.low : low);
-    high = Math.max(high, COLLECTOR_LOSS.high);
-    assumptions.push(
-      `${Math.round(writes)} pipe writes/s: in the range where digoal (2018) saw the logging collector's pipe become the bottleneck (−8% to −70% at 56 clients)`,
-    );
-  }
-  if (input.logOnDataDisk && input.entriesPerSec > 0) {
-    high = Math.min(0.95, high * SAME_DISK_FACTOR);
-    assumptions.push(
-      "logs on the data disk: high bound x1.87 (Gold Lapel's pgAudit benchmarks: a separate log volume halved session-ALL overhead)",
-    );
-  }
-  const latencyLow = addedLow / 1000;
-  const latencyHigh = collectorBound
-    ? Math.max(addedHigh / 1000, (0.63 * linesPerTxn) / 2)
-    : addedHigh / 1000;
-  assumptions.unshift(UNCALIBRATED_NOTE);
-  return {
-    throughput: { low, high },
-    latencyMs: { low: latencyLow, high: latencyHigh },
-    linesPerSec: input.linesPerSec,
-    collectorBound,
-    confidence: collectorBound || clients === 0 ? "low" : "medium",
-    assumptions,
-  };
-}
-
-function calibratedRange(
-  input: OverheadInput,
-  baselineUs: number,
-  statementsPerSec: number,
-  assumptions: string[],
-): Overhead {
-  const cal = input.calibration!;
-  const tps = input.workload.transactionsPerSec;
-  const linesPerTxn = input.linesPerSec / tps;
-  const stmtsPerTxn = input.auditing ? statementsPerSec / tps : 0;
-  const p = calibratedOverhead(cal, {
-    linesPerTransaction: linesPerTxn,
-    auditedStatementsPerTransaction: stmtsPerTxn,
-    logElsewhere: !input.logOnDataDisk,
-    baselineUsPerTransaction: baselineUs,
-    statementsPerTransaction: statementsPerSec / tps,
-  });
-  const cost = (x: CalibratedCost): string =>
-    `${x.estimate.toFixed(1)} µs [${x.low.toFixed(1)}–${x.high.toFixed(1)}]`;
-  assumptions.unshift(`calibrated on ${cal.host}, ${cal.createdAt.slice(0, 10)}`);
-  assumptions.push(
-    `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} audited statements per transaction; measured ${cost(
-      !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs,
-    )} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs (the collector's wake-ups, on a busy machine)` : ""}`,
-  );
-  if (cal.cpu && p.cpuBound && p.idleCores) {
-    const pct = (x: number): string => `${(Math.max(0, x) * 100).toFixed(1)}%`;
-    assumptions.push(
-      `${Math.max(0, p.addedUs.estimate).toFixed(0)} µs [${Math.max(0, p.addedUs.low).toFixed(0)}–${p.addedUs.high.toFixed(0)}] of server CPU added per transaction; if the server is CPU-bound and its statements cost what the calibration's pgbench statements did (${cal.cpu.baselineServerUsPerStatement.low.toFixed(1)} µs each, a floor): ${pct(p.cpuBound.low)}–${pct(p.cpuBound.high)}; with idle cores, only the backends' ${((1 - cal.cpu.loggerShare) * 100).toFixed(0)}% of it, without the per-transaction cost, against ${baselineUs.toFixed(0)} µs per transaction per client: ${pct(p.idleCores.low)}–${pct(p.idleCores.high)}`,
-    );
-  }
-  const low = Math.max(0, p.low);
-  const high = Math.max(low, p.high);
-  return {
-    throughput: { low, high },
-    latencyMs: {
-      // The backends' share is what a transaction waits for; the collector's runs beside it.
-      low: Math.max(0, p.addedUs.low * (cal.cpu ? 1 - cal.cpu.loggerShare : 1)) / 1000,
-      high: Math.max(0, p.addedUs.high) / 1000,
-    },
-    linesPerSec: input.linesPerSec,
-    collectorBound: false,
-    confidence: cal.residualStdErrUs === null ? "low" : "medium",
-    assumptions,
-  };
-}

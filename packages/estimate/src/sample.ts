@@ -21,6 +21,7 @@ import {
   unreadableSettings,
 } from "./_privileges.ts";
 import { riStatement } from "./_ri.ts";
+import { type LoadProbeOptions, ServerLoadProbe } from "./_server-load.ts";
 import { analyzeStatement, qualifiedName } from "./_sql.ts";
 import { nestedTracking } from "./_track-nested.ts";
 import { sampleError } from "./errors.ts";
@@ -32,6 +33,7 @@ import type {
   LogDestinationName,
   NestedTracking,
   Privilege,
+  ServerLoad,
   StatementLoad,
   Workload,
 } from "./types.ts";
@@ -57,6 +59,8 @@ export interface SampleOptions {
    * setting is put back first.
    */
   signal?: AbortSignal;
+  /** What to take as the server's load where it cannot be seen, or over what is seen (--cpu-busy, --cores). */
+  load?: LoadProbeOptions;
 }
 
 /** What a sample found, with the workload the model runs on. */
@@ -653,7 +657,10 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     const observed: Observed = new Map();
     let transactionBlocksSeen = false;
     let inTransaction = false;
+    const probe = new ServerLoadProbe(options.load);
+    let load: ServerLoad;
     try {
+      await probe.start(client);
       before = await snapshot(client, useStatements, columns);
       started = Date.now();
       // The polls run in a transaction so the sampler adds one every few seconds, not four a
@@ -685,11 +692,13 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
         if (a.rows[0].hidden > 0) clientsHidden = true;
         if (a.rows[0].in_block > 0) transactionBlocksSeen = true;
         if (useStatements) await observeTexts(client, observed);
+        await probe.poll(client);
         options.onProgress?.(Math.min(interval, Date.now() - started), interval);
       }
       await client.query(tagged("COMMIT"));
       inTransaction = false;
       after = await snapshot(client, useStatements, columns);
+      load = await probe.finish(client, delta(before.xacts, after.xacts));
     } finally {
       if (inTransaction) await client.query("ROLLBACK").catch(() => {});
       // Put back before anything else can fail; on error or abort too.
@@ -776,6 +785,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
       ...(clients > 0 ? { clients } : {}),
       ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
+      load,
       log,
       notes,
     };

@@ -159,7 +159,75 @@ export interface Workload {
    * Absent means modelled.
    */
   nestedStatements?: "counted" | "modelled";
+  /**
+   * How busy the server's cores were during the sample and what its transactions waited on:
+   * measured where auditpipe sees the database host, given (--cpu-busy, --cores), or unseen.
+   * Absent in a workload file: the overhead then gives both regimes' figures.
+   */
+  load?: ServerLoad;
   /** How the workload was obtained and what it could not see. */
+  notes: string[];
+}
+
+/** Shares of the polls' observations of the sessions' backends, by what they were doing. */
+export interface WaitShares {
+  /** Running or runnable (active, no wait event). */
+  cpu: number;
+  /** Waiting for a commit's WAL flush: IO WALSync/WALWrite, LWLock WALWrite, IPC SyncRep. */
+  commit: number;
+  /** Other I/O (data file reads, WAL reads …). */
+  io: number;
+  /** Heavyweight locks: rows, transaction ids, relations (other sessions' transactions). */
+  lock: number;
+  /** Other lightweight locks (buffer mappings, lock manager …). */
+  lwlock: number;
+  /** In a transaction, waiting for the client's next statement (idle in transaction, ClientRead). */
+  client: number;
+  /** Anything else (IPC, timeouts, extensions). */
+  other: number;
+  /** Observations behind the shares (sessions × polls). */
+  samples: number;
+}
+
+/**
+ * How busy the database server was while the sample ran, and what bound its transactions.
+ * Decides which overhead applies to this server at this load (see docs/estimator.md#overhead).
+ */
+export interface ServerLoad {
+  /**
+   * Where the CPU figures come from: `host` (PostgreSQL's processes and the machine, from /proc
+   * on the database host), `container` (as host, with a cgroup v2 CPU quota as the budget),
+   * `given` (--cpu-busy, --cores), `unseen` (the database is on another host or container).
+   */
+  source: "host" | "container" | "given" | "unseen";
+  /** Cores the server may use; null unknown. */
+  cores: number | null;
+  /** Where `cores` comes from, in words (the cgroup's cpu.max, the machine's CPUs, --cores). */
+  coresSource: string;
+  /** Share of those cores busy during the sample, all work in that budget (0–1); null unknown. */
+  busy: number | null;
+  /** PostgreSQL's processes' CPU per transaction, µs (the sampler's own connection left out); null unseen. */
+  serverCpuUsPerTransaction: number | null;
+  /** CPU of the clients found on the same machine (pgbench, psql …) per transaction, µs; null unseen. */
+  localClientCpuUsPerTransaction: number | null;
+  /** Cores other work used meanwhile (not PostgreSQL, its local clients or auditpipe); null unseen. */
+  otherCores: number | null;
+  /**
+   * The client backends' (time on a core + time runnable but waiting for one) / time on a core,
+   * from the scheduler (/proc/PID/schedstat): 1 is no contention, 2 means every CPU µs took 2 µs.
+   */
+  stretch: number | null;
+  /** Share of the cgroup quota's periods that ran out of quota; null without a quota. */
+  throttled: number | null;
+  /** What the sessions' backends were doing at the polls; null when none was seen. */
+  waits: WaitShares | null;
+  /** WAL flushes to disk per transaction (pg_stat_wal.wal_sync): about 1 when each commit waits for fsync. */
+  walSyncsPerTransaction: number | null;
+  /** Whether commits wait for the disk (fsync and synchronous_commit on); null unknown. */
+  durable: boolean | null;
+  /** Connections from this machine whose client process was not found (their CPU counts as other work). */
+  unidentifiedLocalClients: number;
+  /** What could not be seen, and what would show it. */
   notes: string[];
 }
 
@@ -197,18 +265,56 @@ export interface Rate {
   bytesPerSec: number;
 }
 
-/** The overhead on the workload, as a range with its reasons. */
+/** A figure with its 95 % interval. */
+export interface Interval {
+  low: number;
+  estimate: number;
+  high: number;
+}
+
+/**
+ * What the configuration costs the server, as numbers per regime, and the answer for this server
+ * at the load it was sampled under (see docs/estimator.md#overhead).
+ */
 export interface Overhead {
-  /** Fractional throughput loss, low and high (0.05 = 5%). */
-  throughput: { low: number; high: number };
-  /** Added latency per transaction in ms, low and high. */
-  latencyMs: { low: number; high: number };
+  /**
+   * The answer: the fraction of its throughput this server loses at the sampled load (0.05 = 5 %
+   * fewer transactions per second), from what limits its transactions (`regime`); 95 % interval.
+   */
+  throughput: Interval;
+  /** Server CPU each transaction gains, µs (backends and logging collector); 95 % interval. */
+  addedCpuUs: Interval;
+  /** The throughput a CPU-bound server loses: the added CPU against a transaction's CPU time. */
+  cpuBound: Interval;
+  /** Latency each transaction gains, ms: the backends' added CPU, stretched by the machine's contention. */
+  latencyMs: Interval;
+  /** That latency as a share of a transaction's current duration (clients / TPS); null when the clients are unknown. */
+  latencyShare: Interval | null;
+  /** What limits this server's transactions at the sampled load, and so which loss applies. */
+  regime: OverheadRegime;
   /** Log lines per second through the logging collector's pipe (audit and others). */
   linesPerSec: number;
   /** Whether the line rate is in the regime where the collector pipe is the bottleneck. */
   collectorBound: boolean;
   confidence: "low" | "medium" | "high";
+  /** What the figures rest on, one sentence each. */
   assumptions: string[];
+}
+
+export interface OverheadRegime {
+  /**
+   * `none`: the configuration writes nothing; `cpu-bound`: the cores limit the transactions (the
+   * CPU share applies); `latency-bound`: they wait more than they compute (the latency share
+   * applies); `between`: near the cores' limit; `unknown`: the host's load was neither seen nor
+   * given, so the answer spans both.
+   */
+  kind: "none" | "cpu-bound" | "latency-bound" | "between" | "unknown";
+  /** Why, in one sentence with the measurements. */
+  reason: string;
+  /** The transaction's CPU µs the CPU-bound figure is against. */
+  transactionCpuUs: number;
+  /** Where that comes from: measured on the host, derived from --cpu-busy/--cores, or a floor from the calibration. */
+  transactionCpuSource: "measured" | "given" | "floor";
 }
 
 /** What one configuration writes on one workload. Decimal units: 1 MB = 1e6 B, 1 GB = 1e9 B. */

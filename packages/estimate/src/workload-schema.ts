@@ -4,7 +4,7 @@
  * wrong field is named in the error.
  */
 import { z } from "zod";
-import type { AuditConfig, LogContext, Workload } from "./types.ts";
+import type { AuditConfig, LogContext, ServerLoad, WaitShares, Workload } from "./types.ts";
 
 const privilege = z.enum(["SELECT", "INSERT", "UPDATE", "DELETE"]);
 
@@ -89,6 +89,72 @@ const logContext = z.object({
   constantLength: z.number().positive().default(4),
 });
 
+const share = z.number().min(0).max(1);
+
+/** What the sessions' backends were doing at the sampler's polls (ServerLoad.waits). */
+export const waitSharesSchema: z.ZodType<WaitShares> = z
+  .object({
+    cpu: share.describe("Running or runnable: active with no wait event."),
+    commit: share.describe(
+      "Waiting for a commit's WAL flush (IO WALSync/WALWrite, LWLock WALWrite, IPC SyncRep).",
+    ),
+    io: share.describe("Other I/O."),
+    lock: share.describe("Heavyweight locks: rows, transaction ids, relations."),
+    lwlock: share.describe("Other lightweight locks."),
+    client: share.describe("In a transaction, waiting for the client's next statement."),
+    other: share.describe("Anything else (IPC, timeouts, extensions)."),
+    samples: z.number().int().nonnegative().describe("Observations behind the shares (sessions × polls)."),
+  })
+  .describe("Shares of the polls' observations of the sessions' backends, by what they were doing.");
+
+/** How busy the server was during the sample (Workload.load): see docs/estimator.md#overhead. */
+export const serverLoadSchema: z.ZodType<ServerLoad> = z
+  .object({
+    source: z
+      .enum(["host", "container", "given", "unseen"])
+      .describe(
+        "host: PostgreSQL's processes and the machine seen in /proc; container: the same with a cgroup v2 CPU quota as the budget; given: --cpu-busy/--cores; unseen: another host or container.",
+      ),
+    cores: z.number().positive().nullable().describe("Cores the server may use; null unknown."),
+    coresSource: z.string().describe("Where `cores` comes from."),
+    busy: share.nullable().describe("Share of those cores busy during the sample; null unknown."),
+    serverCpuUsPerTransaction: z
+      .number()
+      .nonnegative()
+      .nullable()
+      .describe("PostgreSQL's processes' CPU per transaction, µs; null unseen."),
+    localClientCpuUsPerTransaction: z
+      .number()
+      .nonnegative()
+      .nullable()
+      .describe("CPU per transaction of the clients found on the same machine, µs; null unseen."),
+    otherCores: z.number().nonnegative().nullable().describe("Cores other work used meanwhile; null unseen."),
+    stretch: z
+      .number()
+      .nullable()
+      .describe("The client backends' (time on a core + waiting for one) / time on a core; null unmeasured."),
+    throttled: share
+      .nullable()
+      .describe("Share of the cgroup quota's periods that ran out of quota; null without a quota."),
+    waits: waitSharesSchema.nullable(),
+    walSyncsPerTransaction: z
+      .number()
+      .nonnegative()
+      .nullable()
+      .describe("pg_stat_wal.wal_sync per transaction."),
+    durable: z
+      .boolean()
+      .nullable()
+      .describe("Whether commits wait for the disk (fsync and synchronous_commit on)."),
+    unidentifiedLocalClients: z
+      .number()
+      .int()
+      .nonnegative()
+      .describe("Connections from this machine whose client process was not found."),
+    notes: z.array(z.string()).describe("What could not be seen, and what would show it."),
+  })
+  .describe("How busy the server's cores were during the sample, and what its transactions waited on.");
+
 export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   transactionsPerSec: z.number().nonnegative(),
   statements: z.array(statement),
@@ -99,6 +165,7 @@ export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   meanStatementMs: z.number().nonnegative().optional(),
   log: logContext.default(() => ({ ...DEFAULT_LOG_CONTEXT })),
   nestedStatements: z.enum(["counted", "modelled"]).optional(),
+  load: serverLoadSchema.optional(),
   notes: z.array(z.string()).default([]),
 }) as unknown as z.ZodType<Workload, unknown>;
 

@@ -19,6 +19,11 @@ export const ParseErrorCode = {
   INVALID_JSON: "AUDITPIPE_ERR_INVALID_JSON",
   /** A stderr/syslog line that does not start with the configured log_line_prefix. */
   PREFIX_MISMATCH: "AUDITPIPE_ERR_PREFIX_MISMATCH",
+  /**
+   * A stderr/syslog line that the log_line_prefix values in effect around a reload read with
+   * different fields, where neither its backend nor the time tells which one wrote it.
+   */
+  AMBIGUOUS_PREFIX: "AUDITPIPE_ERR_AMBIGUOUS_PREFIX",
   /** A syslog line that is neither RFC 3164 nor RFC 5424 as rsyslog writes them. */
   BAD_SYSLOG_LINE: "AUDITPIPE_ERR_BAD_SYSLOG_LINE",
   /** A syslog message whose `[n-m]` chunks did not all arrive. */

@@ -2,6 +2,7 @@ export { AUDIT_PREFIX, AuditPayloadError, parseAuditPayload } from "./audit-payl
 export { createCsvlogParser } from "./csvlog.ts";
 export { decodeAuditEntry } from "./decode.ts";
 export { detached } from "./detach.ts";
+export { createDivertedParser } from "./diverted.ts";
 export { ParseErrorCode } from "./errors.ts";
 export { createJsonlogParser } from "./jsonlog.ts";
 export { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
@@ -14,6 +15,7 @@ export {
   type PrefixGuess,
   type PrefixRival,
 } from "./prefix-guess.ts";
+export { type PrefixChange, PrefixHistory, type PrefixReading } from "./prefix-history.ts";
 export { isGzip, SNIFF_BYTES, sniffFormat } from "./sniff.ts";
 export { EXPRESSION_KEYWORDS } from "./sql-keywords.ts";
 export {

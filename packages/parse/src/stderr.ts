@@ -18,7 +18,8 @@ import { LineSplitter } from "./_stderr-lines.ts";
 import { appendTo, finishRecord, newRecord, secondaryKind } from "./_stderr-record.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
-import { type CompiledPrefix, compilePrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
+import { type CompiledPrefix, createPrefixFields, type PrefixFields } from "./prefix.ts";
+import { AMBIGUOUS, NO_PREFIX, PrefixHistory } from "./prefix-history.ts";
 import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
 
 /** PostgreSQL 15's default log_line_prefix. */
@@ -29,6 +30,8 @@ const REPLACEMENT = "\ufffd";
 
 const REASONS: Record<string, string> = {
   [ParseErrorCode.PREFIX_MISMATCH]: "line does not start with the configured log_line_prefix and a severity",
+  [ParseErrorCode.AMBIGUOUS_PREFIX]:
+    "line reads differently with the log_line_prefix values in effect around a reload, and nothing tells which wrote it",
   [ParseErrorCode.INVALID_UTF8]: "record contains bytes that are not valid UTF-8",
   [ParseErrorCode.TRUNCATED_RECORD]: "input ended inside a record (last line has no newline)",
   [ParseErrorCode.RECORD_TOO_LARGE]: "record is larger than maxRecordBytes",
@@ -58,12 +61,13 @@ export class StderrAssembler {
   private size = 0;
   private pending = false;
   private readonly sink: RecordSink;
-  private readonly prefix: CompiledPrefix;
+  private readonly prefixes: PrefixHistory;
   private readonly maxRecordBytes: number;
 
-  constructor(sink: RecordSink, prefix: CompiledPrefix, maxRecordBytes: number) {
+  /** `prefix`: one log_line_prefix, or the history of a stream's prefixes (shared with its other files' parsers). */
+  constructor(sink: RecordSink, prefix: CompiledPrefix | PrefixHistory, maxRecordBytes: number) {
     this.sink = sink;
-    this.prefix = prefix;
+    this.prefixes = prefix instanceof PrefixHistory ? prefix : new PrefixHistory(prefix.source);
     this.maxRecordBytes = maxRecordBytes;
   }
 
@@ -107,9 +111,14 @@ export class StderrAssembler {
       return;
     }
     const f = this.fields;
-    const msgStart = this.prefix.match(line, 0, f);
+    let msgStart = this.prefixes.read(line, f);
+    if (msgStart === NO_PREFIX) msgStart = this.prefixes.learnFrom(line, f);
     if (msgStart < 0) {
-      this.startBad(ParseErrorCode.PREFIX_MISMATCH, offset, size);
+      this.startBad(
+        msgStart === AMBIGUOUS ? ParseErrorCode.AMBIGUOUS_PREFIX : ParseErrorCode.PREFIX_MISMATCH,
+        offset,
+        size,
+      );
       return;
     }
     const kind = secondaryKind(f.severity);
@@ -132,6 +141,9 @@ export class StderrAssembler {
     this.kind = 0;
     this.record = newRecord(offset, f, line.slice(msgStart));
     if (escaped) this.record.invalidUtf8 = true;
+    // The postmaster saying a reload changed log_line_prefix: lines are read with both from here.
+    if (line.charCodeAt(msgStart) === 0x70 && f.severity === "LOG")
+      this.prefixes.noteMessage(line.slice(msgStart), f.timestamp);
     this.bad = size > this.maxRecordBytes ? ParseErrorCode.RECORD_TOO_LARGE : null;
   }
 
@@ -190,7 +202,7 @@ export interface StderrParserOptions extends ParserOptions {}
 
 /** An incremental parser for stderr log files written with the given log_line_prefix. */
 export function createStderrParser(sink: RecordSink, options: StderrParserOptions = {}): LogParser {
-  const prefix = compilePrefix(options.prefix ?? DEFAULT_PREFIX);
+  const prefix = options.prefixHistory ?? new PrefixHistory(options.prefix ?? DEFAULT_PREFIX);
   const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   const asm = new StderrAssembler(sink, prefix, max);
   const lines = new LineSplitter(

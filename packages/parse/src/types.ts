@@ -3,6 +3,8 @@
  * payload inside a record's message becomes an AuditEntry (see audit-payload.ts).
  */
 
+import type { PrefixHistory } from "./prefix-history.ts";
+
 export type LogFormat = "csvlog" | "jsonlog" | "stderr" | "syslog";
 
 /**
@@ -69,6 +71,12 @@ export interface MalformedRecord {
 export interface RecordSink {
   record(record: LogRecord): void;
   malformed(error: MalformedRecord): void;
+  /**
+   * Bytes read and passed over on purpose, neither a record nor malformed (the stderr lines around
+   * the records a diverted-records parser reads): reported in order with the records, so a reader
+   * knows it is past them.
+   */
+  skipped?(offset: number, size: number): void;
 }
 
 /** An incremental parser: feed chunks split anywhere, then `end()`. Never throws on input. */
@@ -93,6 +101,11 @@ export interface LogParser {
 export interface ParserOptions {
   /** `log_line_prefix` for stderr and syslog; PostgreSQL 15's default `%m [%p] ` when omitted. */
   prefix?: string;
+  /**
+   * stderr: the stream's log_line_prefix values, followed through reloads that change it (one
+   * history shared by the parsers of a stream's files); overrides `prefix`.
+   */
+  prefixHistory?: PrefixHistory;
   /** Records larger than this are malformed and skipped; default 64 MiB. */
   maxRecordBytes?: number;
 }

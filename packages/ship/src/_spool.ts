@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { open, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { Compression } from "./compression.ts";
-import { writeFileDurably } from "./durable-write.ts";
+import { ensureDir, writeFileDurably } from "./durable-write.ts";
 import { SinkError, SinkErrorCode } from "./errors.ts";
 import type { SourceRange } from "./types.ts";
 
@@ -80,7 +80,7 @@ export class Spool {
   static async open(dir: string, maxBytes: number, logger?: SpoolLogger): Promise<Spool> {
     const spool = new Spool(dir, maxBytes);
     try {
-      await mkdir(dir, { recursive: true });
+      await ensureDir(dir);
       for (const name of await readdir(dir)) {
         const path = join(dir, name);
         if (name.includes(`${SPOOL_SUFFIX}.tmp-`)) {

@@ -27,23 +27,59 @@ export interface OutOfFilesRetryOptions {
   maxDelayMs?: number;
 }
 
+export interface RetryOptions extends OutOfFilesRetryOptions {
+  /** Which errors are waited out; the others are thrown at once. */
+  retryable: (error: unknown) => boolean;
+  /** Once aborted, the wait under way ends and the last error is thrown (stopping). */
+  signal?: AbortSignal;
+}
+
+/** The error's errno code (`ENOSPC`), or its name when it has none. */
+export function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") return code;
+  return error instanceof Error ? error.name : "unknown";
+}
+
+/**
+ * Runs `action` until it does not fail with a retryable error, waiting with backoff between tries
+ * and reporting each wait; every other error, or any once `signal` is aborted, is thrown.
+ */
+export async function retryWithBackoff<T>(action: () => Promise<T>, options: RetryOptions): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await action();
+    } catch (error) {
+      if (!options.retryable(error) || options.signal?.aborted) throw error;
+      const delayMs = backoffDelay(attempt, options.baseDelayMs ?? 50, options.maxDelayMs ?? 5_000);
+      options.onRetry?.({ attempt, code: errorCode(error), delayMs });
+      await sleep(delayMs, options.signal);
+      if (options.signal?.aborted) throw error;
+    }
+  }
+}
+
 /**
  * Runs `action` until it does not fail for want of file descriptors. Running out of them is
  * passing (a burst of connections, a leak elsewhere) and is no reason to stop following logs, so
  * it is retried and reported, without end; every other error is thrown at once.
  */
-export async function retryWhileOutOfFiles<T>(
+export function retryWhileOutOfFiles<T>(
   action: () => Promise<T>,
   options: OutOfFilesRetryOptions = {},
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await action();
-    } catch (error) {
-      if (!isOutOfFiles(error)) throw error;
-      const delayMs = backoffDelay(attempt, options.baseDelayMs ?? 50, options.maxDelayMs ?? 5_000);
-      options.onRetry?.({ attempt, code: (error as { code: string }).code, delayMs });
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-    }
-  }
+  return retryWithBackoff(action, { ...options, retryable: isOutOfFiles });
+}
+
+/** Waits `ms`, or until `signal` is aborted. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

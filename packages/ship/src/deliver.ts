@@ -180,7 +180,15 @@ export class Delivery {
       (batch): InFlightBatch => ({ batch, state: "writing", written: Promise.resolve() }),
     );
     queue.inflight.push(...started);
-    await queue.source.handingOver();
+    try {
+      await queue.source.handingOver();
+    } catch (error) {
+      // Their ends could not be recorded (a replay must cut the same ranges): not handed over;
+      // they wait, first in line, for the next try.
+      queue.inflight.splice(queue.inflight.length - started.length, started.length);
+      queue.source.ready.unshift(...batches);
+      throw error;
+    }
     for (const f of started) {
       const written = this.write(queue.source, f);
       f.written = written;

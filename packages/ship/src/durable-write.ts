@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { open, rename, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, mkdir, open, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 
 export interface DurableWriteOptions {
@@ -51,4 +52,51 @@ export async function writeFileDurably(
     await rm(temp, { force: true }).catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * Creates `dir` and any missing parents. Node's recursive mkdir reports a read-only file system
+ * as `ENOENT: no such file or directory, mkdir '<first missing>'`; this one says what is wrong:
+ * EROFS (read-only), EACCES (not writable by this user) or ENOTDIR, naming the directory where
+ * creation stopped.
+ */
+export async function ensureDir(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    throw await explainMkdirError(dir, error);
+  }
+}
+
+async function explainMkdirError(dir: string, error: unknown): Promise<unknown> {
+  // The nearest part of the path that exists is where creation stopped.
+  let existing = dir;
+  for (;;) {
+    const info = await stat(existing).catch(() => undefined);
+    if (info) {
+      if (!info.isDirectory())
+        return fsError("ENOTDIR", `cannot create ${dir}: ${existing} is not a directory`, error);
+      break;
+    }
+    const up = dirname(existing);
+    if (up === existing) return error;
+    existing = up;
+  }
+  const denied = await access(existing, constants.W_OK).then(
+    () => undefined,
+    (e: unknown) => (e as { code?: string }).code,
+  );
+  if (denied === "EROFS")
+    return fsError("EROFS", `cannot create ${dir}: ${existing} is on a read-only file system`, error);
+  if (denied === "EACCES" || denied === "EPERM")
+    return fsError(
+      denied,
+      `cannot create ${dir}: ${existing} is not writable by this user (uid ${process.getuid?.() ?? "?"})`,
+      error,
+    );
+  return error;
+}
+
+function fsError(code: string, message: string, cause: unknown): Error {
+  return Object.assign(new Error(`${code}: ${message}`, { cause }), { code });
 }

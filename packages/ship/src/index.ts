@@ -1,8 +1,11 @@
 export {
   backoffDelay,
+  errorCode,
   isOutOfFiles,
   type OutOfFilesRetryOptions,
+  type RetryOptions,
   retryWhileOutOfFiles,
+  retryWithBackoff,
 } from "./backoff.ts";
 export {
   Batcher,
@@ -27,7 +30,7 @@ export {
   type DeliverySource,
   type InFlightBatch,
 } from "./deliver.ts";
-export { type DurableWriteOptions, fsyncDir, writeFileDurably } from "./durable-write.ts";
+export { type DurableWriteOptions, ensureDir, fsyncDir, writeFileDurably } from "./durable-write.ts";
 export { encodeAttempt, encodeEntry, encodeOutcome, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
 export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";

@@ -1,6 +1,6 @@
-import { mkdir, readFile, rename, rm } from "node:fs/promises";
+import { readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type OutOfFilesRetryOptions, retryWhileOutOfFiles, writeFileDurably } from "@auditpipe/ship";
+import { ensureDir, type OutOfFilesRetryOptions, retryWithBackoff, writeFileDurably } from "@auditpipe/ship";
 
 /** One followed file's progress. Everything before `position` was acknowledged by the sink. */
 export interface FileCheckpoint {
@@ -38,6 +38,11 @@ export interface FileCheckpoint {
   /** Rotated away and read to its end: nothing more will come. */
   done: boolean;
   /**
+   * Not read: the file of this name holds the same entries as this file (PostgreSQL writing two
+   * destinations at once); kept while the file exists, so a restart does not read it either.
+   */
+  duplicateOf?: string;
+  /**
    * The file's size when the checkpoint was saved: if the file is gone or truncated before it was
    * read to the end, `[position, size)` is what is known to be given up. Absent in older files.
    */
@@ -56,6 +61,22 @@ export interface FileCheckpoint {
 interface CheckpointFile {
   version: 1;
   checkpoints: FileCheckpoint[];
+}
+
+/** How a save waits for the state directory's file system (each wait reported), and when it stops waiting. */
+export interface SaveRetryOptions extends OutOfFilesRetryOptions {
+  /** Aborted (the source stops): a save that fails is not retried any more, its error is thrown. */
+  signal?: AbortSignal;
+}
+
+/**
+ * An error of the file system (an errno code): out of space, quota or file descriptors, remounted
+ * read-only, an I/O error, permissions changed. Each can pass (space freed, a disk replaced, a
+ * mode put back), and giving up would lose the acknowledgements to come: a save waits for it.
+ */
+export function isFileSystemError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^E[A-Z0-9]+$/.test(code);
 }
 
 export const CHECKPOINT_FILE = "checkpoints.json";
@@ -91,21 +112,22 @@ export class Checkpointer {
    */
   fresh = true;
   private readonly dir: string;
-  private readonly outOfFiles: OutOfFilesRetryOptions;
+  private readonly retry: SaveRetryOptions;
 
-  private constructor(dir: string, outOfFiles: OutOfFilesRetryOptions) {
+  private constructor(dir: string, retry: SaveRetryOptions) {
     this.dir = dir;
-    this.outOfFiles = outOfFiles;
+    this.retry = retry;
   }
 
   /**
-   * `outOfFiles.onRetry` reports a save that waits for a file descriptor (EMFILE/ENFILE): a save
-   * is retried until it can open its files, never given up, so a burst of connections elsewhere in
-   * the process cannot stop the source.
+   * `retry.onRetry` reports a save that waits for the file system (isFileSystemError: out of file
+   * descriptors, a full disk, ...): a save is retried with backoff until it can write, and given up
+   * only once `retry.signal` is aborted, so neither a burst of connections elsewhere in the process
+   * nor a full state disk stops the source or loses an acknowledgement.
    */
-  static async load(dir: string, outOfFiles: OutOfFilesRetryOptions = {}): Promise<Checkpointer> {
-    await mkdir(dir, { recursive: true });
-    const checkpointer = new Checkpointer(dir, outOfFiles);
+  static async load(dir: string, retry: SaveRetryOptions = {}): Promise<Checkpointer> {
+    await ensureDir(dir);
+    const checkpointer = new Checkpointer(dir, retry);
     for (const name of [TEMP_FILE, CHECKPOINT_FILE]) {
       let text: string;
       try {
@@ -171,8 +193,11 @@ export class Checkpointer {
     if (this.byFingerprint.delete(fingerprint)) this.changes++;
   }
 
-  /** Writes the checkpoints durably if anything changed; true when it wrote. */
-  async save(): Promise<boolean> {
+  /**
+   * Writes the checkpoints durably if anything changed; true when it wrote. A file system error is
+   * waited out (see load), unless `once`.
+   */
+  async save(options: { once?: boolean } = {}): Promise<boolean> {
     if (this.changes === this.saved) return false;
     const changes = this.changes;
     const body: CheckpointFile = { version: 1, checkpoints: this.entries() };
@@ -181,7 +206,8 @@ export class Checkpointer {
       writeFileDurably(join(this.dir, CHECKPOINT_FILE), `${JSON.stringify(body, null, 1)}\n`, {
         tempPath: join(this.dir, TEMP_FILE),
       });
-    await retryWhileOutOfFiles(write, this.outOfFiles);
+    if (options.once) await write();
+    else await retryWithBackoff(write, { ...this.retry, retryable: isFileSystemError });
     this.saved = changes;
     return true;
   }

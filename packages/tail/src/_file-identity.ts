@@ -26,10 +26,14 @@ async function readAt(handle: FileHandle, position: number, length: number): Pro
  * while the first line is still being written: the identity is not settled yet.
  */
 export async function readFingerprint(handle: FileHandle): Promise<string | undefined> {
-  const head = await readAt(handle, 0, FINGERPRINT_MAX_BYTES);
-  const newline = head.indexOf(0x0a);
-  if (newline >= 0) return digest(head.subarray(0, newline + 1));
-  return head.length === FINGERPRINT_MAX_BYTES ? digest(head) : undefined;
+  return firstLineHash(await readAt(handle, 0, FINGERPRINT_MAX_BYTES));
+}
+
+/** The fingerprint of the bytes a file starts with (see readFingerprint); undefined while its first line is incomplete. */
+export function firstLineHash(start: Uint8Array): string | undefined {
+  const newline = start.subarray(0, FINGERPRINT_MAX_BYTES).indexOf(0x0a);
+  if (newline >= 0) return digest(start.subarray(0, newline + 1));
+  return start.length >= FINGERPRINT_MAX_BYTES ? digest(start.subarray(0, FINGERPRINT_MAX_BYTES)) : undefined;
 }
 
 /** A hash of the bytes just before `position`: proves on restart that the file still holds what was read. */

@@ -1,12 +1,14 @@
 import type { Outcome, OutcomeJoin, UnknownReason } from "@auditpipe/outcome";
 import {
   type AuditEntry,
+  createDivertedParser,
   createParser,
   decodeAuditEntry,
   type LogFormat,
   type LogParser,
   type LogRecord,
   type MalformedRecord,
+  type PrefixHistory,
 } from "@auditpipe/parse";
 import {
   type Batch,
@@ -47,8 +49,10 @@ export interface LaneCheckpoints {
 
 export interface FileLaneOptions {
   format: LogFormat;
-  /** log_line_prefix, for stderr and syslog files. */
-  prefix: string | undefined;
+  /** A stderr file beside a csvlog or jsonlog one: only the records diverted into it are read (createDivertedParser). */
+  diverted?: boolean;
+  /** log_line_prefix, for stderr and syslog files; a history follows reloads that change it. */
+  prefix: string | PrefixHistory | undefined;
   /** The acknowledged position the lane starts at: its first batch starts here. */
   start: number;
   /**
@@ -145,11 +149,20 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
     this.batcher.holdMs = options.outcome.holdMs;
     this.batcher.onClose = (batch, pending) => this.closed(batch, pending);
     this.queue = options.delivery.queue(this);
-    this.parser = createParser(
-      options.format,
-      { record: (record) => this.onRecord(record), malformed: (error) => this.onMalformed(error) },
-      options.prefix === undefined ? {} : { prefix: options.prefix },
-    );
+    const sink = {
+      record: (record: LogRecord) => this.onRecord(record),
+      malformed: (error: MalformedRecord) => this.onMalformed(error),
+      skipped: (offset: number, size: number) => this.batcher.extend(this.base + offset + size),
+    };
+    const parserOptions =
+      options.prefix === undefined
+        ? {}
+        : typeof options.prefix === "string"
+          ? { prefix: options.prefix }
+          : { prefixHistory: options.prefix };
+    this.parser = options.diverted
+      ? createDivertedParser(sink, parserOptions)
+      : createParser(options.format, sink, parserOptions);
   }
 
   private onRecord(record: LogRecord): void {

@@ -1,4 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
+import { firstLineHash } from "./_file-identity.ts";
 
 /**
  * Where a followed file's bytes go: its lane of the pipeline (parse → decode → meter → redact →
@@ -47,6 +48,27 @@ export interface Downstream {
 export const READ_BYTES: number = 1 << 20;
 
 /**
+ * Bytes just before the read position that every read reads again and compares: a file truncated
+ * and rewritten in place (same inode) between two reads no longer holds them, so the read stops
+ * there instead of going on at an offset that belonged to the old content.
+ */
+const OVERLAP_BYTES = 64;
+
+/** What `read()` returns when the file no longer holds what was read: truncated, or rewritten in place. */
+export const REPLACED = -1;
+
+/**
+ * The buffer every read goes into (one for all files: a read's bytes are handed on, and parsers
+ * copy what they keep, before the next read starts). A megabyte per followed file was external
+ * memory that V8 counts toward its next full collection, and with a backlog of files it added up.
+ */
+export function readBuffer(): Buffer {
+  shared ??= Buffer.allocUnsafeSlow(OVERLAP_BYTES + READ_BYTES);
+  return shared;
+}
+let shared: Buffer | undefined;
+
+/**
  * One followed file of one identity, the source's side of it: its handle and identity, where it
  * has been read to, and the reads themselves; what was read goes to its Downstream. Pure
  * bookkeeping plus reads; finding files and keeping checkpoints is FileFollower's job.
@@ -73,7 +95,11 @@ export class TrackedFile {
   readonly aliases: Set<string> = new Set<string>();
   /** Where the bytes read go, from `start` on. */
   readonly downstream: Downstream;
-  private readBuffer: Buffer | undefined;
+  /** The last bytes read (up to OVERLAP_BYTES, ending at `readPos`); undefined until the first read. */
+  private readonly overlap: Buffer = Buffer.alloc(OVERLAP_BYTES);
+  private overlapLength: number | undefined;
+  /** mtime at the last read that found nothing new: a file not written since needs no compare. */
+  private quietMtimeMs = -1;
 
   constructor(
     path: string,
@@ -96,24 +122,52 @@ export class TrackedFile {
     this.downstream = openDownstream(this);
   }
 
-  /** Reads what is there (up to READ_BYTES) and hands it on; returns bytes read (0 at the end of the file). */
+  /**
+   * Reads what is there (up to READ_BYTES) and hands it on; returns bytes read (0 at the end of the
+   * file), or REPLACED when the file no longer holds what was read before (shorter than the read
+   * position, or other bytes just before it): nothing of the new content is handed on, and `size`
+   * stays the size last seen of the old one.
+   */
   async read(now: number): Promise<number> {
     if (this.downstream.ended) return 0;
     const { size, mtimeMs } = await this.handle.stat();
+    if (size < this.readPos) return REPLACED;
+    if (size === this.readPos && mtimeMs === this.quietMtimeMs) return 0;
+    const buffer = readBuffer();
+    // The bytes before the read position are read again with the new ones, in one read: the
+    // compare costs no system call, and what follows them was read in the same pass.
+    const back = this.overlapLength ?? Math.min(OVERLAP_BYTES, this.readPos);
+    const length = Math.min(READ_BYTES, size - this.readPos);
+    const { bytesRead } = await this.handle.read(buffer, 0, back + length, this.readPos - back);
+    if (bytesRead < back) return REPLACED;
+    if (this.overlapLength !== undefined && buffer.compare(this.overlap, 0, back, 0, back) !== 0)
+      return REPLACED;
+    if (this.readPos === 0 && bytesRead > 0 && !this.startsWithHead(buffer.subarray(0, bytesRead)))
+      return REPLACED;
     this.size = size;
     this.mtimeMs = mtimeMs;
-    if (size <= this.readPos) return 0;
-    const length = Math.min(READ_BYTES, size - this.readPos);
-    // One buffer for every read (parsers copy what they keep): a new megabyte per read was
-    // external memory that V8 counts toward its next full collection.
-    this.readBuffer ??= Buffer.allocUnsafeSlow(READ_BYTES);
-    const buffer = this.readBuffer;
-    const { bytesRead } = await this.handle.read(buffer, 0, length, this.readPos);
-    if (bytesRead === 0) return 0;
-    this.readPos += bytesRead;
+    const n = bytesRead - back;
+    if (n <= 0) {
+      this.overlapLength = back;
+      this.quietMtimeMs = mtimeMs;
+      return 0;
+    }
+    const keep = Math.min(OVERLAP_BYTES, back + n);
+    buffer.copy(this.overlap, 0, back + n - keep, back + n);
+    this.overlapLength = keep;
+    this.readPos += n;
     this.lastGrowth = now;
-    this.downstream.push(buffer.subarray(0, bytesRead), now);
-    return bytesRead;
+    this.downstream.push(buffer.subarray(back, back + n), now);
+    return n;
+  }
+
+  /**
+   * At offset 0 there is nothing read to compare yet: the first line must still be the one the
+   * file was identified by (a complete first line is read, or the file is shorter than that).
+   */
+  private startsWithHead(bytes: Buffer): boolean {
+    const hash = firstLineHash(bytes);
+    return hash === undefined || hash === this.head;
   }
 
   /** The file has been quiet: release held records; close the batch when it is old enough. */

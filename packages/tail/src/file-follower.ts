@@ -2,9 +2,10 @@ import { type FSWatcher, watch } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
-import { Checkpointer, type FileCheckpoint } from "./_checkpoint.ts";
+import { Checkpointer, type FileCheckpoint, isFileSystemError } from "./_checkpoint.ts";
+import { destinationName, destinationRole, type FileRole } from "./_destinations.ts";
 import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
-import { type Downstream, READ_BYTES, TrackedFile } from "./_tracked-file.ts";
+import { type Downstream, READ_BYTES, REPLACED, TrackedFile } from "./_tracked-file.ts";
 import { globMatcher } from "./glob.ts";
 
 /** The small logger interface the file pipeline needs (pino fits). Messages never carry record text. */
@@ -14,14 +15,43 @@ export interface SourceLogger {
   error(obj: object, msg: string): void;
 }
 
+/**
+ * Why bytes of a file were given up (FollowObserver.dataLost): each value is recorded as given
+ * (metric labels, manifests), so they never change.
+ */
+export const DataLostReason = {
+  /** The file was deleted (or left the pattern) before it was read to its end: while the source was stopped. */
+  DELETED: "deleted",
+  /**
+   * The file was truncated, or rewritten in place, before it was read to its end (copytruncate
+   * without a copy in the pattern, truncate-on-rotation, a tool rewriting it): while following it
+   * or while stopped.
+   */
+  TRUNCATED: "truncated",
+  /** One record was larger than the parser's limit (maxRecordBytes): skipped whole. */
+  RECORD_TOO_LARGE: "record-too-large",
+} as const;
+export type DataLostReason = (typeof DataLostReason)[keyof typeof DataLostReason];
+
 /** What the follower reports about files as it follows them; every method optional. */
 export interface FollowObserver {
   bytesBehind?(file: string, bytes: number): void;
   fileGone?(file: string): void;
   truncation?(file: string): void;
-  /** Bytes `[from, to)` of a file will never be read (deleted or truncated before they were); logged by the source. */
-  dataLost?(file: string, from: number, to: number): void;
+  /**
+   * Bytes `[from, to)` of a file will never be read: the one place every give-up is reported (and
+   * logged by the source, at warn). `to` is the end known when it was given up, so the range is
+   * a lower bound: what was appended after the last look, or written and replaced between two
+   * looks, is not known.
+   */
+  dataLost?(file: string, from: number, to: number, reason: DataLostReason): void;
   checkpointSaved?(): void;
+  /**
+   * Saving checkpoints in `stateDir` failed with `code` (ENOSPC, EROFS, EMFILE, ...) and is retried
+   * with backoff; reading waits meanwhile (nothing is handed to the sink before its checkpoint is
+   * saved). Called on every failed attempt, and with `undefined` once a save succeeds again.
+   */
+  checkpointSaveFailed?(stateDir: string, code: string | undefined): void;
 }
 
 /**
@@ -38,13 +68,21 @@ export type OpenDownstream = (
   resume: { from: number; held: number[] },
   /** The outcome state its checkpoint kept at `start` (FileCheckpoint.outcome), if any. */
   outcome: unknown,
+  role: FileRole,
 ) => Downstream;
 
 export interface FileFollowerOptions {
   /** PostgreSQL's log_directory. */
   logDir: string;
-  /** The format of the files followed (one log stream): gives the default pattern. */
-  format: LogFormat;
+  /**
+   * The format of the files followed (one log stream): gives the default pattern. `auto`: every
+   * destination PostgreSQL writes (csvlog `.csv`, jsonlog `.json`, stderr `.log`), each file read
+   * in the format its name says, and each entry once: a `.json` file beside a `.csv` of the same
+   * name holds the same entries (both destinations on) and is not read; a `.log` file beside one
+   * of them gives only the csvlog/jsonlog records PostgreSQL diverted into it while a destination
+   * was turned on or off.
+   */
+  format: LogFormat | "auto";
   /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
   pattern?: string;
   /** Where checkpoints are kept. */
@@ -63,7 +101,7 @@ export interface FileFollowerOptions {
   /** Where each followed file's bytes go. */
   downstream: OpenDownstream;
   /** A file finished before this start (not followed again): the outcome state its checkpoint kept at its end. */
-  finished?: (outcome: unknown) => void;
+  finished?: (outcome: unknown, role: FileRole) => void;
 }
 
 /** Default file name pattern per format: what PostgreSQL's log_filename gives each destination. */
@@ -73,6 +111,9 @@ export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
   stderr: "*.log",
   syslog: "*.log",
 };
+/** `format: "auto"`'s file names: every destination PostgreSQL writes to files. */
+export const AUTO_PATTERN = "*.{csv,json,log}";
+
 /** What FileSource reports about files and the directory it cannot read (logged, and in health()). */
 export const FileSourceErrorCode = {
   /** A matching file could not be opened or read (permissions, I/O error): retried every scan. */
@@ -84,6 +125,8 @@ export type FileSourceErrorCode = (typeof FileSourceErrorCode)[keyof typeof File
 
 /** What keeps the source from seeing every file now; empty when all is well. */
 export interface FileSourceHealth {
+  /** Checkpoints cannot be saved (the errno code, e.g. `ENOSPC`): reading waits and the save is retried. */
+  checkpoints?: string;
   /** The directory listing failed (its errno code, e.g. `EACCES`); files already open are read on. */
   listing?: string;
   /** Matching files that could not be opened or read, with the errno code. */
@@ -152,10 +195,22 @@ export class FileFollower {
   private readonly unreadable = new Map<string, string>();
   private lastSave = 0;
   private readonly options: FileFollowerOptions;
+  /** Aborted by stop(): a checkpoint save that fails then is not retried any more. */
+  private readonly stopSignal = new AbortController();
+  /** Why saving checkpoints fails now (errno code); undefined while saves work. */
+  private saveFailure: string | undefined;
+  /** Paths truncated in place, or whose first line is being written: scanned on every pass until followed. */
+  private readonly awaitingFirstLine = new Set<string>();
+  /** The matching names of the last listing (siblings decide a file's role with `format: auto`). */
+  private listed = new Set<string>();
+  /** Files not read because another destination's file holds the same entries: device:inode → id. */
+  private readonly duplicates = new Map<string, string>();
 
   constructor(options: FileFollowerOptions) {
     this.options = options;
-    this.matches = globMatcher(options.pattern ?? DEFAULT_PATTERNS[options.format]);
+    this.matches = globMatcher(
+      options.pattern ?? (options.format === "auto" ? AUTO_PATTERN : DEFAULT_PATTERNS[options.format]),
+    );
     this.observer = options.observer ?? {};
     this.logger = options.logger ?? silentLogger;
   }
@@ -164,18 +219,30 @@ export class FileFollower {
     const info = await stat(this.options.logDir).catch(() => undefined);
     if (!info?.isDirectory())
       throw new Error(`log directory ${this.options.logDir} does not exist or is not a directory`);
-    this.checkpoints = await Checkpointer.load(this.options.stateDir, {
-      onRetry: ({ attempt, code, delayMs }) =>
-        this.logger.warn(
-          { dir: this.options.stateDir, code, attempt, delayMs: Math.round(delayMs) },
-          "cannot open the checkpoint file (out of file descriptors); retrying",
-        ),
+    const stateDir = this.options.stateDir;
+    this.checkpoints = await Checkpointer.load(stateDir, {
+      signal: this.stopSignal.signal,
+      onRetry: ({ attempt, code, delayMs }) => {
+        this.saveFailure = code;
+        this.observer.checkpointSaveFailed?.(stateDir, code);
+        const fields = { dir: stateDir, code, attempt, delayMs: Math.round(delayMs) };
+        if (code === "EMFILE" || code === "ENFILE")
+          this.logger.warn(fields, "cannot open the checkpoint file (out of file descriptors); retrying");
+        else
+          this.logger.error(
+            fields,
+            `cannot save checkpoints in the state directory (${code}${code === "ENOSPC" ? ": its file system is full" : ""}); reading waits, nothing is lost; retrying`,
+          );
+      },
     });
-    for (const warning of this.checkpoints.warnings)
-      this.logger.warn({ stateDir: this.options.stateDir }, warning);
+    for (const warning of this.checkpoints.warnings) this.logger.warn({ stateDir }, warning);
     // Record the first start at once: `from: end` applies to the files present now, never again.
+    // Tried once: a state directory that refuses its first write ends the start with the reason.
     this.fresh = this.checkpoints.fresh;
-    await this.checkpoints.save();
+    await this.checkpoints.save({ once: true }).catch((error: unknown) => {
+      if (!isFileSystemError(error)) throw error;
+      throw new Error(`cannot save checkpoints in ${stateDir}: ${describe(error)}`, { cause: error });
+    });
     this.watch();
     this.loop = this.run();
   }
@@ -216,6 +283,7 @@ export class FileFollower {
   async stop(): Promise<void> {
     if (this.stopping) return this.loop;
     this.stopping = true;
+    this.stopSignal.abort();
     this.unwatch();
     this.wake?.();
     await this.loop;
@@ -240,6 +308,7 @@ export class FileFollower {
   /** What keeps the source from seeing every file now (for /readyz and metrics). */
   health(): FileSourceHealth {
     return {
+      ...(this.saveFailure ? { checkpoints: this.saveFailure } : {}),
       ...(this.listingError ? { listing: this.listingError } : {}),
       unreadable: [...this.unreadable].map(([path, code]) => ({ path, code })),
     };
@@ -254,7 +323,12 @@ export class FileFollower {
         // Listing the directory and re-hashing first lines on every pass cost PostgreSQL's CPU
         // under load: scan when a file came or went, and otherwise once per poll interval.
         const poll = this.options.pollIntervalMs ?? 200;
-        if (this.dirChanged || this.watchUnavailable || Date.now() - this.lastScan >= poll) {
+        if (
+          this.dirChanged ||
+          this.awaitingFirstLine.size > 0 ||
+          this.watchUnavailable ||
+          Date.now() - this.lastScan >= poll
+        ) {
           this.dirChanged = false;
           await this.scan();
           this.lastScan = Date.now();
@@ -262,24 +336,56 @@ export class FileFollower {
         let progressed = false;
         let bytesRead = 0;
         const now = Date.now();
-        const ordered = [...this.files.values()].sort((a, b) => a.mtimeMs - b.mtimeMs);
-        const newest = ordered.filter((f) => !f.gone).at(-1);
-        for (const [i, file] of ordered.entries()) {
+        // Oldest first; files that have ended (nothing left to read) last: their deliver() may wait
+        // for room at the sink, and a file rewritten in place must be read before it changes again.
+        const ordered = [...this.files.values()].sort(
+          (a, b) => Number(a.downstream.ended) - Number(b.downstream.ended) || a.mtimeMs - b.mtimeMs,
+        );
+        // The file PostgreSQL writes now, per destination (one stream: one); the others are rotated away.
+        const newest = new Map<string, TrackedFile>();
+        for (const f of this.files.values()) {
+          if (f.gone) continue;
+          const group = this.destinationOf(f.path);
+          const current = newest.get(group);
+          if (!current || f.mtimeMs >= current.mtimeMs) newest.set(group, f);
+        }
+        // Destinations with a file not read to its end in this pass: newer files of it wait, so
+        // one file's lane fills at a time. Read side by side, a backlog of N files held N open
+        // batches (and, with the sink down, N ready ones): ~6 MB each.
+        const behind = new Set<string>();
+        for (const file of ordered) {
           if (this.stopping) break;
-          const read = this.waitsForOlder(file, ordered.slice(0, i), now) ? 0 : await file.read(now);
-          if (read > 0) {
+          const group = this.destinationOf(file.path);
+          if (behind.has(group) && !file.downstream.ended) {
+            await file.downstream.deliver();
+            continue;
+          }
+          // A newer file of the destination waits for the older ones to end, so its records reach
+          // the outcome join in the order written.
+          const older = ordered.filter(
+            (f) => f !== file && f.mtimeMs <= file.mtimeMs && this.destinationOf(f.path) === group,
+          );
+          const read = this.waitsForOlder(file, older, now) ? 0 : await file.read(now);
+          if (read === REPLACED) {
+            // Truncated or rewritten in place since the last read: finish the old content and
+            // look at the directory at once, so the new content is read from its start.
+            await this.truncated(file);
+            this.dirChanged = true;
+            progressed = true;
+          } else if (read > 0) {
             progressed = true;
             bytesRead += read;
           } else {
             file.quiet(Date.now(), this.options.quietMs ?? 50);
             // Rotated away (a newer file exists) or deleted, read to the end and quiet: let it go.
             if (
-              (file.gone || file !== newest) &&
+              (file.gone || file !== newest.get(this.destinationOf(file.path))) &&
               Date.now() - file.lastGrowth >= (this.options.quietMs ?? 50)
             ) {
               if (await this.confirmedEnd(file)) file.finish(Date.now());
             }
           }
+          if (!file.downstream.ended && file.size > file.readPos) behind.add(group);
           await file.downstream.deliver();
           this.observer.bytesBehind?.(file.path, Math.max(0, file.size - file.acked));
           if (file.settled) await this.release(file);
@@ -289,17 +395,21 @@ export class FileFollower {
         if (!progressed && !this.stopping) {
           // A watch opened just now misses what was appended since the last read: look once more first.
           if (!this.watch()) await this.idle();
-        } else if (bytesRead < READ_BYTES && !this.stopping) {
+        } else if (bytesRead < READ_BYTES && !this.stopping && !this.dirChanged) {
           this.unwatch();
           const wait = bytesRead >= STEADY_BYTES ? STEADY_COALESCE_MS : COALESCE_MS;
           await new Promise((resolve) => setTimeout(resolve, wait));
         }
       }
-      await this.shutdown();
     } catch (error) {
-      this.logger.error({ err: error }, "file source stopped on an unexpected error");
-      throw error;
+      // Stopping while the state directory refuses a save: shut down without it (what it would
+      // have recorded is read again at the next start, into the same objects).
+      if (!(this.stopping && isFileSystemError(error))) {
+        this.logger.error({ err: error }, "file source stopped on an unexpected error");
+        throw error;
+      }
     }
+    await this.shutdown();
   }
 
   /**
@@ -374,6 +484,7 @@ export class FileFollower {
       this.listingError = undefined;
     }
     const names = listed.filter((n) => this.matches(n) && !n.endsWith(".gz")).sort();
+    this.listed = new Set(names);
     const seen = new Set<string>();
     const inodes = new Map<string, string>(); // path → device:inode
     /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
@@ -398,9 +509,15 @@ export class FileFollower {
     for (const file of this.files.values())
       if (!file.gone) trackedInodes.set(inodeKey(file.dev, file.ino), file);
     for (const [path, ino] of inodes) {
+      const duplicate = this.duplicates.get(ino);
+      if (duplicate) {
+        seen.add(duplicate);
+        continue;
+      }
       const known = trackedInodes.get(ino);
       if (known) {
         seen.add(known.fingerprint);
+        this.awaitingFirstLine.delete(path);
         if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
         continue;
       }
@@ -408,6 +525,7 @@ export class FileFollower {
     }
     for (const path of this.unreadable.keys())
       if (!names.includes(basename(path))) this.markReadable(path, "no longer in the directory");
+    for (const path of this.awaitingFirstLine) if (!inodes.has(path)) this.awaitingFirstLine.delete(path);
     for (const file of this.files.values()) {
       if (file.gone) continue;
       if (!unknown.has(file.path) && inodes.get(file.path) !== inodeKey(file.dev, file.ino)) {
@@ -462,7 +580,13 @@ export class FileFollower {
         return false;
       }
       this.markReadable(path, "it is read now");
-      if (fingerprint === undefined) return true; // first line not written yet: next scan
+      if (fingerprint === undefined) {
+        // First line not written yet: the next scan looks again. One being written, or a file
+        // just truncated in place, is looked at on every pass (its new content may be replaced soon).
+        if ((await handle.stat()).size > 0) this.awaitingFirstLine.add(path);
+        return true;
+      }
+      this.awaitingFirstLine.delete(path);
       const { size, ino, dev, mtimeMs } = await handle.stat();
       for (const tracked of this.files.values()) {
         if (tracked.gone || tracked.head !== fingerprint) continue;
@@ -474,7 +598,18 @@ export class FileFollower {
         tracked.aliases.delete(path); // taken for a copy while it held only the shared first lines
       }
       const checkpoint = await this.checkpointOf(fingerprint, dev, ino, path, inodes);
+      const role = this.roleOf(path);
+      if (checkpoint?.duplicateOf !== undefined || role === undefined) {
+        this.skipDuplicate(path, checkpoint, fingerprint, dev, ino, seen);
+        return true;
+      }
       const id = checkpoint?.fingerprint ?? this.newId(path, fingerprint, dev, ino);
+      if (this.files.has(id)) {
+        // Rewritten in place with the same first line while its old content still drains: the
+        // new content gets its own id once the old one is let go.
+        this.awaitingFirstLine.add(path);
+        return true;
+      }
       seen.add(id);
       let start = 0;
       let inflightEnds: number[] = [];
@@ -491,9 +626,15 @@ export class FileFollower {
             "file no longer holds what its checkpoint says was read; reading it again from the start",
           );
           if (!checkpoint.done)
-            this.givenUp(path, checkpoint.position, checkpoint.size, "truncated or rewritten");
+            this.givenUp(
+              { path, id: checkpoint.fingerprint },
+              checkpoint.position,
+              checkpoint.size,
+              DataLostReason.TRUNCATED,
+              "truncated or rewritten while the source was stopped",
+            );
         } else if (checkpoint.done && size === checkpoint.position) {
-          this.options.finished?.(checkpoint.outcome);
+          this.options.finished?.(checkpoint.outcome, role);
           return true; // finished earlier and unchanged
         } else {
           start = checkpoint.position;
@@ -516,6 +657,7 @@ export class FileFollower {
           },
           resume,
           outcome,
+          role,
         ),
       );
       file.mtimeMs = mtimeMs;
@@ -524,12 +666,71 @@ export class FileFollower {
       file.head = fingerprint;
       handle = undefined; // owned by the tracked file now
       this.files.set(id, file);
-      this.logger.info({ file: path, fingerprint: id, from: start, size }, "following file");
+      this.logger.info(
+        {
+          file: path,
+          fingerprint: id,
+          from: start,
+          size,
+          ...(this.options.format === "auto" ? { format: role.diverted ? "diverted" : role.format } : {}),
+        },
+        role.diverted
+          ? "following file for the csvlog/jsonlog records PostgreSQL diverted into it"
+          : "following file",
+      );
       if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
       return true;
     } finally {
       await handle?.close();
     }
+  }
+
+  /** Which of PostgreSQL's destination streams a file belongs to (with `format: auto`, by its name). */
+  private destinationOf(path: string): string {
+    return this.options.format === "auto" ? destinationName(basename(path)).extension : "";
+  }
+
+  /**
+   * How a file is read; undefined for a jsonlog file beside a csvlog file of the same name (both
+   * destinations on: the same entries, read once from the csvlog file).
+   */
+  private roleOf(path: string): FileRole | undefined {
+    if (this.options.format !== "auto") return { format: this.options.format, diverted: false };
+    return destinationRole(basename(path), this.listed);
+  }
+
+  /** A file whose entries another destination's file holds: not read; said once, and kept so across restarts. */
+  private skipDuplicate(
+    path: string,
+    checkpoint: FileCheckpoint | undefined,
+    head: string,
+    dev: number,
+    ino: number,
+    seen: Set<string>,
+  ): void {
+    const id = checkpoint?.fingerprint ?? this.newId(path, head, dev, ino, false);
+    const { stem } = destinationName(basename(path));
+    const original = checkpoint?.duplicateOf ?? `${stem}.csv`;
+    this.duplicates.set(inodeKey(dev, ino), id);
+    seen.add(id);
+    if (!checkpoint) {
+      this.checkpoints.set({
+        fingerprint: id,
+        path,
+        position: 0,
+        marker: "",
+        inflightEnd: null,
+        done: true,
+        duplicateOf: original,
+        ...(id !== head ? { head } : {}),
+        dev,
+        ino,
+      });
+    }
+    this.logger.info(
+      { file: path, duplicateOf: original },
+      "PostgreSQL writes this file's entries to the csvlog file of the same name too (both destinations on): shipping them from the csvlog file only",
+    );
   }
 
   /**
@@ -580,14 +781,15 @@ export class FileFollower {
   }
 
   /** The identity of a file seen for the first time: its first line's hash, unless that is taken. */
-  private newId(path: string, head: string, dev: number, ino: number): string {
+  private newId(path: string, head: string, dev: number, ino: number, warn = true): string {
     const taken = this.files.has(head) || this.checkpoints.get(head) !== undefined;
     if (!taken) return head;
     const id = collisionId(head, dev, ino);
-    this.logger.warn(
-      { file: path, fingerprint: head, id },
-      "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
-    );
+    if (warn)
+      this.logger.warn(
+        { file: path, fingerprint: head, id },
+        "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
+      );
     return id;
   }
 
@@ -616,9 +818,16 @@ export class FileFollower {
       }
       await handle.close();
     }
-    this.givenUp(file.path, file.readPos, file.size, "truncated before it was read to the end");
+    this.givenUp(
+      { path: file.path, id: file.fingerprint },
+      file.readPos,
+      file.size,
+      DataLostReason.TRUNCATED,
+      "truncated or rewritten in place before it was read to the end",
+    );
     file.gone = true;
     file.finish(Date.now());
+    this.awaitingFirstLine.add(file.path);
   }
 
   /** A file's batches are about to go to the sink: every in-flight end is saved first (write-ahead). */
@@ -691,7 +900,7 @@ export class FileFollower {
     }
     this.pendingMarkers.clear();
     this.lastSave = Date.now();
-    if (await this.checkpoints.save()) this.observer.checkpointSaved?.();
+    if (await this.save()) this.observer.checkpointSaved?.();
   }
 
   /** A file read to its end and acknowledged: close it, keep its checkpoint (done) until it is gone. */
@@ -734,9 +943,10 @@ export class FileFollower {
       if (!entry.done && replaced) this.observer.truncation?.(entry.path);
       if (!entry.done)
         this.givenUp(
-          entry.path,
+          { path: entry.path, id: entry.fingerprint },
           entry.position,
           entry.size,
+          replaced ? DataLostReason.TRUNCATED : DataLostReason.DELETED,
           replaced
             ? "truncated or replaced before it was read to the end"
             : "gone before it was read to the end",
@@ -747,27 +957,68 @@ export class FileFollower {
 
   /**
    * Bytes of a file that will never be read: from `from` to at least `knownEnd` (the size last
-   * seen; what was appended after that is unknown). Logged at warn with the range, and counted.
+   * seen; what was appended after that, or written and replaced between two looks, is unknown).
+   * Reported to the observer and logged at warn with the range, its reason and the file's id (the
+   * source id of its object keys); a range known to be empty is logged at info only.
    */
-  private givenUp(path: string, from: number, knownEnd: number | undefined, why: string): void {
+  private givenUp(
+    file: { path: string; id: string },
+    from: number,
+    knownEnd: number | undefined,
+    reason: DataLostReason,
+    why: string,
+  ): void {
     const to = Math.max(from, knownEnd ?? from);
-    this.observer.dataLost?.(path, from, to);
+    const fields = { file: file.path, sourceId: file.id, from, to, bytes: to - from, reason };
+    if (to === from) {
+      this.logger.info(
+        fields,
+        `file ${why}: nothing unread was seen (what was written after the last read is unknown)`,
+      );
+      return;
+    }
+    this.observer.dataLost?.(file.path, from, to, reason);
     this.logger.warn(
-      { file: path, from, to, bytes: to - from },
-      `file ${why}: unread data from byte ${from} on is given up (at least ${to - from} bytes were seen)`,
+      fields,
+      `file ${why}: unread data from byte ${from} on is given up (at least ${to - from} bytes; what was written after the last look is unknown)`,
     );
   }
 
   private async shutdown(): Promise<void> {
     const now = Date.now();
-    for (const file of this.files.values()) {
-      file.quiet(now + 1_000_000, 0); // release held records and close every open batch
-      file.closeForStop(now);
-      await file.downstream.deliver(true);
+    try {
+      for (const file of this.files.values()) {
+        file.quiet(now + 1_000_000, 0); // release held records and close every open batch
+        file.closeForStop(now);
+        await file.downstream.deliver(true);
+      }
+      await this.saveCheckpoints();
+    } catch (error) {
+      if (!isFileSystemError(error)) throw error;
+      // Batches whose ends could not be recorded were not handed to the sink; acknowledged ones
+      // not recorded are read again at the next start and rewrite the same objects.
+      this.logger.error(
+        { dir: this.options.stateDir, code: this.saveFailure },
+        "stopping without saving checkpoints (the state directory refuses writes): the next start reads again from the last saved ones",
+      );
+    } finally {
+      for (const file of this.files.values()) await file.handle.close();
+      this.files.clear();
     }
-    await this.saveCheckpoints();
-    for (const file of this.files.values()) await file.handle.close();
-    this.files.clear();
+  }
+
+  /** Saves the checkpoints (retrying while the file system refuses; see Checkpointer.load); true when it wrote. */
+  private async save(): Promise<boolean> {
+    const wrote = await this.checkpoints.save();
+    if (this.saveFailure !== undefined) {
+      this.logger.info(
+        { dir: this.options.stateDir, was: this.saveFailure },
+        "checkpoints saved again; reading on",
+      );
+      this.saveFailure = undefined;
+      this.observer.checkpointSaveFailed?.(this.options.stateDir, undefined);
+    }
+    return wrote;
   }
 }
 

@@ -13,7 +13,7 @@
  * keeps the name and options it had when it did all of this itself.
  */
 import type { StreamEvent } from "@auditpipe/outcome";
-import type { LogFormat } from "@auditpipe/parse";
+import { type LogFormat, ParseErrorCode, type PrefixHistory } from "@auditpipe/parse";
 import {
   type BatchLimits,
   DEFAULT_BATCH_LIMITS,
@@ -22,9 +22,11 @@ import {
   type RedactionMode,
   type Sink,
 } from "@auditpipe/ship";
+import type { FileRole } from "./_destinations.ts";
 import { FileLane, type LaneObserver } from "./_file-lane.ts";
 import { OutcomeStream } from "./_outcome-stream.ts";
 import {
+  DataLostReason,
   FileFollower,
   type FileSourceHealth,
   type FollowObserver,
@@ -37,12 +39,18 @@ export interface SourceObserver extends FollowObserver, LaneObserver, DeliveryOb
 export interface FileSourceOptions {
   /** PostgreSQL's log_directory. */
   logDir: string;
-  /** The format of the files followed (one log stream). */
-  format: LogFormat;
+  /**
+   * The format of the files followed (one log stream); `auto`: every destination PostgreSQL writes,
+   * each entry once (see FileFollowerOptions.format).
+   */
+  format: LogFormat | "auto";
   /** Which file names belong to the stream; default by format (`*.csv`, `*.json`, `*.log`). */
   pattern?: string;
-  /** log_line_prefix, for stderr and syslog files. */
-  prefix?: string;
+  /**
+   * log_line_prefix, for stderr and syslog files; a PrefixHistory follows reloads that change it
+   * (learned from the postmaster's message in the log).
+   */
+  prefix?: string | PrefixHistory;
   /** Where checkpoints are kept. */
   stateDir: string;
   sink: Sink;
@@ -101,16 +109,48 @@ export class FileSource {
     const limits: BatchLimits = { ...DEFAULT_BATCH_LIMITS, ...options.batch };
     const observer = options.observer ?? {};
     const redact = options.redact?.literals || options.redact?.parameters ? options.redact : undefined;
-    const outcome = new OutcomeStream({
-      ...(options.outcome?.miscLogged === undefined ? {} : { miscLogged: options.outcome.miscLogged }),
-      ...(options.outcome?.event ? { event: options.outcome.event } : {}),
-      unordered: (file) =>
-        options.logger?.warn(
-          { file },
-          "a newer log file is read while an older one still grows (a pattern matching two streams?): their outcomes are joined apart",
-        ),
-    });
+    // One outcome join per destination (a stderr file beside a csvlog one holds other records,
+    // written at the same time): a destination's files are read oldest first, one at a time.
+    const outcomes = new Map<string, OutcomeStream>();
+    const outcomeOf = (role: FileRole): OutcomeStream => {
+      const key = role.diverted ? "diverted" : role.format;
+      let stream = outcomes.get(key);
+      if (!stream) {
+        stream = new OutcomeStream({
+          ...(options.outcome?.miscLogged === undefined ? {} : { miscLogged: options.outcome.miscLogged }),
+          ...(options.outcome?.event ? { event: options.outcome.event } : {}),
+          unordered: (file) =>
+            options.logger?.warn(
+              { file },
+              "a newer log file is read while an older one still grows (a pattern matching two streams?): their outcomes are joined apart",
+            ),
+        });
+        outcomes.set(key, stream);
+      }
+      return stream;
+    };
     const holdMs = options.outcome?.holdMs ?? DEFAULT_OUTCOME_HOLD_MS;
+    // A record over the parser's size limit is valid data skipped whole: besides malformed, it is
+    // a range given up, reported where every other give-up is (dataLost).
+    const laneObserver: LaneObserver = {
+      ...observer,
+      malformed(source, error) {
+        observer.malformed?.(source, error);
+        if (error.code !== ParseErrorCode.RECORD_TOO_LARGE) return;
+        const to = error.offset + error.size;
+        observer.dataLost?.(source, error.offset, to, DataLostReason.RECORD_TOO_LARGE);
+        options.logger?.warn(
+          {
+            file: source,
+            from: error.offset,
+            to,
+            bytes: error.size,
+            reason: DataLostReason.RECORD_TOO_LARGE,
+          },
+          `record larger than the parser's limit: bytes ${error.offset} to ${to} are given up`,
+        );
+      },
+    };
     this.delivery = new Delivery({
       sink: options.sink,
       observer,
@@ -127,20 +167,21 @@ export class FileSource {
       ...(options.quietMs !== undefined ? { quietMs: options.quietMs } : {}),
       observer,
       ...(options.logger ? { logger: options.logger } : {}),
-      finished: (state) => outcome.finishedFile(state),
-      downstream: (file, start, replayEnds, checkpoints, resume, state) =>
+      finished: (state, role) => outcomeOf(role).finishedFile(state),
+      downstream: (file, start, replayEnds, checkpoints, resume, state, role) =>
         new FileLane(file, {
-          format: options.format,
+          format: role.format,
+          diverted: role.diverted,
           prefix: options.prefix,
           start,
           resume,
           replayEnds,
           limits,
-          observer,
+          observer: laneObserver,
           redact,
           delivery: this.delivery,
           checkpoints,
-          outcome: { stream: outcome, state, holdMs },
+          outcome: { stream: outcomeOf(role), state, holdMs },
         }),
     });
   }

@@ -1,6 +1,8 @@
 export { type BatchLimits, DEFAULT_BATCH_LIMITS } from "@auditpipe/ship";
 export type { FileCheckpoint } from "./_checkpoint.ts";
 export {
+  AUTO_PATTERN,
+  DataLostReason,
   DEFAULT_PATTERNS,
   FileSourceErrorCode,
   type FileSourceHealth,

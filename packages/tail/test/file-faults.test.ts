@@ -246,7 +246,7 @@ describe("FileSource under directory and file faults", () => {
     await logSettled(pg.logDir);
 
     const logger = capturingLogger();
-    const lost: { file: string; from: number; to: number }[] = [];
+    const lost: { file: string; from: number; to: number; reason: string }[] = [];
     const truncated: string[] = [];
     const second = new FileSource({
       logDir: pg.logDir,
@@ -257,7 +257,7 @@ describe("FileSource under directory and file faults", () => {
       pollIntervalMs: 50,
       logger,
       observer: {
-        dataLost: (file, from, to) => lost.push({ file, from, to }),
+        dataLost: (file, from, to, reason) => lost.push({ file, from, to, reason }),
         truncation: (file) => truncated.push(file),
       },
     });
@@ -274,6 +274,7 @@ describe("FileSource under directory and file faults", () => {
       file,
       from: saved.get(file)!.position,
       to: saved.get(file)!.size!,
+      reason: file === older ? "deleted" : "truncated",
     }));
     expect(lost.sort((a, b) => a.file.localeCompare(b.file))).toEqual(expected);
     expect(truncated).toEqual([newer]); // the deleted file is not a truncation; the truncated one is

@@ -43,6 +43,8 @@ export interface BenchOptions {
   existing: { connection: string | undefined; yes: boolean; stateDir: string } | null;
   configs: ConfigurationName[];
   workloads: Array<{ info: WorkloadInfo; args: string[] }>;
+  /** SQL run once after pgbench -i (--init): the tables of the --script workloads. */
+  initSql?: string | null;
   scale: number;
   clients: number;
   jobs: number;
@@ -81,8 +83,17 @@ function cliVersion(): string {
   }
 }
 
-/** Seconds the one-off set-up takes on a 2-core machine at scale 10 (initdb, pgbench -i, ANALYZE). */
-const setupSeconds = (scale: number): number => 8 + scale * 1.2;
+/**
+ * Seconds the one-off set-up takes on a 2-core machine (initdb, pgbench -i, ANALYZE): measured at
+ * scale 10, 5 s at a load of 4 and 20 s at 17.
+ */
+export const setupSeconds = (scale: number): number => 6 + scale * 0.8;
+
+/** "about 2 min", to the half minute: what the planned seconds come to. */
+export function aboutMinutes(seconds: number): string {
+  const half = Math.max(0.5, Math.round(seconds / 30) / 2);
+  return half < 1 ? "under a minute" : `about ${half} min`;
+}
 
 async function twoLargestTables(client: pg.Client): Promise<string[]> {
   const r = await client.query<{ relname: string }>(
@@ -146,7 +157,7 @@ export async function runBench(
   const measuredRuns = plan.filter((r) => !r.warmup).length;
   const cellCount = measuredRuns / o.runs;
   io.stderr(
-    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / workloadNames.length} combinations)` : ""} × ${workloadNames.length} workloads × ${o.runs} runs of ${o.durationSec} s = ${measuredRuns} runs (+ warm-up); about ${Math.ceil(planned / 60)} min\n`,
+    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / workloadNames.length} combinations)` : ""} × ${workloadNames.length} workloads × ${o.runs} runs of ${o.durationSec} s = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
   );
 
   let target: BenchTarget | undefined;
@@ -198,6 +209,10 @@ export async function runBench(
       throw new Error(
         `pgbench -i failed (exit ${init.code}): ${init.stderr.trim().split("\n").slice(-2).join(" | ")}`,
       );
+    if (o.initSql) {
+      io.stderr("bench: running --init...\n");
+      await client.query(o.initSql);
+    }
     await client.query("ANALYZE");
     const largest = await twoLargestTables(client);
     if (configs.includes("object")) {
@@ -352,7 +367,7 @@ export async function runBench(
     runs: results,
     seed: o.seed,
   });
-  const calibration = fitCalibration(points);
+  const calibration = fitCalibration(points, { seed: o.seed });
   if (!o.existing && environment && environment.settings.fsync === "off")
     notes.push(
       "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster; --durable turns them on): transactions are shorter than on a durable server, so logging is a larger share of each",
@@ -423,6 +438,6 @@ function progress(
   const eta = done > 0 ? (elapsed / done) * (total - done) : planned;
   const cell = `${run.configuration}${run.variant ? ` (${run.variant})` : ""} × ${run.workload}`;
   const what = run.warmup ? `warm-up (${cell}, discarded)` : `${cell}, round ${run.round + 1}`;
-  const text = `bench: run ${done + 1}/${total} ${what}; about ${Math.ceil(eta / 60)} min left`;
+  const text = `bench: run ${done + 1}/${total} ${what}; ${aboutMinutes(eta)} left`;
   io.stderr(io.stderrIsTTY ? `\r\x1b[K${text}` : `${text}\n`);
 }

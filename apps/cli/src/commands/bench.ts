@@ -18,7 +18,7 @@ import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
 
 export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--audit NAME...] [--workload NAME...] [--script FILE...]
-                      [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
+                      [--init FILE] [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]
                       [--log-destination D,...] [--log-statement-once off,on] [--log-dir data,elsewhere]
                       [--durable] [--db URL | --existing] [--yes] [--restore] [--json]
                       [--report FILE.html] [--calibration-out FILE]
@@ -28,12 +28,15 @@ the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per co
 workload, runs interleaved in rotating order after a discarded warm-up. Without --db it starts a
 scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
 
-  --quick              about two and a half minutes: none, read, write, all, log_statement × tpcb × 3 runs of 6 s
+  --quick              about two minutes on 2 cores (longer on a busy machine): none, read, write,
+                       all, log_statement × tpcb × 3 runs of 6 s
   --audit NAME         none, write, read, all, object (the two largest tables), log_statement
                        (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
                        repeatable or comma-separated; default all of them
   --workload NAME      tpcb, read-heavy, write-heavy, select-only; repeatable; default all
   --script FILE        your own pgbench script as a further workload; repeatable
+  --init FILE          SQL run once in the bench database after pgbench -i: the tables your
+                       --script needs (a workload of your own, with its own schema)
   --scale N            pgbench -i scale factor (default 10)
   --clients N          pgbench -c (default 2)
   --jobs N             pgbench -j (default: clients, at most the cores)
@@ -83,8 +86,11 @@ const QUICK = {
   warmup: 5,
 };
 
-/** Seconds of restart, CHECKPOINT and log reading around each run, for the planned duration. */
-const PER_RUN_OVERHEAD_SEC = 2;
+/**
+ * Seconds of restart, CHECKPOINT and log reading around each run, for the planned duration:
+ * measured between the runs of --quick on 2 cores, 0.5 s at a load of 4 and 1.8 s at 17.
+ */
+export const PER_RUN_OVERHEAD_SEC = 1.2;
 
 function positiveInt(value: unknown, flag: string, fallback: number, max = 1_000_000): number {
   if (value === undefined) return fallback;
@@ -105,12 +111,16 @@ export function commandLine(argv: string[], command: string = invocation()): str
   return [command, "bench", ...masked.map(quoteArg)].join(" ");
 }
 
-/** Statements per transaction of a pgbench script: lines ending a statement, meta-commands aside. */
+/**
+ * Statements per transaction of a pgbench script: lines ending a statement (with `;`, or with
+ * `\gset` / `\aset`, which end one in its place), meta-commands aside.
+ */
 export function statementsInScript(script: string): number {
   return script
     .split("\n")
     .map((l) => l.replace(/--.*$/, "").trim())
-    .filter((l) => l !== "" && !l.startsWith("\\") && l.endsWith(";")).length;
+    .filter((l) => l !== "" && !l.startsWith("\\") && (l.endsWith(";") || /\\[ag]set(\s+\w+)?$/.test(l)))
+    .length;
 }
 
 /** On/off values of --log-statement-once. */
@@ -140,6 +150,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     audit: { type: "string", multiple: true },
     workload: { type: "string", multiple: true },
     script: { type: "string", multiple: true },
+    init: { type: "string" },
     scale: { type: "string" },
     clients: { type: "string" },
     jobs: { type: "string" },
@@ -209,6 +220,14 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       throw new UsageError(`bench: --script ${file}: ${(error as Error).message}`);
     }
   });
+  let initSql: string | null = null;
+  if (values.init !== undefined) {
+    try {
+      initSql = readFileSync(String(values.init), "utf8");
+    } catch (error) {
+      throw new UsageError(`bench: --init ${String(values.init)}: ${(error as Error).message}`);
+    }
+  }
   const workloadNames = listOf(values.workload).map((w) =>
     oneOf("bench", "workload", w, bench.WORKLOAD_NAMES),
   );
@@ -318,6 +337,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
         existing: existing ? { connection, yes: values.yes === true, stateDir } : null,
         configs,
         workloads,
+        initSql,
         scale,
         clients,
         jobs,
@@ -356,7 +376,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       } else {
         const calibration: Calibration = {
           kind: "auditpipe-calibration",
-          version: 1,
+          version: 2,
           createdAt: report.finishedAt,
           host: report.environment.host,
           environment: report.environment,

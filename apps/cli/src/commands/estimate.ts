@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import {
   type AuditConfig,
+  calibrationSummary,
   configByName,
   costInputs,
   DEFAULT_COMPRESSION_RATIO,
@@ -8,10 +9,11 @@ import {
   DEFAULT_PRICE_PER_GB,
   DEFAULT_RETENTION_DAYS,
   DEFAULT_STORAGE_PRICE_PER_GB_MONTH,
-  type Estimate,
   estimate,
+  type GivenLoad,
   MODELLED_MISSES,
   parseWorkload,
+  type ServerLoad,
   sampleWorkload,
   type Workload,
   type WorkloadSample,
@@ -19,11 +21,13 @@ import {
 import { parseFlags } from "../args.ts";
 import { COST_FLAGS, costOptions } from "../estimate/cost-flags.ts";
 import { estimateFromLogs, renderFromLogs } from "../estimate/from-logs.ts";
+import { renderEstimates, renderOverheadSection, workloadLine } from "../estimate/render.ts";
 import { decimal, flagValue } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
 import { type CommandIO, resolveFiles } from "./analyze.ts";
 
 export { priceOf } from "../estimate/cost-flags.ts";
+export { renderEstimates };
 
 export const ESTIMATE_HELP: string = `Usage: auditpipe estimate [--db URL | --workload FILE | --log FILE...] [--audit NAME...] [--json]
 
@@ -60,48 +64,19 @@ Cost, two lines billed on different bytes:
   --retention-days N     days the archive keeps each object (Object Lock; default ${DEFAULT_RETENTION_DAYS}):
                          storage accumulates to GB/day x N
 
-  --separate-log-disk  the log directory is not on the data disk (lowers the overhead bound)
+Overhead, per configuration: the server CPU each transaction gains, what a CPU-bound server
+would lose, the latency each transaction gains, and what this server loses at the load it was
+sampled under (from how busy its cores were and what its transactions waited on):
   --calibration FILE  overhead coefficients measured by auditpipe bench --calibration-out
-                    (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
+                    (or AUDITPIPE_CALIBRATION=FILE), checked before sampling; without one the
+                    costs come from public measurements and the figures are wide
+  --cpu-busy PCT    how busy the database server's cores are (0-100), where auditpipe cannot
+                    see its host (another machine, a pod without a shared process namespace)
+  --cores N         the cores the server may use there (its CPU limit)
+  --separate-log-disk  the log directory is not on the data disk (lowers the uncalibrated bound)
   --json            one JSON object on stdout
   -h, --help        this text
 `;
-
-const pct = (x: number): string => `${(x * 100).toFixed(x < 0.1 ? 1 : 0)}%`;
-const num = (x: number, digits = 0): string =>
-  x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-
-/** The table of estimates, one configuration per line. */
-export function renderEstimates(estimates: Estimate[]): string {
-  const head = [
-    "configuration",
-    "entries/s",
-    "bytes/entry",
-    "MB/hour",
-    "GB/day",
-    "ingest $/month",
-    "archive GB",
-    "archive $/month",
-    "throughput",
-    "latency/txn",
-  ];
-  const rows = estimates.map((e) => [
-    e.config,
-    num(e.entriesPerSec, 1),
-    num(e.bytesPerEntry),
-    num(e.mbPerHour, 1),
-    num(e.gbPerDay, 2),
-    num(e.dollarsPerMonth, 2),
-    num(e.archive.storedGb, 1),
-    num(e.archive.dollarsPerMonth, 2),
-    `-${pct(e.overhead.throughput.low)} to -${pct(e.overhead.throughput.high)}`,
-    `+${e.overhead.latencyMs.low.toFixed(3)}–${e.overhead.latencyMs.high.toFixed(3)} ms`,
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(head), ...rows.map(line)].join("\n");
-}
 
 export function progressPrinter(io: CommandIO, what: string): (elapsed: number, total: number) => void {
   let last = -1;
@@ -136,6 +111,48 @@ export function nestedLine(nested: ReturnType<typeof nestedSummary>): string {
     : `Modelled: statements run inside others are derived from the catalog (${nested.reason}); may miss ${nested.mayMiss}.`;
 }
 
+/** --cpu-busy PCT and --cores N, checked: what to take as the server's load where it cannot be seen. */
+export function givenLoad(values: Record<string, unknown>, command: string): GivenLoad {
+  const out: GivenLoad = {};
+  if (values["cpu-busy"] !== undefined) {
+    const pct = Number(values["cpu-busy"]);
+    if (!Number.isFinite(pct) || pct < 0 || pct > 100)
+      throw new UsageError(
+        `${command}: --cpu-busy must be a percentage from 0 to 100 (got ${JSON.stringify(values["cpu-busy"])})`,
+      );
+    out.cpuBusy = pct / 100;
+  }
+  if (values.cores !== undefined) {
+    const n = Number(values.cores);
+    if (!Number.isFinite(n) || n <= 0 || n > 4096)
+      throw new UsageError(
+        `${command}: --cores must be a number of cores above 0 (fractions allowed: a CPU limit of 1.5) (got ${JSON.stringify(values.cores)})`,
+      );
+    out.cores = n;
+  }
+  return out;
+}
+
+/** A workload file's load from --cpu-busy and --cores alone. */
+function givenWorkloadLoad(given: GivenLoad): ServerLoad {
+  return {
+    source: "given",
+    cores: given.cores ?? null,
+    coresSource: given.cores === undefined ? "unknown" : "--cores",
+    busy: given.cpuBusy ?? null,
+    serverCpuUsPerTransaction: null,
+    localClientCpuUsPerTransaction: null,
+    otherCores: null,
+    stretch: null,
+    throttled: null,
+    waits: null,
+    walSyncsPerTransaction: null,
+    durable: null,
+    unidentifiedLocalClients: 0,
+    notes: [],
+  };
+}
+
 /** Seconds from --interval, checked. */
 export function intervalMs(value: string | boolean | string[] | undefined, command: string): number {
   if (value === undefined) return 60_000;
@@ -156,6 +173,8 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     ...COST_FLAGS,
     "separate-log-disk": { type: "boolean", default: false },
     calibration: { type: "string" },
+    "cpu-busy": { type: "string" },
+    cores: { type: "string" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -171,6 +190,10 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
   if (values.db !== undefined && values.workload !== undefined)
     throw new UsageError("estimate: give --db or --workload, not both");
   const cost = costOptions(values, "estimate");
+  const given = givenLoad(values, "estimate");
+  // Checked before sampling: a bad file found after a minute of sampling wastes the minute.
+  const { loadCalibration } = await import("../calibration.ts");
+  const calibration = await loadCalibration(values.calibration, "estimate");
   const configs: AuditConfig[] = ((values.audit as string[] | undefined) ?? [...DEFAULT_CONFIGS]).map(
     (name) => {
       try {
@@ -209,6 +232,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
         onProgress: progressPrinter(io, "estimate"),
         trackNested: values["track-nested"] === true,
         signal: controller.signal,
+        load: given,
       });
     } finally {
       process.off("SIGINT", onSignal);
@@ -219,8 +243,8 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     for (const w of sample.warnings) io.stderr(`estimate: ${w}\n`);
   }
 
-  const { loadCalibration } = await import("../calibration.ts");
-  const calibration = await loadCalibration(values.calibration, "estimate");
+  if (workload && !sample && (given.cpuBusy !== undefined || given.cores !== undefined))
+    workload = { ...workload, load: givenWorkloadLoad(given) };
   const options = {
     ...cost,
     logOnDataDisk: !values["separate-log-disk"],
@@ -251,6 +275,8 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
                 transactionsPerSec: workload.transactionsPerSec,
                 nestedStatements: nestedSummary(workload, sample),
                 notes: workload.notes,
+                load: workload.load ?? null,
+                calibration: calibration ? calibrationSummary(calibration) : null,
               }
             : {}),
           estimates,
@@ -268,17 +294,11 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     return 0;
   }
   if (workload) {
-    io.stdout(
-      `${num(workload.transactionsPerSec, 1)} transactions/s, ${workload.statements.length} statements (${workload.notes.join("; ")})\n\n`,
-    );
+    io.stdout(`${workloadLine(workload)}\n`);
     io.stdout(`${nestedLine(nestedSummary(workload, sample))}\n\n`);
     io.stdout(`${renderEstimates(estimates)}\n\n`);
-    if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n`);
-    const first = estimates.find((e) => e.entriesPerSec > 0) ?? estimates[0];
-    if (first)
-      io.stdout(
-        `Overhead (${first.config}, confidence ${first.overhead.confidence}): ${first.overhead.assumptions.join("; ")}\n`,
-      );
+    if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n\n`);
+    io.stdout(`${renderOverheadSection(estimates, workload.load)}\n`);
   }
   if (fromLogs) io.stdout(`${workload ? "\n" : ""}${renderFromLogs(fromLogs, cost)}`);
   return 0;

@@ -1,15 +1,9 @@
 import { recommend, sampleWorkload } from "@auditpipe/estimate";
 import { parseFlags } from "../args.ts";
+import { renderEstimates, renderOverheadSection } from "../estimate/render.ts";
 import { UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
-import {
-  intervalMs,
-  nestedLine,
-  nestedSummary,
-  priceOf,
-  progressPrinter,
-  renderEstimates,
-} from "./estimate.ts";
+import { givenLoad, intervalMs, nestedLine, nestedSummary, priceOf, progressPrinter } from "./estimate.ts";
 
 export const RECOMMEND_HELP = `Usage: auditpipe recommend [--db URL] [--sensitive TABLE[.COLUMN]...] [--json]
 
@@ -37,7 +31,10 @@ applies it (twice is harmless). The database is sampled as for estimate:
                      before and after lines count the same checks (superuser only)
   --price-per-gb N   $ per GB ingested by a log service (raw log bytes)
   --calibration FILE overhead coefficients from auditpipe bench --calibration-out
-                     (or AUDITPIPE_CALIBRATION=FILE); without one the range is uncalibrated
+                     (or AUDITPIPE_CALIBRATION=FILE), checked before sampling; without one the
+                     overhead comes from public measurements
+  --cpu-busy PCT     how busy the server's cores are (0-100), where its host cannot be seen
+  --cores N          the cores the server may use there
   --json             one JSON object on stdout
   -h, --help         this text
 `;
@@ -51,6 +48,8 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     "track-nested": { type: "boolean", default: false },
     "price-per-gb": { type: "string" },
     calibration: { type: "string" },
+    "cpu-busy": { type: "string" },
+    cores: { type: "string" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -66,6 +65,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
   if (role !== undefined && (role === "" || role.length > 63))
     throw new UsageError("recommend: --role must be 1 to 63 characters");
   const pricePerGb = priceOf(values["price-per-gb"], "recommend");
+  const load = givenLoad(values, "recommend");
   const { loadCalibration } = await import("../calibration.ts");
   const calibration = await loadCalibration(values.calibration, "recommend");
   const sample = await sampleWorkload({
@@ -73,6 +73,7 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     intervalMs: intervalMs(values.interval, "recommend"),
     onProgress: progressPrinter(io, "recommend"),
     trackNested: values["track-nested"] === true,
+    load,
   });
   for (const w of sample.warnings) io.stderr(`recommend: ${w}\n`);
   const rec = recommend(sample.catalog, sample.workload, sample.currentConfig, {
@@ -87,6 +88,10 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
     io.stdout(`${JSON.stringify(rec, null, 2)}\n`);
     return 0;
   }
+  const named = [rec.before, rec.after, rec.all].map((e, i) => ({
+    ...e,
+    config: ["before (current)", "after (recommended)", "session all"][i]!,
+  }));
   const comment = (text: string): string =>
     text
       .split("\n")
@@ -103,14 +108,10 @@ export async function recommendCommand(argv: string[], io: CommandIO): Promise<n
         "Sensitive:",
         ...sensitive.map((s) => `  ${s}`),
         "",
-        renderEstimates(
-          [rec.before, rec.after, rec.all].map((e, i) => ({
-            ...e,
-            config: ["before (current)", "after (recommended)", "session all"][i]!,
-          })),
-        ),
+        renderEstimates(named),
         ...rec.notes,
-        `Overhead range: ${rec.after.overhead.assumptions[0] ?? ""}`,
+        "",
+        renderOverheadSection(named, sample.workload.load),
       ].join("\n"),
     )}\n${rec.sql}`,
   );

@@ -9,7 +9,9 @@ const EXTENSIONS: Record<string, LogFormat> = { ".csv": "csvlog", ".json": "json
 
 /**
  * The directory and format to follow: from `--pgdata` (its current_logfiles names the files
- * being written) or `--log-dir`, whose file names tell the format when `--format auto`.
+ * being written) or `--log-dir`, whose file names tell the format when `--format auto`. Under
+ * `--pgdata` with `--format auto` the format is `auto`: every destination the server writes, now
+ * and after a reload changes log_destination (FileSource's `auto`).
  */
 export function resolveLogStream(options: {
   logDir?: string | undefined;
@@ -17,7 +19,7 @@ export function resolveLogStream(options: {
   format: LogFormat | "auto";
   /** Syslog is received too: a data directory without log files then only gives settings. */
   syslog?: boolean;
-}): { logDir: string; format: LogFormat } | undefined {
+}): { logDir: string; format: LogFormat | "auto" } | undefined {
   if (options.pgdata) {
     let text: string;
     try {
@@ -41,7 +43,7 @@ export function resolveLogStream(options: {
       );
     }
     const path = isAbsolute(file) ? file : join(options.pgdata, file);
-    return { logDir: options.logDir ?? dirname(path), format };
+    return { logDir: options.logDir ?? dirname(path), format: options.format === "auto" ? "auto" : format };
   }
   if (!options.logDir) return undefined;
   if (options.format !== "auto") return { logDir: options.logDir, format: options.format };

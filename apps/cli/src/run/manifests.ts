@@ -10,13 +10,17 @@ import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
 import type { RunConfig } from "./config.ts";
+import { warnIfReadableKey } from "./file-modes.ts";
 
 /** The key that signs the manifests: the configured file, or one kept (and created) in the state dir. */
 export async function manifestSigningKey(config: RunConfig, logger: Logger): Promise<ManifestSigningKey> {
-  if (config.manifestKey)
-    return loadSigningKey(config.manifestKey).catch((error: unknown) => {
+  if (config.manifestKey) {
+    const key = await loadSigningKey(config.manifestKey).catch((error: unknown) => {
       throw new UsageError(`run: --manifest-key (AUDITPIPE_MANIFEST_KEY) ${(error as Error).message}`);
     });
+    warnIfReadableKey(config.manifestKey, "--manifest-key", logger);
+    return key;
+  }
   const path = join(config.state, "manifests", "manifest-key.pem");
   await mkdir(dirname(path), { recursive: true });
   const { key, created } = await loadOrCreateSigningKey(path);

@@ -80,7 +80,8 @@ export function createPipelineTap(meter: LiveMeter, logger: Logger): PipelineTap
       meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
-    dataLost: (_file, from, to) => sourceHealth.dataLost(from, to),
+    checkpointSaveFailed: (stateDir, code) => sourceHealth.checkpointSaveFailed(stateDir, code),
+    dataLost: (_file, from, to, reason) => sourceHealth.dataLost(from, to, reason),
   };
   return { observer, sinkWrites, advisor, malformedInput, sourceHealth };
 }

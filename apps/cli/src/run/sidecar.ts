@@ -5,10 +5,12 @@ import type { LogFormat } from "@auditpipe/parse";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import type { RunConfig } from "./config.ts";
+import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
 import { MALFORMED_WINDOW_MS } from "./malformed-watch.ts";
 import { createPipelineTap, type PipelineTap } from "./pipeline-tap.ts";
+import { prefixHistory, registerPrefixMetrics } from "./prefix-changes.ts";
 import { sidecarReadiness } from "./readiness.ts";
 import { type RunningSidecar, shutdownSidecar } from "./shutdown.ts";
 import { type ConfiguredSink, createSink, redactionMode } from "./sinks.ts";
@@ -29,7 +31,7 @@ export interface Sidecar {
 interface SidecarInputs {
   calibration: OverheadCalibration | undefined;
   /** The log directory and its format; undefined when only syslog is received. */
-  stream: { logDir: string; format: LogFormat } | undefined;
+  stream: { logDir: string; format: LogFormat | "auto" } | undefined;
   prefix: string | undefined;
 }
 
@@ -49,7 +51,8 @@ async function readInputs(config: RunConfig, logger: Logger): Promise<SidecarInp
     format: config.format,
     syslog: config.syslog.length > 0,
   });
-  const needsPrefix = stream?.format === "stderr" || stream?.format === "syslog";
+  // `auto` follows stderr files too when the server's destination becomes stderr.
+  const needsPrefix = stream?.format === "stderr" || stream?.format === "syslog" || stream?.format === "auto";
   const prefix = await resolveLogLinePrefix(
     config,
     needsPrefix
@@ -83,6 +86,11 @@ function registerSidecarMetrics(registry: Registry, sink: ConfiguredSink, runnin
  */
 export async function startSidecar(config: RunConfig, logger: Logger): Promise<Sidecar> {
   const inputs = await readInputs(config, logger);
+  // Before anything is written: nothing more readable than PostgreSQL's own logs.
+  restrictFileModes(
+    sourceLogMode({ pgdata: config.pgdata, stream: inputs.stream, pattern: config.pattern }),
+    logger,
+  );
   // Before anything in the state directory is touched: one sidecar per state directory.
   const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
@@ -91,6 +99,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     throw error;
   });
   const tap: PipelineTap = createPipelineTap(meter, logger);
+  const prefixChanges = registerPrefixMetrics(meter.registry);
   let stopping = false;
   const running: RunningSidecar = {
     timers: [],
@@ -154,10 +163,17 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     tap,
     logger,
   };
-  if (inputs.stream)
-    await startFileSource(wiring, inputs.stream, (files) => {
+  if (inputs.stream) {
+    const { stream } = inputs;
+    // stderr lines are read with the prefix in effect for their backend, through reloads that change it.
+    const filePrefix =
+      inputs.prefix !== undefined && (stream.format === "stderr" || stream.format === "auto")
+        ? await prefixHistory(inputs.prefix, config.state, prefixChanges, logger).catch(abortStart)
+        : inputs.prefix;
+    await startFileSource(wiring, { ...stream, prefix: filePrefix }, (files) => {
       running.files = files;
     }).catch(abortStart);
+  }
   if (config.syslog.length > 0) {
     const { intake, ticker } = await startSyslog(wiring, meter).catch(abortStart);
     running.syslog = intake;

@@ -45,7 +45,7 @@ function outcomeOptions(config: RunConfig): NonNullable<FileSourceOptions["outco
  */
 export async function startFileSource(
   w: SourceWiring,
-  stream: { logDir: string; format: LogFormat },
+  stream: { logDir: string; format: LogFormat | "auto"; prefix: FileSourceOptions["prefix"] },
   created: (files: FileSource) => void,
 ): Promise<FileSource> {
   const { config } = w;
@@ -53,7 +53,7 @@ export async function startFileSource(
     logDir: stream.logDir,
     format: stream.format,
     ...(config.pattern ? { pattern: config.pattern } : {}),
-    ...(w.prefix !== undefined ? { prefix: w.prefix } : {}),
+    ...(stream.prefix !== undefined ? { prefix: stream.prefix } : {}),
     stateDir: config.state,
     sink: w.sink,
     ...(w.redact ? { redact: w.redact } : {}),

@@ -1,6 +1,7 @@
 import { link, mkdir, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { createConnection, createServer, type Server } from "node:net";
 import { join } from "node:path";
+import { ensureDir } from "@auditpipe/ship";
 
 /**
  * One sidecar per state directory. Two on one directory both followed the same files (thousands
@@ -52,7 +53,9 @@ type Holder = { state: "alive"; pid?: number } | { state: "dead" } | { state: "a
 
 /** Takes the state directory's lock, or throws a StateLockError naming the holder's PID. */
 export async function lockStateDir(dir: string): Promise<StateLock> {
-  await mkdir(dir, { recursive: true });
+  await ensureDir(dir).catch((error: unknown) => {
+    throw new Error(`--state ${dir}: ${error instanceof Error ? error.message : String(error)}`);
+  });
   const lockPath = join(dir, STATE_LOCK_FILE);
   const ownPath = `${lockPath}.${process.pid}`;
   if (Buffer.byteLength(ownPath) > MAX_SOCKET_PATH_BYTES)

@@ -2,6 +2,7 @@ import {
   estimate,
   type OverheadCalibration,
   overheadBasis,
+  percent,
   sampleWorkload,
   type WorkloadSample,
 } from "@auditpipe/estimate";
@@ -86,17 +87,20 @@ export function startWorkloadSampler(options: {
   };
 }
 
-const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
-
-/** The current audit configuration's throughput overhead range, with what it rests on. */
+/** What the current audit configuration costs this server at the sampled load, with what it rests on. */
 function currentOverhead(
   sample: WorkloadSample,
   calibration: OverheadCalibration | undefined,
-): { configuration: string; throughput: string; basis: string } {
+): { configuration: string; throughput: string; regime: string; basis: string } {
   const e = estimate(sample.workload, sample.currentConfig, calibration ? { calibration } : {});
+  const t = e.overhead.throughput;
   return {
     configuration: e.config,
-    throughput: `-${pct(e.overhead.throughput.low)} to -${pct(e.overhead.throughput.high)}`,
+    throughput:
+      t.low === t.high
+        ? percent(t.estimate)
+        : `${percent(t.estimate)} [${percent(t.low)}–${percent(t.high)}]`,
+    regime: e.overhead.regime.kind,
     basis: calibration ? overheadBasis(calibration) : "uncalibrated (see the start-up log)",
   };
 }

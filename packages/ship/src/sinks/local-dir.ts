@@ -1,7 +1,6 @@
-import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { type Compression, compress, DEFAULT_COMPRESSION, ndjsonExtension } from "../compression.ts";
-import { writeFileDurably } from "../durable-write.ts";
+import { ensureDir, writeFileDurably } from "../durable-write.ts";
 import { objectKey } from "../partitioner.ts";
 import type { Batch, Sink } from "../types.ts";
 
@@ -34,7 +33,7 @@ export class LocalDirSink implements Sink {
     // Nothing to store (no entry, outcome line or attempt); the range is still acknowledged.
     if (batch.ndjson.length === 0) return;
     const path = join(this.dir, objectKey(batch, { extension: ndjsonExtension(this.compression) }));
-    await mkdir(dirname(path), { recursive: true });
+    await ensureDir(dirname(path));
     await writeFileDurably(path, await compress(batch.ndjson, this.compression));
   }
 

@@ -1,0 +1,230 @@
+/**
+ * One configuration's overhead on one workload: the server CPU it adds per transaction (from a
+ * bench calibration, or from public measurements when there is none), what that costs a
+ * CPU-bound server and each transaction's latency, and the answer for this server at the load
+ * it was sampled under (regime.ts). A configuration that writes nothing costs nothing.
+ */
+
+import { calibrationQuality } from "./calibration-note.ts";
+import {
+  type CalibratedCost,
+  COLLECTOR_BOUND_WRITES,
+  COLLECTOR_LOSS,
+  HOOK_COST_US,
+  LINE_COST_US,
+  type OverheadCalibration,
+  predictAddedUs,
+  SAME_DISK_FACTOR,
+  t95,
+  UNCALIBRATED_NOTE,
+} from "./overhead.ts";
+import { answerFor, CONTENDED } from "./regime.ts";
+import type { Interval, Overhead, Workload } from "./types.ts";
+
+/** The logging collector's pipe carries messages in chunks of at most this many payload bytes (PIPE_MAX_PAYLOAD). */
+const PIPE_PAYLOAD = 500;
+
+export interface OverheadInput {
+  workload: Workload;
+  entriesPerSec: number;
+  /** Audit and other lines per second. */
+  linesPerSec: number;
+  bytesPerLine: number;
+  /** Whether pgaudit does anything (any class or a role): its hooks always run once loaded. */
+  auditing: boolean;
+  logOnDataDisk: boolean;
+  /** Coefficients measured by `auditpipe bench` on this kind of machine; the public ones when absent. */
+  calibration?: OverheadCalibration;
+}
+
+const ZERO: Interval = { low: 0, estimate: 0, high: 0 };
+
+/** "12.3%", never "-0.0%": a share that rounds to nothing prints as 0. */
+export function percent(x: number, digits = 1): string {
+  const s = (x * 100).toFixed(digits);
+  return `${Number(s) === 0 ? (0).toFixed(digits) : s}%`;
+}
+
+const cost = (x: CalibratedCost): string =>
+  `${x.estimate.toFixed(1)} µs [${x.low.toFixed(1)}–${x.high.toFixed(1)}]`;
+
+/** Server CPU per transaction a calibration predicts, never below zero; and the collector's share of it. */
+function calibratedAdded(
+  cal: OverheadCalibration,
+  lines: number,
+  statements: number,
+  logElsewhere: boolean,
+): { added: Interval; offPath: number } {
+  if (cal.cpu) {
+    const p = predictAddedUs(
+      { ...cal, cpu: cal.cpu },
+      {
+        linesPerTransaction: lines,
+        auditedStatementsPerTransaction: statements,
+        logElsewhere,
+        baselineUsPerTransaction: 1,
+      },
+    );
+    return {
+      added: { low: Math.max(0, p.low), estimate: Math.max(0, p.estimate), high: Math.max(0, p.high) },
+      offPath: Math.min(1, Math.max(0, cal.cpu.loggerShare)),
+    };
+  }
+  // Wall time from TPS (older files, or a server bench could not see): the costs' ranges, widened by the residual.
+  const lineCost = logElsewhere ? (cal.lineCostElsewhereUs ?? cal.lineCostUs) : cal.lineCostUs;
+  const terms: Array<[CalibratedCost, number]> = [[lineCost, lines]];
+  if (cal.statementCostUs) terms.push([cal.statementCostUs, statements]);
+  const sum = (f: (c: CalibratedCost) => number): number => terms.reduce((s, [c, x]) => s + f(c) * x, 0);
+  const spread = cal.residualStdErrUs === null ? 0 : t95(cal.degreesOfFreedom) * cal.residualStdErrUs;
+  return {
+    added: {
+      low: Math.max(0, sum((c) => c.low) - spread),
+      estimate: Math.max(
+        0,
+        sum((c) => c.estimate),
+      ),
+      high: Math.max(0, sum((c) => c.high) + spread),
+    },
+    offPath: 0,
+  };
+}
+
+/** The overhead of one configuration on the workload. */
+export function overheadRange(input: OverheadInput): Overhead {
+  const w = input.workload;
+  const tps = w.transactionsPerSec;
+  const statementsPerSec = w.statements.reduce((sum, s) => sum + s.callsPerSec, 0);
+  const clients = w.clients ?? 0;
+  if (tps <= 0 || statementsPerSec <= 0 || input.linesPerSec <= 0) {
+    return {
+      throughput: ZERO,
+      addedCpuUs: ZERO,
+      cpuBound: ZERO,
+      latencyMs: ZERO,
+      latencyShare: tps > 0 && clients > 0 ? ZERO : null,
+      regime: {
+        kind: "none",
+        reason:
+          tps <= 0 || statementsPerSec <= 0
+            ? "no transactions in the workload: nothing to slow down"
+            : "this configuration writes nothing on this workload: it adds nothing",
+        transactionCpuUs: 0,
+        transactionCpuSource: "floor",
+      },
+      linesPerSec: input.linesPerSec,
+      collectorBound: false,
+      confidence: "high",
+      assumptions: [
+        tps <= 0 || statementsPerSec <= 0
+          ? "no transactions in the workload: nothing to slow down"
+          : "writes nothing on this workload: no log line, so no cost (pgaudit's hooks, once it is loaded, are the server's already)",
+      ],
+    };
+  }
+  const assumptions: string[] = [];
+  const linesPerTxn = input.linesPerSec / tps;
+  const stmtsPerTxn = statementsPerSec / tps;
+  const audited = input.auditing ? stmtsPerTxn : 0;
+  const cal = input.calibration;
+  let added: Interval;
+  let offPath = 0;
+  let cpuFloor: number;
+  let floorSays: string;
+  if (cal) {
+    ({ added, offPath } = calibratedAdded(cal, linesPerTxn, audited, !input.logOnDataDisk));
+    assumptions.push(calibrationQuality(cal));
+    const line = !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs;
+    assumptions.push(
+      `${linesPerTxn.toFixed(2)} log lines and ${audited.toFixed(2)} audited statements per transaction; measured ${cost(line)} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs` : ""}${cal.cpu ? `; ${(offPath * 100).toFixed(0)}% of it in the logging collector, beside the transactions` : ""}`,
+    );
+    const perStatement = cal.cpu?.baselineServerUsPerStatement.low;
+    cpuFloor = perStatement ? stmtsPerTxn * perStatement : stmtsPerTxn * (w.meanStatementMs ?? 0.1) * 1000;
+    floorSays = perStatement
+      ? `its ${stmtsPerTxn.toFixed(1)} statements at the calibration's cheapest ${perStatement.toFixed(1)} µs each (a floor: heavier statements make the share smaller)`
+      : `its ${stmtsPerTxn.toFixed(1)} statements' server time`;
+  } else {
+    const c = Math.max(1, clients);
+    const highLine =
+      LINE_COST_US.highOneClient +
+      ((LINE_COST_US.highAt56 - LINE_COST_US.highOneClient) * Math.min(c - 1, 55)) / 55;
+    const hook = input.auditing ? HOOK_COST_US : { low: 0, high: 0 };
+    const low = linesPerTxn * LINE_COST_US.low + stmtsPerTxn * hook.low;
+    const high = linesPerTxn * highLine + stmtsPerTxn * hook.high;
+    added = { low, estimate: Math.sqrt(low * high), high };
+    assumptions.push(UNCALIBRATED_NOTE);
+    assumptions.push(
+      `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} statements per transaction; ${LINE_COST_US.low}–${highLine.toFixed(1)} µs per line (digoal, 2018, at 56 clients: 23 µs), ${hook.low}–${hook.high} µs of pgaudit hooks per statement`,
+    );
+    const ms = w.meanStatementMs ?? 0.1;
+    cpuFloor = stmtsPerTxn * ms * 1000;
+    floorSays = `its ${stmtsPerTxn.toFixed(1)} statements' server time (${ms.toFixed(3)} ms each, pg_stat_statements)`;
+  }
+  const answer = answerFor({
+    addedUs: added,
+    offPathShare: offPath,
+    transactionsPerSec: tps,
+    clients,
+    load: w.load,
+    cpuFloorUs: cpuFloor,
+  });
+  let throughput = answer.throughput;
+  const writes = input.linesPerSec * Math.max(1, Math.ceil(input.bytesPerLine / PIPE_PAYLOAD));
+  const collectorBound = writes >= COLLECTOR_BOUND_WRITES.onset;
+  if (collectorBound) {
+    throughput = {
+      low:
+        writes >= COLLECTOR_BOUND_WRITES.saturated
+          ? Math.max(throughput.low, COLLECTOR_LOSS.low)
+          : throughput.low,
+      estimate: throughput.estimate,
+      high: Math.max(throughput.high, COLLECTOR_LOSS.high),
+    };
+    assumptions.push(
+      `${Math.round(writes)} pipe writes/s: in the range where digoal (2018) saw the logging collector's pipe become the bottleneck (−8% to −70% at 56 clients)`,
+    );
+  }
+  if (!cal && input.logOnDataDisk) {
+    throughput = { ...throughput, high: Math.min(0.95, throughput.high * SAME_DISK_FACTOR) };
+    assumptions.push(
+      "logs on the data disk: high bound x1.87 (Gold Lapel's pgAudit benchmarks: a separate log volume halved session-ALL overhead)",
+    );
+  }
+  const source = answer.cpuMeasured
+    ? "measured"
+    : w.load?.busy != null && w.load.cores != null
+      ? "given"
+      : "floor";
+  assumptions.push(answer.regime.reason);
+  assumptions.push(
+    `CPU-bound: against ${answer.cpuUsPerTransaction.toFixed(0)} µs of CPU per transaction (${
+      source === "measured"
+        ? `measured on this host: PostgreSQL's processes${(w.load?.localClientCpuUsPerTransaction ?? 0) > 0 ? " and its clients on the same machine" : ""}`
+        : source === "given"
+          ? "--cpu-busy × --cores / TPS: every busy core taken as this server's"
+          : floorSays
+    })`,
+  );
+  if (offPath > 0 && (w.load?.stretch ?? 1) > CONTENDED)
+    assumptions.push(
+      `other work stretches each CPU µs ${w.load!.stretch!.toFixed(1)}x: the logging collector may fall behind and make the backends wait for its pipe, so the high end counts its CPU on the transactions' path too`,
+    );
+  for (const note of w.load?.notes ?? []) assumptions.push(note);
+  return {
+    throughput,
+    addedCpuUs: added,
+    cpuBound: answer.cpuBound,
+    latencyMs: answer.latencyMs,
+    latencyShare: answer.latencyShare,
+    regime: {
+      kind: answer.regime.kind,
+      reason: answer.regime.reason,
+      transactionCpuUs: answer.cpuUsPerTransaction,
+      transactionCpuSource: source,
+    },
+    linesPerSec: input.linesPerSec,
+    collectorBound,
+    confidence:
+      !cal || collectorBound ? "low" : answer.regime.kind === "unknown" || !cal.cpu ? "medium" : "high",
+    assumptions,
+  };
+}

@@ -1,0 +1,194 @@
+import {
+  answerFor,
+  closedLoop,
+  fitLoop,
+  lossAt,
+  overheadRange,
+  percent,
+  type ServerLoad,
+  type Workload,
+} from "@auditpipe/estimate";
+import { describe, expect, it } from "vitest";
+
+/** A host where auditpipe sees PostgreSQL: what the sampler measures, over what a test sets. */
+function load(over: Partial<ServerLoad>): ServerLoad {
+  return {
+    source: "host",
+    cores: 2,
+    coresSource: "the machine's CPUs (/proc/stat)",
+    busy: 0.2,
+    serverCpuUsPerTransaction: 300,
+    localClientCpuUsPerTransaction: 0,
+    otherCores: 0,
+    stretch: 1,
+    throttled: null,
+    waits: null,
+    walSyncsPerTransaction: null,
+    durable: null,
+    unidentifiedLocalClients: 0,
+    notes: [],
+    ...over,
+  };
+}
+
+const added = (us: number) => ({ low: us, estimate: us, high: us });
+
+describe("the closed loop (N clients, C cores, a delay)", () => {
+  it("runs N/(D+Z) while there are fewer clients than cores, and C/D with no delay", () => {
+    expect(closedLoop(2, 2, 300, 700).tps).toBeCloseTo(2e6 / 1000, 6);
+    expect(closedLoop(1, 4, 300, 0).tps).toBeCloseTo(1e6 / 300, 6);
+    expect(closedLoop(8, 2, 300, 0).tps).toBeCloseTo(2e6 / 300, 6);
+    // Little's law: the clients are at the processor or in the delay.
+    const r = closedLoop(8, 2, 300, 1000);
+    expect(r.tps * (r.cpuResidenceUs + 1000)).toBeCloseTo(8e6, 3);
+  });
+
+  it("is fitted to a sample's throughput and its backends' stretch", () => {
+    // 2 clients on 2 cores queue for nothing among themselves: a stretch of 2 is other work's.
+    const fit = fitLoop({ clients: 2, cores: 2, demandUs: 300, tps: 1000, stretch: 2, otherCores: 1 });
+    expect(fit.externalStretch).toBeCloseTo(2, 3);
+    expect(fit.tps).toBeCloseTo(1000, 3);
+    expect(fit.delayUs).toBeCloseTo(2000 - 600, 1);
+  });
+});
+
+describe("what added CPU costs this server at the sampled load", () => {
+  it("with idle cores, each transaction loses the latency share: the backends' added CPU against its duration", () => {
+    // 2 clients at 270 TPS (7.4 ms a transaction), 300 µs of CPU each, commits waiting on fsync.
+    const a = answerFor({
+      addedUs: added(100),
+      offPathShare: 0.3,
+      transactionsPerSec: 270,
+      clients: 2,
+      load: load({ busy: 0.05, serverCpuUsPerTransaction: 300 }),
+      cpuFloorUs: 100,
+    });
+    const cycleUs = 2e6 / 270;
+    expect(a.regime.kind).toBe("latency-bound");
+    expect(a.throughput.estimate).toBeCloseTo(70 / (cycleUs + 70), 3);
+    expect(a.latencyShare!.estimate).toBeCloseTo(70 / cycleUs, 6);
+    expect(a.cpuBound.estimate).toBeCloseTo(100 / 400, 9);
+  });
+
+  it("with every core busy with this workload, it loses the CPU share, the collector's part too", () => {
+    // 8 clients, no waits: 2 cores fully used at 2e6/400 TPS.
+    const a = answerFor({
+      addedUs: added(100),
+      offPathShare: 0.3,
+      transactionsPerSec: 2e6 / 400,
+      clients: 8,
+      load: load({
+        busy: 1,
+        serverCpuUsPerTransaction: 300,
+        localClientCpuUsPerTransaction: 100,
+        stretch: 4,
+      }),
+      cpuFloorUs: 100,
+    });
+    expect(a.regime.kind).toBe("cpu-bound");
+    expect(a.throughput.estimate).toBeCloseTo(100 / 500, 2);
+    expect(a.cpuBound.estimate).toBeCloseTo(100 / 500, 9);
+  });
+
+  it("between the two near the cores' limit, as a queue does (more than either bound alone)", () => {
+    // 8 clients on 2 cores at 80 % busy: queueing makes each added µs cost more than its latency.
+    const demand = 300;
+    const tps = (0.8 * 2 * 1e6) / demand;
+    const fit = fitLoop({ clients: 8, cores: 2, demandUs: demand, tps, stretch: null, otherCores: 0 });
+    const loss = lossAt(fit, 100, 0);
+    const latencyOnly = (100 * (fit.tps > 0 ? 1 : 0)) / ((8 / tps) * 1e6 + 100);
+    expect(loss).toBeGreaterThan(latencyOnly);
+    expect(loss).toBeLessThan(100 / (demand + 100));
+  });
+
+  it("where the host is not seen, spans idle cores to every core busy, and says why", () => {
+    const a = answerFor({
+      addedUs: added(100),
+      offPathShare: 0,
+      transactionsPerSec: 1000,
+      clients: 2,
+      load: load({
+        source: "unseen",
+        cores: null,
+        busy: null,
+        serverCpuUsPerTransaction: null,
+        stretch: null,
+      }),
+      cpuFloorUs: 200,
+    });
+    expect(a.regime.kind).toBe("unknown");
+    expect(a.regime.reason).toContain("--cpu-busy");
+    expect(a.throughput.low).toBeCloseTo(100 / 2100, 6);
+    expect(a.throughput.high).toBeCloseTo(100 / 300, 6);
+  });
+
+  it("takes --cpu-busy and --cores where the host is not seen: every busy core the server's", () => {
+    const a = answerFor({
+      addedUs: added(100),
+      offPathShare: 0,
+      transactionsPerSec: 5000,
+      clients: 16,
+      load: load({ source: "given", cores: 2, busy: 1, serverCpuUsPerTransaction: null, stretch: null }),
+      cpuFloorUs: 50,
+    });
+    // 2 cores busy at 5,000 TPS: 400 µs of CPU per transaction.
+    expect(a.cpuBound.estimate).toBeCloseTo(100 / 500, 9);
+    expect(a.throughput.estimate).toBeGreaterThan(0.15);
+  });
+});
+
+const WORKLOAD: Workload = {
+  transactionsPerSec: 1000,
+  clients: 2,
+  statements: [
+    {
+      text: "UPDATE accounts SET balance = balance + $1 WHERE id = $2",
+      callsPerSec: 1000,
+      kind: "UPDATE",
+      relations: [{ relation: "public.accounts", write: "UPDATE" }],
+      rowsPerCall: 1,
+    },
+  ],
+  foreignKeys: [],
+  log: {
+    destination: "csvlog",
+    prefix: "",
+    timezone: "UTC",
+    user: "app",
+    database: "app",
+    application: "",
+    remoteHost: "[local]",
+    remotePort: null,
+    backendType: "client backend",
+    pid: 1,
+    sessionLine: 1,
+    statementId: 1,
+    vxid: "3/1",
+    xid: 1,
+    queryIds: false,
+    constantLength: 4,
+  },
+  notes: [],
+};
+
+describe("a configuration's overhead", () => {
+  it("is zero, not a range, when the configuration writes nothing", () => {
+    const o = overheadRange({
+      workload: WORKLOAD,
+      entriesPerSec: 0,
+      linesPerSec: 0,
+      bytesPerLine: 0,
+      auditing: true,
+      logOnDataDisk: true,
+    });
+    for (const x of [o.throughput, o.addedCpuUs, o.cpuBound, o.latencyMs, o.latencyShare!])
+      expect(x).toEqual({ low: 0, estimate: 0, high: 0 });
+    expect(o.regime.kind).toBe("none");
+  });
+
+  it("never prints -0.0 %", () => {
+    expect(percent(-0.00001)).toBe("0.0%");
+    expect(percent(-0)).toBe("0.0%");
+    expect(percent(0.1234)).toBe("12.3%");
+  });
+});
