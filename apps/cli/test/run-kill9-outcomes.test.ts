@@ -170,7 +170,10 @@ describe("auditpipe run killed with SIGKILL while outcomes are pending", () => {
                 o.record === "outcome" && o.session_id === l.session_id && o.session_line === l.session_line,
             )?.outcome
           : l.outcome;
-      const across = lines.filter((l) => l.record === "entry" && l.statement?.includes("across kills"));
+      // In session order: the listing's order of objects is the file system's, not the log's.
+      const across = lines
+        .filter((l) => l.record === "entry" && l.statement?.includes("across kills"))
+        .sort((a, b) => a.session_line - b.session_line);
       expect(across.map(final)).toEqual(["rolled_back", "rolled_back", "succeeded"]);
       const bench = lines.filter(
         (l) => l.record === "entry" && l.statement?.includes("pgbench_accounts SET abalance"),
