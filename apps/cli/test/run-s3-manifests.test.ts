@@ -55,7 +55,8 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
     const client = minio.client();
     const dataObjects = async (): Promise<string[]> => {
       const out = await client.send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "pg/main/" }));
-      return (out.Contents ?? []).map((o) => o.Key ?? "").filter((k) => k.endsWith(".ndjson.gz"));
+      // zstd: run's default compression.
+      return (out.Contents ?? []).map((o) => o.Key ?? "").filter((k) => k.endsWith(".ndjson.zst"));
     };
     const manifests = async (): Promise<string[]> => {
       const out = await client.send(

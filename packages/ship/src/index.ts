@@ -13,7 +13,13 @@ export {
   type BatchSource,
   DEFAULT_BATCH_LIMITS,
 } from "./batch.ts";
-export { COMPRESSIONS, type Compression, compress, ndjsonExtension } from "./compression.ts";
+export {
+  COMPRESSIONS,
+  type Compression,
+  compress,
+  DEFAULT_COMPRESSION,
+  ndjsonExtension,
+} from "./compression.ts";
 export {
   DEFAULT_MAX_IN_FLIGHT,
   Delivery,

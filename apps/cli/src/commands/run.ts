@@ -30,7 +30,7 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --host NAME              host segment of object keys and manifests (default the host name)
   --spool DIR              durable spool of closed batches (default <state>/spool)
   --spool-max-bytes N      when the spool holds this much, reading waits (default 1 GiB)
-  --compression C          gzip (default) or zstd
+  --compression C          zstd (default) or gzip
   --object-lock-mode M     GOVERNANCE or COMPLIANCE: S3 Object Lock on every object
   --object-lock-days N     retention for Object Lock (default 365)
   --manifest-key FILE      Ed25519 key (PEM) signing the manifests (default

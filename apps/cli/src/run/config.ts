@@ -127,7 +127,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     host: z.string().min(1).optional(),
     spool: z.string().min(1).optional(),
     spoolMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(1 << 30),
-    compression: z.enum(["gzip", "zstd"]).default("gzip"),
+    compression: z.enum(["gzip", "zstd"]).default("zstd"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
     objectLockDays: zNumber(true, { min: 1, unit: "days" }).default(365),
     manifestKey: z.string().min(1).optional(),

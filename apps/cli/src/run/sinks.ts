@@ -68,7 +68,7 @@ export async function createSink(
 ): Promise<ConfiguredSink> {
   const s3 = parseS3Url(config.sink);
   if (!s3) {
-    const sink = new LocalDirSink({ dir: config.sink });
+    const sink = new LocalDirSink({ dir: config.sink, compression: config.compression });
     return {
       sink,
       unhealthy: () => undefined,

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { Compression } from "../../compression.ts";
+import { type Compression, DEFAULT_COMPRESSION } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import type { SourceRange } from "../../types.ts";
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, resolveS3Region } from "./client.ts";
@@ -99,7 +99,7 @@ export interface S3SinkOptions {
   forcePathStyle?: boolean;
   /** The host segment of keys; default os.hostname(). Sanitised for a key. */
   host?: string;
-  /** Body compression; default gzip. */
+  /** Body compression; default DEFAULT_COMPRESSION (zstd). */
   compression?: Compression;
   /** Directory of the durable spool. Required. */
   spoolDir: string;
@@ -188,7 +188,7 @@ export function resolveS3SinkOptions(options: S3SinkOptions): ResolvedS3SinkOpti
     throw configError(
       "`spoolDir` is required (a directory on a persistent volume for batches not yet uploaded)",
     );
-  const compression = options.compression ?? "gzip";
+  const compression = options.compression ?? DEFAULT_COMPRESSION;
   if (compression !== "gzip" && compression !== "zstd")
     throw configError(`\`compression\` must be "gzip" or "zstd" (got ${JSON.stringify(compression)})`);
   const lock = options.objectLock;

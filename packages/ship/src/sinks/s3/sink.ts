@@ -189,7 +189,7 @@ export class S3Sink implements Sink {
     );
   }
 
-  /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.gz`. */
+  /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.zst` (`.gz` with gzip). */
   keyOf(batch: Pick<Batch, "range" | "firstTs">): string {
     const o = this.options;
     const key = objectKey(batch, { host: o.host, extension: ndjsonExtension(o.compression) });
