@@ -274,16 +274,21 @@ describe("a storage outage (issue 21.14)", () => {
         0,
       );
     };
+    // Counted while write() still retries within its 60 s budget (readiness says it is retrying),
+    // not once it gives up. The two are read in turn, so wait for both rather than one then the other.
+    let readiness = "";
     await waitUntil(
-      async () => (await errors()) > 0,
+      async () => {
+        if ((await errors()) === 0) return false;
+        const ready = await fetch(`${url}/readyz`);
+        readiness = `${ready.status} ${await ready.text()}`;
+        return ready.status === 503 && /sink s3 retrying/.test(readiness);
+      },
       60_000,
-      () => "no sink error counted",
+      () => `sink errors ${readiness === "" ? "not counted" : `counted; /readyz: ${readiness}`}`,
       100,
     );
-    // Counted while write() still retries within its 60 s budget, not once it gives up.
-    const ready = await fetch(`${url}/readyz`);
-    expect(ready.status).toBe(503);
-    expect(await ready.text()).toMatch(/sink s3 retrying: AUDITPIPE_ERR_SINK_UNREACHABLE/);
+    expect(readiness).toMatch(/sink s3 retrying: AUDITPIPE_ERR_SINK_UNREACHABLE/);
     const volume = await getJson<{ pipeline: { sinks: Record<string, { errors: number }> } }>(
       `${url}/v1/volume`,
     );

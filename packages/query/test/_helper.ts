@@ -16,14 +16,14 @@ export const FIXTURES = join(repoRoot(), "fixtures", "cases");
 
 /**
  * Ships `fixture` (a path under fixtures/cases) into the local-dir archive `dir`, or through `sink`;
- * resolves with the entries acknowledged. `shiftHours` moves every timestamp of the real log by
+ * resolves with the entries acknowledged, and the rows they make in the audit view (attempts too). `shiftHours` moves every timestamp of the real log by
  * whole hours (same byte lengths), for archives that span several hours: a fixture holds one.
  */
 export async function shipFixture(
   fixture: string,
   dir: string | Sink,
   options: { format?: LogFormat; maxEntries?: number; shiftHours?: number } = {},
-): Promise<number> {
+): Promise<{ entries: number; rows: number }> {
   const work = mkdtempSync(join(tmpdir(), "auditpipe-compact-ship-"));
   try {
     const logDir = join(work, "log");
@@ -33,6 +33,7 @@ export async function shipFixture(
     if (options.shiftHours) raw = shiftHours(raw, options.shiftHours);
     writeFileSync(join(logDir, name), raw);
     let acked = 0;
+    let attempts = 0;
     const source = new FileSource({
       logDir,
       format: options.format ?? "csvlog",
@@ -40,7 +41,11 @@ export async function shipFixture(
       stateDir: join(work, "state"),
       sink: typeof dir === "string" ? new LocalDirSink({ dir }) : dir,
       batch: { maxEntries: options.maxEntries ?? 100 },
-      observer: { sinkAck: (_name, entries) => (acked += entries) },
+      observer: {
+        sinkAck: (_name, entries) => (acked += entries),
+        // Statements refused before pgAudit logged them ship as lines of their own: rows of the audit view.
+        attempt: () => attempts++,
+      },
     });
     await source.start();
     await waitUntil(
@@ -49,7 +54,7 @@ export async function shipFixture(
       () => `the source did not read ${fixture} to its end`,
     );
     await source.stop();
-    return acked;
+    return { entries: acked, rows: acked + attempts };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
