@@ -1,17 +1,22 @@
 import { existsSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { type MalformedRecord, type PrefixGuess, sessionClasses } from "@auditpipe/parse";
 import { expandGlob, isGlob } from "@auditpipe/tail/glob";
 import type { OutcomeHint } from "../analyze/outcomes.ts";
+import { analyzeFilesParallel, PARALLEL_MIN_BYTES } from "../analyze/parallel.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
 import {
+  type AnalyzeOptions,
   analyzeFiles,
   describeInputError,
   type FileSummary,
   inputSize,
+  isGzipFile,
   isStdin,
 } from "../analyze/read-logs.ts";
 import { formatBytes, renderReport } from "../analyze/render.ts";
-import { type CommandSpec, choice, helpText, parseCommand } from "../flags.ts";
+import type { CommandIO } from "../command-io.ts";
+import { type CommandSpec, choice, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 
 const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
@@ -19,7 +24,7 @@ const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
 export const ANALYZE: CommandSpec = {
   command: "analyze",
   usage:
-    "auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--pgaudit-log VALUE] [--json] FILE...",
+    "auditpipe analyze [--format auto|csvlog|jsonlog|stderr|syslog] [--prefix P] [--pgaudit-log VALUE] [--jobs N] [--json] FILE...",
   about: `Reads PostgreSQL log files (plain or .gz; globs allowed; the files of one stream in order),
 or standard input given as - or /dev/stdin (zcat ... | auditpipe analyze -), decodes every
 pgAudit entry and reports the audit volume: totals, rate, MB/hour, GB/day, and entries and
@@ -44,6 +49,12 @@ statements refused before pgAudit logged them and failed logins (attempts).`,
       value: "VALUE",
       help: "the server's pgaudit.log (SHOW pgaudit.log): with misc (or all) every\nsession's BEGIN, COMMIT and ROLLBACK are known to be logged; default: known\nonly for the sessions, users and databases whose MISC entries the log shows",
     },
+    jobs: {
+      type: "string",
+      value: "N",
+      check: wholeNumber({ min: 1 }),
+      help: "threads that read an input of 24 MiB or more (default: every core Node may use);\n1 reads everything in one thread; standard input and .gz inputs are read in one",
+    },
     json: {
       type: "boolean",
       default: false,
@@ -59,13 +70,6 @@ log_line_prefix wrote them (give --prefix).`,
 const MALFORMED_SHOWN = 20;
 /** Inputs at least this large get a progress bar (when stderr is a terminal). */
 const PROGRESS_MIN_BYTES = 32 * 1024 * 1024;
-
-export interface CommandIO {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  /** Whether stderr is a terminal (progress bars only then). */
-  stderrIsTTY: boolean;
-}
 
 /**
  * Expands globs (the dialect of `run --pattern` too: @auditpipe/tail/glob; sorted, so rotated
@@ -135,6 +139,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       "analyze: FILE is missing: give one or more log files (see auditpipe analyze --help)",
     );
   const miscLogged = pgauditLogHasMisc("analyze", values["pgaudit-log"] as string | undefined);
+  const jobs = values.jobs === undefined ? availableParallelism() : Number(values.jobs); // checked by parseCommand
   const files = await resolveFiles(positionals);
   const total = files.reduce((sum, f) => sum + inputSize(f), 0);
 
@@ -160,16 +165,11 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     const now = Date.now();
     if (now - lastDraw < 200 && done < all) return;
     lastDraw = now;
-    const pct = all > 0 ? Math.floor((100 * done) / all) : 100;
-    const bar = "#".repeat(Math.floor(pct / 4)).padEnd(25, ".");
-    const speed = formatBytes((done / Math.max(1, now - started)) * 1000);
-    io.stderr(
-      `\ranalyze [${bar}] ${String(pct).padStart(3)}%  ${formatBytes(done)} / ${formatBytes(all)}  ${speed}/s `,
-    );
+    io.stderr(`\r${progressLine(done, all, now - started)} `);
   };
 
   let outcomeHints: OutcomeHint[] = [];
-  const report = await analyzeFiles(files, {
+  const options: AnalyzeOptions = {
     format,
     ...(miscLogged === undefined ? {} : { outcomes: { miscLogged } }),
     onOutcomeHints: (hints) => {
@@ -186,7 +186,21 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       io.stderr(`analyze: ${describeInputError(file, error)}\n`);
     },
     ...(showProgress ? { onProgress } : {}),
-  });
+  };
+  // A large input is read on every core (analyze/parallel.ts): the same report, in less time.
+  const report =
+    // Standard input stays one reader (it cannot be cut into ranges), and so do .gz inputs: only
+    // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
+    jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f))
+      ? await analyzeFilesParallel(files, {
+          ...options,
+          jobs,
+          keepMalformed: MALFORMED_SHOWN,
+          onMalformedNotShown: (count) => {
+            hidden += count;
+          },
+        })
+      : await analyzeFiles(files, options);
   if (showProgress) io.stderr("\n");
   if (hidden > 0) io.stderr(`analyze: … and ${hidden} more malformed records (counted in the report)\n`);
   if (unreadable.length > 0) {
@@ -209,6 +223,18 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     return EXIT_FAILURE;
   }
   return 0;
+}
+
+/** The progress line: share done, bytes read of all, bytes/s, and the time left at that rate. */
+export function progressLine(done: number, all: number, elapsedMs: number): string {
+  const pct = all > 0 ? Math.floor((100 * done) / all) : 100;
+  const bar = "#".repeat(Math.floor(pct / 4)).padEnd(25, ".");
+  const perSec = (done / Math.max(1, elapsedMs)) * 1000;
+  const left = perSec > 0 ? Math.ceil((all - done) / perSec) : Number.NaN;
+  const eta = Number.isFinite(left)
+    ? `${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")} left`
+    : "";
+  return `analyze [${bar}] ${String(pct).padStart(3)}%  ${formatBytes(done)} / ${formatBytes(all)}  ${formatBytes(perSec)}/s  ${eta}`.trimEnd();
 }
 
 /**
