@@ -351,7 +351,10 @@ export class NdjsonWriter {
   setOutcome(mark: number, outcome: ShippedOutcome, sqlstate: string | null): void {
     const id = outcomeTextId(outcome, sqlstate);
     this.fills[mark] = id;
-    if (id === 0) (this.unnumbered ??= new Map()).set(mark, outcomeTextOf(outcome, sqlstate));
+    if (id === 0) {
+      this.unnumbered ??= new Map();
+      this.unnumbered.set(mark, outcomeTextOf(outcome, sqlstate));
+    }
   }
 
   /** Adds the line `JSON.stringify(line)` of an outcome line (ShippedOutcomeLine key order). */
