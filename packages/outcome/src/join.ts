@@ -9,7 +9,7 @@
  * How each decision is made, and where the log cannot tell: docs/architecture.md ("Outcomes").
  * Pure: no I/O, no clock.
  */
-import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { type AuditEntry, detached, type LogRecord } from "@auditpipe/parse";
 import { crashedPid, MessageKind, messageKind, parameterChange } from "./_messages.ts";
 import {
   Control,
@@ -81,7 +81,15 @@ interface Tx<H> {
   ending: Stmt<H> | null;
 }
 
+/**
+ * Strings the join keeps past the record they came from (a session's key, user and database, a
+ * transaction's vxid, a savepoint's or prepared transaction's name) are detached copies: a
+ * parser's fields are views of its whole chunk of text, and one kept for a session's life kept
+ * that chunk, promoted to V8's old generation, for as long (see detached()).
+ */
 interface Session<H> {
+  /** Its key in the sessions map (detached). */
+  key: string | number;
   user: string | null;
   database: string | null;
   tx: Tx<H> | null;
@@ -280,7 +288,7 @@ export class OutcomeJoin<H> {
       seq: ++s.seq,
       key,
       control: info.control,
-      name: info.name,
+      name: info.name === null ? null : detached(info.name),
       chain: info.chain,
       handles: [handle],
       done: false,
@@ -382,7 +390,7 @@ export class OutcomeJoin<H> {
       default:
         tx ??= this.open(s, vxid, false);
     }
-    if (tx.vxid === null) tx.vxid = vxid;
+    if (tx.vxid === null && vxid !== null) tx.vxid = detached(vxid);
     if (stmt.control === Control.SAVEPOINT) {
       if (tx.savepoints === NO_SAVEPOINTS) tx.savepoints = [];
       tx.savepoints.push({ name: stmt.name, seq: stmt.seq });
@@ -399,7 +407,14 @@ export class OutcomeJoin<H> {
 
   /** A new transaction of the session. */
   private open(s: Session<H>, vxid: string | null, explicit: boolean): Tx<H> {
-    const tx: Tx<H> = { vxid, explicit, aborted: false, stmts: [], savepoints: NO_SAVEPOINTS, ending: null };
+    const tx: Tx<H> = {
+      vxid: vxid === null ? null : detached(vxid),
+      explicit,
+      aborted: false,
+      stmts: [],
+      savepoints: NO_SAVEPOINTS,
+      ending: null,
+    };
     s.tx = tx;
     return tx;
   }
@@ -765,9 +780,11 @@ export class OutcomeJoin<H> {
         oldest.ended = true;
         this.dropSession(oldest);
       }
+      const own = typeof key === "string" ? detached(key) : key;
       s = {
-        user: record.user,
-        database: record.database,
+        key: own,
+        user: record.user === null ? null : detached(record.user),
+        database: record.database === null ? null : detached(record.database),
         tx: null,
         cur: null,
         misc: false,
@@ -776,9 +793,9 @@ export class OutcomeJoin<H> {
         awaiting: [],
         ended: false,
       };
-      this.sessions.set(key, s);
+      this.sessions.set(own, s);
     }
-    this.lastKey = key;
+    this.lastKey = s.key;
     this.lastSession = s;
     return s;
   }
@@ -879,6 +896,7 @@ export class OutcomeJoin<H> {
       const awaiting = ss.awaiting.map(([j, outcome]) => ({ handle: fromJson(j), outcome }));
       pending += awaiting.length;
       join.sessions.set(key, {
+        key,
         user: ss.user,
         database: ss.database,
         tx,

@@ -102,20 +102,33 @@ const L_SOURCE_THEN_OUTCOME = 33;
  * taken (the outcome is rarely known when the entry is encoded): room for the longest.
  */
 const OUTCOME_HOLE = ',"outcome":"rolled_back","sqlstate":"XXXXX"'.length;
-/** The texts that fill a hole: by outcome without a SQLSTATE, and failed ones by SQLSTATE (made once each). */
-const outcomeTexts = new Map<ShippedOutcome, Buffer>();
-const failedTexts = new Map<string, Buffer>();
-function outcomeText(outcome: ShippedOutcome, sqlstate: string | null): Buffer {
+/**
+ * The texts that fill a hole, made once each and numbered from 1: by outcome without a SQLSTATE,
+ * and failed ones by SQLSTATE. A writer notes a hole's text by its number (see NdjsonWriter.fills).
+ */
+const outcomeTexts = new Map<ShippedOutcome, number>();
+const failedTexts = new Map<string, number>();
+const textsById: Buffer[] = [Buffer.alloc(0)];
+/** Texts numbered at most; past it (SQLSTATEs no PostgreSQL writes) a text is made for its hole alone. */
+const MAX_TEXT_IDS = 8192;
+/** The number of the text that fills a hole with this outcome, or 0 when it is not numbered (MAX_TEXT_IDS). */
+function outcomeTextId(outcome: ShippedOutcome, sqlstate: string | null): number {
   const cache = sqlstate === null ? outcomeTexts : failedTexts;
   const key = sqlstate === null ? outcome : `${outcome} ${sqlstate}`;
-  let text = (cache as Map<string, Buffer>).get(key);
-  if (text === undefined) {
-    text = Buffer.from(`,"outcome":${JSON.stringify(outcome)},"sqlstate":${JSON.stringify(sqlstate)}`);
-    // A SQLSTATE is five characters; anything longer (not from PostgreSQL) would not fit.
-    if (text.length > OUTCOME_HOLE) return outcomeText(outcome, null);
-    if (cache.size < 4096) (cache as Map<string, Buffer>).set(key, text);
+  let id = (cache as Map<string, number>).get(key);
+  if (id === undefined) {
+    if (textsById.length > MAX_TEXT_IDS) return 0;
+    const text = outcomeTextOf(outcome, sqlstate);
+    id = textsById.length;
+    textsById.push(text);
+    (cache as Map<string, number>).set(key, id);
   }
-  return text;
+  return id;
+}
+function outcomeTextOf(outcome: ShippedOutcome, sqlstate: string | null): Buffer {
+  const text = Buffer.from(`,"outcome":${JSON.stringify(outcome)},"sqlstate":${JSON.stringify(sqlstate)}`);
+  // A SQLSTATE is five characters; anything longer (not from PostgreSQL) would not fit.
+  return text.length > OUTCOME_HOLE ? outcomeTextOf(outcome, null) : text;
 }
 /** Per-source literals (`,"source":{"file":"…","offset":`) kept at most; more start the table afresh. */
 const MAX_SOURCE_LITERALS = 64;
@@ -219,11 +232,20 @@ export class NdjsonWriter {
   private readonly sourceLiterals = new Map<string, number>();
   private lastSource: string | undefined;
   private lastSourceId = -1;
-  /** Nums slots of the MARK ops not yet encoded, and the output offsets of the holes encoded. */
+  /** Nums slots of the MARK ops not yet encoded. */
   private markSlots: number[] = [];
-  private holes: number[] = [];
-  /** Each hole's text, once its outcome is set (by mark number: holes, then markSlots). */
-  private fills: (Buffer | undefined)[] = [];
+  /**
+   * The output offsets of the holes encoded (`holes[0, holeCount)`), and each mark's text number
+   * once its outcome is set (0: not set; by mark number: holes, then markSlots). Typed and kept
+   * from take to take: a batch holds a hole per entry until it closes, long enough for plain
+   * arrays of them (and each copy they grew through) to be promoted to V8's old generation —
+   * ~0.5 MB a batch, which made the heap grow by tens of MB between full collections.
+   */
+  private holes = new Float64Array(1 << 10);
+  private holeCount = 0;
+  private fills = new Uint16Array(1 << 10);
+  /** Texts of marks whose text has no number (outcomeTextId 0), by mark: rare. */
+  private unnumbered: Map<number, Buffer> | undefined;
 
   /**
    * Adds one audit entry: the line `JSON.stringify(toShippedRecord(entry, record, sourceName,
@@ -327,7 +349,12 @@ export class NdjsonWriter {
 
   /** Sets the outcome of the entry with `mark` (from addEntry, or addRecord with a hole) before the take. */
   setOutcome(mark: number, outcome: ShippedOutcome, sqlstate: string | null): void {
-    this.fills[mark] = outcomeText(outcome, sqlstate);
+    const id = outcomeTextId(outcome, sqlstate);
+    this.fills[mark] = id;
+    if (id === 0) {
+      this.unnumbered ??= new Map();
+      this.unnumbered.set(mark, outcomeTextOf(outcome, sqlstate));
+    }
   }
 
   /** Adds the line `JSON.stringify(line)` of an outcome line (ShippedOutcomeLine key order). */
@@ -396,7 +423,7 @@ export class NdjsonWriter {
 
   /** Marks given since the last take (entries whose outcome may be set). */
   get marks(): number {
-    return this.holes.length + this.markSlots.length;
+    return this.holeCount + this.markSlots.length;
   }
 
   /** The `ts` of the first entry since the last take that has one, or null. */
@@ -494,7 +521,13 @@ export class NdjsonWriter {
     this.ops[this.opCount++] = MARK | (OUTCOME_HOLE << 3);
     this.markSlots.push(this.numCount++);
     this.fixedBytes += OUTCOME_HOLE;
-    return this.holes.length + this.markSlots.length - 1;
+    const mark = this.holeCount + this.markSlots.length - 1;
+    if (mark >= this.fills.length) {
+      const fills = new Uint16Array(this.fills.length * 2);
+      fills.set(this.fills);
+      this.fills = fills;
+    }
+    return mark;
   }
 
   /**
@@ -503,28 +536,34 @@ export class NdjsonWriter {
    * before it is moved. Returns how many were left pending.
    */
   private fillHoles(): number {
+    const count = this.holeCount;
+    if (count === 0) return 0;
     const holes = this.holes;
-    if (holes.length === 0) return 0;
+    const fills = this.fills;
     const out = this.output!;
     const end = this.outputLength;
-    const fallback = outcomeText("pending", null);
+    const fallback = textsById[outcomeTextId("pending", null)]!;
     let pending = 0;
     let write = holes[0]!;
-    for (let i = 0; i < holes.length; i++) {
-      let text = this.fills[i];
-      if (text === undefined) {
-        text = fallback;
-        pending++;
+    for (let i = 0; i < count; i++) {
+      const id = fills[i]!;
+      let text: Buffer;
+      if (id !== 0) text = textsById[id]!;
+      else {
+        const own = this.unnumbered?.get(i);
+        if (own === undefined) pending++;
+        text = own ?? fallback;
       }
       write += text.copy(out, write);
       const from = holes[i]! + OUTCOME_HOLE;
-      const to = i + 1 < holes.length ? holes[i + 1]! : end;
+      const to = i + 1 < count ? holes[i + 1]! : end;
       if (write !== from) out.copyWithin(write, from, to);
       write += to - from;
     }
     this.outputLength = write;
-    this.holes = [];
-    this.fills = [];
+    this.holeCount = 0;
+    fills.fill(0, 0, count);
+    this.unnumbered = undefined;
     return pending;
   }
 
@@ -657,7 +696,14 @@ export class NdjsonWriter {
     if (this.markSlots.length > 0) {
       // Each MARK wrote the address of its hole into its nums slot.
       const nums = new Float64Array(buffer, numsAt, this.numCount);
-      for (const slot of this.markSlots) this.holes.push(this.outputLength + (nums[slot]! - outAt));
+      const need = this.holeCount + this.markSlots.length;
+      if (need > this.holes.length) {
+        const holes = new Float64Array(Math.max(need, this.holes.length * 2));
+        holes.set(this.holes.subarray(0, this.holeCount));
+        this.holes = holes;
+      }
+      for (const slot of this.markSlots)
+        this.holes[this.holeCount++] = this.outputLength + (nums[slot]! - outAt);
       this.markSlots = [];
     }
     this.append(bytes.subarray(outAt, end));

@@ -4,6 +4,7 @@ import {
   createDivertedParser,
   createParser,
   decodeAuditEntry,
+  detached,
   type LogFormat,
   type LogParser,
   type LogRecord,
@@ -133,6 +134,8 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   /** The record being read: an outcome line it settles carries its time. */
   private current: LogRecord | undefined;
   private currentOffset = 0;
+  /** The last session id a handle took (detached). */
+  private lastSessionId: string | undefined;
 
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
@@ -182,7 +185,7 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
         lane: this,
         generation: this.batcher.generation,
         mark,
-        sessionId: record.sessionId,
+        sessionId: this.sessionIdOf(record),
         sessionLine: record.sessionLine,
         file: this.file.path,
         offset,
@@ -190,6 +193,18 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
     } else join.record(record);
     this.current = undefined;
     this.batcher.extend(offset + record.size);
+  }
+
+  /**
+   * The record's session id, detached from the parser's text (see detached()): a handle lives
+   * until its entry's outcome is decided, and in the snapshots taken meanwhile; a view would keep
+   * the parser's whole chunk alive with it. Consecutive entries of one session share one copy.
+   */
+  private sessionIdOf(record: LogRecord): string | null {
+    const id = record.sessionId;
+    if (id === null) return null;
+    if (id !== this.lastSessionId) this.lastSessionId = detached(id);
+    return this.lastSessionId;
   }
 
   /** The first record: the lane takes the stream's join (or restores its own) and notes the state at its start. */
