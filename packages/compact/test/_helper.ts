@@ -22,7 +22,13 @@ export const FIXTURES = join(repoRoot(), "fixtures", "cases");
 export async function shipFixture(
   fixture: string,
   dir: string | Sink,
-  options: { format?: LogFormat; maxEntries?: number; shiftHours?: number } = {},
+  options: {
+    format?: LogFormat;
+    maxEntries?: number;
+    shiftHours?: number;
+    /** Filled with the attempts shipped (refused statements: rows of their own beside the entries). */
+    counts?: { attempts: number };
+  } = {},
 ): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), "auditpipe-compact-ship-"));
   try {
@@ -40,7 +46,12 @@ export async function shipFixture(
       stateDir: join(work, "state"),
       sink: typeof dir === "string" ? new LocalDirSink({ dir }) : dir,
       batch: { maxEntries: options.maxEntries ?? 100 },
-      observer: { sinkAck: (_name, entries) => (acked += entries) },
+      observer: {
+        sinkAck: (_name, entries) => (acked += entries),
+        attempt: () => {
+          if (options.counts) options.counts.attempts++;
+        },
+      },
     });
     await source.start();
     await waitUntil(

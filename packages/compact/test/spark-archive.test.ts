@@ -38,7 +38,9 @@ beforeAll(async () => {
       forcePathStyle: true,
       spoolDir: join(work, `spool-${host}`),
     });
-    shipped[host] = await shipFixture(fixture, sink, { shiftHours: shift });
+    // Rows: the entries and the attempts (refused statements), each a row of the Parquet file.
+    const counts = { attempts: 0 };
+    shipped[host] = (await shipFixture(fixture, sink, { shiftHours: shift, counts })) + counts.attempts;
     await sink.close();
   }
   const store = await openArchive(`s3://${bucket}/pg/prod`, {

@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import {
   compress,
+  DEFAULT_COMPRESSION,
   loadOrCreateSigningKey,
   type Manifest,
   type ManifestSigningKey,
@@ -161,7 +162,7 @@ describe("S3Archive: the chain's open and close records", () => {
     expect((await verify(bucket, key)).findings).toEqual([]);
 
     // The old bytes put back: the newest listing is the upload, which takes only the new ones.
-    const old = await compress(first.ndjson, "gzip");
+    const old = await compress(first.ndjson, DEFAULT_COMPRESSION);
     expect(sha256(old)).toBe(stored?.sha256);
     await minio.client().send(new PutObjectCommand({ Bucket: bucket, Key: stored?.key, Body: old }));
     expect((await verify(bucket, key)).findings).toEqual([
@@ -176,7 +177,7 @@ describe("S3Archive: the chain's open and close records", () => {
     const b = batchOf(0);
     await archive.sink.write(b);
     const target = archive.sink.keyOf(b);
-    const body = await compress(b.ndjson, "gzip");
+    const body = await compress(b.ndjson, DEFAULT_COMPRESSION);
     // Announced, the overwrite not sent yet (the sidecar stopped or died in between).
     await archive.journal()?.announceRewrite({
       key: target,
@@ -184,7 +185,7 @@ describe("S3Archive: the chain's open and close records", () => {
       size: 10,
       entries: 1,
       range: b.range,
-      contentEncoding: "gzip",
+      contentEncoding: DEFAULT_COMPRESSION,
       uploadedAt: new Date().toISOString(),
       supersedes: sha256(body),
     });
