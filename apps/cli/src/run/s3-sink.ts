@@ -50,6 +50,7 @@ export async function createS3Sink(
     },
     spoolBytes: () => sink.spoolBytes(),
     registerMetrics: (registry) => registerManifestMetrics(registry, () => archive.manifestHealth()),
+    coverage: archive,
     close: () => archive.close(),
   };
 }
