@@ -25,7 +25,7 @@ async function verify(
 const OVERSIZED = 64 * 1024 * 1024 + 1024;
 
 describe("auditpipe run --sink s3:// records coverage; verify --require-coverage reports it", () => {
-  it("a session's SET pgaudit.log = 'misc', ALTER SYSTEM + reload of pgaudit.log, a restart and a record given up are in the signed manifest, and fail --require-coverage", async () => {
+  it("a session's SET pgaudit.log = 'misc', ALTER SYSTEM + reload of pgaudit.log, a restart and a record given up are in the signed manifest, and fail --require-coverage; analyze reports them from the log files", async () => {
     const minio = await startMinio({ buckets: ["audit"] });
     const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl, misc" } });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-coverage-"));
@@ -131,6 +131,31 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
         value: "write, ddl, misc",
         effect: "changed",
       });
+
+      // analyze reports the same from the log files alone.
+      const child = spawnCli(
+        ["analyze", `${pg.logDir}/*.csv`, "--pgaudit-log", "write, ddl, misc", "--json"],
+        env,
+      );
+      let out = "";
+      child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+      child.stderr.resume();
+      expect(await new Promise((resolve) => child.on("close", resolve))).toBe(0);
+      const analyzed = (JSON.parse(out) as { coverage: typeof report.coverage }).coverage;
+      expect(analyzed.ok).toBe(false);
+      expect([...new Set(analyzed.problems.map((p) => p.kind))].sort()).toEqual([
+        "gap",
+        "lowered",
+        "server-start",
+        "server-stop",
+      ]);
+      const fromLogs = analyzed.hours.flatMap((h) => h.settingChanges).map((c) => [c.via, c.value, c.effect]);
+      expect(fromLogs).toEqual([
+        ["configured", "write, ddl, misc", "changed"],
+        ["set", "misc", "lowered"],
+        ["alter-system", "ddl", "lowered"],
+        ["reload", "ddl", "lowered"],
+      ]);
     } finally {
       sidecar.child.kill("SIGKILL");
       await pg.stop();

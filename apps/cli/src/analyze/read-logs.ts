@@ -181,7 +181,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
           records: 0,
           malformed: 0,
         };
-        outcomes.file(format, prefix);
+        outcomes.file(format, prefix, file);
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { type MalformedRecord, type PrefixGuess, sessionClasses } from "@auditpipe/parse";
 import { expandGlob, isGlob } from "@auditpipe/tail/glob";
+import { LogCoverage } from "../analyze/coverage.ts";
 import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
 import {
@@ -13,6 +14,7 @@ import {
 import { formatBytes, renderReport } from "../analyze/render.ts";
 import { type CommandSpec, choice, helpText, parseCommand } from "../flags.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
+import { renderCoverage } from "./verify-coverage.ts";
 
 const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
 
@@ -143,7 +145,11 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   const unreadable: [string, FileSummary][] = [];
   /** Inputs that ended early: the report covers what was read of them, and the exit is 1. */
   let cutShort = 0;
+  const coverage = new LogCoverage(
+    values["pgaudit-log"] === undefined ? undefined : String(values["pgaudit-log"]),
+  );
   const onMalformed = (file: string, error: MalformedRecord): void => {
+    coverage.malformed(file, error);
     if (shown < MALFORMED_SHOWN) {
       shown++;
       io.stderr(
@@ -171,7 +177,10 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   let outcomeHints: OutcomeHint[] = [];
   const report = await analyzeFiles(files, {
     format,
-    ...(miscLogged === undefined ? {} : { outcomes: { miscLogged } }),
+    outcomes: {
+      ...(miscLogged === undefined ? {} : { miscLogged }),
+      onEvent: (event, file) => coverage.event(event, file),
+    },
     onOutcomeHints: (hints) => {
       outcomeHints = hints;
     },
@@ -197,10 +206,14 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       );
     return EXIT_FAILURE;
   }
+  const coverageReport = coverage.report(files);
   io.stdout(
     values.json
-      ? `${JSON.stringify({ ...report, outcomeHints }, null, 2)}\n`
-      : renderReport(report, files.map(displayName), outcomeHints),
+      ? `${JSON.stringify({ ...report, outcomeHints, coverage: coverageReport }, null, 2)}\n`
+      : `${renderReport(report, files.map(displayName), outcomeHints)}\n${renderCoverage(coverageReport, {
+          empty: "no server event, setting change or range given up in the log",
+          note: "",
+        })}`,
   );
   if (cutShort > 0) {
     io.stderr(

@@ -13,8 +13,22 @@ export function verifiedCoverage(options: CoverageOptions): Promise<CoverageRepo
   return readCoverage(options);
 }
 
+/** How the command words the end of its coverage report. */
+export interface CoverageWording {
+  /** When there is no hour at all. */
+  empty: string;
+  /** After the count of problems. */
+  note: string;
+}
+
+/** verify's wording: whether --require-coverage makes the problems fail. */
+export const verifyWording = (required: boolean): CoverageWording => ({
+  empty: "no verified hour",
+  note: required ? " (--require-coverage: fails)" : " (not required: --require-coverage fails on them)",
+});
+
 /** The readable coverage report: per hour what was seen, then the problems. */
-export function renderCoverage(report: CoverageReport, required: boolean): string {
+export function renderCoverage(report: CoverageReport, wording: CoverageWording): string {
   const lines = ["coverage:"];
   for (const h of report.hours) {
     const parts = [
@@ -29,7 +43,7 @@ export function renderCoverage(report: CoverageReport, required: boolean): strin
     ].filter((p) => p !== "");
     lines.push(`  ${h.host} ${h.hour}: ${parts.join("; ")}`);
   }
-  if (report.hours.length === 0) lines.push("  no verified hour");
+  if (report.hours.length === 0) lines.push(`  ${wording.empty}`);
   if (report.ok) {
     lines.push("coverage: complete, no gap and no lowered configuration");
     return `${lines.join("\n")}\n`;
@@ -40,7 +54,7 @@ export function renderCoverage(report: CoverageReport, required: boolean): strin
   if (report.problems.length > PROBLEMS_SHOWN)
     lines.push(`  … and ${report.problems.length - PROBLEMS_SHOWN} more (--json lists them all)`);
   lines.push(
-    `coverage: ${report.problems.length} problem${report.problems.length === 1 ? "" : "s"}${required ? " (--require-coverage: fails)" : " (not required: --require-coverage fails on them)"}`,
+    `coverage: ${report.problems.length} problem${report.problems.length === 1 ? "" : "s"}${wording.note}`,
   );
   return `${lines.join("\n")}\n`;
 }

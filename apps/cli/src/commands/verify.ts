@@ -4,7 +4,7 @@ import { createS3Client, parsePublicKeys, type VerifyReport, verifyArchive } fro
 import { parseFlags } from "../args.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
 import type { CommandIO } from "./analyze.ts";
-import { renderCoverage, verifiedCoverage } from "./verify-coverage.ts";
+import { renderCoverage, verifiedCoverage, verifyWording } from "./verify-coverage.ts";
 
 export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public-key FILE]... [--from DATE] [--to DATE]
                         [--host H] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style]
@@ -182,7 +182,7 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
     io.stdout(
       values.json
         ? `${JSON.stringify({ ...report, coverage }, null, 2)}\n`
-        : `${renderVerifyReport(report, archive ?? "")}\n${renderCoverage(coverage, required)}`,
+        : `${renderVerifyReport(report, archive ?? "")}\n${renderCoverage(coverage, verifyWording(required))}`,
     );
     if (report.nothingToVerify) return EXIT_NOTHING_TO_VERIFY;
     return report.ok && (coverage.ok || !required) ? 0 : EXIT_FAILURE;
