@@ -85,7 +85,7 @@ function renderProcessSection(s) {
   ];
 }
 
-/** The sidecar's memory through a fault run (packages/tail/bench/fault-memory.bench.ts). */
+/** The sidecar's memory through a fault run (apps/cli/bench/fault-memory.bench.ts). */
 function renderMemorySection(s) {
   const p = s.atPeak;
   return [
@@ -175,9 +175,19 @@ function renderDocs() {
     );
     return;
   }
+  // Sections measured by hand (no suite writes them to .bench/) are carried over as they are.
+  if (existsSync(docsPath)) {
+    const kept = readFileSync(docsPath, "utf8")
+      .split(/^(?=## )/m)
+      .filter((section) => HAND_MEASURED.some((h) => section.startsWith(`## ${h}`)));
+    for (const section of kept) lines.push(...section.trimEnd().split("\n"), "");
+  }
   writeFileSync(docsPath, `${lines.join("\n")}\n`);
   console.log(`wrote docs/benchmarks.md (${suites.length} suites)`);
 }
+
+/** Headings of docs/benchmarks.md sections measured by hand, kept when the rest is regenerated. */
+const HAND_MEASURED = ["Compaction memory"];
 
 const load = loadavg()[0];
 console.log(

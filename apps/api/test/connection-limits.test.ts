@@ -7,6 +7,7 @@
 import { createServer, type ServerResponse } from "node:http";
 import { type AddressInfo, connect, type Socket } from "node:net";
 import { buildApi, DEFAULT_API_LIMITS, listenApi } from "@auditpipe/api";
+import { waitUntil } from "@auditpipe/testkit";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { guardConnections, type ShedReason } from "../src/_connection-guard.ts";
@@ -36,14 +37,6 @@ function open(port: number, localAddress = "127.0.0.1"): Promise<Client> {
     socket.once("connect", () => resolve(client));
     socket.once("error", reject);
   });
-}
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 const connections = (app: FastifyInstance): Promise<number> =>
@@ -100,10 +93,11 @@ describe("API connection limits", () => {
       for (const c of clients) if (!c.closed) c.socket.write(`X-Slow-${rounds}: 1\r\n`);
     }, 200);
     try {
-      await until(
-        "all 60 slow sockets are closed by the server",
+      await waitUntil(
         () => clients.every((c) => c.closed),
         10_000,
+        () => "timed out waiting until all 60 slow sockets are closed by the server",
+        25,
       );
     } finally {
       clearInterval(drip);
@@ -126,8 +120,18 @@ describe("API connection limits", () => {
     const c = await open(port);
     clients.push(c);
     c.socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n");
-    await until("the response arrives", () => c.received.includes('{"status":"ok"}'), 5_000);
-    await until("the idle socket is closed", () => c.closed, 5_000);
+    await waitUntil(
+      () => c.received.includes('{"status":"ok"}'),
+      5_000,
+      () => "timed out waiting until the response arrives",
+      25,
+    );
+    await waitUntil(
+      () => c.closed,
+      5_000,
+      () => "timed out waiting until the idle socket is closed",
+      25,
+    );
   });
 
   it("holds no more than the cap under 200 connects: each closes the oldest idle socket, never one being answered", async () => {
@@ -145,9 +149,19 @@ describe("API connection limits", () => {
       if (c) all.push(c);
     }
     clients.push(...all);
-    await until("the server is down to its cap", async () => (await connections(app!)) <= 10, 10_000);
+    await waitUntil(
+      async () => (await connections(app!)) <= 10,
+      10_000,
+      () => "timed out waiting until the server is down to its cap",
+      25,
+    );
     // The newest stayed; the oldest were closed to make room.
-    await until("the 190 oldest are closed", () => all.slice(0, 190).every((c) => c.closed), 10_000);
+    await waitUntil(
+      () => all.slice(0, 190).every((c) => c.closed),
+      10_000,
+      () => "timed out waiting until the 190 oldest are closed",
+      25,
+    );
     expect(all.slice(190).every((c) => !c.closed)).toBe(true);
     const shed = await fx.meter.registry.getSingleMetricAsString("auditpipe_api_connections_closed_total");
     expect(shed).toContain('auditpipe_api_connections_closed_total{reason="address_limit"} 190');
@@ -173,17 +187,28 @@ describe("API connection limits", () => {
         busy.push(c);
       }
       clients.push(...busy);
-      await until("all four requests are in the handler", () => held.length === 4, 5_000);
+      await waitUntil(
+        () => held.length === 4,
+        5_000,
+        () => "timed out waiting until all four requests are in the handler",
+        25,
+      );
       const late = await open(port).catch(() => undefined);
       if (late) clients.push(late);
-      await until("the newcomer is closed", () => late === undefined || late.closed, 5_000);
+      await waitUntil(
+        () => late === undefined || late.closed,
+        5_000,
+        () => "timed out waiting until the newcomer is closed",
+        25,
+      );
       expect(reasons).toEqual(["address_limit"]);
       expect(busy.every((c) => !c.closed)).toBe(true);
       for (const response of held) response.end("done");
-      await until(
-        "every held request is answered",
+      await waitUntil(
         () => busy.every((c) => c.received.includes("done")),
         5_000,
+        () => "timed out waiting until every held request is answered",
+        25,
       );
     } finally {
       server.closeAllConnections();

@@ -118,8 +118,8 @@ export async function cpuStages(file: string, rounds: number): Promise<CpuStage[
     { name: "advisor: one statement in 32", upTo: "advisor" },
     { name: "encode: NDJSON, every shipped field", upTo: "encode" },
     { name: "outcome: the join, each entry's outcome filled in", upTo: "outcome" },
-    { name: "compress: gzip level 6 (the default)", upTo: "outcome", compression: "gzip" },
-    { name: "compress: zstd level 1", upTo: "outcome", compression: "zstd" },
+    { name: "compress: zstd level 1 (the default)", upTo: "outcome", compression: "zstd" },
+    { name: "compress: gzip level 6", upTo: "outcome", compression: "gzip" },
   ];
   const best = cases.map(() => Number.POSITIVE_INFINITY);
   const gc = (globalThis as { gc?: () => void }).gc;

@@ -28,9 +28,9 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "@auditpipe/testkit";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../../packages/parse/bench/_reference-data.ts";
-import { csvlogRecords } from "../../../packages/tail/bench/_sidecar-bench.ts";
 import { getJson, spawnSidecar } from "../test/_sidecar.ts";
 import { cpuStages } from "./_cpu-stages.ts";
+import { csvlogRecords } from "./_sidecar-bench.ts";
 
 const ROUNDS = 3;
 const THIS = join(repoRoot(), "apps", "cli", "bin", "auditpipe.js");

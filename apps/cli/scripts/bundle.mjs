@@ -41,7 +41,11 @@ const dependencyGuard = {
 
 rmSync(join(CLI, "dist"), { recursive: true, force: true });
 await build({
-  entryPoints: { main: join(CLI, "src", "main.ts") },
+  // The worker threads of a parallel `analyze` start from an entry of their own.
+  entryPoints: {
+    main: join(CLI, "src", "main.ts"),
+    "analyze-worker": join(CLI, "src", "analyze", "_worker.ts"),
+  },
   outdir: join(CLI, "dist"),
   bundle: true,
   splitting: true,

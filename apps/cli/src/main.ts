@@ -1,4 +1,4 @@
-import type { CommandIO } from "./commands/analyze.ts";
+import type { CommandIO } from "./command-io.ts";
 import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
 import { versionLine } from "./version.ts";
 

@@ -47,7 +47,7 @@ describe("auditpipe demo", () => {
         spawnCli(["demo", "--duration", "3", "--tps", "50", "--sink", sink]),
       );
       expect(code).toBe(0);
-      expect(out).toContain(`demo: the gzip NDJSON objects stay in ${sink}`);
+      expect(out).toContain(`demo: the zstd NDJSON objects stay in ${sink}`);
       expect(shippedKeys(sink).length).toBeGreaterThan(0);
     } finally {
       rmSync(keep, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 /**
  * docs/architecture.md draws the pipeline with the file that does each step: every path in its
  * drawings must exist, and the class or function named beside a path must be in that file. A
- * file moved or a stage renamed fails here until the drawing follows.
+ * file moved or a stage renamed fails here until the drawing follows. Its map draws everything
+ * that exists: a package or app directory, or a command of main.ts, missing from it fails here.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -9,7 +10,18 @@ import { repoRoot } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 
 const ROOT = repoRoot();
-const drawings = [...readFileSync(join(ROOT, "docs/architecture.md"), "utf8").matchAll(/```\n([\s\S]*?)```/g)]
+const PAGE = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
+/** The drawing under "## The whole map". */
+const map = /^## The whole map\n[\s\S]*?```\n([\s\S]*?)```/m.exec(PAGE)?.[1] ?? "";
+/** The commands main.ts loads, from its COMMANDS table. */
+const commands = [
+  ...(
+    /const COMMANDS\b[^\n]*\{([\s\S]*?)\n\};/.exec(
+      readFileSync(join(ROOT, "apps/cli/src/main.ts"), "utf8"),
+    )?.[1] ?? ""
+  ).matchAll(/^ {2}(\w+): /gm),
+].map((m) => m[1]!);
+const drawings = [...PAGE.matchAll(/```\n([\s\S]*?)```/g)]
   .map((m) => m[1]!)
   .filter((block) => block.includes("▼"));
 
@@ -67,5 +79,26 @@ describe("docs/architecture.md's drawings", () => {
     );
     expect(bare.length).toBeGreaterThan(5);
     expect(bare.filter((name) => !names.has(name))).toEqual([]);
+  });
+});
+
+describe("docs/architecture.md's map", () => {
+  it("draws every package and app directory, and fixtures", () => {
+    const dirs = ["packages", "apps"].flatMap((group) =>
+      readdirSync(join(ROOT, group))
+        .filter((name) => existsSync(join(ROOT, group, name, "package.json")))
+        .map((name) => `${group}/${name}`),
+    );
+    expect(dirs).toContain("packages/tail");
+    expect(dirs.filter((dir) => !new RegExp(`${dir}\\b`).test(map))).toEqual([]);
+    expect(map).toMatch(/\bfixtures\b/);
+  });
+
+  it("draws every command of main.ts, and the package table lists them all", () => {
+    expect(commands).toContain("run");
+    expect(commands.length).toBeGreaterThan(8);
+    expect(commands.filter((c) => !new RegExp(`[├└] ${c}\\b`).test(map))).toEqual([]);
+    const cliRow = PAGE.split("\n").find((line) => line.startsWith("| `apps/cli`")) ?? "";
+    expect(commands.filter((c) => !cliRow.includes(`\`${c}\``))).toEqual([]);
   });
 });

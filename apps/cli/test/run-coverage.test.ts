@@ -134,7 +134,7 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
 
       // analyze reports the same from the log files alone.
       const child = spawnCli(
-        ["analyze", `${pg.logDir}/*.csv`, "--pgaudit-log", "write, ddl, misc", "--json"],
+        ["analyze", `${pg.logDir}/*.csv`, "--pgaudit-log", "write, ddl, misc", "--jobs", "1", "--json"],
         env,
       );
       let out = "";

@@ -9,9 +9,16 @@ import { lstatSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readExpected, readFixture } from "@auditpipe/fixtures";
-import { freePort, logSettled, repoRoot, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
+import {
+  connectTcp,
+  freePort,
+  logSettled,
+  repoRoot,
+  shippedKeys,
+  startPostgres,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { connectTcp } from "../../../packages/tail/test/_syslog-helper.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");

@@ -86,7 +86,7 @@ describe("auditpipe run with a --listen that cannot be honoured", () => {
       expect(sidecar.child.exitCode).toBe(code);
       expect(sidecar.stderr()).toMatch(message);
       const shipped = existsSync(sink)
-        ? readdirSync(sink, { recursive: true }).filter((f) => String(f).endsWith(".gz"))
+        ? readdirSync(sink, { recursive: true }).filter((f) => /\.ndjson\.(zst|gz)$/.test(String(f)))
         : [];
       expect(shipped).toEqual([]);
     } finally {

@@ -25,7 +25,7 @@ async function verify(
 }
 
 describe("auditpipe run --sink s3:// and its manifests", () => {
-  it("verify says 'nothing to verify yet' (exit 3) after a first shipment; SIGTERM leaves a signed, verifiable archive; a restart continues the hour; planted objects and a forged next manifest make /readyz fail, and the forgery is never adopted", async () => {
+  it("verify says 'nothing to verify yet' (exit 3) after a first shipment; SIGTERM leaves a signed, verifiable, closed chain; a restart reopens it in the same hour; a planted object is disowned and extra, a forged next manifest makes /readyz fail and is never adopted", async () => {
     // The test's three runs must fall in one hour for the key names below: when less than two
     // minutes are left, wait for the next hour (hence the longer timeout).
     while (HOUR - (Date.now() % HOUR) < 120_000) await new Promise((r) => setTimeout(r, 1000));
@@ -55,7 +55,8 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
     const client = minio.client();
     const dataObjects = async (): Promise<string[]> => {
       const out = await client.send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "pg/main/" }));
-      return (out.Contents ?? []).map((o) => o.Key ?? "").filter((k) => k.endsWith(".ndjson.gz"));
+      // zstd: run's default compression.
+      return (out.Contents ?? []).map((o) => o.Key ?? "").filter((k) => k.endsWith(".ndjson.zst"));
     };
     const manifests = async (): Promise<string[]> => {
       const out = await client.send(
@@ -89,15 +90,28 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
 
       sidecar.child.kill("SIGTERM");
-      expect((await sidecar.exited).code).toBe(0);
+      expect((await sidecar.exited).code, sidecar.stderr().slice(-4000)).toBe(0);
       const hour = new Date(Math.floor(Date.now() / HOUR) * HOUR).toISOString().slice(0, 13);
-      expect(await manifests()).toEqual([`pg/main/_manifests/pg-0/${hour}.json`]);
+      const at = (suffix: string): string => `pg/main/_manifests/pg-0/${hour}${suffix}.json`;
+      // The run's open record (before its first upload) and the stop's close record.
+      expect(await manifests()).toEqual([at(".1"), at("")]);
+      const record = async (k: string): Promise<{ chain?: string; objects: unknown[] }> =>
+        JSON.parse(
+          await (
+            await client.send(new GetObjectCommand({ Bucket: "audit", Key: k }))
+          ).Body!.transformToString(),
+        );
+      expect(await record(at(""))).toMatchObject({ chain: "open", objects: [] });
+      expect((await record(at(".1"))).chain).toBe("close");
+      // The stop's own self-check never takes the manifest it is writing for someone else's.
+      expect(sidecar.stderr()).not.toMatch(/"level":50[^\n]*not written by it/);
       const stopped = await verify(["s3://audit/pg/main", ...s3, "--public-key", publicKey], env);
       expect(stopped.code).toBe(0);
       expect(stopped.stdout).toMatch(/^signatures checked against the trusted keys$/m);
+      expect(stopped.stdout).toMatch(/^host pg-0: 2 manifests, .*; closed by a clean stop at /m);
       expect(stopped.stdout).toMatch(/^result: clean, no finding$/m);
 
-      // A restart in the same hour continues it: <hour>.1.json, linked to the partial one.
+      // A restart in the same hour reopens the chain: <hour>.2.json, linked to the close record.
       sidecar = spawnSidecar(args, env);
       const url2 = await sidecar.url();
       const before = (await dataObjects()).length;
@@ -126,37 +140,66 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       );
       expect(sidecar.stderr()).toContain(planted);
 
-      sidecar.child.kill("SIGTERM");
-      expect((await sidecar.exited).code).toBe(0);
-      expect(await manifests()).toEqual([
-        `pg/main/_manifests/pg-0/${hour}.1.json`,
-        `pg/main/_manifests/pg-0/${hour}.json`,
+      // The self-check signs it into the chain as not the sidecar's (a PUT that fails under load is
+      // retried at the next check): from then on verify reports it, while the sidecar runs (it used
+      // to be "pending" and the result clean).
+      await waitUntil(
+        async () => {
+          for (const k of await manifests()) {
+            const m = (await record(k)) as { foreign?: { key: string }[] };
+            if (m.foreign?.some((f) => f.key === planted)) return true;
+          }
+          return false;
+        },
+        60_000,
+        () => `no manifest lists the planted object as foreign: ${sidecar.stderr().slice(-3000)}`,
+        200,
+      );
+      const running = await verify(["s3://audit/pg/main", ...s3, "--public-key", publicKey, "--json"], env);
+      expect(running.code, `${running.stdout}\n${sidecar.stderr().slice(-6000)}`).toBe(1);
+      expect(JSON.parse(running.stdout).findings).toEqual([
+        expect.objectContaining({ kind: "extra", key: planted }),
       ]);
+
+      sidecar.child.kill("SIGTERM");
+      expect((await sidecar.exited).code, sidecar.stderr().slice(-4000)).toBe(0);
+      const keys = await manifests();
+      expect(keys.slice(-1)).toEqual([at("")]);
+      expect(keys).toContain(at(".2"));
       const json = await verify(["s3://audit/pg/main", ...s3, "--public-key", publicKey, "--json"], env);
       const report = JSON.parse(json.stdout) as {
         manifests: number;
         findings: { kind: string; key: string }[];
         pending: string[];
+        chains: { state: string }[];
       };
-      expect(report.manifests).toBe(2);
-      expect(report.findings).toEqual([]);
-      // Stored within the clock-skew allowance before the chain's end, the planted object is only
-      // "pending" to verify: the sidecar's self-check above is what flags it at once.
-      expect(report.pending).toEqual([planted]);
-      expect(json.code).toBe(0);
+      expect(report.manifests).toBe(keys.length);
+      expect(report.findings).toEqual([expect.objectContaining({ kind: "extra", key: planted })]);
+      expect(report.pending).toEqual([]);
+      expect(report.chains).toEqual([expect.objectContaining({ state: "closed" })]);
+      expect(json.code).toBe(1);
 
       // The attack of issue 16 on a running sidecar: with the bucket's credentials only, the next
       // manifest (<hour>.2.json) is put first, chained to the real one and listing the planted object.
       sidecar = spawnSidecar(args, env);
       const url3 = await sidecar.url();
-      const previousKey = `pg/main/_manifests/pg-0/${hour}.1.json`;
+      // Its open record first: the forgery goes right after it.
+      const before3 = keys.length;
+      await waitUntil(
+        async () => (await manifests()).length > before3,
+        30_000,
+        () => "no open record",
+      );
+      const sequenceOf = (k: string): number => Number(/\.(\d+)\.json$/.exec(k)?.[1] ?? 0);
+      const newest = Math.max(...(await manifests()).map(sequenceOf));
+      const previousKey = at(`.${newest}`);
       const previousText = await (
         await client.send(new GetObjectCommand({ Bucket: "audit", Key: previousKey }))
       ).Body!.transformToString();
-      const forgedKey = `pg/main/_manifests/pg-0/${hour}.2.json`;
+      const forgedKey = at(`.${newest + 1}`);
       const forged = {
         ...JSON.parse(previousText),
-        sequence: 2,
+        sequence: newest + 1,
         previous: { key: previousKey, sha256: createHash("sha256").update(previousText).digest("hex") },
         keyId: undefined,
         signature: undefined,
@@ -175,7 +218,7 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
         200,
       );
       sidecar.child.kill("SIGTERM");
-      expect((await sidecar.exited).code).toBe(0);
+      expect((await sidecar.exited).code, sidecar.stderr().slice(-4000)).toBe(0);
       // Not adopted, not overwritten: a conflict, logged with its code.
       expect(sidecar.stderr()).toMatch(/"code":"AUDITPIPE_ERR_MANIFEST_CONFLICT"/);
       const after = await (
@@ -186,8 +229,11 @@ describe("auditpipe run --sink s3:// and its manifests", () => {
       expect(caught.code).toBe(1);
       expect(caught.stdout).toContain(`UNSIGNED`);
       expect(caught.stdout).toContain(forgedKey);
-      // Without the key, as reported in the issue, the forgery reads clean.
-      expect((await verify(["s3://audit/pg/main", ...s3], env)).code).toBe(0);
+      // Without the key, as reported in issue 16, the forgery passes: only the planted object is found.
+      const unkeyed = await verify(["s3://audit/pg/main", ...s3, "--json"], env);
+      expect(JSON.parse(unkeyed.stdout).findings).toEqual([
+        expect.objectContaining({ kind: "extra", key: planted }),
+      ]);
     } finally {
       sidecar.child.kill("SIGKILL");
       await pg.stop();

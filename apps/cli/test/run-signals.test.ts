@@ -99,7 +99,7 @@ describe("auditpipe run and signals", () => {
       const child = childrenOf(launcher)[0] ?? 0;
       expect(child).toBeGreaterThan(0);
       await waitUntil(
-        () => files(sinkDir).some((f) => f.endsWith(".ndjson.gz")),
+        () => files(sinkDir).some((f) => f.endsWith(".ndjson.zst")), // run's default compression
         30_000,
         () => `nothing shipped:\n${sidecar?.stderr()}`,
         50,

@@ -5,9 +5,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readExpected, readFixture } from "@auditpipe/fixtures";
-import { freePort, repoRoot, SYSLOG_TEST_TIMEOUT_MS, waitUntil } from "@auditpipe/testkit";
+import {
+  connectTcp,
+  freePort,
+  repoRoot,
+  SYSLOG_TEST_TIMEOUT_MS,
+  sendUdp,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
-import { connectTcp, sendUdp } from "../../../packages/tail/test/_syslog-helper.ts";
 import { metricValue, spawnSidecar } from "./_sidecar.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");

@@ -5,28 +5,15 @@
  * received, or dropped with reason="receive_buffer". (The kernel dropped 169,534 of such a flood
  * while auditpipe_syslog_udp_dropped_total stayed 0.)
  */
-import { createSocket } from "node:dgram";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitUntil } from "@auditpipe/testkit";
+import { sendUdp, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { metricValue, spawnSidecar } from "./_sidecar.ts";
 
-/** Sends `count` datagrams, each after the previous one left the socket. */
-async function flood(port: number, count: number): Promise<void> {
-  const socket = createSocket("udp4");
-  // Hand-made, from another program than postgres: counted as received, then dropped as foreign.
-  const line = Buffer.from(`<13>Nov 27 10:00:00 host flood[1]: ${"x".repeat(100)}`);
-  try {
-    for (let i = 0; i < count; i++)
-      await new Promise<void>((resolve, reject) =>
-        socket.send(line, port, "127.0.0.1", (error) => (error ? reject(error) : resolve())),
-      );
-  } finally {
-    socket.close();
-  }
-}
+// Hand-made, from another program than postgres: counted as received, then dropped as foreign.
+const FLOOD_LINE = Buffer.from(`<13>Nov 27 10:00:00 host flood[1]: ${"x".repeat(100)}`);
 
 describe("auditpipe run --syslog udp under a flood", () => {
   it("counts what the kernel dropped: received + dropped{receive_buffer} = 200,000 sent", async () => {
@@ -60,7 +47,7 @@ describe("auditpipe run --syslog udp under a flood", () => {
       const sent = 200_000;
       sidecar.child.kill("SIGSTOP");
       try {
-        await flood(port, sent);
+        await sendUdp(port, new Array<Buffer>(sent).fill(FLOOD_LINE));
       } finally {
         sidecar.child.kill("SIGCONT");
       }

@@ -23,14 +23,21 @@ afterAll(async () => {
   await minio?.stop();
 });
 
-/** Runs the CLI from source as a user would, with the credentials in the environment only. */
-function verifyCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs the CLI from source as a user would, with the credentials in the environment only;
+ * `override` sets (or, with undefined, removes) variables on top.
+ */
+function verifyCli(
+  args: string[],
+  override: Record<string, string | undefined> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...minio.env() };
+  for (const [name, value] of Object.entries(override))
+    if (value === undefined) delete env[name];
+    else env[name] = value;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--conditions=@auditpipe/source", CLI, "verify", ...args], {
-      env: {
-        ...process.env,
-        ...minio.env(),
-      },
+      env,
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -134,6 +141,39 @@ describe("auditpipe verify", () => {
       findings: [],
       nothingToVerify: { objects: 0, verifiableAfter: null },
     });
+  });
+
+  it("names the bucket, the endpoint, what was expected and what to do, with a code, when the store refuses (issue 26.3)", async () => {
+    const flags = ["--s3-endpoint", minio.endpoint, "--s3-force-path-style"];
+    const noBucket = await verifyCli([`s3://no-such-archive/pg`, ...flags]);
+    expect(noBucket.code).toBe(1);
+    expect(noBucket.stdout).toBe("");
+    expect(noBucket.stderr).toMatch(
+      new RegExp(
+        `^auditpipe verify: AUDITPIPE_ERR_VERIFY_NO_BUCKET: bucket "no-such-archive" at ${minio.endpoint.replace(/[.]/g, "\\.")} does not exist \\(NoSuchBucket, HTTP 404\\): check the bucket in the archive URL`,
+      ),
+    );
+    expect(noBucket.stderr).not.toMatch(/The specified bucket does not exist/);
+
+    // No credentials anywhere in the SDK's chain.
+    const bare = await verifyCli([`s3://${BUCKET}/prod/pg`, ...flags], {
+      AWS_ACCESS_KEY_ID: undefined,
+      AWS_SECRET_ACCESS_KEY: undefined,
+      AWS_SESSION_TOKEN: undefined,
+      AWS_PROFILE: undefined,
+      AWS_SHARED_CREDENTIALS_FILE: "/nonexistent/credentials",
+      AWS_CONFIG_FILE: "/nonexistent/config",
+      AWS_EC2_METADATA_DISABLED: "true",
+      AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
+      AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
+      AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
+    });
+    expect(bare.code).toBe(1);
+    expect(bare.stderr).toMatch(
+      /^auditpipe verify: AUDITPIPE_ERR_VERIFY_BAD_CREDENTIALS: no credentials to read bucket "audit-archive" at /,
+    );
+    expect(bare.stderr).toMatch(/AWS_ACCESS_KEY_ID\/AWS_SECRET_ACCESS_KEY/);
+    expect(bare.stderr).not.toMatch(/Could not load credentials from any providers/);
   });
 
   it.each([

@@ -12,6 +12,8 @@ export const CompactErrorCode = {
   INPUT: "AUDITPIPE_ERR_COMPACT_INPUT",
   /** The Parquet file read back does not hold what was written (rows, order or digest). */
   READBACK: "AUDITPIPE_ERR_COMPACT_READBACK",
+  /** The sidecar's compaction child ended without its report (killed, out of memory, could not start). */
+  CHILD: "AUDITPIPE_ERR_COMPACT_CHILD",
 } as const;
 
 export type CompactErrorCode = (typeof CompactErrorCode)[keyof typeof CompactErrorCode];

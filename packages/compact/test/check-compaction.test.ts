@@ -6,7 +6,7 @@
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gunzipSync, gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from "node:zlib";
 import { type CompactionRecord, checkCompaction, compactArchive, openArchive } from "@auditpipe/compact";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LATER, shipFixture } from "./_helper.ts";
@@ -49,8 +49,11 @@ describe("checkCompaction", () => {
 
     const altered = copy("altered");
     const source = join(altered, record.sources[1]!.key);
-    const lines = gunzipSync(readFileSync(source)).toString("utf8").split("\n");
-    writeFileSync(source, gzipSync(lines.slice(1).join("\n"))); // one entry removed from the NDJSON
+    // zstd (the sink's default) or gzip, by the object's extension.
+    const zstd = source.endsWith(".zst");
+    const lines = (zstd ? zstdDecompressSync : gunzipSync)(readFileSync(source)).toString("utf8").split("\n");
+    const fewer = lines.slice(1).join("\n"); // one entry removed from the NDJSON
+    writeFileSync(source, zstd ? zstdCompressSync(fewer) : gzipSync(fewer));
     expect(
       (await checkCompaction(await openArchive(altered), record, { workDir: work })).findings.map(
         (f) => f.kind,

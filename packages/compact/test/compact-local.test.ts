@@ -4,9 +4,10 @@
  * change nothing; a host-hour that grows is compacted again; retention drops landing objects only
  * when asked.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { gunzipSync, zstdCompressSync } from "node:zlib";
 import {
   compactArchive,
   compactionRecordKey,
@@ -55,10 +56,15 @@ describe("compact on a local-dir archive", () => {
 
     const store = await openArchive(dir);
     const results = await compactArchive(store, { now: LATER });
-    expect(results.map((r) => [r.state, r.record?.rows])).toEqual([["due", acked]]);
+    expect(results.map((r) => [r.state, r.record?.counts.entries])).toEqual([["due", acked]]);
     const record = results[0]!.record!;
     expect(record.key).toBe(parquetKey(partition));
-    expect(record.counts).toMatchObject({ entries: acked, lines: acked, attempts: 0, pending: 0 });
+    // Since outcomes are joined, the sink also ships attempt lines (kept as rows) and outcome
+    // decisions (applied to their entries): every line is one or the other, once.
+    const c = record.counts;
+    expect(c.entries).toBe(acked);
+    expect(c.lines).toBe(c.entries + c.attempts + c.decisionsApplied + c.laterDecisions);
+    expect(record.rows).toBe(c.entries + c.attempts + c.laterDecisions);
     expect(record.sources.length).toBeGreaterThan(5);
     expect(record.rowsDigest).toMatch(/^sha256:[0-9a-f]{64}$/);
     const file = join(dir, record.key);
@@ -81,7 +87,7 @@ describe("compact on a local-dir archive", () => {
     // Every shipped line once: the same (source, offset) set, and the same typed values.
     const rows = await readParquet(
       file,
-      `SELECT strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS ts, session_id, session_line, source, parameter, parameter_marker, statement FROM FILE`,
+      `SELECT strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') || 'Z' AS ts, session_id, session_line, source, parameter, parameter_marker, statement FROM FILE WHERE record = 'entry'`,
     );
     expect(rows.length).toBe(shipped.length);
     const key = (file: string, offset: number | string) => `${file}@${offset}`;
@@ -123,6 +129,24 @@ describe("compact on a local-dir archive", () => {
     );
     expect(stats.length).toBeGreaterThan(0);
     expect(stats[0]!.stats_min).not.toBeNull();
+  });
+
+  it("reads zstd landing objects (.ndjson.zst) as it reads gzip ones: the same rows and digest", async () => {
+    // The same archive with every landing object re-encoded as zstd, as a sink shipping with
+    // --compression zstd writes it.
+    const zstdDir = join(work, "archive-zstd");
+    const gzipRecord = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
+    for (const s of gzipRecord.sources as { key: string }[]) {
+      const target = join(zstdDir, s.key.replace(/\.ndjson\.gz$/, ".ndjson.zst"));
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, zstdCompressSync(gunzipSync(readFileSync(join(dir, s.key)))));
+    }
+    const results = await compactArchive(await openArchive(zstdDir), { now: LATER });
+    expect(results.map((r) => r.state)).toEqual(["due"]);
+    const record = results[0]!.record!;
+    expect(record.sources.every((s) => s.key.endsWith(".ndjson.zst"))).toBe(true);
+    expect(record.sources.length).toBe(gzipRecord.sources.length);
+    expect([record.rows, record.rowsDigest]).toEqual([gzipRecord.rows, gzipRecord.rowsDigest]);
   });
 
   it("a rerun changes nothing; a lost record gives the same rows, digest and bytes", async () => {
@@ -180,8 +204,8 @@ describe("compact on a local-dir archive", () => {
     const byHour = new Map(results.map((r) => [r.record?.hour ?? r.partition.hour, r]));
     const grown = byHour.get("2026-11-23T07")!;
     expect(grown.state).toBe("due");
-    expect(grown.record!.rows).toBe(old.rows + more);
-    expect(shippedRecords(dir).length).toBe(old.rows + more);
+    expect(grown.record!.counts.entries).toBe(old.counts.entries + more);
+    expect(shippedRecords(dir).length).toBe(old.counts.entries + more);
 
     const kept = await compactArchive(store, { now: LATER });
     expect(kept.every((r) => r.state === "compacted" && r.dropped === undefined)).toBe(true);

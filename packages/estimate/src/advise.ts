@@ -168,6 +168,35 @@ function slot<V>(map: Map<string, V>, key: string, make: () => V, overflow: stri
 /** The key under which entries past MAX_KEYS are counted (never reported as a key). */
 const OTHER = "\u0000other";
 
+/** An advice item before its share and projection are known. */
+type Candidate = Omit<AdviceItem, "share" | "gbPerDaySaved">;
+
+/** A map's entries but the overflow slot, largest bytes first. */
+function ranked<T extends Tally>(map: Map<string, T>): [string, T][] {
+  return [...map].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
+}
+
+/** The SQL that sets pgaudit.log server-wide and reloads. */
+function alterLog(value: string): string[] {
+  return [`ALTER SYSTEM SET pgaudit.log = ${quoteLiteral(value)};`, "SELECT pg_reload_conf();"];
+}
+
+interface PgauditLogChanges {
+  /** pgaudit.log without the classes `drop`; null when it would log what it logs now. */
+  without(...drop: string[]): string | null;
+}
+
+function pgauditLogChanges(value: string): PgauditLogChanges {
+  const current = sessionClasses(value);
+  return {
+    without(...drop) {
+      const next = pgauditLogValue(new Set([...current].filter((c) => !drop.includes(c))));
+      const after = sessionClasses(next);
+      return after.size === current.size && [...after].every((c) => current.has(c)) ? null : next;
+    },
+  };
+}
+
 export class AdviceTally {
   private entries = 0;
   private bytes = 0;
@@ -297,184 +326,23 @@ export class AdviceTally {
     const projection = projectVolume(this.bytes, span, this.entries).reason;
     const perDay = (bytes: number): number | null => projectVolume(bytes, span, this.entries).gbPerDay;
     const share = (bytes: number): number => (this.bytes > 0 ? bytes / this.bytes : 0);
-    // Seen MISC means misc is on, which brings misc_set with it (whether or not a SET ran).
-    const seen = AUDIT_CLASSES.filter(
-      (c) => this.sessionClassesSeen.has(c) || (c === "MISC_SET" && this.sessionClassesSeen.has("MISC")),
-    );
-    const pgauditLog = options.pgauditLog
-      ? { value: options.pgauditLog, inferred: false }
-      : { value: pgauditLogValue(new Set(seen)), inferred: true };
-    const current = sessionClasses(pgauditLog.value);
-    /** pgaudit.log without the classes `drop`; null when it would log what it logs now. */
-    const without = (...drop: string[]): string | null => {
-      const value = pgauditLogValue(new Set([...current].filter((c) => !drop.includes(c))));
-      const after = sessionClasses(value);
-      return after.size === current.size && [...after].every((c) => current.has(c)) ? null : value;
-    };
-    const alterLog = (value: string): string[] => [
-      `ALTER SYSTEM SET pgaudit.log = ${quoteLiteral(value)};`,
-      "SELECT pg_reload_conf();",
+    const pgauditLog = this.pgauditLogOf(options);
+    const log = pgauditLogChanges(pgauditLog.value);
+    // In this order, which the sort below keeps among equal savings.
+    const candidates = [
+      ...this.classItems(log),
+      ...this.healthCheckItems(),
+      this.catalogItem(),
+      ...this.fkCheckItems(options.auditRole),
+      ...this.statementOnceItems(),
+      ...this.readItems(log, share),
+      ...this.failedItems(),
     ];
-    const items: AdviceItem[] = [];
-    const item = (fields: Omit<AdviceItem, "share" | "gbPerDaySaved">): void => {
-      if (fields.bytes > 0)
-        items.push({ ...fields, share: share(fields.bytes), gbPerDaySaved: perDay(fields.bytes) });
-    };
-
-    const noMisc = without("MISC");
-    if (noMisc !== null) {
-      const commands = [...this.miscCommands]
-        .filter(([k]) => k !== OTHER)
-        .sort((a, b) => b[1].bytes - a[1].bytes)
-        .map(([c]) => c);
-      const shown = commands.slice(0, MISC_COMMANDS_SHOWN).join(", ");
-      const control = commands.length > 0 && commands.every((c) => TRANSACTION_CONTROL.has(c));
-      item({
-        kind: "transaction-control",
-        subject: `class MISC: ${shown}${commands.length > MISC_COMMANDS_SHOWN ? " …" : ""}`,
-        entries: this.misc.entries,
-        bytes: this.misc.bytes,
-        change: "drop misc from pgaudit.log (keeping misc_set where SET and RESET were logged)",
-        sql: alterLog(noMisc),
-        givesUp: control
-          ? "transaction boundaries and the other MISC commands (VACUUM, CHECKPOINT, DISCARD, FETCH, LOCK …) are no longer logged; the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)"
-          : `every MISC command is no longer logged (here: ${commands.slice(0, 8).join(", ")}); the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)`,
-      });
-    }
-    const noSet = without("MISC_SET");
-    if (noSet !== null)
-      item({
-        kind: "set",
-        subject: "class MISC_SET: SET and RESET (pgaudit prints them as MISC)",
-        entries: this.sets.entries,
-        bytes: this.sets.bytes,
-        change:
-          "take misc_set out of pgaudit.log (misc includes it: `misc, -misc_set` keeps the rest of MISC)",
-        sql: alterLog(noSet),
-        givesUp:
-          "changes of session settings (SET, SET LOCAL, SET ROLE, SET TRANSACTION, RESET …) are no longer logged",
-      });
-    const health = [...this.healthByRole]
-      .filter(([k]) => k !== OTHER)
-      .sort((a, b) => b[1].bytes - a[1].bytes);
-    for (const [role, t] of health) {
-      const all = this.byRole.get(role);
-      const dedicated = role !== "" && all !== undefined && t.bytes >= 0.9 * all.session;
-      item({
-        kind: "health-check",
-        subject: role ? `health checks (SELECT 1 …) by role ${role}` : "health checks (SELECT 1 …)",
-        // Switching the role's session auditing off stops all of its session entries.
-        entries: t.entries,
-        bytes: dedicated ? all.session : t.bytes,
-        change: dedicated
-          ? `stop session auditing of role ${role}, which only ran health checks`
-          : "run health checks as a role of their own, then stop auditing that role",
-        sql: dedicated ? [`ALTER ROLE ${quoteIdent(role)} SET pgaudit.log = 'none';`] : [],
-        givesUp: dedicated
-          ? `anything role ${role} does is no longer session-audited, from its next session on (in the observed log it ran only health checks); object auditing still applies to it`
-          : "nothing once the checks have a role of their own; until then this is not a setting",
-      });
-    }
-    item({
-      kind: "catalog-read",
-      subject: "reads of pg_catalog and information_schema",
-      entries: this.catalog.entries,
-      bytes: this.catalog.bytes,
-      change: "turn pgaudit.log_catalog off",
-      sql: ["ALTER SYSTEM SET pgaudit.log_catalog = off;", "SELECT pg_reload_conf();"],
-      givesUp:
-        "statements that touch only system catalogs (psql's \\d, ORM introspection) are not logged, nor the catalog relations of others; the rest of a statement that also touches a user table still is",
-    });
-    const ranked = (map: Map<string, Tally>): [string, Tally][] =>
-      [...map].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
-    const role = options.auditRole;
-    for (const [object, t] of ranked(this.fkObject)) {
-      const revoked = this.objectReadUpdate.get(object) ?? t;
-      item({
-        kind: "fk-check",
-        subject: `foreign-key checks object-audited on ${object} (${t.entries.toLocaleString("en-US")} entries)`,
-        entries: revoked.entries,
-        bytes: revoked.bytes,
-        change: `no grant tells a foreign-key check of ${object} from a read: pgaudit logs the check when the audit role holds SELECT or UPDATE on ${object} or on any of its columns (the check updates no column, which pgaudit reads as "any column"), so a column-level grant on the sensitive columns logs it too. Revoking SELECT and UPDATE on ${object} stops the checks with the reads and updates. Or, with no loss: run the application as a role that is not a member of ${object}'s owner — pgaudit logs a check only for a session user who is`,
-        sql: role ? [`REVOKE SELECT, UPDATE ON ${qualified(object)} FROM ${quoteIdent(role)};`] : [],
-        givesUp: `reads and updates of ${object} are no longer object-audited (this saving counts its OBJECT SELECT and UPDATE entries; INSERT and DELETE stay logged while the role holds those grants)`,
-      });
-    }
-    const sessionFk = ranked(this.fkSession);
-    if (sessionFk.length > 0)
-      item({
-        kind: "fk-check",
-        subject: `foreign-key checks under session READ (${sessionFk.map(([o]) => o).join(", ")})`,
-        entries: sessionFk.reduce((n, [, f]) => n + f.entries, 0),
-        bytes: sessionFk.reduce((n, [, f]) => n + f.bytes, 0),
-        change:
-          "no pgaudit setting removes them alone: session READ logs the check every INSERT (and every UPDATE of a row its own transaction inserted) of a referencing row runs. They are not logged when the application's role is not a member of the referenced table's owner: PostgreSQL runs the check as the owner, and pgaudit logs a statement only for a session user who is a member of the role it runs as",
-        sql: [],
-        givesUp:
-          "nothing, when the application runs as a role that does not own the tables; otherwise see session READ",
-      });
-    if (!this.statementOnceSeen)
-      item({
-        kind: "repeated-statement-text",
-        subject: "statement text repeated for each substatement and relation",
-        entries: 0,
-        bytes: this.repeatedText,
-        change: "turn pgaudit.log_statement_once on",
-        sql: ["ALTER SYSTEM SET pgaudit.log_statement_once = on;", "SELECT pg_reload_conf();"],
-        givesUp:
-          "no entry: each statement's text is still logged once, with its first entry; a reader joins the later entries to it by statement ID",
-      });
-    const noRead = without("READ");
-    for (const [name, t] of [...this.byRole]
-      .filter(([k]) => k !== OTHER)
-      .sort((a, b) => b[1].bytes - a[1].bytes)
-      .slice(0, 3)) {
-      if (
-        name === "" ||
-        noRead === null ||
-        share(t.bytes) < ROLE_SHARE ||
-        t.sessionRead < ROLE_READ_SHARE * t.session
-      )
-        continue;
-      item({
-        kind: "role-reads",
-        subject: `reads by role ${name}`,
-        entries: 0,
-        bytes: t.sessionRead,
-        change: `stop session READ auditing for role ${name}`,
-        sql: [`ALTER ROLE ${quoteIdent(name)} SET pgaudit.log = ${quoteLiteral(noRead)};`],
-        givesUp: `what role ${name} reads is no longer session-logged, from its next session on; its writes, DDL and role changes still are, and object auditing still applies to it`,
-      });
-    }
-    if (noRead !== null && share(this.sessionRead.bytes) >= SESSION_READ_SHARE)
-      item({
-        kind: "session-read",
-        subject: "session READ of every table",
-        entries: this.sessionRead.entries,
-        bytes: this.sessionRead.bytes,
-        change:
-          "replace session READ by object READ on the sensitive tables (`auditpipe recommend` writes the grants); dropping read saves this much, and the grants then log the sensitive tables' reads again",
-        sql: alterLog(noRead),
-        givesUp: "reads of tables not granted to the audit role are no longer logged",
-      });
-
-    if (this.failed.bytes > 0) {
-      const [worst] = [...this.failedBy].filter(([k]) => k !== OTHER).sort((a, b) => b[1].bytes - a[1].bytes);
-      item({
-        kind: "failed-statements",
-        subject: `statements that failed${worst ? ` (most: ${worst[0]})` : ""}`,
-        entries: this.failed.entries,
-        bytes: this.failed.bytes,
-        change:
-          "fix what keeps failing (a retry loop, a job with wrong privileges, a constraint the application keeps hitting): their entries record what never took effect; no audit setting removes them alone",
-        sql: [],
-        givesUp: "nothing: the failures stop happening (their ERRORs are still in the server log)",
-      });
-    }
-    items.sort((a, b) => b.bytes - a.bytes);
-    const topStatements = [...this.byFingerprint]
-      .filter(([k]) => k !== OTHER)
-      .sort((a, b) => b[1].bytes - a[1].bytes)
+    const items: AdviceItem[] = candidates
+      .filter((c) => c.bytes > 0)
+      .map((c) => ({ ...c, share: share(c.bytes), gbPerDaySaved: perDay(c.bytes) }))
+      .sort((a, b) => b.bytes - a.bytes);
+    const topStatements = ranked(this.byFingerprint)
       .slice(0, top)
       .map(([print, t]) => ({
         fingerprint: print,
@@ -492,6 +360,181 @@ export class AdviceTally {
       topStatements,
       sampled: this.weight > 1,
     };
+  }
+
+  /** pgaudit.log as given, or inferred from the SESSION classes seen. */
+  private pgauditLogOf(options: AdviseOptions): Advice["pgauditLog"] {
+    if (options.pgauditLog) return { value: options.pgauditLog, inferred: false };
+    // Seen MISC means misc is on, which brings misc_set with it (whether or not a SET ran).
+    const seen = AUDIT_CLASSES.filter(
+      (c) => this.sessionClassesSeen.has(c) || (c === "MISC_SET" && this.sessionClassesSeen.has("MISC")),
+    );
+    return { value: pgauditLogValue(new Set(seen)), inferred: true };
+  }
+
+  /** Dropping misc, and taking misc_set out of pgaudit.log. */
+  private classItems(log: PgauditLogChanges): Candidate[] {
+    const items: Candidate[] = [];
+    const noMisc = log.without("MISC");
+    if (noMisc !== null) {
+      const commands = ranked(this.miscCommands).map(([c]) => c);
+      const shown = commands.slice(0, MISC_COMMANDS_SHOWN).join(", ");
+      const control = commands.length > 0 && commands.every((c) => TRANSACTION_CONTROL.has(c));
+      items.push({
+        kind: "transaction-control",
+        subject: `class MISC: ${shown}${commands.length > MISC_COMMANDS_SHOWN ? " …" : ""}`,
+        entries: this.misc.entries,
+        bytes: this.misc.bytes,
+        change: "drop misc from pgaudit.log (keeping misc_set where SET and RESET were logged)",
+        sql: alterLog(noMisc),
+        givesUp: control
+          ? "transaction boundaries and the other MISC commands (VACUUM, CHECKPOINT, DISCARD, FETCH, LOCK …) are no longer logged; the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)"
+          : `every MISC command is no longer logged (here: ${commands.slice(0, 8).join(", ")}); the statements inside transactions still are, but whether they took effect no longer can be told (only failures: a ROLLBACK would leave no trace)`,
+      });
+    }
+    const noSet = log.without("MISC_SET");
+    if (noSet !== null)
+      items.push({
+        kind: "set",
+        subject: "class MISC_SET: SET and RESET (pgaudit prints them as MISC)",
+        entries: this.sets.entries,
+        bytes: this.sets.bytes,
+        change:
+          "take misc_set out of pgaudit.log (misc includes it: `misc, -misc_set` keeps the rest of MISC)",
+        sql: alterLog(noSet),
+        givesUp:
+          "changes of session settings (SET, SET LOCAL, SET ROLE, SET TRANSACTION, RESET …) are no longer logged",
+      });
+    return items;
+  }
+
+  /** Health checks, by the role that runs them. */
+  private healthCheckItems(): Candidate[] {
+    return ranked(this.healthByRole).map(([role, t]) => {
+      const all = this.byRole.get(role);
+      const dedicated = role !== "" && all !== undefined && t.bytes >= 0.9 * all.session;
+      return {
+        kind: "health-check",
+        subject: role ? `health checks (SELECT 1 …) by role ${role}` : "health checks (SELECT 1 …)",
+        // Switching the role's session auditing off stops all of its session entries.
+        entries: t.entries,
+        bytes: dedicated ? all.session : t.bytes,
+        change: dedicated
+          ? `stop session auditing of role ${role}, which only ran health checks`
+          : "run health checks as a role of their own, then stop auditing that role",
+        sql: dedicated ? [`ALTER ROLE ${quoteIdent(role)} SET pgaudit.log = 'none';`] : [],
+        givesUp: dedicated
+          ? `anything role ${role} does is no longer session-audited, from its next session on (in the observed log it ran only health checks); object auditing still applies to it`
+          : "nothing once the checks have a role of their own; until then this is not a setting",
+      };
+    });
+  }
+
+  private catalogItem(): Candidate {
+    return {
+      kind: "catalog-read",
+      subject: "reads of pg_catalog and information_schema",
+      entries: this.catalog.entries,
+      bytes: this.catalog.bytes,
+      change: "turn pgaudit.log_catalog off",
+      sql: ["ALTER SYSTEM SET pgaudit.log_catalog = off;", "SELECT pg_reload_conf();"],
+      givesUp:
+        "statements that touch only system catalogs (psql's \\d, ORM introspection) are not logged, nor the catalog relations of others; the rest of a statement that also touches a user table still is",
+    };
+  }
+
+  /** Foreign-key checks: object-audited, by checked relation; under session READ, together. */
+  private fkCheckItems(role: string | undefined): Candidate[] {
+    const items: Candidate[] = ranked(this.fkObject).map(([object, t]) => {
+      const revoked = this.objectReadUpdate.get(object) ?? t;
+      return {
+        kind: "fk-check",
+        subject: `foreign-key checks object-audited on ${object} (${t.entries.toLocaleString("en-US")} entries)`,
+        entries: revoked.entries,
+        bytes: revoked.bytes,
+        change: `no grant tells a foreign-key check of ${object} from a read: pgaudit logs the check when the audit role holds SELECT or UPDATE on ${object} or on any of its columns (the check updates no column, which pgaudit reads as "any column"), so a column-level grant on the sensitive columns logs it too. Revoking SELECT and UPDATE on ${object} stops the checks with the reads and updates. Or, with no loss: run the application as a role that is not a member of ${object}'s owner — pgaudit logs a check only for a session user who is`,
+        sql: role ? [`REVOKE SELECT, UPDATE ON ${qualified(object)} FROM ${quoteIdent(role)};`] : [],
+        givesUp: `reads and updates of ${object} are no longer object-audited (this saving counts its OBJECT SELECT and UPDATE entries; INSERT and DELETE stay logged while the role holds those grants)`,
+      };
+    });
+    const sessionFk = ranked(this.fkSession);
+    if (sessionFk.length > 0)
+      items.push({
+        kind: "fk-check",
+        subject: `foreign-key checks under session READ (${sessionFk.map(([o]) => o).join(", ")})`,
+        entries: sessionFk.reduce((n, [, f]) => n + f.entries, 0),
+        bytes: sessionFk.reduce((n, [, f]) => n + f.bytes, 0),
+        change:
+          "no pgaudit setting removes them alone: session READ logs the check every INSERT (and every UPDATE of a row its own transaction inserted) of a referencing row runs. They are not logged when the application's role is not a member of the referenced table's owner: PostgreSQL runs the check as the owner, and pgaudit logs a statement only for a session user who is a member of the role it runs as",
+        sql: [],
+        givesUp:
+          "nothing, when the application runs as a role that does not own the tables; otherwise see session READ",
+      });
+    return items;
+  }
+
+  private statementOnceItems(): Candidate[] {
+    if (this.statementOnceSeen) return [];
+    return [
+      {
+        kind: "repeated-statement-text",
+        subject: "statement text repeated for each substatement and relation",
+        entries: 0,
+        bytes: this.repeatedText,
+        change: "turn pgaudit.log_statement_once on",
+        sql: ["ALTER SYSTEM SET pgaudit.log_statement_once = on;", "SELECT pg_reload_conf();"],
+        givesUp:
+          "no entry: each statement's text is still logged once, with its first entry; a reader joins the later entries to it by statement ID",
+      },
+    ];
+  }
+
+  /** Session READ: of the (at most three) roles that read most, and of every table. */
+  private readItems(log: PgauditLogChanges, share: (bytes: number) => number): Candidate[] {
+    const noRead = log.without("READ");
+    if (noRead === null) return [];
+    const items: Candidate[] = [];
+    for (const [name, t] of ranked(this.byRole).slice(0, 3)) {
+      if (name === "" || share(t.bytes) < ROLE_SHARE || t.sessionRead < ROLE_READ_SHARE * t.session) continue;
+      items.push({
+        kind: "role-reads",
+        subject: `reads by role ${name}`,
+        entries: 0,
+        bytes: t.sessionRead,
+        change: `stop session READ auditing for role ${name}`,
+        sql: [`ALTER ROLE ${quoteIdent(name)} SET pgaudit.log = ${quoteLiteral(noRead)};`],
+        givesUp: `what role ${name} reads is no longer session-logged, from its next session on; its writes, DDL and role changes still are, and object auditing still applies to it`,
+      });
+    }
+    if (share(this.sessionRead.bytes) >= SESSION_READ_SHARE)
+      items.push({
+        kind: "session-read",
+        subject: "session READ of every table",
+        entries: this.sessionRead.entries,
+        bytes: this.sessionRead.bytes,
+        change:
+          "replace session READ by object READ on the sensitive tables (`auditpipe recommend` writes the grants); dropping read saves this much, and the grants then log the sensitive tables' reads again",
+        sql: alterLog(noRead),
+        givesUp: "reads of tables not granted to the audit role are no longer logged",
+      });
+    return items;
+  }
+
+  private failedItems(): Candidate[] {
+    if (this.failed.bytes === 0) return [];
+    const [worst] = ranked(this.failedBy);
+    return [
+      {
+        kind: "failed-statements",
+        subject: `statements that failed${worst ? ` (most: ${worst[0]})` : ""}`,
+        entries: this.failed.entries,
+        bytes: this.failed.bytes,
+        change:
+          "fix what keeps failing (a retry loop, a job with wrong privileges, a constraint the application keeps hitting): their entries record what never took effect; no audit setting removes them alone",
+        sql: [],
+        givesUp: "nothing: the failures stop happening (their ERRORs are still in the server log)",
+      },
+    ];
   }
 }
 

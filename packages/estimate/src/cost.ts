@@ -1,7 +1,7 @@
 /**
  * What audit logs cost, as two separate lines because they are billed on different bytes:
  * ingestion by a log service is billed per GB of raw log, once; the S3 archive holds the
- * sidecar's NDJSON gzip-compressed, billed per GB-month for as long as Object Lock keeps it, so
+ * sidecar's NDJSON compressed (zstd by default), billed per GB-month for as long as Object Lock keeps it, so
  * it accumulates until the oldest objects leave the retention period. Pure: no I/O.
  */
 import type { LogDestinationName } from "./types.ts";
@@ -13,17 +13,17 @@ export const DEFAULT_STORAGE_PRICE_PER_GB_MONTH = 0.023;
 /** `auditpipe run`'s default Object Lock retention (`--object-lock-days`). */
 export const DEFAULT_RETENTION_DAYS = 365;
 /**
- * Raw audit-record bytes per archived byte (NDJSON, gzip level 6, batches of up to 10,000
- * entries), measured on every case of the repository's real fixtures (fixtures/cases) per log
+ * Raw audit-record bytes per archived byte (NDJSON, zstd level 1 as the sidecar lands it by
+ * default, batches of up to 10,000 entries; gzip level 6 makes objects ~10 % smaller), measured on every case of the repository's real fixtures (fixtures/cases) per log
  * format: the raw side depends on the format (jsonlog repeats its keys), the archive side does
  * not. syslog is the mean of the three rsyslog formats. `apps/cli/test/estimate-cost.test.ts`
  * measures them again and fails when one drifts by more than 5%.
  */
 export const DEFAULT_COMPRESSION_RATIO: Readonly<Record<LogDestinationName, number>> = {
-  csvlog: 15.7,
-  jsonlog: 24.0,
-  stderr: 12.1,
-  syslog: 14.9,
+  csvlog: 14.2,
+  jsonlog: 21.7,
+  stderr: 11.1,
+  syslog: 13.8,
 };
 
 const DAYS_PER_MONTH = 30;
@@ -106,7 +106,7 @@ export function costOf(
 export function costInputs(pricePerGb: number, a: ArchiveCost): string {
   return (
     `ingest $/month: raw log bytes x $${pricePerGb} per GB ingested by a log service (--price-per-gb), 30 days.\n` +
-    `archive: audit entries as gzip NDJSON, ${a.compressionRatio.toFixed(1)}x smaller (${a.compressionRatioSource}; --compression-ratio), ` +
+    `archive: audit entries as zstd NDJSON, ${a.compressionRatio.toFixed(1)}x smaller (${a.compressionRatioSource}; --compression-ratio), ` +
     `kept ${a.retentionDays} days (--retention-days): archive GB = compressed GB/day x ${a.retentionDays} once the oldest objects expire; ` +
     `archive $/month = archive GB x $${a.pricePerGbMonth} per GB-month (--storage-price). Decimal units.`
   );

@@ -67,7 +67,9 @@ export const estimateSchema: z.ZodType<Estimate> = z
         pricePerGbMonth: z.number(),
         dollarsPerMonth: z.number().describe("Storage bill per month at steady state."),
       })
-      .describe("The S3 archive: audit entries as gzip NDJSON, accumulating over the retention period."),
+      .describe(
+        "The S3 archive: audit entries as compressed NDJSON (zstd, the sidecar's default), accumulating over the retention period.",
+      ),
     byClass: rates,
     byAuditType: rates,
     byObject: rates,

@@ -11,4 +11,11 @@ export {
   type WindowStats,
 } from "./live.ts";
 export { MIN_PROJECTION_SECONDS, type Projection, projectVolume } from "./projection.ts";
-export { type Breakdown, type Tally, type VolumeReport, VolumeTally } from "./volume.ts";
+export {
+  type Breakdown,
+  type BreakdownState,
+  type Tally,
+  type VolumeReport,
+  VolumeTally,
+  type VolumeTallyState,
+} from "./volume.ts";

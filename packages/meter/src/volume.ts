@@ -64,16 +64,25 @@ export interface OutcomeCounts {
 /** The key of a breakdown when the log does not carry the value. */
 const NONE = "none";
 
+/** A breakdown as VolumeTallyState carries it: `[key, entries, bytes]`. */
+export type BreakdownState = [key: string, entries: number, bytes: number][];
+
 class Counter {
   readonly map: Map<string, Tally> = new Map();
-  add(key: string, bytes: number): void {
+  add(key: string, bytes: number, entries = 1): void {
     const tally = this.map.get(key);
     if (tally) {
-      tally.entries += 1;
+      tally.entries += entries;
       tally.bytes += bytes;
     } else {
-      this.map.set(detached(key), { entries: 1, bytes });
+      this.map.set(detached(key), { entries, bytes });
     }
+  }
+  state(): BreakdownState {
+    return [...this.map].map(([key, t]) => [key, t.entries, t.bytes]);
+  }
+  merge(state: BreakdownState): void {
+    for (const [key, entries, bytes] of state) this.add(key, bytes, entries);
   }
   /** Largest first (by bytes, then entries, then key) so reports and JSON read top-down. */
   toObject(): Breakdown {
@@ -82,6 +91,36 @@ class Counter {
     );
     return Object.fromEntries(sorted.map(([k, v]) => [k, { entries: v.entries, bytes: v.bytes }]));
   }
+}
+
+/**
+ * Everything a VolumeTally has counted, as plain data (structured-clone and JSON safe): what a
+ * worker thread of `analyze` hands back, merged with VolumeTally.merge. Merging tallies of any
+ * partition of the input, in any order, gives the report one tally of all of it gives (every
+ * figure is a sum, a minimum or a maximum; breakdowns are sorted when reported).
+ */
+export interface VolumeTallyState {
+  records: number;
+  entries: number;
+  bytes: number;
+  malformed: number;
+  byClass: BreakdownState;
+  byCommand: BreakdownState;
+  byAuditType: BreakdownState;
+  byObject: BreakdownState;
+  byUser: BreakdownState;
+  byDatabase: BreakdownState;
+  outcomes: OutcomeCounts;
+  unknownReasons: [string, number][];
+  failedByUser: BreakdownState;
+  failedByCommand: BreakdownState;
+  failedBySqlstate: BreakdownState;
+  attempts: number;
+  attemptsByUser: [string, number][];
+  attemptsBySqlstate: [string, number][];
+  /** First and last entry time (ms since the epoch); ±Infinity without one. */
+  firstMs: number;
+  lastMs: number;
 }
 
 /**
@@ -150,12 +189,24 @@ export class VolumeTally {
     sqlstate: string | null,
     reason: string | null,
   ): void {
+    this.addOutcomeOf(entry.command, record.user, record.size, outcome, sqlstate, reason);
+  }
+
+  /** addOutcome from what it reads of the entry: its command, its record's user and size. */
+  addOutcomeOf(
+    command: string,
+    user: string | null,
+    bytes: number,
+    outcome: keyof OutcomeCounts,
+    sqlstate: string | null,
+    reason: string | null,
+  ): void {
     this.outcomes[outcome] += 1;
     if (outcome === "unknown") bump(this.unknownReasons, reason ?? NONE);
     if (outcome !== "failed") return;
-    this.failedByUser.add(record.user ?? NONE, record.size);
-    this.failedByCommand.add(entry.command, record.size);
-    this.failedBySqlstate.add(sqlstate ?? NONE, record.size);
+    this.failedByUser.add(user ?? NONE, bytes);
+    this.failedByCommand.add(command, bytes);
+    this.failedBySqlstate.add(sqlstate ?? NONE, bytes);
   }
 
   /** An ERROR or FATAL of no audited statement (a refused statement, a failed login). */
@@ -163,6 +214,56 @@ export class VolumeTally {
     this.attemptCount += 1;
     bump(this.attemptsByUser, record.user ?? NONE);
     bump(this.attemptsBySqlstate, record.sqlState ?? NONE);
+  }
+
+  /** What this tally has counted, as plain data (see VolumeTallyState). */
+  state(): VolumeTallyState {
+    return {
+      records: this.records,
+      entries: this.entries,
+      bytes: this.bytes,
+      malformed: this.malformed,
+      byClass: this.byClass.state(),
+      byCommand: this.byCommand.state(),
+      byAuditType: this.byAuditType.state(),
+      byObject: this.byObject.state(),
+      byUser: this.byUser.state(),
+      byDatabase: this.byDatabase.state(),
+      outcomes: { ...this.outcomes },
+      unknownReasons: [...this.unknownReasons],
+      failedByUser: this.failedByUser.state(),
+      failedByCommand: this.failedByCommand.state(),
+      failedBySqlstate: this.failedBySqlstate.state(),
+      attempts: this.attemptCount,
+      attemptsByUser: [...this.attemptsByUser],
+      attemptsBySqlstate: [...this.attemptsBySqlstate],
+      firstMs: this.firstMs,
+      lastMs: this.lastMs,
+    };
+  }
+
+  /** Adds what another tally counted (its state()): the report is that of both inputs together. */
+  merge(s: VolumeTallyState): void {
+    this.records += s.records;
+    this.entries += s.entries;
+    this.bytes += s.bytes;
+    this.malformed += s.malformed;
+    this.byClass.merge(s.byClass);
+    this.byCommand.merge(s.byCommand);
+    this.byAuditType.merge(s.byAuditType);
+    this.byObject.merge(s.byObject);
+    this.byUser.merge(s.byUser);
+    this.byDatabase.merge(s.byDatabase);
+    for (const k of Object.keys(this.outcomes) as (keyof OutcomeCounts)[]) this.outcomes[k] += s.outcomes[k];
+    for (const [key, n] of s.unknownReasons) bump(this.unknownReasons, key, n);
+    this.failedByUser.merge(s.failedByUser);
+    this.failedByCommand.merge(s.failedByCommand);
+    this.failedBySqlstate.merge(s.failedBySqlstate);
+    this.attemptCount += s.attempts;
+    for (const [key, n] of s.attemptsByUser) bump(this.attemptsByUser, key, n);
+    for (const [key, n] of s.attemptsBySqlstate) bump(this.attemptsBySqlstate, key, n);
+    if (s.firstMs < this.firstMs) this.firstMs = s.firstMs;
+    if (s.lastMs > this.lastMs) this.lastMs = s.lastMs;
   }
 
   report(): VolumeReport {
@@ -207,10 +308,10 @@ export class VolumeTally {
   }
 }
 
-function bump(map: Map<string, number>, key: string): void {
+function bump(map: Map<string, number>, key: string, by = 1): void {
   const n = map.get(key);
-  if (n === undefined) map.set(detached(key), 1);
-  else map.set(key, n + 1);
+  if (n === undefined) map.set(detached(key), by);
+  else map.set(key, n + by);
 }
 
 /** Largest first, then by key. */

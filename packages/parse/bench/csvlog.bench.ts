@@ -7,7 +7,6 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCsvlogParser, type LogRecord, parseAuditPayload } from "@auditpipe/parse";
-import { parse } from "csv-parse";
 import {
   type BenchCase,
   CHUNK_BYTES,
@@ -16,6 +15,7 @@ import {
   runCases,
   writeSuite,
 } from "./_bench-harness.ts";
+import { csvParse } from "./_csv-parse-split.ts";
 import { referenceData } from "./_reference-data.ts";
 
 const ROUNDS = 5;
@@ -38,23 +38,6 @@ function ours(data: Buffer, decode: boolean): Counts {
     },
   });
   for (let pos = 0; pos < data.length; pos += CHUNK_BYTES) parser.push(data.subarray(pos, pos + CHUNK_BYTES));
-  parser.end();
-  return counts;
-}
-
-function csvParse(data: Buffer): Counts {
-  const counts: Counts = { records: 0, entries: 0, checksum: 0 };
-  // on_record runs synchronously for each record; returning null keeps the stream from buffering.
-  const parser = parse({
-    relax_column_count: true,
-    on_record: (row: string[]) => {
-      counts.records++;
-      counts.checksum += row[13]?.length ?? 0;
-      return null;
-    },
-  });
-  for (let pos = 0; pos < data.length; pos += CHUNK_BYTES)
-    parser.write(data.subarray(pos, pos + CHUNK_BYTES));
   parser.end();
   return counts;
 }

@@ -299,6 +299,101 @@ function scanTimestamp(line: string, pos: number, millis: boolean): number {
   return i > pos + fixed ? i : -1;
 }
 
+/** The record's prefix fields from the values the escapes matched. */
+function assignFields(tokens: Token[], values: (string | null)[], out: PrefixFields): void {
+  const count = tokens.length;
+  // %m (milliseconds) is what csvlog's log_time prints; prefer it, then %t, then %n.
+  let m: string | null = null;
+  let tt: string | null = null;
+  let n: string | null = null;
+  for (let t = 0; t < count; t++) {
+    const tok = tokens[t]!;
+    if (tok.kind !== FIELD) continue;
+    const v = values[t] ?? null;
+    switch (tok.code) {
+      case 0x61: // %a
+        out.applicationName = v === "[unknown]" ? null : v;
+        break;
+      case 0x75: // %u
+        out.user = v === "[unknown]" ? null : v;
+        break;
+      case 0x64: // %d
+        out.database = v === "[unknown]" ? null : v;
+        break;
+      case 0x72: // %r
+        out.remoteHost = v === null ? null : hostPort(v);
+        break;
+      case 0x68: // %h
+        if (out.remoteHost === null) out.remoteHost = v;
+        break;
+      case 0x62: // %b
+        out.backendType = v;
+        break;
+      case 0x70: // %p
+        out.pid = v === null ? null : Number(v);
+        break;
+      case 0x50: // %P
+        out.leaderPid = v === null ? null : Number(v);
+        break;
+      case 0x6d: // %m
+        m = v;
+        break;
+      case 0x74: // %t
+        tt = v;
+        break;
+      case 0x6e: // %n
+        n = v;
+        break;
+      case 0x69: // %i
+        out.commandTag = v;
+        break;
+      case 0x65: // %e
+        out.sqlState = v;
+        break;
+      case 0x63: // %c
+        out.sessionId = v;
+        break;
+      case 0x6c: // %l
+        out.sessionLine = v === null ? null : Number(v);
+        break;
+      case 0x73: // %s
+        out.sessionStart = v;
+        break;
+      case 0x76: // %v
+        out.virtualTransactionId = v;
+        break;
+      case 0x78: // %x
+        out.transactionId = v;
+        break;
+      case 0x51: // %Q
+        out.queryId = v;
+        break;
+    }
+  }
+  out.timestamp = m ?? tt ?? n;
+}
+
+/** Stores a padded field's value (trimmed of its padding) in `values[t]`, or rejects it. */
+function setPadded(values: (string | null)[], t: number, raw: string, pad: number): boolean {
+  if (pad === 0) {
+    values[t] = raw === "" ? null : raw;
+    return true;
+  }
+  const width = pad > 0 ? pad : -pad;
+  const len = utf8Length(raw);
+  if (len < width) return false;
+  let v = raw;
+  if (len === width) {
+    let a = 0;
+    let b = raw.length;
+    if (pad > 0) while (a < b && raw.charCodeAt(a) === SPACE) a++;
+    else while (b > a && raw.charCodeAt(b - 1) === SPACE) b--;
+    v = raw.slice(a, b);
+  }
+  values[t] = v === "" ? null : v;
+  return true;
+}
+
 /**
  * Compiles a log_line_prefix. Free-text escapes (`%a %u %d %r %h %b %i`) may contain spaces, so
  * they are matched against the literal text that follows them, trying the shortest value first
@@ -310,99 +405,6 @@ export function compilePrefix(prefix: string): CompiledPrefix {
   const tokens = tokenize(prefix);
   const count = tokens.length;
   const values: (string | null)[] = new Array(count).fill(null);
-
-  function assign(out: PrefixFields): void {
-    // %m (milliseconds) is what csvlog's log_time prints; prefer it, then %t, then %n.
-    let m: string | null = null;
-    let tt: string | null = null;
-    let n: string | null = null;
-    for (let t = 0; t < count; t++) {
-      const tok = tokens[t]!;
-      if (tok.kind !== FIELD) continue;
-      const v = values[t] ?? null;
-      switch (tok.code) {
-        case 0x61: // %a
-          out.applicationName = v === "[unknown]" ? null : v;
-          break;
-        case 0x75: // %u
-          out.user = v === "[unknown]" ? null : v;
-          break;
-        case 0x64: // %d
-          out.database = v === "[unknown]" ? null : v;
-          break;
-        case 0x72: // %r
-          out.remoteHost = v === null ? null : hostPort(v);
-          break;
-        case 0x68: // %h
-          if (out.remoteHost === null) out.remoteHost = v;
-          break;
-        case 0x62: // %b
-          out.backendType = v;
-          break;
-        case 0x70: // %p
-          out.pid = v === null ? null : Number(v);
-          break;
-        case 0x50: // %P
-          out.leaderPid = v === null ? null : Number(v);
-          break;
-        case 0x6d: // %m
-          m = v;
-          break;
-        case 0x74: // %t
-          tt = v;
-          break;
-        case 0x6e: // %n
-          n = v;
-          break;
-        case 0x69: // %i
-          out.commandTag = v;
-          break;
-        case 0x65: // %e
-          out.sqlState = v;
-          break;
-        case 0x63: // %c
-          out.sessionId = v;
-          break;
-        case 0x6c: // %l
-          out.sessionLine = v === null ? null : Number(v);
-          break;
-        case 0x73: // %s
-          out.sessionStart = v;
-          break;
-        case 0x76: // %v
-          out.virtualTransactionId = v;
-          break;
-        case 0x78: // %x
-          out.transactionId = v;
-          break;
-        case 0x51: // %Q
-          out.queryId = v;
-          break;
-      }
-    }
-    out.timestamp = m ?? tt ?? n;
-  }
-
-  /** Stores a padded field's value (trimmed of its padding) or rejects it. */
-  function setPadded(t: number, raw: string, pad: number): boolean {
-    if (pad === 0) {
-      values[t] = raw === "" ? null : raw;
-      return true;
-    }
-    const width = pad > 0 ? pad : -pad;
-    const len = utf8Length(raw);
-    if (len < width) return false;
-    let v = raw;
-    if (len === width) {
-      let a = 0;
-      let b = raw.length;
-      if (pad > 0) while (a < b && raw.charCodeAt(a) === SPACE) a++;
-      else while (b > a && raw.charCodeAt(b - 1) === SPACE) b--;
-      v = raw.slice(a, b);
-    }
-    values[t] = v === "" ? null : v;
-    return true;
-  }
 
   function step(line: string, t: number, pos: number, out: PrefixFields): number {
     if (t === count) return matchSeverity(line, pos, out);
@@ -428,7 +430,7 @@ export function compilePrefix(prefix: string): CompiledPrefix {
       let end = e;
       if (tok.pad < 0) while (end - pos < -tok.pad && line.charCodeAt(end) === SPACE) end++;
       const r = step(line, t + 1, end, out);
-      if (r >= 0) setPadded(t, tok.pad < 0 ? line.slice(pos, end) : raw, tok.pad);
+      if (r >= 0) setPadded(values, t, tok.pad < 0 ? line.slice(pos, end) : raw, tok.pad);
       return r;
     }
     // Free text: candidate ends are the occurrences of what follows.
@@ -436,14 +438,14 @@ export function compilePrefix(prefix: string): CompiledPrefix {
     if (next !== null && next.kind === LITERAL) {
       for (let idx = line.indexOf(next.text, pos); idx >= 0; idx = line.indexOf(next.text, idx + 1)) {
         const r = step(line, t + 1, idx, out);
-        if (r >= 0 && setPadded(t, line.slice(pos, idx), tok.pad)) return r;
+        if (r >= 0 && setPadded(values, t, line.slice(pos, idx), tok.pad)) return r;
       }
       return -1;
     }
     // Followed by another escape or by the severity: try every end (rare prefixes only).
     for (let idx = pos; idx <= line.length; idx++) {
       const r = step(line, t + 1, idx, out);
-      if (r >= 0 && setPadded(t, line.slice(pos, idx), tok.pad)) return r;
+      if (r >= 0 && setPadded(values, t, line.slice(pos, idx), tok.pad)) return r;
     }
     return -1;
   }
@@ -455,7 +457,7 @@ export function compilePrefix(prefix: string): CompiledPrefix {
       const r = step(line, 0, start, out);
       if (r < 0) return -1;
       resetFields(out);
-      assign(out);
+      assignFields(tokens, values, out);
       return r;
     },
   };

@@ -66,9 +66,10 @@ function grants(params: ReportParams): string {
   ORDER BY ts, session_id, session_line`;
 }
 
-/** by-user: per database user, entries by class, failures, first and last activity. */
+/** by-user: per database user, entries by class, attempts, failures, first and last activity. */
 function byUser(params: ReportParams): string {
-  return `SELECT "user", count(*) AS entries,
+  return `SELECT "user", count(*) FILTER (record = 'entry') AS entries,
+    count(*) FILTER (record = 'attempt') AS attempts,
     count(*) FILTER (class = 'READ') AS "read", count(*) FILTER (class = 'WRITE') AS "write",
     count(*) FILTER (class = 'DDL') AS ddl, count(*) FILTER (class = 'ROLE') AS "role",
     count(*) FILTER (class = 'FUNCTION') AS "function", count(*) FILTER (class LIKE 'MISC%') AS misc,

@@ -6,6 +6,16 @@ export type Compression = "gzip" | "zstd";
 
 export const COMPRESSIONS: readonly Compression[] = ["gzip", "zstd"];
 
+/**
+ * What landing objects are compressed with unless told otherwise. zstd level 1: on the sidecar's
+ * NDJSON it compresses about as well as gzip -6 for a quarter of the CPU (docs/benchmarks.md, "CPU
+ * per entry"), and every CPU-second the sidecar takes is taken from the database host. Readers:
+ * our own tools, DuckDB (read_json, by extension), Athena engine 3 and Trino (text and JSON
+ * tables, by the `.zst` extension) read it; Spark needs Hadoop's native zstd for JSON text, and
+ * reads the compacted Parquet instead. gzip remains a choice (`--compression gzip`).
+ */
+export const DEFAULT_COMPRESSION: Compression = "zstd";
+
 /** gzip level: zlib's default trade-off; fixed, because the bytes (and their SHA-256) must not change between runs. */
 const GZIP_LEVEL = 6;
 /**

@@ -20,8 +20,10 @@ export const SinkErrorCode = {
   REJECTED: "AUDITPIPE_ERR_SINK_REJECTED",
   /** The spool directory could not be written or read (disk full, permissions). */
   SPOOL: "AUDITPIPE_ERR_SINK_SPOOL",
-  /** The `onUploaded` hook threw after the object was stored. */
+  /** The `onUploaded` hook threw after the object was stored, or `onRewrite` before a rewrite. */
   HOOK_FAILED: "AUDITPIPE_ERR_SINK_HOOK_FAILED",
+  /** The archive's manifest chain is not open yet (its journal cannot be opened): uploads wait. */
+  NOT_OPEN: "AUDITPIPE_ERR_SINK_NOT_OPEN",
   /** write() after close(), or a write cut short by close(). */
   CLOSED: "AUDITPIPE_ERR_SINK_CLOSED",
 } as const;
@@ -42,6 +44,7 @@ const SINK_ERROR_REASONS: Record<SinkErrorCode, string> = {
   AUDITPIPE_ERR_SINK_REJECTED: "the store refused the request",
   AUDITPIPE_ERR_SINK_SPOOL: "the spool directory cannot be written or read",
   AUDITPIPE_ERR_SINK_HOOK_FAILED: "the upload hook failed",
+  AUDITPIPE_ERR_SINK_NOT_OPEN: "the manifest chain is not open yet",
   AUDITPIPE_ERR_SINK_CLOSED: "the sink is closed",
 };
 

@@ -13,7 +13,13 @@ export {
   type BatchSource,
   DEFAULT_BATCH_LIMITS,
 } from "./batch.ts";
-export { COMPRESSIONS, type Compression, compress, ndjsonExtension } from "./compression.ts";
+export {
+  COMPRESSIONS,
+  type Compression,
+  compress,
+  DEFAULT_COMPRESSION,
+  ndjsonExtension,
+} from "./compression.ts";
 export {
   DEFAULT_MAX_IN_FLIGHT,
   Delivery,
@@ -39,7 +45,7 @@ export {
   type JudgedSettingChange,
   judgeSettingChange,
 } from "./manifest/coverage.ts";
-export { ManifestError, ManifestErrorCode } from "./manifest/errors.ts";
+export { ManifestError, ManifestErrorCode, VerifyError, VerifyErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,
   DEFAULT_MANIFEST_GRACE_MS,
@@ -78,6 +84,7 @@ export {
 } from "./manifest/types.ts";
 export {
   DEFAULT_CLOCK_SKEW_MS,
+  DEFAULT_GONE_AFTER_MS,
   type FindingKind,
   type NothingToVerify,
   type VerifiedChain,
@@ -108,6 +115,7 @@ export {
   DEFAULT_SPOOL_MAX_BYTES,
   DEFAULT_STOP_MANIFEST_MS,
   type ObjectLockOptions,
+  type RewrittenObject,
   resolveS3Region,
   S3_SINK_NAME,
   S3Archive,

@@ -1,3 +1,4 @@
+import { DEFAULT_COMPRESSION, ndjsonExtension } from "./compression.ts";
 import type { Batch } from "./types.ts";
 
 /** Offsets are zero-padded so object keys sort in source order. */
@@ -17,6 +18,7 @@ function pad(n: number): string {
  */
 export function objectKey(
   batch: Pick<Batch, "range" | "firstTs">,
+  /** `extension`: ndjsonExtension() of the object's compression (default `.ndjson.zst`, DEFAULT_COMPRESSION's). */
   options: { host?: string; extension?: string } = {},
 ): string {
   const first = batch.firstTs;
@@ -24,5 +26,5 @@ export function objectKey(
   const hour = first ? first.slice(11, 13) : "00";
   const { sourceId, start, end } = batch.range;
   const host = options.host ? `${options.host}/` : "";
-  return `dt=${dt}/hour=${hour}/${host}${sourceId}-${pad(start)}-${pad(end)}${options.extension ?? ".ndjson.gz"}`;
+  return `dt=${dt}/hour=${hour}/${host}${sourceId}-${pad(start)}-${pad(end)}${options.extension ?? ndjsonExtension(DEFAULT_COMPRESSION)}`;
 }

@@ -29,9 +29,9 @@ function sinkDir(): string {
   return dir;
 }
 
-/** Objects stored under `dir`. */
+/** Objects stored under `dir` (zstd: LocalDirSink's default). */
 function stored(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((p) => p.endsWith(".ndjson.gz"));
+  return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((p) => p.endsWith(".ndjson.zst"));
 }
 
 const real = fixtureAuditEntries().filter((e) => e.source === "session-all/postgresql.csv.gz");

@@ -15,7 +15,7 @@ const FIXTURE = join(import.meta.dirname, "..", "..", "..", "fixtures", "cases",
 /** The query docs/archive.md shows, run as written there (only the path differs). */
 export const DUCKDB_QUERY = `
 SELECT dt, class, count(*) AS entries
-FROM read_json('ARCHIVE/**/*.ndjson.gz', format = 'newline_delimited', hive_partitioning = true,
+FROM read_json('ARCHIVE/**/*.ndjson.*', format = 'newline_delimited', hive_partitioning = true,
                columns = {ts: 'TIMESTAMPTZ', "user": 'VARCHAR', database: 'VARCHAR', class: 'VARCHAR',
                           command: 'VARCHAR', object_name: 'VARCHAR', statement: 'VARCHAR',
                           session_id: 'VARCHAR', session_line: 'BIGINT'})
@@ -23,7 +23,7 @@ GROUP BY dt, class
 ORDER BY entries DESC`;
 
 describe("the archive, queried with DuckDB", () => {
-  it("reads the Hive-style layout S3Sink wrote to MinIO and counts what the fixture holds", async () => {
+  it("reads the Hive-style layout S3Sink wrote to MinIO, zstd (the default) and gzip objects alike, and counts what the fixture holds", async () => {
     // Real fixture records, shipped in batches of 200 through the S3 sink into a real MinIO.
     const rows = parse(gunzipSync(readFileSync(join(FIXTURE, "postgresql.csv.gz"))), {
       relax_column_count: true,
@@ -35,15 +35,21 @@ describe("the archive, queried with DuckDB", () => {
     const work = mkdtempSync(join(tmpdir(), "auditpipe-duckdb-"));
     process.env.AWS_ACCESS_KEY_ID = minio.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = minio.secretAccessKey;
-    const sink = new S3Sink({
+    const options = {
       bucket: "archive",
       prefix: "pg",
       endpoint: minio.endpoint,
       forcePathStyle: true,
       region: minio.region,
       host: "db1",
-      spoolDir: join(work, "spool"),
-    });
+    };
+    // Every other batch through a sink told to use gzip: a bucket that holds both kinds.
+    const zstd = new S3Sink({ ...options, spoolDir: join(work, "spool-zstd") });
+    const gzip = new S3Sink({ ...options, spoolDir: join(work, "spool-gzip"), compression: "gzip" });
+    let batches = 0;
+    const sink = {
+      write: (batch: Parameters<S3Sink["write"]>[0]) => (batches++ % 2 ? gzip : zstd).write(batch),
+    };
     try {
       let records: ShippedRecord[] = [];
       let start = 0;
@@ -76,6 +82,9 @@ describe("the archive, queried with DuckDB", () => {
       const archive = join(work, "archive");
       const client = minio.client();
       const listed = await client.send(new ListObjectsV2Command({ Bucket: "archive", Prefix: "pg/" }));
+      const keys = (listed.Contents ?? []).map((o) => o.Key!);
+      expect(keys.filter((k) => k.endsWith(".ndjson.zst")).length).toBe(Math.ceil(batches / 2));
+      expect(keys.filter((k) => k.endsWith(".ndjson.gz")).length).toBe(Math.floor(batches / 2));
       for (const o of listed.Contents ?? []) {
         const body = await (
           await client.send(new GetObjectCommand({ Bucket: "archive", Key: o.Key! }))
@@ -100,7 +109,8 @@ describe("the archive, queried with DuckDB", () => {
       expect(new Set(result.map((r) => String(r.dt)))).toEqual(new Set(["2026-11-23"]));
       connection.closeSync();
     } finally {
-      await sink.close();
+      await zstd.close();
+      await gzip.close();
       await minio.stop();
       rmSync(work, { recursive: true, force: true });
     }

@@ -10,7 +10,7 @@ import {
   verifyArchive,
 } from "@auditpipe/ship";
 import { type MinioServer, startMinio } from "@auditpipe/testkit";
-import { DeleteObjectCommand } from "@aws-sdk/client-s3";
+import { DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getText, HOST, HOUR, listKeys, manualClock, putDataObject, sha256, stateDir } from "./_manifest.ts";
 
@@ -149,6 +149,116 @@ describe("a lost state dir", () => {
     expect(found.chainHead?.key).toBe(signed.k11);
     await lost.close();
     await found.close();
+  });
+});
+
+describe("a lost state dir and a copied manifest", () => {
+  it("refuses an own-signed manifest copied to a future hour's key as the chain head, loudly, and continues its own", async () => {
+    const client = minio.client();
+    const key = await newKey();
+    const prefix = "copied";
+    const clock = manualClock(T10 + 5 * MIN);
+    const errors: { obj: object; msg: string }[] = [];
+    const logger = {
+      info() {},
+      warn() {},
+      error: (obj: object, msg: string) => void errors.push({ obj, msg }),
+    };
+    const open = () =>
+      ManifestJournal.open({
+        client,
+        bucket: BUCKET,
+        prefix,
+        host: HOST,
+        stateDir: stateDir(),
+        now: clock.now,
+        signingKey: key,
+        logger,
+      });
+    const first = await open();
+    await first.record(await upload(prefix, "f1", 0, T10 + 6 * MIN));
+    clock.set(T10 + HOUR + 6 * MIN);
+    await first.close();
+    const k10 = `${prefix}/_manifests/${HOST}/2026-03-01T10.json`;
+    // With the bucket's credentials only: the signed hour 10 copied to hour 15's key.
+    const k15 = `${prefix}/_manifests/${HOST}/2026-03-01T15.json`;
+    await client.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: k15, Body: await getText(client, BUCKET, k10) }),
+    );
+
+    clock.set(T10 + 2 * HOUR + 10 * MIN); // 12:10, and the state dir is lost
+    const resumed = await open();
+    expect(resumed.chainHead?.key).toBe(k10);
+    expect(resumed.health().refused).toEqual([
+      {
+        key: k15,
+        reason: expect.stringMatching(
+          /holds the manifest of host db-1 hour 2026-03-01T10: a copy put at another key/,
+        ),
+      },
+    ]);
+    expect(errors).toContainEqual(
+      expect.objectContaining({
+        msg: expect.stringMatching(/not where it belongs: refused as the chain head/),
+      }),
+    );
+    await resumed.openChain();
+    expect(resumed.chainHead).toMatchObject({ hour: "2026-03-01T12", partial: true });
+    expect(await listKeys(client, BUCKET, `${prefix}/_manifests/`)).toEqual(
+      ["10", "11", "12", "15"].map((h) => `${prefix}/_manifests/${HOST}/2026-03-01T${h}.json`),
+    );
+    await resumed.close();
+  });
+});
+
+describe("the self-check during a stop", () => {
+  it("does not take the manifest it is writing for someone else's", async () => {
+    const real = minio.client();
+    const key = await newKey();
+    const prefix = "stop-self-check";
+    let during: (() => Promise<void>) | undefined;
+    // The real client, but the self-check runs right after a manifest's PUT returns and before
+    // the journal has moved its head: where a check that happened to run at a stop fell.
+    const client = new Proxy(real, {
+      get(target, property, receiver) {
+        if (property !== "send") return Reflect.get(target, property, receiver);
+        return async (
+          command: { input?: { Key?: string }; constructor: { name: string } },
+          ...rest: unknown[]
+        ) => {
+          const out = await (target.send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
+          if (
+            command.constructor.name === "PutObjectCommand" &&
+            command.input?.Key?.includes("/_manifests/") &&
+            during
+          ) {
+            const check = during;
+            during = undefined;
+            await check();
+          }
+          return out;
+        };
+      },
+    });
+    const errors: string[] = [];
+    const journal = await ManifestJournal.open({
+      client,
+      bucket: BUCKET,
+      prefix,
+      host: HOST,
+      stateDir: stateDir(),
+      signingKey: key,
+      logger: { info() {}, warn() {}, error: (_obj: object, msg: string) => void errors.push(msg) },
+    });
+    await journal.record(await upload(prefix, "f1", 0, Date.now()));
+    let findings: unknown[] | undefined;
+    during = async () => {
+      findings = await journal.checkOwnUploads();
+    };
+    await journal.closeOpen(); // the stop's partial manifest, with its close record
+    await journal.close();
+    expect(findings).toEqual([]);
+    expect(errors).toEqual([]);
   });
 });
 

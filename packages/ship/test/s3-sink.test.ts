@@ -43,9 +43,9 @@ async function makeSink(options: Partial<S3SinkOptions> = {}): Promise<{ sink: S
 }
 
 describe("S3Sink", () => {
-  test("keys: <prefix>/dt=/hour=/<host>/<source>-<first>-<last>.ndjson.gz|.zst", async () => {
-    const gz = await makeSink({ prefix: "/pg/audit/", host: "db 1.example.com:5432" });
-    const zst = await makeSink({ prefix: "pg/audit", compression: "zstd", bucket: gz.bucket });
+  test("keys: <prefix>/dt=/hour=/<host>/<source>-<first>-<last>.ndjson.zst (the default)|.gz", async () => {
+    const gz = await makeSink({ prefix: "/pg/audit/", host: "db 1.example.com:5432", compression: "gzip" });
+    const zst = await makeSink({ prefix: "pg/audit", bucket: gz.bucket });
     const b = batch("9f8e7d", 1024, 4096, 2, "2024-12-31T23:59:59.999Z");
     await gz.sink.write(b);
     await zst.sink.write(b);

@@ -63,6 +63,11 @@ const verify = (
 
 const kinds = (r: VerifyReport): string[] => r.findings.map((f) => f.kind);
 
+async function getBytes(key: string): Promise<Uint8Array> {
+  const out = await minio.client().send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  return out.Body!.transformToByteArray();
+}
+
 describe("verifyArchive", () => {
   it("finds nothing wrong with an untouched archive, replays and rewrites included", async () => {
     const { prefix, manifests, objects } = await archive();
@@ -131,6 +136,19 @@ describe("verifyArchive", () => {
     });
     const report = await verify(prefix);
     expect(report.findings).toEqual([expect.objectContaining({ kind: "extra", key: stray.key })]);
+  });
+
+  it("leaves compaction's folders (parquet/, _compaction/) to the compacted listings, but still reports a stray beside them", async () => {
+    const { prefix } = await archive();
+    const put = (key: string) =>
+      minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: "x" }));
+    const dt = new Date(base).toISOString().slice(0, 10);
+    await put(`${prefix}/parquet/dt=${dt}/hour=00/host=pg-0/part-0.parquet`);
+    await put(`${prefix}/_compaction/pg-0/${dt}T00.json`);
+    const stray = `${prefix}/parquetish/dt=${dt}/x.parquet`;
+    await put(stray);
+    const report = await verify(prefix);
+    expect(report.findings.map((f) => `${f.kind} ${f.key}`)).toEqual([`extra ${stray}`]);
   });
 
   it("reports a deleted manifest as a gap in the chain", async () => {
@@ -239,6 +257,102 @@ describe("verifyArchive", () => {
     expect(report.pendingVerifiableAfter).toBe(
       new Date(Math.floor(stored / HOUR) * HOUR + HOUR + 5 * 60_000).toISOString(),
     );
+  });
+
+  it("reports a listed object rewritten, swapped or re-uploaded with other bytes after the chain's end as altered at once, never pending", async () => {
+    const prefix = `pg/archive-${++n}`;
+    // The chain open and up to date (a running sidecar): its newest manifest lists d and the replay.
+    const { objects } = await buildArchive(minio.client(), BUCKET, prefix, {
+      base,
+      closeThrough: Date.now(),
+    });
+    // a and the rewritten e (salted): different bytes.
+    const [a, b] = [objects[0], objects[4]];
+    const [aBytes, bBytes] = await Promise.all([a!.key, b!.key].map((k) => getBytes(k)));
+    // Swapped: each now holds the other's bytes; both stored now, after the newest manifest.
+    await minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: a!.key, Body: bBytes }));
+    await minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: b!.key, Body: aBytes }));
+    const report = await verify(prefix);
+    // d, uploaded in the current hour, is in no manifest yet: pending; a and b are listed: never.
+    expect(report.pending).toEqual([objects[5]?.key]);
+    expect(kinds(report)).toEqual(["altered", "altered"]);
+    expect(report.findings.map((f) => f.key).sort()).toEqual([a!.key, b!.key].sort());
+    expect(report.ok).toBe(false);
+  });
+
+  it("reports a host whose chain is open and silent past the limit as gone, with what it left unverified", async () => {
+    const prefix = `pg/archive-${++n}`;
+    const { objects } = await buildArchive(minio.client(), BUCKET, prefix, {
+      base,
+      closeThrough: Date.now(),
+    });
+    const after = await putDataObject(minio.client(), BUCKET, {
+      prefix,
+      entryTs: new Date().toISOString(),
+      sourceId: "late",
+      start: 0,
+      end: 10,
+      lines: 1,
+      uploadedAt: Date.now(),
+    });
+    const running = await verify(prefix);
+    expect(running.findings).toEqual([]);
+    // d (uploaded in the current hour, in no manifest yet) and the late one wait for the next manifest.
+    const unlisted = [objects[5]?.key, after.key].sort();
+    expect(running.pending).toEqual(unlisted);
+    expect(running.chains).toEqual([expect.objectContaining({ state: "open", pending: 2 })]);
+    // Three hours later, nothing more: no close record, no manifest since.
+    const later = await verify(prefix, { now: () => new Date(Date.now() + 3 * HOUR) });
+    expect(later.pending).toEqual([]);
+    expect(later.findings).toEqual([expect.objectContaining({ kind: "gone", objects: unlisted })]);
+    expect(later.findings[0]?.reason).toMatch(
+      /no close record .* 2 object\(s\) stored after it are unverified/,
+    );
+    expect(later.chains).toEqual([expect.objectContaining({ state: "gone" })]);
+    expect(later.ok).toBe(false);
+  });
+
+  it("reports an object the sidecar's self-check disowned as extra at once, while its hour is still open", async () => {
+    const prefix = `pg/archive-${++n}`;
+    const clock = manualClock(Date.now());
+    const journal = await ManifestJournal.open({
+      client: minio.client(),
+      bucket: BUCKET,
+      prefix,
+      host: HOST,
+      stateDir: stateDir(),
+      now: clock.now,
+      selfCheckIntervalMs: 0,
+    });
+    await journal.openChain();
+    const own = await putDataObject(minio.client(), BUCKET, {
+      prefix,
+      entryTs: new Date().toISOString(),
+      sourceId: "f1",
+      start: 0,
+      end: 10,
+      lines: 1,
+      uploadedAt: Date.now(),
+    });
+    await journal.record(own);
+    const planted = await putDataObject(minio.client(), BUCKET, {
+      prefix,
+      entryTs: new Date().toISOString(),
+      sourceId: "forged",
+      start: 0,
+      end: 10,
+      lines: 1,
+      uploadedAt: Date.now(),
+    });
+    expect((await verify(prefix)).pending.sort()).toEqual([own.key, planted.key].sort());
+    const found = await journal.checkOwnUploads();
+    expect(found).toEqual([expect.objectContaining({ kind: "foreign", key: planted.key })]);
+    // Signed into the chain there and then: a partial manifest naming it.
+    const report = await verify(prefix);
+    expect(report.findings).toEqual([expect.objectContaining({ kind: "extra", key: planted.key })]);
+    expect(report.findings[0]?.reason).toMatch(/self-check found it was not written by it/);
+    expect(report.pending).toEqual([]);
+    await journal.close();
   });
 
   it("reports an empty archive, and an unknown host, as nothing to verify yet, not as clean", async () => {
@@ -588,6 +702,27 @@ describe("verifyArchive --from", () => {
     expect(clean.manifests).toBe(5); // hour 0 (version 1), hours 1-4 (version 2)
     expect(clean.objects).toBe(2); // the landing object and the compacted file, each hashed
     expect(clean.entries).toBe(first.entries); // a compacted file's rows are not counted again
+
+    // The caller's deeper check (verify's rows rebuild) gets the listed file, whole, and its
+    // findings are reported with the manifest that listed the file.
+    const checked: string[] = [];
+    const withRows = await verify(prefix, {
+      trustedKeys,
+      checkCompacted: async (file) => {
+        checked.push(`${file.key} ${file.sources.map((s) => s.key).join(",")} ${file.hour}`);
+        return [{ kind: "altered", key: file.key, reason: "rows differ (from the test's check)" }];
+      },
+    });
+    expect(checked).toEqual([`${parquetKey} ${first.key} ${v1.hour}`]);
+    expect(withRows.findings).toEqual([
+      expect.objectContaining({
+        kind: "altered",
+        key: parquetKey,
+        manifest: expect.stringMatching(/_manifests\//),
+        reason: "rows differ (from the test's check)",
+      }),
+    ]);
+    expect(withRows.ok).toBe(false);
 
     await client.send(
       new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: Buffer.from("PAR1 other PAR1") }),

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, zstdDecompressSync } from "node:zlib";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource, type SourceLogger } from "@auditpipe/tail";
 import { duplicates, logSettled, startPostgres, waitUntil } from "@auditpipe/testkit";
@@ -69,9 +69,11 @@ function shippedObjects(dir: string): {
     for (const dirent of readdirSync(d, { withFileTypes: true })) {
       const path = join(d, dirent.name);
       if (dirent.isDirectory()) walk(path);
-      else if (dirent.name.endsWith(".ndjson.gz")) {
-        const sourceId = /^(.+)-\d{16}-\d{16}\.ndjson\.gz$/.exec(dirent.name)![1]!;
-        const records = gunzipSync(readFileSync(path))
+      else if (/\.ndjson\.(zst|gz)$/.test(dirent.name)) {
+        // zstd, LocalDirSink's default (gzip with compression: "gzip").
+        const sourceId = /^(.+)-\d{16}-\d{16}\.ndjson\.(zst|gz)$/.exec(dirent.name)![1]!;
+        const unpack = dirent.name.endsWith(".zst") ? zstdDecompressSync : gunzipSync;
+        const records = unpack(readFileSync(path))
           .toString("utf8")
           .split("\n")
           .filter(Boolean)

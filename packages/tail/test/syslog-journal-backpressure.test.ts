@@ -6,10 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readExpected, readFixture } from "@auditpipe/fixtures";
 import { SyslogJournal, type SyslogSource, startSyslogSource } from "@auditpipe/tail";
-import { repoRoot, waitUntil } from "@auditpipe/testkit";
+import { connectTcp, repoRoot, sendUdp, waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { CHECKPOINT_FILE } from "../src/_checkpoint.ts";
-import { connectTcp, sendUdp } from "./_syslog-helper.ts";
 
 const CASE = join(repoRoot(), "fixtures", "cases", "session-all");
 const PREFIX = readExpected(CASE).settings.log_line_prefix;

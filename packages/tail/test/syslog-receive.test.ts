@@ -4,17 +4,17 @@ import { createSocket } from "node:dgram";
 import { createServer } from "node:net";
 import { ParseErrorCode, parseAuditPayload } from "@auditpipe/parse";
 import { SyslogErrorCode, SyslogSourceError, startSyslogSource } from "@auditpipe/tail";
-import { describe, expect, it } from "vitest";
 import {
   closeTcp,
-  collectingSource,
   connectTcp,
-  head,
+  syslogHead as head,
   rfc3164,
   rfc5424,
   sendUdp,
-  write,
-} from "./_syslog-helper.ts";
+  writeTcp as write,
+} from "@auditpipe/testkit";
+import { describe, expect, it } from "vitest";
+import { collectingSource } from "./_syslog-helper.ts";
 
 const noop = (): void => {};
 const statementOf = (message: string): string | undefined => parseAuditPayload(message)?.statement;

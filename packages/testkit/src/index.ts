@@ -32,3 +32,16 @@ export {
   shippedLines,
   shippedRecords,
 } from "./sink-oracle.ts";
+export { closeTcp, connectTcp, rfc3164, rfc5424, sendUdp, syslogHead, writeTcp } from "./syslog-send.ts";
+export {
+  LONG_WITHOUT_SERVICE,
+  refuseInUnitTier,
+  SERVICE_IN_CODE_UNDER_TEST,
+  SERVICE_STARTERS,
+  servicesOf,
+  type TestTiers,
+  TIER_ENV,
+  TIER_LOG_ENV,
+  testFiles,
+  testTiers,
+} from "./tiers.ts";

@@ -7,6 +7,7 @@ import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { awsEnv } from "./aws-env.ts";
 import { minioBinary } from "./paths.ts";
 import { freePort, onExit, removeTree, waitUntil } from "./process.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 export interface MinioOptions {
   /** Buckets created at start. */
@@ -47,51 +48,33 @@ const START_TIMEOUT_MS = 60_000;
 /** Numbers fresh buckets within this process. */
 let bucketSeq = 0;
 
-/** Starts a real MinIO on a free loopback port with its own data directory and credentials. */
-export async function startMinio(options: MinioOptions = {}): Promise<MinioServer> {
-  const bin = minioBinary();
-  const base = mkdtempSync(join(tmpdir(), "auditpipe-minio-"));
-  const dataDir = join(base, "data");
-  mkdirSync(dataDir);
-  const port = await freePort();
-  const consolePort = await freePort();
-  const accessKeyId = `testkit${randomBytes(4).toString("hex")}`;
-  const secretAccessKey = randomBytes(18).toString("base64url");
-  const endpoint = `http://127.0.0.1:${port}`;
-  const region = "us-east-1";
+interface MinioIdentity {
+  dataDir: string;
+  port: number;
+  consolePort: number;
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** One MinIO process over `dataDir`; `up()` starts it (again) and waits until it is ready. */
+function minioProcess(bin: string, id: MinioIdentity) {
   let child: ChildProcess | undefined;
-  let output: string[] = [];
-
-  const unregister = onExit(() => {
-    if (child?.exitCode === null) child.kill("SIGKILL");
-    removeTree(base);
-  });
-
-  const launch = async (): Promise<void> => {
-    output = [];
-    const proc = spawn(
-      bin,
-      [
-        "server",
-        dataDir,
-        "--address",
-        `127.0.0.1:${port}`,
-        "--console-address",
-        `127.0.0.1:${consolePort}`,
-        "--quiet",
-      ],
-      {
-        env: {
-          ...process.env,
-          MINIO_ROOT_USER: accessKeyId,
-          MINIO_ROOT_PASSWORD: secretAccessKey,
-          MINIO_BROWSER: "off",
-          MINIO_UPDATE: "off",
-          MINIO_REGION: region,
-        },
-        stdio: ["ignore", "pipe", "pipe"],
+  const up = async (): Promise<void> => {
+    const output: string[] = [];
+    const args = ["server", id.dataDir, "--address", `127.0.0.1:${id.port}`];
+    const proc = spawn(bin, [...args, "--console-address", `127.0.0.1:${id.consolePort}`, "--quiet"], {
+      env: {
+        ...process.env,
+        MINIO_ROOT_USER: id.accessKeyId,
+        MINIO_ROOT_PASSWORD: id.secretAccessKey,
+        MINIO_BROWSER: "off",
+        MINIO_UPDATE: "off",
+        MINIO_REGION: id.region,
       },
-    );
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     child = proc;
     proc.stdout?.setEncoding("utf8").on("data", (d: string) => output.push(d));
     proc.stderr?.setEncoding("utf8").on("data", (d: string) => output.push(d));
@@ -99,7 +82,7 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
       async () => {
         if (proc.exitCode !== null) return true;
         try {
-          const response = await fetch(`${endpoint}/minio/health/ready`);
+          const response = await fetch(`${id.endpoint}/minio/health/ready`);
           return response.ok;
         } catch {
           return false;
@@ -111,8 +94,7 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
     if (proc.exitCode !== null)
       throw new Error(`MinIO exited at start (code ${proc.exitCode}):\n${output.join("")}`);
   };
-
-  const halt = async (): Promise<void> => {
+  const down = async (): Promise<void> => {
     const proc = child;
     if (!proc || proc.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
@@ -122,6 +104,48 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
     await exited;
     clearTimeout(timer);
   };
+  return {
+    up,
+    down,
+    /** For the exit hook: no time to wait. */
+    kill(): void {
+      if (child?.exitCode === null) child.kill("SIGKILL");
+    },
+    pause(): void {
+      if (!child?.pid) return;
+      child.kill("SIGSTOP");
+      // kill() returns before every thread has stopped: a request sent at once could still be answered.
+      waitStoppedSync(child.pid);
+    },
+    resume(): void {
+      child?.kill("SIGCONT");
+    },
+  };
+}
+
+/** Starts a real MinIO on a free loopback port with its own data directory and credentials. */
+export async function startMinio(options: MinioOptions = {}): Promise<MinioServer> {
+  refuseInUnitTier("startMinio");
+  const bin = minioBinary();
+  const base = mkdtempSync(join(tmpdir(), "auditpipe-minio-"));
+  const dataDir = join(base, "data");
+  mkdirSync(dataDir);
+  const port = await freePort();
+  const id: MinioIdentity = {
+    dataDir,
+    port,
+    consolePort: await freePort(),
+    endpoint: `http://127.0.0.1:${port}`,
+    region: "us-east-1",
+    accessKeyId: `testkit${randomBytes(4).toString("hex")}`,
+    secretAccessKey: randomBytes(18).toString("base64url"),
+  };
+  const { endpoint, region, accessKeyId, secretAccessKey } = id;
+  const proc = minioProcess(bin, id);
+  const unregister = onExit(() => {
+    proc.kill();
+    removeTree(base);
+  });
 
   let s3: S3Client | undefined;
   const client = (): S3Client => {
@@ -135,7 +159,7 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
   };
 
   try {
-    await launch();
+    await proc.up();
     const server: MinioServer = {
       endpoint,
       port,
@@ -155,21 +179,14 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
         return name;
       },
       env: () => awsEnv({ accessKeyId, secretAccessKey, region }),
-      pause() {
-        if (!child?.pid) return;
-        child.kill("SIGSTOP");
-        // kill() returns before every thread has stopped: a request sent at once could still be answered.
-        waitStoppedSync(child.pid);
-      },
-      resume() {
-        child?.kill("SIGCONT");
-      },
-      down: halt,
-      up: launch,
+      pause: proc.pause,
+      resume: proc.resume,
+      down: proc.down,
+      up: proc.up,
       async stop() {
         s3?.destroy();
         s3 = undefined;
-        await halt();
+        await proc.down();
         removeTree(base);
         unregister();
       },
@@ -178,7 +195,7 @@ export async function startMinio(options: MinioOptions = {}): Promise<MinioServe
     for (const bucket of options.lockedBuckets ?? []) await server.createBucket(bucket, { objectLock: true });
     return server;
   } catch (error) {
-    await halt();
+    await proc.down();
     removeTree(base);
     unregister();
     throw error;

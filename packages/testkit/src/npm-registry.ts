@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { SETUP_HINT } from "./paths.ts";
 import { freePort, onExit, removeTree, waitUntil } from "./process.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 export interface NpmRegistryOptions {
   /**
@@ -48,6 +49,7 @@ export function npmEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
  * the registry npm already uses, so an install resolves real dependencies as a user's would.
  */
 export async function startNpmRegistry(options: NpmRegistryOptions): Promise<NpmRegistry> {
+  refuseInUnitTier("startNpmRegistry");
   let verdaccioPackage: string;
   try {
     verdaccioPackage = createRequire(import.meta.url).resolve("verdaccio/package.json");

@@ -22,6 +22,7 @@ import {
   run,
   waitUntil,
 } from "./process.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 export type LogDestination = "csvlog" | "jsonlog" | "stderr" | "syslog";
 export type GucValue = string | number | boolean;
@@ -86,126 +87,128 @@ function confValue(value: GucValue): string {
   return `'${String(value).replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
 }
 
-/**
- * Starts a throwaway PostgreSQL with pgaudit preloaded: initdb in a temp dir, a free loopback
- * port, the socket in the temp dir, the logging collector on. As root it runs as the `postgres`
- * OS user. Everything is removed by `stop()` or when the test process exits.
- */
-export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresCluster> {
-  const bin = pgBinDir();
-  const root = isRoot();
-  const owner = root ? lookupUser("postgres") : undefined;
-  if (root && !owner)
+type Owner = { uid: number; gid: number };
+
+/** The OS user the server runs as: `postgres` when we are root (initdb refuses root), else us. */
+function serverOwner(): Owner | undefined {
+  if (!isRoot()) return undefined;
+  const owner = lookupUser("postgres");
+  if (!owner)
     throw new Error("running as root but there is no `postgres` OS user: apt-get install -y postgresql-15");
-  const asOwner = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  return owner;
+}
 
-  const base = mkdtempSync(join(tmpdir(), "auditpipe-pg-"));
-  let child: ChildProcess | undefined;
-  const unregister = onExit(() => {
-    if (child?.pid && child.exitCode === null) {
-      try {
-        process.kill(child.pid, "SIGQUIT"); // immediate shutdown: the directory goes next
-      } catch {}
-    }
-    removeTree(base);
+interface ClusterDirs {
+  dataDir: string;
+  socketDir: string;
+  logDir: string;
+}
+
+/** initdb into `base`/data, with the socket and log directories beside it, all owned by `owner`. */
+async function initCluster(bin: string, base: string, owner: Owner | undefined): Promise<ClusterDirs> {
+  const dirs = { dataDir: join(base, "data"), socketDir: join(base, "socket"), logDir: join(base, "log") };
+  for (const dir of [dirs.socketDir, dirs.logDir]) mkdirSync(dir);
+  if (owner) for (const dir of [base, dirs.socketDir, dirs.logDir]) chownSync(dir, owner.uid, owner.gid);
+  const init = await run(
+    join(bin, "initdb"),
+    ["-D", dirs.dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+    { ...owner, cwd: base },
+  );
+  if (init.code !== 0) throw new Error(`initdb failed (exit ${init.code}):\n${init.stderr || init.stdout}`);
+  return dirs;
+}
+
+/** The settings the cluster starts with: ours, then the test's. */
+function clusterSettings(
+  options: PostgresOptions,
+  port: number,
+  dirs: ClusterDirs,
+): Record<string, GucValue> {
+  const conf: Record<string, GucValue> = {
+    port,
+    listen_addresses: "127.0.0.1",
+    unix_socket_directories: dirs.socketDir,
+    shared_preload_libraries: ["pgaudit", ...(options.preloadLibraries ?? [])].join(","),
+    logging_collector: true,
+    log_destination: (options.logDestination ?? ["csvlog"]).join(","),
+    log_directory: dirs.logDir,
+    log_filename: options.logFilename ?? "postgresql-%Y-%m-%d_%H%M%S.log",
+    log_rotation_size: options.rotationSizeKb ?? 0,
+    log_rotation_age: options.rotationAgeMin ?? 0,
+    log_file_mode: "0644",
+    // Throwaway clusters: durability costs time and proves nothing here.
+    fsync: false,
+    synchronous_commit: false,
+    full_page_writes: false,
+    max_connections: 50,
+    shared_buffers: "64MB",
+  };
+  if (options.logLinePrefix !== undefined) conf.log_line_prefix = options.logLinePrefix;
+  for (const [key, value] of Object.entries(options.pgaudit ?? {})) conf[`pgaudit.${key}`] = value;
+  return Object.assign(conf, options.settings ?? {});
+}
+
+function writeSettings(dataDir: string, conf: Record<string, GucValue>): void {
+  const confText = Object.entries(conf)
+    .map(([key, value]) => `${key} = ${confValue(value)}`)
+    .join("\n");
+  writeFileSync(join(dataDir, "postgresql.auto.conf"), `# written by @auditpipe/testkit\n${confText}\n`);
+}
+
+/** Starts the server process and waits until it accepts connections; `spawned` learns of it at once. */
+async function launchServer(
+  bin: string,
+  dirs: ClusterDirs,
+  port: number,
+  owner: Owner | undefined,
+  spawned: (server: ChildProcess) => void,
+): Promise<ChildProcess> {
+  const startupLog: string[] = [];
+  const server = spawn(join(bin, "postgres"), ["-D", dirs.dataDir], {
+    ...owner,
+    stdio: ["ignore", "pipe", "pipe"],
   });
-
-  try {
-    const dataDir = join(base, "data");
-    const socketDir = join(base, "socket");
-    const logDir = join(base, "log");
-    for (const dir of [socketDir, logDir]) mkdirSync(dir);
-    if (owner) for (const dir of [base, socketDir, logDir]) chownSync(dir, owner.uid, owner.gid);
-
-    const init = await run(
-      join(bin, "initdb"),
-      ["-D", dataDir, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
-      {
-        ...asOwner,
-        cwd: base,
-      },
-    );
-    if (init.code !== 0) throw new Error(`initdb failed (exit ${init.code}):\n${init.stderr || init.stdout}`);
-
-    const port = await freePort();
-    const destinations = options.logDestination ?? ["csvlog"];
-    const logFilename = options.logFilename ?? "postgresql-%Y-%m-%d_%H%M%S.log";
-    const conf: Record<string, GucValue> = {
-      port,
-      listen_addresses: "127.0.0.1",
-      unix_socket_directories: socketDir,
-      shared_preload_libraries: ["pgaudit", ...(options.preloadLibraries ?? [])].join(","),
-      logging_collector: true,
-      log_destination: destinations.join(","),
-      log_directory: logDir,
-      log_filename: logFilename,
-      log_rotation_size: options.rotationSizeKb ?? 0,
-      log_rotation_age: options.rotationAgeMin ?? 0,
-      log_file_mode: "0644",
-      // Throwaway clusters: durability costs time and proves nothing here.
-      fsync: false,
-      synchronous_commit: false,
-      full_page_writes: false,
-      max_connections: 50,
-      shared_buffers: "64MB",
-    };
-    if (options.logLinePrefix !== undefined) conf.log_line_prefix = options.logLinePrefix;
-    for (const [key, value] of Object.entries(options.pgaudit ?? {})) conf[`pgaudit.${key}`] = value;
-    Object.assign(conf, options.settings ?? {});
-    const namedPerSecond = String(conf.log_filename).includes("%S");
-    const confText = Object.entries(conf)
-      .map(([key, value]) => `${key} = ${confValue(value)}`)
-      .join("\n");
-    writeFileSync(join(dataDir, "postgresql.auto.conf"), `# written by @auditpipe/testkit\n${confText}\n`);
-
-    /** Starts the server process and waits until it accepts connections. */
-    const launch = async (): Promise<ChildProcess> => {
-      const startupLog: string[] = [];
-      const server = spawn(join(bin, "postgres"), ["-D", dataDir], {
-        ...asOwner,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      child = server;
-      server.stdout?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
-      server.stderr?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
-      await waitUntil(
-        async () => {
-          if (server.exitCode !== null) return true;
-          const client = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
-          try {
-            await client.connect();
-            await client.end();
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        START_TIMEOUT_MS,
-        () =>
-          `PostgreSQL did not accept connections within ${START_TIMEOUT_MS / 1000}s:\n${startupLog.join("")}`,
-      );
-      if (server.exitCode !== null) {
-        throw new Error(
-          `PostgreSQL exited during start-up (code ${server.exitCode}):\n${startupLog.join("")}`,
-        );
+  spawned(server);
+  server.stdout?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
+  server.stderr?.setEncoding("utf8").on("data", (d: string) => startupLog.push(d));
+  await waitUntil(
+    async () => {
+      if (server.exitCode !== null) return true;
+      const client = new pg.Client({ host: dirs.socketDir, port, user: "postgres", database: "postgres" });
+      try {
+        await client.connect();
+        await client.end();
+        return true;
+      } catch {
+        return false;
       }
-      return server;
-    };
-    /** Fast shutdown of the running server process (SIGQUIT if it takes too long). */
-    const halt = async (): Promise<void> => {
-      const server = started;
-      if (server.exitCode !== null || server.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
-      server.kill("SIGINT"); // fast shutdown
-      const timer = setTimeout(() => server.kill("SIGQUIT"), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-    };
-    let started = await launch();
+    },
+    START_TIMEOUT_MS,
+    () => `PostgreSQL did not accept connections within ${START_TIMEOUT_MS / 1000}s:\n${startupLog.join("")}`,
+  );
+  if (server.exitCode !== null)
+    throw new Error(`PostgreSQL exited during start-up (code ${server.exitCode}):\n${startupLog.join("")}`);
+  return server;
+}
 
-    const connectionString = `postgresql://postgres@127.0.0.1:${port}/postgres`;
-    let admin: pg.Client | undefined;
-    const adminClient = async (): Promise<pg.Client> => {
+/** Fast shutdown of the server process (SIGQUIT if it takes too long). */
+async function haltServer(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => server.once("exit", () => resolve()));
+  server.kill("SIGINT"); // fast shutdown
+  const timer = setTimeout(() => server.kill("SIGQUIT"), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The superuser's one lazily connected client; dropped when the server goes away under it. */
+function adminConnection(
+  socketDir: string,
+  port: number,
+): { get(): Promise<pg.Client>; end(): Promise<void> } {
+  let admin: pg.Client | undefined;
+  return {
+    async get() {
       if (!admin) {
         const client = new pg.Client({ host: socketDir, port, user: "postgres", database: "postgres" });
         // The server stopping under an idle client (Ctrl-C reaches the whole process group) is an
@@ -220,122 +223,171 @@ export async function startPostgres(options: PostgresOptions = {}): Promise<Post
         });
       }
       return admin;
-    };
-    if (!options.skipCreateExtension)
-      await (await adminClient()).query("CREATE EXTENSION IF NOT EXISTS pgaudit");
+    },
+    async end() {
+      const client = admin;
+      admin = undefined;
+      await client?.end().catch(() => {});
+    },
+  };
+}
 
-    const readCurrentLogfiles = (): Partial<Record<LogDestination, string>> => {
-      const file = join(dataDir, "current_logfiles");
-      if (!existsSync(file)) return {};
-      const out: Partial<Record<LogDestination, string>> = {};
-      for (const line of readFileSync(file, "utf8").split("\n")) {
-        const space = line.indexOf(" ");
-        if (space > 0) out[line.slice(0, space) as LogDestination] = line.slice(space + 1);
-      }
-      return out;
-    };
+/** `current_logfiles` parsed: destination → absolute path. */
+function readCurrentLogfiles(dataDir: string): Partial<Record<LogDestination, string>> {
+  const file = join(dataDir, "current_logfiles");
+  if (!existsSync(file)) return {};
+  const out: Partial<Record<LogDestination, string>> = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const space = line.indexOf(" ");
+    if (space > 0) out[line.slice(0, space) as LogDestination] = line.slice(space + 1);
+  }
+  return out;
+}
+
+/** `SELECT pg_rotate_logfile()`; with per-second file names, until `current_logfiles` moves on. */
+async function rotateLogfile(
+  admin: () => Promise<pg.Client>,
+  dataDir: string,
+  namedPerSecond: boolean,
+): Promise<void> {
+  const before = JSON.stringify(readCurrentLogfiles(dataDir));
+  const moved = () => JSON.stringify(readCurrentLogfiles(dataDir)) !== before;
+  if (!namedPerSecond) {
+    await (await admin()).query("SELECT pg_rotate_logfile()");
+    return;
+  }
+  // A rotation within the second the current file was named in reuses its name (PostgreSQL
+  // then appends to it): wait for the next second so the name moves on. A request the logger
+  // did not act on (seen under load) is sent again, each time in a new second.
+  const deadline = Date.now() + 30_000;
+  while (!moved()) {
+    if (Date.now() > deadline)
+      throw new Error(`pg_rotate_logfile() did not change current_logfiles (still ${before})`);
+    const second = Math.floor(Date.now() / 1000);
+    await waitUntil(
+      () => Math.floor(Date.now() / 1000) > second,
+      5_000,
+      () => "clock stalled",
+      20,
+    );
+    await (await admin()).query("SELECT pg_rotate_logfile()");
+    await waitUntil(moved, 3_000, () => "", 20).catch(() => {});
+  }
+}
+
+/** The handle a test gets: queries, clients, rotation, pgbench/psql, restart and stop. */
+function clusterHandle(
+  bin: string,
+  dirs: ClusterDirs,
+  port: number,
+  settings: Record<string, GucValue>,
+  admin: ReturnType<typeof adminConnection>,
+  server: { restart(): Promise<void>; stop(): Promise<void> },
+): PostgresCluster {
+  const { dataDir, socketDir, logDir } = dirs;
+  const namedPerSecond = String(settings.log_filename).includes("%S");
+  return {
+    port,
+    socketDir,
+    dataDir,
+    logDir,
+    connectionString: `postgresql://postgres@127.0.0.1:${port}/postgres`,
+    async query(text, values) {
+      return (await admin.get()).query(text, values);
+    },
+    async connect(opts = {}) {
+      const client = new pg.Client({
+        host: socketDir,
+        port,
+        user: opts.user ?? "postgres",
+        database: opts.database ?? "postgres",
+        password: opts.password,
+      });
+      await client.connect();
+      return client;
+    },
+    rotate: () => rotateLogfile(admin.get, dataDir, namedPerSecond),
+    async pgbench(args) {
+      const result = await run(
+        join(bin, "pgbench"),
+        ["-h", socketDir, "-p", String(port), "-U", "postgres", ...args],
+        {
+          env: { ...process.env, PGDATABASE: "postgres" },
+        },
+      );
+      if (result.code !== 0)
+        throw new Error(`pgbench ${args.join(" ")} failed (exit ${result.code}):\n${result.stderr}`);
+      return result;
+    },
+    async psql(script, opts = {}) {
+      const who = ["-U", opts.user ?? "postgres", "-d", opts.database ?? "postgres"];
+      return run(
+        join(bin, "psql"),
+        ["-X", "-q", "-h", socketDir, "-p", String(port), ...who, ...(opts.args ?? [])],
+        {
+          input: script,
+        },
+      );
+    },
+    logFiles() {
+      return readdirSync(logDir)
+        .sort()
+        .map((name) => join(logDir, name));
+    },
+    currentLogfiles: () => readCurrentLogfiles(dataDir),
+    restart: server.restart,
+    stop: server.stop,
+  };
+}
+
+/**
+ * Starts a throwaway PostgreSQL with pgaudit preloaded: initdb in a temp dir, a free loopback
+ * port, the socket in the temp dir, the logging collector on. As root it runs as the `postgres`
+ * OS user. Everything is removed by `stop()` or when the test process exits.
+ */
+export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresCluster> {
+  refuseInUnitTier("startPostgres");
+  const bin = pgBinDir();
+  const owner = serverOwner();
+  const base = mkdtempSync(join(tmpdir(), "auditpipe-pg-"));
+  let child: ChildProcess | undefined;
+  const unregister = onExit(() => {
+    if (child?.pid && child.exitCode === null) {
+      try {
+        process.kill(child.pid, "SIGQUIT"); // immediate shutdown: the directory goes next
+      } catch {}
+    }
+    removeTree(base);
+  });
+
+  try {
+    const dirs = await initCluster(bin, base, owner);
+    const port = await freePort();
+    const settings = clusterSettings(options, port, dirs);
+    writeSettings(dirs.dataDir, settings);
+    const launch = () => launchServer(bin, dirs, port, owner, (server) => (child = server));
+    let started = await launch();
+    const admin = adminConnection(dirs.socketDir, port);
+    if (!options.skipCreateExtension)
+      await (await admin.get()).query("CREATE EXTENSION IF NOT EXISTS pgaudit");
 
     let stopped = false;
-    const cluster: PostgresCluster = {
-      port,
-      socketDir,
-      dataDir,
-      logDir,
-      connectionString,
-      async query(text, values) {
-        return (await adminClient()).query(text, values);
-      },
-      async connect(opts = {}) {
-        const client = new pg.Client({
-          host: socketDir,
-          port,
-          user: opts.user ?? "postgres",
-          database: opts.database ?? "postgres",
-          password: opts.password,
-        });
-        await client.connect();
-        return client;
-      },
-      async rotate() {
-        const before = JSON.stringify(readCurrentLogfiles());
-        const moved = () => JSON.stringify(readCurrentLogfiles()) !== before;
-        if (!namedPerSecond) {
-          await (await adminClient()).query("SELECT pg_rotate_logfile()");
-          return;
-        }
-        // A rotation within the second the current file was named in reuses its name (PostgreSQL
-        // then appends to it): wait for the next second so the name moves on. A request the logger
-        // did not act on (seen under load) is sent again, each time in a new second.
-        const deadline = Date.now() + 30_000;
-        while (!moved()) {
-          if (Date.now() > deadline)
-            throw new Error(`pg_rotate_logfile() did not change current_logfiles (still ${before})`);
-          const second = Math.floor(Date.now() / 1000);
-          await waitUntil(
-            () => Math.floor(Date.now() / 1000) > second,
-            5_000,
-            () => "clock stalled",
-            20,
-          );
-          await (await adminClient()).query("SELECT pg_rotate_logfile()");
-          await waitUntil(moved, 3_000, () => "", 20).catch(() => {});
-        }
-      },
-      async pgbench(args) {
-        const result = await run(
-          join(bin, "pgbench"),
-          ["-h", socketDir, "-p", String(port), "-U", "postgres", ...args],
-          {
-            env: { ...process.env, PGDATABASE: "postgres" },
-          },
-        );
-        if (result.code !== 0)
-          throw new Error(`pgbench ${args.join(" ")} failed (exit ${result.code}):\n${result.stderr}`);
-        return result;
-      },
-      async psql(script, opts = {}) {
-        return run(
-          join(bin, "psql"),
-          [
-            "-X",
-            "-q",
-            "-h",
-            socketDir,
-            "-p",
-            String(port),
-            "-U",
-            opts.user ?? "postgres",
-            "-d",
-            opts.database ?? "postgres",
-            ...(opts.args ?? []),
-          ],
-          { input: script },
-        );
-      },
-      logFiles() {
-        return readdirSync(logDir)
-          .sort()
-          .map((name) => join(logDir, name));
-      },
-      currentLogfiles: readCurrentLogfiles,
+    return clusterHandle(bin, dirs, port, settings, admin, {
       async restart() {
         if (stopped) throw new Error("restart() after stop()");
-        const client = admin;
-        admin = undefined;
-        await client?.end().catch(() => {});
-        await halt();
+        await admin.end();
+        await haltServer(started);
         started = await launch();
       },
       async stop() {
         if (stopped) return;
         stopped = true;
-        await admin?.end().catch(() => {});
-        await halt();
+        await admin.end();
+        await haltServer(started);
         removeTree(base);
         unregister();
       },
-    };
-    return cluster;
+    });
   } catch (error) {
     if (child?.exitCode === null) child.kill("SIGQUIT");
     removeTree(base);

@@ -8,11 +8,13 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot, SETUP_HINT } from "./paths.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 const PYTHON_PACKAGES = "pyspark==4.3.0 sqlglot==30.30.0 ocsf-emitter==0.3.0";
 
 /** The venv's python; throws with the command that installs it when missing. */
 export function pythonTools(): string {
+  refuseInUnitTier("pythonTools");
   const python = process.env.AUDITPIPE_PYTHON ?? join(repoRoot(), ".tools", "python", "bin", "python");
   if (!existsSync(python))
     throw new Error(
@@ -24,6 +26,7 @@ export function pythonTools(): string {
 
 /** The S3A connector's jars for Spark; throws with the command that fetches them when missing. */
 export function sparkS3aJars(): string[] {
+  refuseInUnitTier("sparkS3aJars");
   const dir = join(repoRoot(), ".tools", "spark-jars");
   const jars = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".jar")) : [];
   if (!jars.some((j) => j.startsWith("hadoop-aws-")))
@@ -43,6 +46,7 @@ export function runPython(
   args: string[],
   options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<string> {
+  refuseInUnitTier("runPython");
   const python = pythonTools();
   return new Promise((resolve, reject) => {
     const child = spawn(python, [script, ...args], {

@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { rsyslogdBinary } from "./paths.ts";
 import { isRoot, onExit, removeTree, sleep, waitUntil } from "./process.ts";
+import { refuseInUnitTier } from "./tiers.ts";
 
 /** Where PostgreSQL's syslog(3) writes: glibc's _PATH_LOG. */
 const DEV_LOG = "/dev/log";
@@ -127,6 +128,7 @@ function config(dir: string, options: RsyslogOptions, files: RsyslogDaemon["file
  * Needs root, as binding /dev/log does.
  */
 export async function startRsyslog(options: RsyslogOptions = {}): Promise<RsyslogDaemon> {
+  refuseInUnitTier("startRsyslog");
   const bin = rsyslogdBinary();
   if (!isRoot())
     throw new Error("startRsyslog needs root: it binds /dev/log, where PostgreSQL's syslog(3) writes");

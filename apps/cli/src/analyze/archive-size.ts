@@ -1,10 +1,11 @@
 /**
- * What observed audit entries take in the archive: the sidecar's NDJSON, gzip-compressed, one
+ * What observed audit entries take in the archive: the sidecar's NDJSON, compressed as it lands
+ * by default (DEFAULT_COMPRESSION), one
  * object per batch. Run's batches close at 10,000 entries (its default `--batch-max-entries`),
  * so the entries are compressed in batches of that size, as the sink would store them.
  */
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
-import { compress, NdjsonWriter } from "@auditpipe/ship";
+import { compress, DEFAULT_COMPRESSION, NdjsonWriter } from "@auditpipe/ship";
 
 /** `auditpipe run`'s default --batch-max-entries: one archive object per this many entries. */
 const BATCH_ENTRIES = 10_000;
@@ -28,6 +29,6 @@ export class ArchiveSizer {
 
   private close(): void {
     const { ndjson } = this.writer.take();
-    this.pending.push(compress(ndjson, "gzip").then((gz) => gz.byteLength));
+    this.pending.push(compress(ndjson, DEFAULT_COMPRESSION).then((body) => body.byteLength));
   }
 }

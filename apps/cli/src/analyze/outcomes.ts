@@ -30,15 +30,45 @@ export interface OutcomeHint {
   why: string;
 }
 
+/**
+ * What the records showed of the server's logging settings (for the hints): counted per record,
+ * so the counts of parts of a log add up to those of the whole (parallel `analyze`).
+ */
+export interface LoggingSigns {
+  disconnections: number;
+  errors: number;
+  errorsWithoutStatement: number;
+  /** Some entry carried ROWS (pgaudit.log_rows). */
+  logRows: boolean;
+}
+
+export function noSigns(): LoggingSigns {
+  return { disconnections: 0, errors: 0, errorsWithoutStatement: 0, logRows: false };
+}
+
+/** Counts what a record (and its entry, if any) shows of the logging settings. */
+export function noteSigns(signs: LoggingSigns, record: LogRecord, entry: AuditEntry | undefined): void {
+  if (entry !== undefined) {
+    if (entry.rows !== null) signs.logRows = true;
+  } else if (record.severity === "ERROR") {
+    signs.errors++;
+    if (record.query === null) signs.errorsWithoutStatement++;
+  } else if (record.message.startsWith("disconnection: ")) signs.disconnections++;
+}
+
+export function mergeSigns(into: LoggingSigns, from: LoggingSigns): void {
+  into.disconnections += from.disconnections;
+  into.errors += from.errors;
+  into.errorsWithoutStatement += from.errorsWithoutStatement;
+  into.logRows ||= from.logRows;
+}
+
 export class OutcomeReading {
   private readonly joins = new Map<LogFormat, OutcomeJoin<Pending>>();
   private readonly tally: VolumeTally;
   private readonly options: OutcomeReadingOptions;
   /** What the records showed of the server's logging settings. */
-  private disconnections = 0;
-  private errors = 0;
-  private errorsWithoutStatement = 0;
-  private logRows = false;
+  private readonly signs = noSigns();
   private readonly prefixes = new Set<string>();
   /** The file being read: events are reported with it. */
   private current = "";
@@ -60,16 +90,9 @@ export class OutcomeReading {
       join = this.newJoin();
       this.joins.set(format, join);
     }
-    if (entry !== undefined) {
-      if (entry.rows !== null) this.logRows = true;
-      join.record(record, entry, { entry, record });
-      return;
-    }
-    if (record.severity === "ERROR") {
-      this.errors++;
-      if (record.query === null) this.errorsWithoutStatement++;
-    } else if (record.message.startsWith("disconnection: ")) this.disconnections++;
-    join.record(record);
+    noteSigns(this.signs, record, entry);
+    if (entry !== undefined) join.record(record, entry, { entry, record });
+    else join.record(record);
   }
 
   /** The input ended: what is still undecided is `unknown` (log-ended). */
@@ -92,50 +115,59 @@ export class OutcomeReading {
     });
   }
 
-  /**
-   * The settings that would have let more outcomes be told, from what this log showed (and the
-   * report's unknown reasons): docs/architecture.md lists what each gives.
-   */
   hints(unknownReasons: Record<string, number>): OutcomeHint[] {
-    const hints: OutcomeHint[] = [];
-    const unknown = (reason: string) => unknownReasons[reason] ?? 0;
-    if (unknown(UnknownReason.BOUNDARIES_NOT_LOGGED) > 0)
-      hints.push({
-        setting: "pgaudit.log with misc",
-        why: `${unknown(UnknownReason.BOUNDARIES_NOT_LOGGED)} entries raised no error but may have been rolled back: without MISC entries BEGIN, COMMIT and ROLLBACK are not logged (if the server's pgaudit.log has misc or all for every role, say so with --pgaudit-log)`,
-      });
-    for (const prefix of this.prefixes) {
-      if (!prefix.includes("%v"))
-        hints.push({
-          setting: "%v in log_line_prefix",
-          why: "without the virtual transaction id, a multi-statement transaction and an error inside a block with savepoints cannot always be told apart",
-        });
-      if (!prefix.includes("%e"))
-        hints.push({
-          setting: "%e in log_line_prefix",
-          why: "failed statements carry no SQLSTATE without it",
-        });
-      if (!prefix.includes("%c"))
-        hints.push({
-          setting: "%c in log_line_prefix",
-          why: "sessions are told apart by process id alone (and log_connections when a pid is reused)",
-        });
-    }
-    if (this.disconnections === 0 && unknown(UnknownReason.LOG_ENDED) > 0)
-      hints.push({
-        setting: "log_disconnections = on",
-        why: `${unknown(UnknownReason.LOG_ENDED)} entries were still open when the log ended; a session's end settles its last statement`,
-      });
-    if (this.errors > 0 && this.errorsWithoutStatement === this.errors)
-      hints.push({
-        setting: "log_min_error_statement = error",
-        why: "no ERROR carries its statement: an error is pinned on its session's latest statement, and a refused statement's text is not known",
-      });
-    if (this.logRows)
-      hints.push({
-        setting: "pgaudit.log_rows = off",
-        why: "with log_rows pgAudit logs a statement after it ran: a statement that fails has no entry, its ERROR counts as an attempt",
-      });
-    return hints;
+    return outcomeHints(this.signs, this.prefixes, unknownReasons);
   }
+}
+
+/**
+ * The settings that would have let more outcomes be told, from what the log showed (`signs`,
+ * the log_line_prefix of its stderr/syslog files, the report's unknown reasons):
+ * docs/architecture.md lists what each gives.
+ */
+export function outcomeHints(
+  signs: LoggingSigns,
+  prefixes: Iterable<string>,
+  unknownReasons: Record<string, number>,
+): OutcomeHint[] {
+  const hints: OutcomeHint[] = [];
+  const unknown = (reason: string) => unknownReasons[reason] ?? 0;
+  if (unknown(UnknownReason.BOUNDARIES_NOT_LOGGED) > 0)
+    hints.push({
+      setting: "pgaudit.log with misc",
+      why: `${unknown(UnknownReason.BOUNDARIES_NOT_LOGGED)} entries raised no error but may have been rolled back: without MISC entries BEGIN, COMMIT and ROLLBACK are not logged (if the server's pgaudit.log has misc or all for every role, say so with --pgaudit-log)`,
+    });
+  for (const prefix of prefixes) {
+    if (!prefix.includes("%v"))
+      hints.push({
+        setting: "%v in log_line_prefix",
+        why: "without the virtual transaction id, a multi-statement transaction and an error inside a block with savepoints cannot always be told apart",
+      });
+    if (!prefix.includes("%e"))
+      hints.push({
+        setting: "%e in log_line_prefix",
+        why: "failed statements carry no SQLSTATE without it",
+      });
+    if (!prefix.includes("%c"))
+      hints.push({
+        setting: "%c in log_line_prefix",
+        why: "sessions are told apart by process id alone (and log_connections when a pid is reused)",
+      });
+  }
+  if (signs.disconnections === 0 && unknown(UnknownReason.LOG_ENDED) > 0)
+    hints.push({
+      setting: "log_disconnections = on",
+      why: `${unknown(UnknownReason.LOG_ENDED)} entries were still open when the log ended; a session's end settles its last statement`,
+    });
+  if (signs.errors > 0 && signs.errorsWithoutStatement === signs.errors)
+    hints.push({
+      setting: "log_min_error_statement = error",
+      why: "no ERROR carries its statement: an error is pinned on its session's latest statement, and a refused statement's text is not known",
+    });
+  if (signs.logRows)
+    hints.push({
+      setting: "pgaudit.log_rows = off",
+      why: "with log_rows pgAudit logs a statement after it ran: a statement that fails has no entry, its ERROR counts as an attempt",
+    });
+  return hints;
 }

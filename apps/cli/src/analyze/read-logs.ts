@@ -1,4 +1,4 @@
-import { createReadStream, statSync } from "node:fs";
+import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
@@ -117,6 +117,69 @@ async function logStream(
 }
 
 /**
+ * What a file is, from its first chunk (its first READ_BYTES, gunzipped for .gz): its format
+ * (sniffed unless given) and, for stderr and syslog without --prefix, the prefix its first lines
+ * read cleanly with (onPrefixGuess may refuse them).
+ */
+function describeFile(file: string, head: Buffer, options: AnalyzeOptions): FileSummary {
+  const sniffed = sniffFormat(head);
+  const format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
+  let prefix = options.prefix;
+  if (prefix === undefined && (format === "stderr" || format === "syslog")) {
+    // No --prefix: try the prefixes servers commonly write on the first whole lines.
+    const guess = guessPrefixes(format, head);
+    prefix = options.onPrefixGuess ? options.onPrefixGuess(file, guess) : guess?.prefix;
+  }
+  return { format, sniffed, formatGiven: options.format !== "auto", prefix, records: 0, malformed: 0 };
+}
+
+/** Whether a file (not standard input) starts with gzip's magic number. */
+export function isGzipFile(file: string): boolean {
+  return !isStdin(file) && isGzip(readHead(file, 2));
+}
+
+/** The first `bytes` bytes of a file (fewer when it is shorter). */
+function readHead(path: string, bytes: number): Buffer {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(bytes);
+    const n = readSync(fd, buf, 0, bytes, 0);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * What analyzeFiles finds a file to be before reading it (describeFile, from the same first
+ * chunk), and whether it is gzip; undefined for a file with nothing in it. For readers that cut
+ * files into ranges (parallel.ts).
+ */
+export async function fileStart(
+  file: string,
+  options: AnalyzeOptions,
+): Promise<{ summary: FileSummary; gzip: boolean } | undefined> {
+  const gzip = isGzip(readHead(file, 2));
+  let head: Buffer | undefined;
+  if (gzip) {
+    const raw = createReadStream(file, { highWaterMark: CHUNK_BYTES });
+    // The same first chunk analyzeFiles describes the file from (logStream's gunzip chunks).
+    const input = raw.pipe(createGunzip({ chunkSize: GUNZIP_CHUNK_BYTES }));
+    raw.on("error", (error) => input.destroy(error));
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      head = chunk;
+      break;
+    }
+    raw.destroy();
+    input.destroy();
+  } else {
+    const first = readHead(file, CHUNK_BYTES);
+    if (first.length > 0) head = first;
+  }
+  return head === undefined ? undefined : { summary: describeFile(file, head, options), gzip };
+}
+
+/**
  * Reads log files in the order given (the files of one log stream), decodes every pgAudit entry
  * and tallies the volume. A file's format is sniffed from its first bytes unless given; .gz
  * input is read through gunzip, recognised by its magic number rather than its name.
@@ -165,22 +228,9 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
     };
     const onChunk = (chunk: Buffer): void => {
       if (!parser) {
-        const sniffed = sniffFormat(chunk);
-        format = options.format === "auto" ? (sniffed ?? "stderr") : options.format;
-        let prefix = options.prefix;
-        if (prefix === undefined && (format === "stderr" || format === "syslog")) {
-          // No --prefix: try the prefixes servers commonly write on the first whole lines.
-          const guess = guessPrefixes(format, chunk);
-          prefix = options.onPrefixGuess ? options.onPrefixGuess(file, guess) : guess?.prefix;
-        }
-        summary = {
-          format,
-          sniffed,
-          formatGiven: options.format !== "auto",
-          prefix,
-          records: 0,
-          malformed: 0,
-        };
+        summary = describeFile(file, chunk, options);
+        format = summary.format;
+        const prefix = summary.prefix;
         outcomes.file(format, prefix, file);
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }

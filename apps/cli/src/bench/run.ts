@@ -31,7 +31,7 @@ import {
   type WorkloadInfo,
 } from "@auditpipe/bench";
 import type pg from "pg";
-import type { CommandIO } from "../commands/analyze.ts";
+import type { CommandIO } from "../command-io.ts";
 import { collectEnvironment, logDirectoryOf } from "./environment.ts";
 import { measureRun, runPgbench } from "./measure.ts";
 import { desiredSettings } from "./settings.ts";

@@ -4,9 +4,10 @@ import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { analyzeFiles } from "../analyze/read-logs.ts";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf, parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { flagValue, wholeNumber } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
-import { acceptPrefixGuess, type CommandIO, pgauditLogHasMisc, resolveFiles } from "./analyze.ts";
+import { acceptPrefixGuess, pgauditLogHasMisc, resolveFiles } from "./analyze.ts";
 
 export const ADVISE_HELP: string = `Usage: auditpipe advise [--format F] [--prefix P] [--pgaudit-log VALUE] [--audit-role R] [--sql FILE] [--json] FILE...
 

@@ -12,10 +12,10 @@ import type {
   WorkloadInfo,
 } from "@auditpipe/bench";
 import { oneOf, parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { flagValue, wholeNumber } from "../flags.ts";
 import { invocation } from "../invocation.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const BENCH_HELP = `Usage: auditpipe bench [--quick] [--audit NAME...] [--workload NAME...] [--script FILE...]
                       [--init FILE] [--scale N] [--clients N] [--jobs N] [--duration S] [--runs N]

@@ -1,8 +1,8 @@
 import { hostFlag, parseTimeFlag, S3_FLAGS, s3Settings } from "../archive-url.ts";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { runCompact } from "../compact/run-compact.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const COMPACT_HELP = `Usage: auditpipe compact ARCHIVE [--from DATE] [--to DATE] [--host H] [--drop-landing] [--grace-minutes N]
                          [--memory-limit SIZE] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]
@@ -68,6 +68,7 @@ export async function compactCommand(argv: string[], io: CommandIO): Promise<num
   const to = values.to === undefined ? undefined : parseTimeFlag("compact", "to", String(values.to), true);
   if (from && to && to <= from) throw new UsageError("compact: --to is before --from");
   const host = hostFlag("compact", values.host);
+  watchParent();
   return runCompact(io, {
     archive: positionals[0]!,
     s3: s3Settings("compact", values),
@@ -81,4 +82,20 @@ export async function compactCommand(argv: string[], io: CommandIO): Promise<num
       ...(memory ? { memoryLimit: memory } : {}),
     },
   });
+}
+
+/** How often a compaction child started by the sidecar checks that the sidecar is still there. */
+const PARENT_CHECK_MS = 1_000;
+
+/**
+ * Started by the sidecar (run/compaction.ts sets AUDITPIPE_COMPACT_PARENT_PID): if the sidecar is
+ * killed outright, end here rather than run on beside the next sidecar's child. Compaction is
+ * crash-safe, so ending mid-way leaves the archive as it was.
+ */
+function watchParent(): void {
+  const parent = Number(process.env.AUDITPIPE_COMPACT_PARENT_PID ?? 0);
+  if (!(parent > 0)) return;
+  setInterval(() => {
+    if (process.ppid !== parent) process.exit(1);
+  }, PARENT_CHECK_MS).unref();
 }

@@ -4,12 +4,12 @@ import { join } from "node:path";
 import type { LiveVolume } from "@auditpipe/meter";
 import { formatBytes } from "../analyze/render.ts";
 import { oneOf } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { type CommandSpec, decimal, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { createLogger } from "../logger.ts";
 import { LOCAL_BATCH_MAX_AGE_MS, type RunConfig, RunConfigSchema } from "../run/config.ts";
 import { startSidecar } from "../run/sidecar.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 /** pgaudit.log classes the scratch server takes (each may be negated with a leading -). */
 const AUDIT_CLASSES = [
@@ -221,7 +221,7 @@ export async function demoCommand(
           `demo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}`,
           `demo: ${num.format(shipped)} entries shipped${objects} to ${sinkLabel}`,
           keptSink
-            ? `demo: the gzip NDJSON objects stay in ${keptSink} (zcat ${keptSink}/**/*.ndjson.gz | head)`
+            ? `demo: the zstd NDJSON objects stay in ${keptSink} (zstdcat ${keptSink}/**/*.ndjson.zst | head)`
             : minio
               ? "demo: the scratch MinIO and its archive are removed with the demo; for an archive that stays, follow docs/archive.md's walkthrough (a MinIO of your own, or S3)"
               : "demo: the objects were in a temp directory, removed with the demo: pnpm demo --sink DIR keeps them",

@@ -19,12 +19,13 @@ import {
   type WorkloadSample,
 } from "@auditpipe/estimate";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { COST_FLAGS, costOptions } from "../estimate/cost-flags.ts";
 import { estimateFromLogs, renderFromLogs } from "../estimate/from-logs.ts";
 import { renderEstimates, renderOverheadSection, workloadLine } from "../estimate/render.ts";
 import { decimal, flagValue } from "../flags.ts";
 import { UsageError } from "../usage-error.ts";
-import { type CommandIO, resolveFiles } from "./analyze.ts";
+import { resolveFiles } from "./analyze.ts";
 
 export { priceOf } from "../estimate/cost-flags.ts";
 export { renderEstimates };
@@ -58,7 +59,7 @@ Workload, one of:
 Cost, two lines billed on different bytes:
   --price-per-gb N       $ per GB of raw log ingested by a log service (default ${DEFAULT_PRICE_PER_GB})
   --storage-price N      $ per GB-month in the S3 archive (default ${DEFAULT_STORAGE_PRICE_PER_GB_MONTH}, S3 Standard)
-  --compression-ratio N  raw bytes per archived byte (gzip NDJSON); default measured on the
+  --compression-ratio N  raw bytes per archived byte (zstd NDJSON); default measured on the
                          --log files, else on the repository's fixtures per log format
                          (csvlog ${DEFAULT_COMPRESSION_RATIO.csvlog}, jsonlog ${DEFAULT_COMPRESSION_RATIO.jsonlog}, stderr ${DEFAULT_COMPRESSION_RATIO.stderr}, syslog ${DEFAULT_COMPRESSION_RATIO.syslog})
   --retention-days N     days the archive keeps each object (Object Lock; default ${DEFAULT_RETENTION_DAYS}):

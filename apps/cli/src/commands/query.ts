@@ -1,8 +1,8 @@
 import { hostFlag, parseTimeFlag, S3_FLAGS, s3Settings } from "../archive-url.ts";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { type OutputFormat, runQueryCommand } from "../query/run-query.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const QUERY_HELP = `Usage: auditpipe query ARCHIVE [--json | --csv | --ocsf [--security-lake DIR --region R --account-id ID]]
                        [--from DATE] [--to DATE] [--host H] [--user U]

@@ -1,8 +1,8 @@
 import { recommend, sampleWorkload } from "@auditpipe/estimate";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { renderEstimates, renderOverheadSection } from "../estimate/render.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 import { givenLoad, intervalMs, nestedLine, nestedSummary, priceOf, progressPrinter } from "./estimate.ts";
 
 export const RECOMMEND_HELP = `Usage: auditpipe recommend [--db URL] [--sensitive TABLE[.COLUMN]...] [--json]

@@ -1,10 +1,10 @@
 import { flushCompileCache } from "node:module";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { createLogger } from "../logger.ts";
 import { resolveRunConfig, SETTINGS } from "../run/config.ts";
 import { applyNice } from "../run/priority.ts";
 import { startSidecar } from "../run/sidecar.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const RUN_HELP = `Usage: auditpipe run (--log-dir DIR | --pgdata DIR | --syslog URL) [flags]
 
@@ -30,13 +30,15 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --host NAME              host segment of object keys and manifests (default the host name)
   --spool DIR              durable spool of closed batches (default <state>/spool)
   --spool-max-bytes N      when the spool holds this much, reading waits (default 1 GiB)
-  --compression C          gzip (default) or zstd
+  --compression C          zstd (default) or gzip
   --object-lock-mode M     GOVERNANCE or COMPLIANCE: S3 Object Lock on every object
   --object-lock-days N     retention for Object Lock (default 365)
   --manifest-key FILE      Ed25519 key (PEM) signing the manifests (default
                            <state>/manifests/manifest-key.pem, created on first start)
   --self-check-ms N        how often the open hours' objects are checked against the
                            journal (default 60000; 0 never)
+  --compact-ms N           how often closed host-hours are compacted into Parquet by a child
+                           process and recorded in the manifests (S3; default 600000; 0 never)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
   --pgaudit-log VALUE      the server's pgaudit.log, if every role and database runs with it:
                            with misc (or all), every entry's outcome can be told without

@@ -1,12 +1,12 @@
 import { buildApi, listenApi } from "@auditpipe/api";
 import { LiveMeter } from "@auditpipe/meter";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
 import { choice, flagValue, wholeNumber } from "../flags.ts";
 import { checkListenSetting } from "../listen-setting.ts";
 import { createLogger } from "../logger.ts";
 import { startWorkloadSampler, type WorkloadSampler } from "../run/workload-sampler.ts";
 import { UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 
 export const SERVE_HELP = `Usage: auditpipe serve [--db URL] [--listen HOST:PORT] [--sample-interval-ms MS]
                       [--calibration FILE] [--log-level L]

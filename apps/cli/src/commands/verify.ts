@@ -2,17 +2,20 @@ import type { KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createS3Client, parsePublicKeys, type VerifyReport, verifyArchive } from "@auditpipe/ship";
 import { parseFlags } from "../args.ts";
+import type { CommandIO } from "../command-io.ts";
+import { compactedRowsCheck } from "../compact/verify-rows.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
-import type { CommandIO } from "./analyze.ts";
 import { renderCoverage, verifiedCoverage, verifyWording } from "./verify-coverage.ts";
 
 export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public-key FILE]... [--from DATE] [--to DATE]
-                        [--host H] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style]
+                        [--host H] [--gone-after DURATION] [--s3-endpoint URL] [--s3-region R]
+                        [--s3-force-path-style]
                         [--require-coverage] [--json]
 
 Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every signature
 against the trusted public keys, every listed object downloaded and hashed, every stored object
-accounted for. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
+accounted for; each compacted (Parquet) file is also rebuilt from the landing objects it lists
+and its rows compared. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
 manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
 3 when there is nothing to verify yet (no manifest: the first is written when the first hour with
 an upload closes, or when the sidecar stops). Credentials come from the AWS SDK's default chain
@@ -24,6 +27,8 @@ an upload closes, or when the sidecar stops). Credentials come from the AWS SDK'
   --from DATE            first hour to verify (YYYY-MM-DD, YYYY-MM-DDTHH or ISO 8601; UTC)
   --to DATE              last hour to verify (a bare date means the whole day)
   --host H               one host's chain (default every host under _manifests/)
+  --gone-after DURATION  a host whose chain has no close record and covers nothing this long
+                         is reported gone, with what it left unverified (default 2h; 90m, 3600s)
   --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
   --s3-region R          region (default AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with
                          --s3-endpoint; else the AWS SDK chain)
@@ -67,8 +72,30 @@ function parseDate(flag: "from" | "to", value: string): Date {
   return new Date(ms);
 }
 
+const DURATION = /^(\d+)(s|m|h)$/;
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/** `90m` → milliseconds. */
+function parseDuration(value: string): number {
+  const m = DURATION.exec(value);
+  if (!m || Number(m[1]) === 0)
+    throw new UsageError(
+      `verify: --gone-after must be a duration: a whole number and s, m or h, such as 2h or 90m (got ${JSON.stringify(value)})`,
+    );
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+
 function plural(n: number, word: string): string {
   return `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** A chain's end, in words: how far it vouches, and what comes after it. */
+function chainState(c: VerifyReport["chains"][number]): string {
+  const until = c.coveredUntil ?? "its newest manifest";
+  if (c.state === "closed")
+    return `closed by a clean stop at ${until}: nothing stored after it is the sidecar's`;
+  if (c.state === "gone") return `open, but silent since ${until}: gone (see the finding)`;
+  return `open (running): covered until ${until}${c.pending ? `, ${plural(c.pending, "object")} pending` : ""}`;
 }
 
 export function renderVerifyReport(report: VerifyReport, archive: string): string {
@@ -77,7 +104,7 @@ export function renderVerifyReport(report: VerifyReport, archive: string): strin
     lines.push(
       c.first === null
         ? `host ${c.host}: no manifest in range (newest ${c.head ?? "none"})`
-        : `host ${c.host}: ${plural(c.manifests, "manifest")}, hours ${c.first} … ${c.last} UTC`,
+        : `host ${c.host}: ${plural(c.manifests, "manifest")}, hours ${c.first} … ${c.last} UTC; ${chainState(c)}`,
     );
   if (report.range) lines.push(`verified uploads from ${report.range.from} to ${report.range.to}`);
   lines.push(
@@ -85,8 +112,9 @@ export function renderVerifyReport(report: VerifyReport, archive: string): strin
   );
   if (report.pending.length > 0)
     lines.push(
-      `pending ${plural(report.pending.length, "object")} stored after the last closed manifest (listed by the next; ` +
-        `verifiable after ${report.pendingVerifiableAfter ?? "its hour closes"})`,
+      `pending ${plural(report.pending.length, "object")}: stored after the newest manifest of a running sidecar, in no ` +
+        `manifest yet; its next manifest lists them or they are reported extra (verifiable after ` +
+        `${report.pendingVerifiableAfter ?? "its hour closes"}; until then its self-check watches them)`,
     );
   lines.push(
     report.signatures === "verified"
@@ -126,6 +154,7 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
     from: { type: "string" },
     to: { type: "string" },
     host: { type: "string" },
+    "gone-after": { type: "string" },
     "public-key": { type: "string", multiple: true },
     "s3-endpoint": { type: "string" },
     "s3-region": { type: "string" },
@@ -152,6 +181,8 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
   if (host !== undefined && (host === "" || host.includes("/")))
     throw new UsageError(`verify: --host must be a host name without '/' (got ${JSON.stringify(host)})`);
   const region = values["s3-region"] as string | undefined;
+  const goneAfterMs =
+    values["gone-after"] === undefined ? undefined : parseDuration(String(values["gone-after"]));
 
   const trustedKeys = await readTrustedKeys((values["public-key"] as string[] | undefined) ?? []);
 
@@ -168,7 +199,13 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
       ...(host === undefined ? {} : { host }),
       ...(from ? { from } : {}),
       ...(to ? { to } : {}),
+      ...(goneAfterMs === undefined ? {} : { goneAfterMs }),
       ...(trustedKeys ? { trustedKeys } : {}),
+      checkCompacted: compactedRowsCheck(bucket, prefix, {
+        ...(endpoint ? { endpoint } : {}),
+        ...(region ? { region } : {}),
+        forcePathStyle: values["s3-force-path-style"] === true,
+      }),
     });
     const required = values["require-coverage"] === true;
     const coverage = await verifiedCoverage({

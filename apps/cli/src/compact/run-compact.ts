@@ -1,6 +1,6 @@
 /** `auditpipe compact`: open the archive, compact what is due, report each host-hour. */
 import type { CompactArchiveOptions, PartitionResult, S3Settings } from "@auditpipe/compact";
-import type { CommandIO } from "../commands/analyze.ts";
+import type { CommandIO } from "../command-io.ts";
 import { EXIT_FAILURE } from "../usage-error.ts";
 
 export interface CompactPlan {

@@ -129,7 +129,7 @@ function table(rows: string[][]): string {
 export function renderFromLogs(r: FromLogs, options: CostOptions): string {
   const o = r.observed;
   const lines: string[] = [
-    `Observed in ${r.files.length} log file(s): ${num(o.entries)} entries, ${num(o.bytes)} bytes over ${num(r.seconds, 1)} s of log time, ${num(o.bytesPerEntry)} B/entry; archived as gzip NDJSON: ${num(r.compressedBytes)} bytes (${o.bytes > 0 && r.compressedBytes > 0 ? `${num(o.bytes / r.compressedBytes, 1)}x smaller` : "nothing"})`,
+    `Observed in ${r.files.length} log file(s): ${num(o.entries)} entries, ${num(o.bytes)} bytes over ${num(r.seconds, 1)} s of log time, ${num(o.bytesPerEntry)} B/entry; archived as zstd NDJSON: ${num(r.compressedBytes)} bytes (${o.bytes > 0 && r.compressedBytes > 0 ? `${num(o.bytes / r.compressedBytes, 1)}x smaller` : "nothing"})`,
   ];
   if (o.reason !== null) lines.push(`No GB/day or $/month: ${o.reason}.`);
   const head = [

@@ -1,7 +1,7 @@
 /** `auditpipe query`: open the view over the archive, run the SQL or report, print it. */
 import type { S3Settings } from "@auditpipe/compact";
 import type { AuditViewOptions, OcsfInput, ReportName, ViewScope } from "@auditpipe/query";
-import type { CommandIO } from "../commands/analyze.ts";
+import type { CommandIO } from "../command-io.ts";
 import { VERSION } from "../version.ts";
 import { renderCsv, renderJson, renderTable, rowObjects } from "./render.ts";
 

@@ -51,6 +51,8 @@ export interface RunConfig {
   manifestKey?: string | undefined;
   /** How often the sidecar compares its open hours' objects in the bucket with its journal (0: never). */
   selfCheckMs: number;
+  /** How often the sidecar compacts its closed host-hours into Parquet in a child process (0: never; S3 sinks). */
+  compactMs: number;
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
@@ -125,11 +127,12 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     host: z.string().min(1).optional(),
     spool: z.string().min(1).optional(),
     spoolMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(1 << 30),
-    compression: z.enum(["gzip", "zstd"]).default("gzip"),
+    compression: z.enum(["gzip", "zstd"]).default("zstd"),
     objectLockMode: z.enum(["GOVERNANCE", "COMPLIANCE"]).optional(),
     objectLockDays: zNumber(true, { min: 1, unit: "days" }).default(365),
     manifestKey: z.string().min(1).optional(),
     selfCheckMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(60_000),
+    compactMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(600_000),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: zNumber(true, { min: 1000, unit: "milliseconds" }).default(60_000),
@@ -197,6 +200,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "objectLockDays", flag: "object-lock-days", env: "AUDITPIPE_OBJECT_LOCK_DAYS" },
   { key: "manifestKey", flag: "manifest-key", env: "AUDITPIPE_MANIFEST_KEY" },
   { key: "selfCheckMs", flag: "self-check-ms", env: "AUDITPIPE_SELF_CHECK_MS" },
+  { key: "compactMs", flag: "compact-ms", env: "AUDITPIPE_COMPACT_MS" },
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },

@@ -25,6 +25,13 @@ export interface SinkWriteHealth {
 export interface PipelineTap {
   observer: SourceObserver;
   sinkWrites: SinkWriteHealth;
+  /**
+   * A sink's upload attempt failed (the S3 sink reports each one at once): counted in
+   * auditpipe_sink_errors_total and /v1/volume's pipeline.sinks now, not when write() gives up.
+   */
+  attemptFailed(sink: string, error: unknown): void;
+  /** Set when the sink reports its attempts: a write it gives up on is then not counted twice. */
+  countsAttempts: boolean;
   /** GET /v1/advice, from a sample of the statements. */
   advisor: AdviceTally;
   malformedInput: MalformedWatch;
@@ -77,11 +84,24 @@ export function createPipelineTap(meter: LiveMeter, logger: Logger): PipelineTap
     sinkError: (name, error) => {
       sinkWrites.failing = true;
       sinkWrites.lastError = errorCode(error);
-      meter.sinkError(name, errorCode(error));
+      if (!tap.countsAttempts) meter.sinkError(name, errorCode(error));
     },
     checkpointSaved: () => meter.checkpointSaved(),
     checkpointSaveFailed: (stateDir, code) => sourceHealth.checkpointSaveFailed(stateDir, code),
     dataLost: (_file, from, to, reason) => sourceHealth.dataLost(from, to, reason),
   };
-  return { observer, sinkWrites, advisor, malformedInput, sourceHealth };
+  const tap: PipelineTap = {
+    observer,
+    sinkWrites,
+    attemptFailed(sink, error) {
+      sinkWrites.failing = true;
+      sinkWrites.lastError = errorCode(error);
+      meter.sinkError(sink, errorCode(error));
+    },
+    countsAttempts: false,
+    advisor,
+    malformedInput,
+    sourceHealth,
+  };
+  return tap;
 }

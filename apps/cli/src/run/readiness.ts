@@ -8,6 +8,8 @@ export interface ReadinessInputs {
   tap: PipelineTap;
   sink: ConfiguredSink;
   syslog: () => SyslogIntake | undefined;
+  /** The sidecar's compaction failing past its bound, or undefined. */
+  compaction?: () => string | undefined;
 }
 
 /** /readyz: ready only when the sidecar can do its job, else every reason it cannot. */
@@ -27,6 +29,8 @@ export function sidecarReadiness(inputs: ReadinessInputs): () => { ready: boolea
       reasons.push(
         `sink ${sink.sink.name} is failing (${tap.sinkWrites.lastError}); data is kept and retried`,
       );
+    const compaction = inputs.compaction?.();
+    if (compaction) reasons.push(compaction);
     return { ready: reasons.length === 0, reasons };
   };
 }

@@ -1,10 +1,10 @@
 import { join } from "node:path";
-import { S3Archive } from "@auditpipe/ship";
+import { S3_SINK_NAME, S3Archive } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import { VERSION } from "../version.ts";
 import type { RunConfig } from "./config.ts";
 import { manifestSigningKey, registerManifestMetrics } from "./manifests.ts";
-import type { ConfiguredSink } from "./sinks.ts";
+import type { ConfiguredSink, SinkEvents } from "./sinks.ts";
 
 /**
  * The S3 archive (`@auditpipe/ship`'s S3Archive: spool, uploads, manifest journal) as the
@@ -15,6 +15,7 @@ export async function createS3Sink(
   config: RunConfig,
   s3: { bucket: string; prefix: string },
   logger: Logger,
+  events: SinkEvents,
 ): Promise<ConfiguredSink> {
   const key = await manifestSigningKey(config, logger);
   logger.info({ keyId: key.keyId }, "manifests are signed");
@@ -35,6 +36,8 @@ export async function createS3Sink(
     signingKey: key,
     selfCheckIntervalMs: config.selfCheckMs,
     version: VERSION,
+    // Each failed attempt counts at once (metrics, /v1/volume), not after the 60 s write budget.
+    onAttemptFailed: (error) => events.attemptFailed(S3_SINK_NAME, error),
     logger,
   });
   const sink = archive.sink;
@@ -51,6 +54,16 @@ export async function createS3Sink(
     spoolBytes: () => sink.spoolBytes(),
     registerMetrics: (registry) => registerManifestMetrics(registry, () => archive.manifestHealth()),
     coverage: archive,
-    close: () => archive.close(),
+    countsAttempts: true,
+    close: (budgetMs) => archive.close(budgetMs === undefined ? {} : { manifestMs: budgetMs }),
+    compaction: {
+      prefix: sink.options.prefix,
+      host: sink.options.host,
+      record: async (file) => {
+        const journal = archive.journal();
+        if (!journal) throw new Error("the manifest journal is not open yet");
+        await journal.recordCompaction(file);
+      },
+    },
   };
 }

@@ -4,6 +4,7 @@ import { LiveMeter } from "@auditpipe/meter";
 import type { LogFormat } from "@auditpipe/parse";
 import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
+import { startCompaction } from "./compaction.ts";
 import type { RunConfig } from "./config.ts";
 import { CoverageRecorder } from "./coverage-recorder.ts";
 import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
@@ -95,7 +96,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   // Before anything in the state directory is touched: one sidecar per state directory.
   const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
-  const sink = await createSink(config, logger).catch(async (error: unknown) => {
+  const tap: PipelineTap = createPipelineTap(meter, logger);
+  const sink = await createSink(config, logger, tap).catch(async (error: unknown) => {
     await lock.release();
     throw error;
   });
@@ -107,7 +109,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       })
     : undefined;
   if (coverage && config.pgauditLog !== undefined) coverage.configured(config.pgauditLog);
-  const tap: PipelineTap = createPipelineTap(meter, logger);
+  tap.countsAttempts = sink.countsAttempts;
   const prefixChanges = registerPrefixMetrics(meter.registry);
   let stopping = false;
   const running: RunningSidecar = {
@@ -119,6 +121,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     sampler: undefined,
     api: { close: async () => {} },
     lock,
+    compaction: undefined,
   };
   registerSidecarMetrics(meter.registry, sink, running);
 
@@ -138,7 +141,13 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       },
     },
     ...(config.apiToken ? { token: config.apiToken } : {}),
-    readiness: sidecarReadiness({ stopping: () => stopping, tap, sink, syslog: () => running.syslog }),
+    readiness: sidecarReadiness({
+      stopping: () => stopping,
+      tap,
+      sink,
+      syslog: () => running.syslog,
+      compaction: () => running.compaction?.problem(),
+    }),
   });
   let url: string;
   try {
@@ -151,6 +160,20 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   }
   running.api = app;
   logger.info({ url }, "API listening");
+  // Compaction runs beside the sources in a child process of its own (run/compaction.ts).
+  if (sink.compaction && config.compactMs > 0) {
+    running.compaction = startCompaction({
+      archive: config.sink,
+      prefix: sink.compaction.prefix,
+      host: sink.compaction.host,
+      s3: { endpoint: config.s3Endpoint, region: config.s3Region, forcePathStyle: config.s3ForcePathStyle },
+      stateDir: config.state,
+      intervalMs: config.compactMs,
+      record: sink.compaction.record,
+      logger: logger.child({ component: "compaction" }),
+    });
+    running.compaction.registerMetrics(meter.registry);
+  }
   running.timers.push(setInterval(() => tap.malformedInput.tick(), MALFORMED_WINDOW_MS));
 
   const stop = async (): Promise<void> => {

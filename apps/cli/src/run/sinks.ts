@@ -1,4 +1,4 @@
-import { LocalDirSink, type RedactionMode, type Sink } from "@auditpipe/ship";
+import { type CompactedFile, LocalDirSink, type RedactionMode, type Sink } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
@@ -16,7 +16,17 @@ export interface ConfiguredSink {
   registerMetrics(registry: Registry): void;
   /** Where coverage events are journaled: the S3 archive's manifest journal (none for a local directory). */
   coverage?: CoverageJournal;
-  close(): Promise<void>;
+  /** Whether the sink reports each failed attempt itself (`SinkEvents.attemptFailed`). */
+  countsAttempts: boolean;
+  /** Closes the sink; an archive's stop manifest may take `budgetMs` (what the stop has left). */
+  close(budgetMs?: number): Promise<void>;
+  /** S3: what the sidecar's own compaction needs (run/compaction.ts); absent for a local directory. */
+  compaction?: {
+    prefix: string;
+    host: string;
+    /** The manifest journal's recordCompaction; rejects while the journal is not open yet. */
+    record(file: CompactedFile): Promise<void>;
+  };
 }
 
 /** `s3://bucket/prefix` → bucket and prefix; undefined for anything else (a local directory). */
@@ -47,21 +57,32 @@ export function redactionMode(config: RunConfig): RedactionMode | undefined {
   return mode.literals || mode.parameters ? mode : undefined;
 }
 
+/** What a sink tells the sidecar as it goes, besides acknowledgements. */
+export interface SinkEvents {
+  /** An upload attempt failed; the sink retries. */
+  attemptFailed(sink: string, error: unknown): void;
+}
+
 /** Builds the configured sink: a local directory, or S3 with its spool and manifest journal. */
-export async function createSink(config: RunConfig, logger: Logger): Promise<ConfiguredSink> {
+export async function createSink(
+  config: RunConfig,
+  logger: Logger,
+  events: SinkEvents,
+): Promise<ConfiguredSink> {
   const s3 = parseS3Url(config.sink);
   if (!s3) {
-    const sink = new LocalDirSink({ dir: config.sink });
+    const sink = new LocalDirSink({ dir: config.sink, compression: config.compression });
     return {
       sink,
       unhealthy: () => undefined,
       spoolBytes: () => 0,
       registerMetrics: () => {},
+      countsAttempts: false,
       close: () => sink.close(),
     };
   }
 
   // Imported here: a local-directory sidecar starts without loading the AWS SDK.
   const { createS3Sink } = await import("./s3-sink.ts");
-  return createS3Sink(config, s3, logger);
+  return createS3Sink(config, s3, logger, events);
 }

@@ -13,6 +13,8 @@ export interface ListedManifest {
   hourMs: number;
   /** Place within the hour: 0, or 1, 2… after a partial manifest written at a stop. */
   sequence: number;
+  /** When the store says it was stored (its clock, not the sidecar's). */
+  lastModified: number;
 }
 
 /** A manifest as found in the bucket: its key, the hash of its exact bytes and what they say. */
@@ -57,7 +59,7 @@ export async function listChains(
   const keys: ListedManifest[] = [];
   for (const o of await listObjects(client, bucket, folder)) {
     const parsed = parseManifestKey(prefix, o.key);
-    if (parsed) keys.push({ key: o.key, ...parsed });
+    if (parsed) keys.push({ key: o.key, ...parsed, lastModified: o.lastModified.getTime() });
     else findings.push({ kind: "extra", key: o.key, reason: "in _manifests/ but not named like a manifest" });
   }
   return byHost(keys);

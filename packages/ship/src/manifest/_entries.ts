@@ -2,15 +2,24 @@
 
 import { coverageEventIds, coverageOf } from "./_format.ts";
 import type { JournalEntry } from "./_state.ts";
-import type { CompactedFile, CoverageEvent, Manifest, ManifestCoverage, UploadedObject } from "./types.ts";
+import type {
+  CompactedFile,
+  CoverageEvent,
+  ForeignObject,
+  Manifest,
+  ManifestCoverage,
+  UploadedObject,
+} from "./types.ts";
 
 const objectId = (o: UploadedObject): string => `object:${o.key}|${o.sha256}|${o.uploadedAt}`;
 const compactedId = (f: CompactedFile): string => `compacted:${f.key}|${f.sha256}`;
+const foreignId = (f: ForeignObject): string => `foreign:${f.key}|${f.storedAt}`;
 
 /** The same id for an entry in the journal and for what a manifest lists of it. */
 export function entryId(e: JournalEntry): string {
   if ("object" in e) return objectId(e.object);
   if ("compacted" in e) return compactedId(e.compacted);
+  if ("foreign" in e) return foreignId(e.foreign);
   return `coverage:${coverageEventIds(coverageOf([e.coverage]))[0] ?? ""}`;
 }
 
@@ -19,6 +28,7 @@ export function listedIds(m: Manifest): Set<string> {
   return new Set([
     ...m.objects.map(objectId),
     ...(m.compacted ?? []).map(compactedId),
+    ...(m.foreign ?? []).map(foreignId),
     ...coverageEventIds(m.coverage).map((id) => `coverage:${id}`),
   ]);
 }
@@ -28,16 +38,19 @@ export function manifestContent(entries: readonly JournalEntry[]): {
   objects: UploadedObject[];
   coverage: ManifestCoverage | undefined;
   compacted: CompactedFile[];
+  foreign: ForeignObject[];
 } {
   const objects: UploadedObject[] = [];
   const events: CoverageEvent[] = [];
   const compacted: CompactedFile[] = [];
+  const foreign: ForeignObject[] = [];
   for (const e of entries) {
     if ("object" in e) objects.push(e.object);
     else if ("compacted" in e) compacted.push(e.compacted);
+    else if ("foreign" in e) foreign.push(e.foreign);
     else events.push(e.coverage);
   }
-  return { objects, coverage: coverageOf(events), compacted };
+  return { objects, coverage: coverageOf(events), compacted, foreign };
 }
 
 /** The uploaded objects among entries. */

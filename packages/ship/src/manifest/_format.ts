@@ -4,6 +4,7 @@ import {
   type ChainRecord,
   type CompactedFile,
   type CoverageEvent,
+  type ForeignObject,
   MANIFEST_VERSION,
   MANIFEST_VERSIONS,
   type Manifest,
@@ -29,6 +30,7 @@ export interface ManifestContent {
   run?: ManifestRun;
   coverage?: ManifestCoverage;
   compacted?: CompactedFile[];
+  foreign?: ForeignObject[];
   /** Signs the manifest when given. */
   signer?: ManifestSigningKey;
 }
@@ -67,6 +69,9 @@ export function encodeManifest(input: ManifestContent): Uint8Array {
       : {}),
     ...(coverage ? { coverage } : {}),
     ...(compacted.length > 0 ? { compacted } : {}),
+    ...(input.foreign?.length
+      ? { foreign: input.foreign.map((f) => ({ key: f.key, storedAt: f.storedAt, seenAt: f.seenAt })) }
+      : {}),
     ...(input.signer ? { keyId: input.signer.keyId } : {}),
   };
   if (input.signer) manifest.signature = signManifest(manifest, input.signer);
@@ -266,8 +271,13 @@ function coverageProblem(v: unknown): string | null {
 const isRun = (v: unknown): v is ManifestRun =>
   isRecord(v) && isString(v.id) && isString(v.startedAt) && isString(v.version);
 
+/** Whether `v` names an object found under the host's keys, with when. */
+export function isForeignObject(v: unknown): v is ForeignObject {
+  return isRecord(v) && isString(v.key) && isString(v.storedAt) && isString(v.seenAt);
+}
+
 /** Fields a version 1 manifest cannot have. */
-const V2_FIELDS = ["chain", "run", "coverage", "compacted"] as const;
+const V2_FIELDS = ["chain", "run", "coverage", "compacted", "foreign"] as const;
 
 /**
  * Parses stored manifest bytes (version 1 or 2); a string saying what is wrong when they are
@@ -309,5 +319,7 @@ export function decodeManifest(bytes: Uint8Array): Manifest | string {
   }
   if (m.compacted !== undefined && !(Array.isArray(m.compacted) && m.compacted.every(isCompactedFile)))
     return "compacted malformed";
+  if (m.foreign !== undefined && !(Array.isArray(m.foreign) && m.foreign.every(isForeignObject)))
+    return "foreign malformed";
   return value as unknown as Manifest;
 }

@@ -5,6 +5,18 @@ export const HOUR_MS = 3_600_000;
 /** Folder under the archive prefix that holds the manifests, one subfolder per host. */
 export const MANIFEST_DIR = "_manifests";
 
+/**
+ * Folders under the archive prefix that `auditpipe compact` writes (`@auditpipe/compact`'s
+ * PARQUET_DIR and COMPACTION_DIR): derived from the landing objects, checked through the
+ * `compacted` listings that record them, never taken for unlisted landing objects.
+ */
+export const DERIVED_DIRS: readonly string[] = ["parquet", "_compaction"];
+
+/** Whether `key` is under one of the folders compaction writes. */
+export function isDerivedKey(prefix: string, key: string): boolean {
+  return DERIVED_DIRS.some((d) => key.startsWith(joinKey(prefix, `${d}/`)));
+}
+
 /** `a/b/` → `a/b`: the prefix without leading or trailing slashes. */
 export function normalizePrefix(prefix: string): string {
   return prefix.replace(/^\/+|\/+$/g, "");

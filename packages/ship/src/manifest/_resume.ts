@@ -2,7 +2,7 @@
 
 import type { S3Client } from "@aws-sdk/client-s3";
 import { decodeManifest } from "./_format.ts";
-import { manifestFolder, parseManifestKey } from "./_keys.ts";
+import { floorHour, hourLabel, manifestFolder, parseManifestKey } from "./_keys.ts";
 import { getBytes, listObjects, sha256Hex } from "./_s3.ts";
 import { type ChainHead, readOutbox } from "./_state.ts";
 import { type ManifestSigningKey, signatureProblem } from "./signing.ts";
@@ -24,20 +24,40 @@ export async function headManifestFromOutbox(
 }
 
 /**
+ * Why a manifest found at `key` cannot be continued from although its signature is good: it says
+ * it is another host's, hour's or part's (a copy put at another key), or its hour has not begun.
+ */
+function misplaced(
+  m: Manifest,
+  at: { host: string; hourMs: number; sequence: number },
+  now: number,
+): string | null {
+  if (m.host !== at.host || m.hour !== hourLabel(at.hourMs) || (m.sequence ?? 0) !== at.sequence)
+    return `holds the manifest of host ${m.host} hour ${m.hour}${m.sequence ? ` part ${m.sequence}` : ""}: a copy put at another key`;
+  if (at.hourMs > floorHour(now))
+    return `is for hour ${m.hour}, which has not begun (the clock says ${new Date(now).toISOString()})`;
+  return null;
+}
+
+/**
  * The newest manifest of the host in the bucket, as a chain head, or null when there is none.
- * With a signing key, the newest one signed by it: a manifest someone else put after it is
- * skipped (and will be a conflict when its hour closes), never continued from; with none signed
- * by it, the chain starts anew (verify shows where) rather than continue from someone else's.
+ * With a signing key, the newest one signed by it whose host, hour and sequence are those of its
+ * key and whose hour has begun: a manifest someone else put after it is skipped (and will be a
+ * conflict when its hour closes), never continued from, and so is a copy of one of its own put at
+ * another key or a future hour (`refused`); with none, the chain starts anew (verify shows where)
+ * rather than continue from someone else's.
  */
 export async function newestOwnInBucket(options: {
   client: S3Client;
   bucket: string;
   prefix: string;
   host: string;
+  now: number;
   signingKey?: ManifestSigningKey | undefined;
   logger?: ManifestLogger | undefined;
-}): Promise<ChainHead | null> {
+}): Promise<{ head: ChainHead | null; refused: { key: string; reason: string }[] }> {
   const { client, bucket, prefix, host, signingKey } = options;
+  const refused: { key: string; reason: string }[] = [];
   const keys = (await listObjects(client, bucket, manifestFolder(prefix, host)))
     .map((o) => ({ key: o.key, parsed: parseManifestKey(prefix, o.key) }))
     .filter((o) => o.parsed?.host === host)
@@ -64,17 +84,27 @@ export async function newestOwnInBucket(options: {
       skipped.push(candidate.key);
       continue;
     }
+    const wrong = typeof m === "string" ? null : misplaced(m, candidate.parsed, options.now);
+    if (wrong) {
+      const reason = `${candidate.key} ${wrong}; not continued from`;
+      refused.push({ key: candidate.key, reason });
+      options.logger?.error(
+        { manifest: candidate.key, reason },
+        "a manifest in the bucket is not where it belongs: refused as the chain head (someone with the bucket's credentials copied it)",
+      );
+      continue;
+    }
     if (skipped.length > 0)
       options.logger?.error(
         { skipped, continued: head.key },
         "newer manifests in the bucket are not signed by this sidecar's key: continuing from its own",
       );
-    return head;
+    return { head, refused };
   }
   if (skipped.length > 0)
     options.logger?.error(
       { skipped },
       "no manifest in the bucket is signed by this sidecar's key: starting a new chain, not continuing someone else's",
     );
-  return null;
+  return { head: null, refused };
 }

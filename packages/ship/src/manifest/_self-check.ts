@@ -14,6 +14,8 @@ export interface SelfCheckFinding {
   kind: "foreign" | "altered" | "missing" | "manifest";
   key: string;
   reason: string;
+  /** `foreign`: when the store says it was stored (ISO 8601). */
+  storedAt?: string;
 }
 
 export const SELF_CHECK_KINDS: readonly SelfCheckFinding["kind"][] = [
@@ -41,8 +43,20 @@ export interface SelfCheckInput {
   recentKeys: ReadonlySet<string>;
   /** Keys whose body was hashed and matched, by ETag: not downloaded again while the ETag stays. */
   verified: Map<string, string>;
-  /** The newest manifest this sidecar wrote: hour and sequence; later ones are not its own. */
-  head: { hourMs: number; sequence: number } | null;
+  /**
+   * The newest manifest this sidecar wrote: hour and sequence; later ones are not its own. Asked
+   * after the listing, so a manifest written while it ran counts as written.
+   */
+  head: () => { hourMs: number; sequence: number } | null;
+  /** The key of a manifest this sidecar is writing right now, if any. */
+  writing: () => string | null;
+  /**
+   * What the given manifests (this host's, up to the head, of the hours the check covers) list,
+   * by key: an earlier run's uploads of the open hour are in its manifests, not in the journal.
+   */
+  listedIn: (manifests: readonly ListedObject[]) => Promise<ReadonlyMap<string, UploadedObject>>;
+  /** Keys being uploaded now: stored, perhaps, and not journaled yet. Never foreign this time. */
+  uploading: () => ReadonlySet<string>;
 }
 
 /** Hours before the upload window whose entry partitions are listed too (entries lag their upload). */
@@ -84,25 +98,49 @@ export async function checkOwnUploads(input: SelfCheckInput): Promise<SelfCheckF
   const findings: SelfCheckFinding[] = [];
   const stored: ListedObject[] = [];
   for (const p of partitions(prefix, input)) stored.push(...(await listObjects(client, bucket, p)));
-  const journaled = await input.journaled();
+  const manifests = await listObjects(client, bucket, manifestFolder(prefix, host));
+  // Read once both listings are done: a manifest written meanwhile is this sidecar's.
+  const head = input.head();
+  const writing = input.writing();
+  const isAfterHead = (m: { hourMs: number; sequence: number }): boolean =>
+    head === null || m.hourMs > head.hourMs || (m.hourMs === head.hourMs && m.sequence > head.sequence);
+  const recentHours = Math.floor(input.since / HOUR_MS) * HOUR_MS - HOUR_MS;
+  const own = manifests.filter((o) => {
+    const m = parseManifestKey(prefix, o.key);
+    return m !== null && m.host === host && !isAfterHead(m) && m.hourMs >= recentHours;
+  });
+  const listed = await input.listedIn(own);
+  // Asked before the journal: an upload that ends in between is journaled by then.
+  const uploading = input.uploading();
+  const journaledNow = await input.journaled();
+  const journaled = new Map(listed);
+  for (const [key, o] of journaledNow) {
+    const seenAt = journaled.get(key);
+    if (!seenAt || Date.parse(seenAt.uploadedAt) <= Date.parse(o.uploadedAt)) journaled.set(key, o);
+  }
   const seen = new Set<string>();
   for (const o of stored) {
     if (dataObjectHost(prefix, o.key) !== host) continue;
     seen.add(o.key);
     const mine = journaled.get(o.key);
     if (!mine) {
-      if (o.lastModified.getTime() >= input.since)
+      if (o.lastModified.getTime() >= input.since && !uploading.has(o.key))
         findings.push({
           kind: "foreign",
           key: o.key,
           reason: `stored ${o.lastModified.toISOString()} under this sidecar's keys, not uploaded by it`,
+          storedAt: o.lastModified.toISOString(),
         });
       continue;
     }
     if (verified.get(o.key) === `${o.etag}/${mine.sha256}`) continue;
     const hashed = await hashObject(client, bucket, o.key);
     if (!hashed) continue; // deleted since the listing: the next check says missing
-    if (hashed.sha256 === mine.sha256) {
+    // An announced rewrite (`supersedes`) may not be stored yet: the bytes it replaces are still its own.
+    if (
+      hashed.sha256 === mine.sha256 ||
+      (mine.supersedes !== undefined && hashed.sha256 === mine.supersedes)
+    ) {
       verified.set(o.key, `${o.etag}/${mine.sha256}`);
       continue;
     }
@@ -116,14 +154,10 @@ export async function checkOwnUploads(input: SelfCheckInput): Promise<SelfCheckF
   for (const key of input.recentKeys)
     if (!seen.has(key))
       findings.push({ kind: "missing", key, reason: "uploaded by this sidecar, no longer in the bucket" });
-  for (const o of await listObjects(client, bucket, manifestFolder(prefix, host))) {
+  for (const o of manifests) {
     const m = parseManifestKey(prefix, o.key);
-    if (!m) continue;
-    const after =
-      input.head === null ||
-      m.hourMs > input.head.hourMs ||
-      (m.hourMs === input.head.hourMs && m.sequence > input.head.sequence);
-    if (after)
+    if (!m || o.key === writing) continue;
+    if (isAfterHead(m))
       findings.push({
         kind: "manifest",
         key: o.key,

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { writeFileDurably } from "../durable-write.ts";
 import { hourLabel, parseHourLabel } from "./_keys.ts";
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
-import type { CompactedFile, CoverageEvent, UploadedObject } from "./types.ts";
+import type { CompactedFile, CoverageEvent, ForeignObject, UploadedObject } from "./types.ts";
 
 /** The last manifest written: what the next one links to. */
 export interface ChainHead {
@@ -20,7 +20,8 @@ export interface ChainHead {
 export type JournalEntry =
   | { object: UploadedObject }
   | { coverage: CoverageEvent }
-  | { compacted: CompactedFile };
+  | { compacted: CompactedFile }
+  | { foreign: ForeignObject };
 
 /** One journal line: an entry and the manifest hour it was assigned to. */
 export type JournalRecord = JournalEntry & { hourMs: number };
@@ -120,14 +121,16 @@ export function encodeRecord(r: JournalRecord): string {
 
 /** The entry of a parsed journal line, or null when the line holds none. */
 function entryOf(line: Record<string, unknown>): JournalEntry | null {
-  const { object, coverage, compacted } = line as {
+  const { object, coverage, compacted, foreign } = line as {
     object?: UploadedObject;
     coverage?: CoverageEvent;
     compacted?: CompactedFile;
+    foreign?: ForeignObject;
   };
   if (typeof object?.key === "string") return { object };
   if (typeof coverage?.kind === "string") return { coverage };
   if (typeof compacted?.key === "string") return { compacted };
+  if (typeof foreign?.key === "string") return { foreign };
   return null;
 }
 

@@ -2,11 +2,12 @@ import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { writeFileDurably } from "../durable-write.ts";
+import { adoptManifest, isWanted, type WantedManifest } from "./_adopt.ts";
 import { entryId, listedIds, manifestContent, objectsOf } from "./_entries.ts";
 import { coverageEventProblem, decodeManifest, encodeManifest, isCompactedFile } from "./_format.ts";
 import { floorHour, HOUR_MS, hourLabel, manifestKey, normalizePrefix } from "./_keys.ts";
 import { headManifestFromOutbox, newestOwnInBucket } from "./_resume.ts";
-import { getBytes, putIfAbsent, sha256Hex } from "./_s3.ts";
+import { getBytes, type ListedObject, putIfAbsent, sha256Hex } from "./_s3.ts";
 import { checkOwnUploads, type SelfCheckFinding } from "./_self-check.ts";
 import {
   type ChainHead,
@@ -23,14 +24,22 @@ import {
 import { ManifestError, ManifestErrorCode } from "./errors.ts";
 import { type ManifestSigningKey, signatureProblem } from "./signing.ts";
 import type {
+  ChainRecord,
   CompactedFile,
   CoverageEvent,
   Manifest,
-  ManifestLink,
   ManifestLogger,
   ManifestRun,
   UploadedObject,
 } from "./types.ts";
+
+/**
+ * Why manifests are written now: hours that are over (`due`); at a stop, every hour up to now,
+ * the last with a `close` record; at a start, the same with an `open` record; before a rewrite or
+ * after the self-check found foreign objects, the same without a record, so what was journaled
+ * (the rewrite's announcement, the objects disowned) is signed at once.
+ */
+type Occasion = "due" | "stop" | "start" | "announce";
 
 export type { SelfCheckFinding } from "./_self-check.ts";
 
@@ -38,6 +47,11 @@ export type { SelfCheckFinding } from "./_self-check.ts";
 export interface ManifestHealth {
   /** The hour's manifest in the bucket is not this sidecar's: reported, never continued from. */
   conflict: { key: string; reason: string } | null;
+  /**
+   * Manifests in the bucket signed by this sidecar's key that were not continued from, found when
+   * the state dir had no chain head: copied to a key that is not theirs, or for an hour not begun.
+   */
+  refused: { key: string; reason: string }[];
   /** What the last check of this sidecar's own recent uploads found (empty when clean). */
   selfCheck: SelfCheckFinding[];
   /** When the last self-check finished, or null before the first. */
@@ -69,6 +83,11 @@ export interface ManifestJournalOptions {
   selfCheckIntervalMs?: number;
   /** The process writing the manifests: named in each one (`run`). */
   run?: ManifestRun;
+  /**
+   * Keys the sink is uploading now (stored, perhaps, not recorded yet): the self-check does not
+   * take them for someone else's. The sink's `uploading()`.
+   */
+  uploading?: () => ReadonlySet<string>;
   logger?: ManifestLogger;
 }
 
@@ -80,12 +99,6 @@ export const DEFAULT_CLOSE_INTERVAL_MS: number = 60_000;
 export const DEFAULT_SELF_CHECK_INTERVAL_MS: number = 60_000;
 /** Store and sidecar clocks may disagree by this much around the end of the last closed hour. */
 const SELF_CHECK_SKEW_MS = 5 * 60_000;
-
-const sameLink = (a: ManifestLink | null, b: ManifestLink | null): boolean =>
-  a === null ? b === null : b !== null && a.key === b.key && a.sha256 === b.sha256;
-
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean =>
-  a.byteLength === b.byteLength && Buffer.from(a).equals(Buffer.from(b));
 
 const silentLogger: ManifestLogger = { info() {}, warn() {}, error() {} };
 
@@ -110,6 +123,7 @@ export class ManifestJournal {
   private readonly signingKey: ManifestSigningKey | undefined;
   private readonly selfCheckIntervalMs: number;
   private readonly run: ManifestRun | undefined;
+  private readonly uploading: () => ReadonlySet<string>;
   private readonly logger: ManifestLogger;
   /** Entries not in a manifest yet, by manifest hour; mirrors the journal file. */
   private readonly pending = new Map<number, JournalEntry[]>();
@@ -128,9 +142,14 @@ export class ManifestJournal {
   private closed = false;
   private readonly openedAt: number;
   private conflict: ManifestHealth["conflict"] = null;
+  private refused: ManifestHealth["refused"] = [];
+  /** The key of the manifest being PUT now: the self-check must not take it for someone else's. */
+  private writing: string | null = null;
   private selfCheckFindings: SelfCheckFinding[] = [];
   private selfCheckedAt: Date | null = null;
   private readonly verifiedUploads = new Map<string, string>();
+  /** Manifests the self-check read back, by key: their ETag and what they list. */
+  private readonly readBack = new Map<string, { etag: string; objects: UploadedObject[] }>();
   private readonly reported = new Set<string>();
 
   private constructor(options: ManifestJournalOptions, head: ChainHead | null) {
@@ -144,6 +163,7 @@ export class ManifestJournal {
     this.signingKey = options.signingKey;
     this.selfCheckIntervalMs = options.selfCheckIntervalMs ?? DEFAULT_SELF_CHECK_INTERVAL_MS;
     this.run = options.run;
+    this.uploading = options.uploading ?? ((): ReadonlySet<string> => new Set());
     this.logger = options.logger ?? silentLogger;
     this.head = head;
     // A partial head (written at a stop) leaves its hour open: later uploads continue it.
@@ -164,8 +184,10 @@ export class ManifestJournal {
     const archive = { bucket: options.bucket, prefix, host: options.host };
     await mkdir(options.stateDir, { recursive: true });
     let head = await readHead(options.stateDir, archive);
+    let refused: ManifestHealth["refused"] = [];
     if (head === null) {
-      head = await newestOwnInBucket({ ...options, prefix });
+      const now = (options.now ?? ((): Date => new Date()))().getTime();
+      ({ head, refused } = await newestOwnInBucket({ ...options, prefix, now }));
       if (head) {
         options.logger?.warn(
           { manifest: head.key },
@@ -175,6 +197,7 @@ export class ManifestJournal {
       }
     }
     const journal = new ManifestJournal(options, head);
+    journal.refused = refused;
     journal.headManifest = await headManifestFromOutbox(options.stateDir, head);
     const { records, skipped } = await readJournal(options.stateDir);
     if (skipped > 0)
@@ -250,16 +273,45 @@ export class ManifestJournal {
    * Call it on a timer and at shutdown. A failed PUT rejects; the next call retries the hour.
    */
   closeDue(): Promise<void> {
-    return this.serially(false);
+    return this.serially("due");
   }
 
   /**
-   * At a stop: closeDue(), then the hours not due yet up to now, the current one as a partial
-   * manifest (`partial: true`), so a stopped sidecar leaves a verifiable archive. A restart in
-   * the same hour continues it as `<hour>.1.json`, `<hour>.2.json`…, each linked to the one before.
+   * At a clean stop, after the last upload: closeDue(), then the hours not due yet up to now, the
+   * current one as a partial manifest (`partial: true`) carrying the chain's `close` record, so a
+   * stopped sidecar leaves a verifiable archive and nothing stored under its keys after it passes
+   * for its own. A restart in the same hour continues it as `<hour>.1.json`, `<hour>.2.json`…,
+   * each linked to the one before.
    */
   closeOpen(): Promise<void> {
-    return this.serially(true);
+    return this.serially("stop");
+  }
+
+  /**
+   * At a start, before the first upload: every hour up to now written (as closeOpen() does), then
+   * a signed `open` record, an empty partial manifest of the current hour (the last manifest, when
+   * it had nothing to list). From it on, uploads are the new run's; between a `close` and the next
+   * `open` nothing under this host's keys is the sidecar's.
+   */
+  openChain(): Promise<void> {
+    return this.serially("start");
+  }
+
+  /**
+   * Before a key that holds other bytes of this sidecar is overwritten (a replay whose bytes
+   * differ): the object is journaled with `supersedes` (the SHA-256 it replaces) and every hour up
+   * to now is written at once, the current one as a partial manifest listing it, so the new hash
+   * is in the signed chain before the store holds it, and verify takes either for this listing.
+   */
+  announceRewrite(object: UploadedObject & { supersedes: string }): Promise<void> {
+    if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
+    if (typeof object?.key !== "string" || !/^[0-9a-f]{64}$/.test(object.supersedes ?? ""))
+      return Promise.reject(
+        new TypeError("ManifestJournal.announceRewrite: key and a hex supersedes are required"),
+      );
+    return this.enqueue(() =>
+      this.append([{ hourMs: this.openHour(this.now().getTime()), object: { ...object } }]),
+    ).then(() => this.serially("announce"));
   }
 
   /** Calls closeDue() every `intervalMs` and the self-check on its own interval (errors logged, retried); unref'd. */
@@ -318,6 +370,7 @@ export class ManifestJournal {
   health(): ManifestHealth {
     return {
       conflict: this.conflict,
+      refused: this.refused,
       selfCheck: this.selfCheckFindings,
       selfCheckedAt: this.selfCheckedAt,
     };
@@ -367,8 +420,13 @@ export class ManifestJournal {
         return known();
       },
       verified: this.verifiedUploads,
-      head: head ? { hourMs: head.hourMs, sequence: head.sequence } : null,
+      // Read once the listing is done: a manifest written meanwhile is this sidecar's.
+      head: () => (this.head ? { hourMs: this.head.hourMs, sequence: this.head.sequence } : null),
+      writing: () => this.writing,
+      listedIn: (manifests) => this.listedIn(manifests),
+      uploading: this.uploading,
     });
+    const disowned: JournalRecord[] = [];
     for (const f of findings) {
       const id = `${f.kind}:${f.key}`;
       if (this.reported.has(id)) continue;
@@ -377,15 +435,62 @@ export class ManifestJournal {
         { kind: f.kind, key: f.key, reason: f.reason },
         "self-check: the bucket differs from what this sidecar uploaded",
       );
+      if (f.kind === "foreign")
+        disowned.push({
+          hourMs: this.openHour(now),
+          foreign: { key: f.key, storedAt: f.storedAt ?? "", seenAt: new Date(now).toISOString() },
+        });
+    }
+    // Signed into the chain now, in a partial manifest: verify reports them without waiting for
+    // the hour to end, whether this sidecar runs on, stops or is gone by then. Journaled first, so
+    // a failed PUT is written with the next manifest.
+    // Also when an earlier attempt failed: foreign entries still journaled are not signed yet.
+    const unsigned = [...this.pending.values()].some((entries) => entries.some((e) => "foreign" in e));
+    if ((disowned.length > 0 || unsigned) && !this.closed) {
+      if (disowned.length > 0) await this.enqueue(() => this.append(disowned));
+      await this.serially("announce").catch((error: unknown) =>
+        this.logger.warn(
+          { err: { code: (error as { code?: string }).code, name: (error as Error).name } },
+          "could not sign the self-check's findings into a manifest now: retried at the next self-check",
+        ),
+      );
     }
     this.selfCheckFindings = findings;
     this.selfCheckedAt = new Date(now);
     return findings;
   }
 
-  private serially(open: boolean): Promise<void> {
+  /**
+   * What this host's manifests list, read back from the bucket (each once per ETag): only those
+   * signed by this journal's key (with one), so a forged manifest never vouches for an object.
+   */
+  private async listedIn(manifests: readonly ListedObject[]): Promise<Map<string, UploadedObject>> {
+    const listed = new Map<string, UploadedObject>();
+    const own = this.signingKey ? new Map([[this.signingKey.keyId, this.signingKey.publicKey]]) : null;
+    for (const o of manifests) {
+      let cached = this.readBack.get(o.key);
+      if (cached?.etag !== o.etag) {
+        const bytes = await getBytes(this.client, this.bucket, o.key);
+        const m = bytes ? decodeManifest(bytes) : "gone";
+        const trusted =
+          typeof m !== "string" && m.host === this.host && (!own || signatureProblem(m, own) === null);
+        cached = { etag: o.etag, objects: trusted ? m.objects : [] };
+        this.readBack.set(o.key, cached);
+      }
+      for (const object of cached.objects) {
+        const seen = listed.get(object.key);
+        if (!seen || Date.parse(seen.uploadedAt) <= Date.parse(object.uploadedAt))
+          listed.set(object.key, object);
+      }
+    }
+    const keep = new Set(manifests.map((o) => o.key));
+    for (const key of this.readBack.keys()) if (!keep.has(key)) this.readBack.delete(key);
+    return listed;
+  }
+
+  private serially(occasion: Occasion): Promise<void> {
     if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
-    const run = this.closing.then(() => this.closeHours(open));
+    const run = this.closing.then(() => this.closeHours(occasion));
     this.closing = run.catch(() => {});
     return run;
   }
@@ -396,27 +501,42 @@ export class ManifestJournal {
     return Math.min(...this.pending.keys()); // Infinity: no chain and nothing journaled yet
   }
 
-  private async closeHours(open: boolean): Promise<void> {
+  private async closeHours(occasion: Occasion): Promise<void> {
     const now = this.now().getTime();
     const lastDue = floorHour(now - this.graceMs - HOUR_MS);
+    const record: ChainRecord | undefined =
+      occasion === "stop" ? "close" : occasion === "start" ? "open" : undefined;
+    let recorded = false;
     let wrote = false;
     try {
       for (let h = this.nextHour(); Number.isFinite(h) && h <= lastDue; h = this.nextHour()) {
         await this.closeHour(h, false);
         wrote = true;
       }
+      const open = occasion !== "due";
       for (let h = this.nextHour(); open && Number.isFinite(h) && h <= floorHour(now); h = this.nextHour()) {
         const partial = h + HOUR_MS > now;
-        await this.closeHour(h, partial);
+        // The run's open record lists nothing: what the hour holds so far goes in a manifest before it.
+        const empty = (this.pending.get(h) ?? []).length === 0;
+        const chain = partial && (record === "close" || (record === "open" && empty)) ? record : undefined;
+        recorded = (await this.closeHour(h, partial, chain)).chain === record && record !== undefined;
         wrote = true;
         if (partial) break;
+      }
+      if (record === "open" && !recorded) {
+        const hourMs = Number.isFinite(this.nextHour())
+          ? Math.max(this.nextHour(), floorHour(now))
+          : floorHour(now);
+        await this.closeHour(hourMs, true, "open");
+        wrote = true;
       }
     } finally {
       if (wrote) await this.enqueue(() => this.rewrite());
     }
   }
 
-  private async closeHour(hourMs: number, partial: boolean): Promise<void> {
+  /** Writes one manifest (with a chain record when given); resolves to the manifest now at its key. */
+  private async closeHour(hourMs: number, partial: boolean, chain?: ChainRecord): Promise<Manifest> {
     // Freeze the hour (unless partial) and take its objects inside the queue, so no append is half done.
     const entries = await this.enqueue(async () => {
       if (!partial) this.frozenThrough = Math.max(this.frozenThrough ?? hourMs, hourMs);
@@ -425,18 +545,25 @@ export class ManifestJournal {
     const sequence = this.head?.hourMs === hourMs ? this.head.sequence + 1 : 0;
     const key = manifestKey(this.prefix, this.host, hourMs, sequence);
     const previous = this.head ? { key: this.head.key, sha256: this.head.sha256 } : null;
-    const wanted = { hour: hourLabel(hourMs), sequence, partial, previous };
+    const wanted: WantedManifest = {
+      host: this.host,
+      hour: hourLabel(hourMs),
+      sequence,
+      partial,
+      previous,
+      chain,
+    };
     // A retry after a crash sends the bytes saved before the first attempt, so "already in the
     // bucket" can be told apart from "someone else's" byte for byte.
     const saved = await readOutbox(this.stateDir);
     const reused = saved ? decodeManifest(saved) : "none";
     let body: Uint8Array;
     let written: Manifest;
-    if (saved && typeof reused !== "string" && this.isWanted(reused, wanted)) {
+    if (saved && typeof reused !== "string" && isWanted(reused, wanted)) {
       body = saved;
       written = reused;
     } else {
-      const { objects, coverage, compacted } = manifestContent(entries);
+      const { objects, coverage, compacted, foreign } = manifestContent(entries);
       body = encodeManifest({
         host: this.host,
         hourMs,
@@ -445,8 +572,10 @@ export class ManifestJournal {
         objects,
         ...(coverage ? { coverage } : {}),
         compacted,
+        foreign,
         sequence,
         partial,
+        ...(chain ? { chain } : {}),
         ...(this.run ? { run: this.run } : {}),
         ...(this.signingKey ? { signer: this.signingKey } : {}),
       });
@@ -454,14 +583,31 @@ export class ManifestJournal {
       await writeOutbox(this.stateDir, body);
     }
     let sha256 = sha256Hex(body);
-    if (!(await putIfAbsent(this.client, this.bucket, key, body))) {
-      const adopted = await this.adopt(key, body, wanted);
-      sha256 = adopted.sha256;
-      written = adopted.manifest;
+    this.writing = key;
+    const head: ChainHead = { key, sha256, hourMs, sequence, partial: false };
+    try {
+      if (!(await putIfAbsent(this.client, this.bucket, key, body))) {
+        const adopted = await adoptManifest({
+          client: this.client,
+          bucket: this.bucket,
+          key,
+          body,
+          wanted,
+          signingKey: this.signingKey,
+          logger: this.logger,
+        }).catch((error: unknown) => {
+          if (error instanceof ManifestError) this.conflict = { key, reason: error.message };
+          throw error;
+        });
+        sha256 = adopted.sha256;
+        written = adopted.manifest;
+      }
+      Object.assign(head, { sha256, partial: written.partial === true });
+      await writeHead(this.stateDir, { bucket: this.bucket, prefix: this.prefix, host: this.host }, head);
+      this.head = head;
+    } finally {
+      this.writing = null;
     }
-    const head: ChainHead = { key, sha256, hourMs, sequence, partial: written.partial === true };
-    await writeHead(this.stateDir, { bucket: this.bucket, prefix: this.prefix, host: this.host }, head);
-    this.head = head;
     this.headManifest = written;
     this.conflict = null;
     // What the manifest does not list stays in the hour when it continues, else moves on.
@@ -478,64 +624,16 @@ export class ManifestJournal {
       });
     }
     this.logger.info(
-      { manifest: key, objects: written.objects.length, sha256, partial: head.partial },
-      written.objects.length === 0 ? "hour closed: empty manifest written" : "hour closed: manifest written",
+      { manifest: key, objects: written.objects.length, sha256, partial: head.partial, chain: written.chain },
+      written.chain === "open"
+        ? "manifest chain opened: uploads of this run follow"
+        : written.chain === "close"
+          ? "manifest chain closed at the stop"
+          : written.objects.length === 0
+            ? "hour closed: empty manifest written"
+            : "hour closed: manifest written",
     );
-  }
-
-  private isWanted(
-    m: Manifest,
-    w: { hour: string; sequence: number; partial: boolean; previous: ManifestLink | null },
-  ): boolean {
-    return (
-      m.host === this.host &&
-      m.hour === w.hour &&
-      (m.sequence ?? 0) === w.sequence &&
-      (m.partial === true) === w.partial &&
-      sameLink(m.previous, w.previous)
-    );
-  }
-
-  /**
-   * The hour's manifest exists already. Adopted only when it is what this journal wrote: the
-   * bytes saved before the PUT (a crash between the PUT and saving the head), or a manifest
-   * signed by this journal's own key that continues the chain. Anything else is a conflict:
-   * reported (health(), the log) and never continued from.
-   */
-  private async adopt(
-    key: string,
-    body: Uint8Array,
-    wanted: { hour: string; sequence: number; partial: boolean; previous: ManifestLink | null },
-  ): Promise<{ sha256: string; manifest: Manifest }> {
-    const bytes = await getBytes(this.client, this.bucket, key);
-    const existing = bytes ? decodeManifest(bytes) : "gone again";
-    if (bytes && typeof existing !== "string") {
-      if (sameBytes(bytes, body)) {
-        this.logger.warn(
-          { manifest: key },
-          "manifest already written before a restart: adopted (same bytes)",
-        );
-        return { sha256: sha256Hex(bytes), manifest: existing };
-      }
-      const signer = this.signingKey;
-      const ownSigned =
-        signer !== undefined &&
-        existing.keyId === signer.keyId &&
-        signatureProblem(existing, new Map([[signer.keyId, signer.publicKey]])) === null;
-      if (ownSigned && this.isWanted(existing, { ...wanted, partial: existing.partial === true })) {
-        this.logger.warn(
-          { manifest: key, keyId: signer.keyId },
-          "manifest already written before a restart: adopted (signed by this sidecar's key)",
-        );
-        return { sha256: sha256Hex(bytes), manifest: existing };
-      }
-    }
-    const reason =
-      `${key} is in the bucket but is not what this sidecar wrote (neither the bytes it saved nor ` +
-      `signed by its key${this.signingKey ? ` ${this.signingKey.keyId}` : ": no signing key configured"}); ` +
-      "not continued from: a forged manifest, another writer with the same host, or a state dir from another archive";
-    this.conflict = { key, reason };
-    throw new ManifestError(ManifestErrorCode.CONFLICT, reason);
+    return written;
   }
 
   private enqueue<T>(op: () => Promise<T>): Promise<T> {

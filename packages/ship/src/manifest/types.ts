@@ -147,6 +147,18 @@ export interface CompactedFile {
   versionId?: string;
 }
 
+/**
+ * An object the sidecar's self-check found under its own keys that it did not write (v2): signed
+ * into the chain at once, so verify reports it (`extra`) without waiting for the hour to end.
+ */
+export interface ForeignObject {
+  key: string;
+  /** When the store says it was stored (ISO 8601). */
+  storedAt: string;
+  /** When the self-check found it (ISO 8601). */
+  seenAt: string;
+}
+
 /** One hour's manifest, stored as JSON at `<prefix>/_manifests/<host>/<YYYY-MM-DDTHH>[.<sequence>].json`. */
 export interface Manifest {
   version: ManifestVersion;
@@ -178,6 +190,8 @@ export interface Manifest {
   coverage?: ManifestCoverage;
   /** v2: Parquet files recorded in the hour. */
   compacted?: CompactedFile[];
+  /** v2: objects under this host's keys its self-check found it did not write. */
+  foreign?: ForeignObject[];
   /** The signing key's id (`ed25519:…`); signed with the rest. */
   keyId?: string;
   /** Ed25519 signature (base64) over the manifest without this field. Last in the bytes. */

@@ -1,5 +1,6 @@
 import type { KeyObject } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
+import type { CompactedFile } from "./types.ts";
 
 /**
  * What verify can find:
@@ -13,7 +14,9 @@ import type { S3Client } from "@aws-sdk/client-s3";
  * - `fork`: two manifests claim the same previous;
  * - `unsigned`: with trusted keys, a manifest without a signature;
  * - `bad-signature`: with trusted keys, a signature that does not verify or names an untrusted key;
- * - `overwritten`: on a versioned bucket, the object's newest version is not the one the sidecar stored.
+ * - `overwritten`: on a versioned bucket, the object's newest version is not the one the sidecar stored;
+ * - `gone`: a host's chain has no close record and has covered nothing for longer than the limit:
+ *   what it stored after its newest manifest cannot be verified.
  */
 export type FindingKind =
   | "missing"
@@ -25,7 +28,8 @@ export type FindingKind =
   | "fork"
   | "unsigned"
   | "bad-signature"
-  | "overwritten";
+  | "overwritten"
+  | "gone";
 
 export const FINDING_KINDS: readonly FindingKind[] = [
   "missing",
@@ -38,6 +42,7 @@ export const FINDING_KINDS: readonly FindingKind[] = [
   "unsigned",
   "bad-signature",
   "overwritten",
+  "gone",
 ];
 
 export interface VerifyFinding {
@@ -48,6 +53,8 @@ export interface VerifyFinding {
   manifest?: string;
   /** For people: what was expected and what was found. */
   reason: string;
+  /** `gone`: the objects stored after the host's newest manifest, left unverified. */
+  objects?: string[];
 }
 
 export interface VerifyOptions {
@@ -64,6 +71,11 @@ export interface VerifyOptions {
   to?: Date;
   /** Objects stored this close to the end of the last manifest are "pending", not "extra" (clock skew); default 5 min. */
   clockSkewMs?: number;
+  /**
+   * A host whose chain has no close record and covers nothing for this long is `gone` (a finding)
+   * instead of pending; default 2 h (a running sidecar writes a manifest every hour).
+   */
+  goneAfterMs?: number;
   /** Objects downloaded and hashed at once; default 4. */
   concurrency?: number;
   /**
@@ -74,6 +86,12 @@ export interface VerifyOptions {
   trustedKeys?: ReadonlyMap<string, KeyObject>;
   /** The verifier's clock, for what is still pending; tests inject one. */
   now?: () => Date;
+  /**
+   * A deeper check of each listed compacted file whose bytes are intact (its rows against the
+   * landing objects it came from: `auditpipe verify` rebuilds them with `@auditpipe/compact`);
+   * its findings are reported with the rest. Not given: compacted files are checked by SHA-256 only.
+   */
+  checkCompacted?: (file: CompactedFile) => Promise<VerifyFinding[]>;
 }
 
 /**
@@ -97,6 +115,16 @@ export interface VerifiedChain {
   last: string | null;
   /** The newest manifest of the chain, in range or not. */
   head: string | null;
+  /**
+   * `closed`: its newest manifest is a clean stop's close record, nothing after it is the host's;
+   * `open`: a running sidecar, objects after `coveredUntil` are pending until its next manifest;
+   * `gone`: open, but silent past the limit (a finding). Absent when no manifest is in range.
+   */
+  state?: "closed" | "open" | "gone";
+  /** Until when the newest manifest covers uploads (ISO 8601). */
+  coveredUntil?: string;
+  /** Objects of this host pending its next manifest. */
+  pending?: number;
 }
 
 export interface VerifyReport {
@@ -115,7 +143,11 @@ export interface VerifyReport {
   entries: number;
   /** Bytes hashed. */
   bytes: number;
-  /** Objects stored after the last manifest was closed: the next manifest will list them. */
+  /**
+   * Objects no manifest lists yet, stored after the newest manifest of a host whose chain is open
+   * (running): its next manifest lists them, or they become `extra`. Never a listed object; never
+   * under a closed chain (then `extra`) nor a gone one (then in the `gone` finding).
+   */
   pending: string[];
   /**
    * When the manifest listing the last pending object is due (ISO 8601: the end of its upload

@@ -1,5 +1,15 @@
-import { listChains, loadChains, loadOlder } from "./_chain.ts";
-import { dataObjectHost, floorHour, HOUR_MS, joinKey, MANIFEST_DIR, normalizePrefix } from "./_keys.ts";
+import { classifyS3ReadError } from "../sinks/s3/_errors.ts";
+import { type LoadedChains, listChains, loadChains, loadOlder } from "./_chain.ts";
+import { checkCompactedFiles } from "./_compacted.ts";
+import {
+  dataObjectHost,
+  floorHour,
+  HOUR_MS,
+  isDerivedKey,
+  joinKey,
+  MANIFEST_DIR,
+  normalizePrefix,
+} from "./_keys.ts";
 import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
 import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
@@ -9,6 +19,7 @@ import {
   FINDING_KINDS,
   type FindingKind,
   type NothingToVerify,
+  type VerifiedChain,
   type VerifyFinding,
   type VerifyOptions,
   type VerifyReport,
@@ -25,188 +36,160 @@ export type {
 
 /** The sidecar's and the store's clocks may disagree by this much at the end of the chain. */
 export const DEFAULT_CLOCK_SKEW_MS: number = 5 * 60_000;
+/**
+ * A host whose chain has no close record and has covered nothing for this long is `gone`: a
+ * running sidecar writes a manifest every hour (5 minutes after it ends), so its newest one never
+ * covers less than the last 65 minutes; two hours leave room for a slow store.
+ */
+export const DEFAULT_GONE_AFTER_MS: number = 2 * HOUR_MS;
 const DEFAULT_CONCURRENCY = 4;
+/** Keys named in a finding's reason; the finding's `objects` lists them all. */
+const KEYS_NAMED = 5;
+
+type Hashed = Awaited<ReturnType<typeof hashObject>>;
 
 /**
  * Walks the manifest chains of an archive and checks the objects they list: every link by
- * SHA-256, every listed object downloaded and hashed (streamed), every object stored within the
- * verified hours accounted for. Read-only.
+ * SHA-256, every listed object downloaded and hashed (streamed) and compared with its newest
+ * signed listing, every object stored within the verified hours accounted for, and each chain's
+ * end: closed by a clean stop, open (a running sidecar: objects after its newest manifest are
+ * pending), or gone (open and silent past `goneAfterMs`). Read-only.
+ *
+ * A listed object found altered is checked against a fresh listing of the manifests: a sidecar
+ * that wrote a newer manifest (an announced rewrite) while this ran is not taken for tampering.
  */
 export async function verifyArchive(options: VerifyOptions): Promise<VerifyReport> {
+  try {
+    return await verifyRechecked(options);
+  } catch (error) {
+    throw classifyS3ReadError(error, await readTarget(options));
+  }
+}
+
+/** The bucket and where it is (the client's endpoint, else its region), for error messages. */
+async function readTarget(
+  options: VerifyOptions,
+): Promise<{ bucket: string; endpoint: string | undefined; region: string | undefined }> {
+  const config = options.client.config;
+  const endpoint = await config.endpoint?.().catch(() => undefined);
+  const region = await config.region().catch(() => undefined);
+  const url = endpoint
+    ? `${endpoint.protocol}//${endpoint.hostname}${endpoint.port ? `:${endpoint.port}` : ""}`
+    : undefined;
+  return { bucket: options.bucket, endpoint: url, region };
+}
+
+async function verifyRechecked(options: VerifyOptions): Promise<VerifyReport> {
+  const first = await verifyOnce(options);
+  const changed = first.report.findings.some((f) => ["altered", "overwritten", "missing"].includes(f.kind));
+  if (!changed) return first.report;
+  const prefix = normalizePrefix(options.prefix ?? "");
+  const again = await listChains(options.client, options.bucket, prefix, options.host, []);
+  const newer = [...again.values()].flat().some((m) => !first.manifests.has(m.key));
+  return newer ? (await verifyOnce(options)).report : first.report;
+}
+
+async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyReport; manifests: Set<string> }> {
   const { client, bucket } = options;
   const prefix = normalizePrefix(options.prefix ?? "");
   const skew = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const now = (options.now?.() ?? new Date()).getTime();
   const fromHour = options.from ? floorHour(options.from.getTime()) : Number.NEGATIVE_INFINITY;
   const toMs = options.to ? options.to.getTime() : Number.POSITIVE_INFINITY;
   const inRange = (hourMs: number): boolean => hourMs >= fromHour && hourMs <= toMs;
   const findings: VerifyFinding[] = [];
-  const pending: string[] = [];
-  // The newest store time among pending objects: its hour's manifest is what lists the last of them.
-  let newestPending = Number.NEGATIVE_INFINITY;
-  const addPending = (key: string, stored: Date | undefined): void => {
-    pending.push(key);
-    if (stored) newestPending = Math.max(newestPending, stored.getTime());
-  };
 
   // Listing every manifest is cheap and gives the hours; with --from, the manifests older than
   // each first one's predecessor are not downloaded unless something below needs them.
   const listed = await listChains(client, bucket, prefix, options.host, findings);
+  const manifests = new Set([...listed.values()].flat().map((m) => m.key));
   let loaded = await loadChains(client, bucket, listed, fromHour);
   // With trusted keys, what an unsigned or forged manifest lists accounts for nothing.
   let reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
 
   // Every object an in-range manifest lists, downloaded and hashed (all in-range manifests are
   // downloaded, so this set is final); compared with its newest listing further down.
-  const hashes = new Map<string, Awaited<ReturnType<typeof hashObject>>>();
+  const hashes = new Map<string, Hashed>();
   const toCheck = [...reading.toCheck].sort();
   await mapPool(toCheck, options.concurrency ?? DEFAULT_CONCURRENCY, async (key) => {
     hashes.set(key, await hashObject(client, bucket, key));
   });
 
-  // Every stored object within the verified hours accounted for. The windows come from the
-  // in-range manifests and each chain's newest, all downloaded: they are final too.
-  const all = [...reading.windows.values()];
-  const overall: Window | null =
-    all.length === 0
-      ? null
-      : {
-          start: Math.min(...all.map((w) => w.start)),
-          end: Math.max(...all.map((w) => w.end)),
-          chainEnd: Math.max(...all.map((w) => w.chainEnd)),
-        };
-  const manifestDir = joinKey(prefix, `${MANIFEST_DIR}/`);
-  const account = (o: ListedObject, r: ChainReading): "pending" | "extra" | null => {
-    if (o.key.startsWith(manifestDir) || r.latest.has(o.key)) return null;
-    const host = dataObjectHost(prefix, o.key);
-    if (options.host !== undefined && host !== null && host !== options.host) return null;
-    const window = (host !== null ? r.windows.get(host) : undefined) ?? overall;
-    if (!window) return null;
-    const stored = o.lastModified.getTime();
-    if (stored >= window.chainEnd - skew) return "pending";
-    return stored >= window.start && stored < window.end ? "extra" : null;
-  };
   const stored = await listObjects(client, bucket, prefix === "" ? "" : `${prefix}/`);
-
+  const manifestDir = joinKey(prefix, `${MANIFEST_DIR}/`);
+  const account = (r: ChainReading) => accountant(r, { prefix, manifestDir, host: options.host, skew });
   // Manifests left out can still matter: one may list an object that would otherwise be extra
   // (an old object copied in place), and a link into them may make a fork. Either is rare (a
   // finding, or close to one): then read them all and report what a load of every manifest does.
-  if (loaded.older.size > 0 && (reading.linksOlder || stored.some((o) => account(o, reading) === "extra"))) {
+  if (loaded.older.size > 0 && (reading.linksOlder || stored.some((o) => account(reading)(o) === "extra"))) {
     loaded = await loadOlder(client, bucket, loaded);
     reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
   }
   findings.push(...reading.findings);
   if (options.trustedKeys) findings.push(...checkSignatures(loaded.chains, inRange, options.trustedKeys));
-  let nothingToVerify: NothingToVerify | null = null;
-  if ((options.host !== undefined && !loaded.chains.has(options.host)) || loaded.chains.size === 0) {
-    const what = options.host === undefined ? "the prefix" : `host ${options.host}`;
-    const unlisted = stored.filter((o) => {
-      if (o.key.startsWith(manifestDir)) return false;
-      const host = dataObjectHost(prefix, o.key);
-      return host !== null && (options.host === undefined || host === options.host);
-    });
-    const now = (options.now?.() ?? new Date()).getTime();
-    const oldest = Math.min(...unlisted.map((o) => o.lastModified.getTime()));
-    // The first manifest is written once the oldest object's upload hour is over, plus the grace.
-    const due = floorHour(oldest) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS;
-    if (unlisted.length === 0)
-      nothingToVerify = {
-        reason: `nothing stored under ${what} yet: no object and no manifest (is the archive URL right?)`,
-        objects: 0,
-        verifiableAfter: null,
-      };
-    else if (now < due + skew)
-      nothingToVerify = {
-        reason:
-          `${unlisted.length} object(s) stored under ${what} since ${new Date(oldest).toISOString()}, no manifest yet: ` +
-          `the first is written when the hour closes, at ${new Date(due).toISOString()} (or when the sidecar stops)`,
-        objects: unlisted.length,
-        verifiableAfter: new Date(due).toISOString(),
-      };
-    else
-      findings.push({
-        kind: "gap",
-        key: joinKey(prefix, `${MANIFEST_DIR}/${options.host === undefined ? "" : `${options.host}/`}`),
-        reason:
-          `no manifest under ${what}, but objects are stored since ${new Date(oldest).toISOString()} and the first ` +
-          `manifest was due at ${new Date(due).toISOString()}: manifests removed, or the sidecar cannot write them`,
-      });
-  } else if (reading.manifests === 0)
-    findings.push({
-      kind: "gap",
-      key: joinKey(prefix, `${MANIFEST_DIR}/`),
-      reason: "no manifest in the requested range: nothing can be verified",
-    });
+  let nothingToVerify = emptyArchive(
+    options.host,
+    loaded,
+    reading,
+    stored,
+    { prefix, manifestDir, now, skew },
+    findings,
+  );
 
   let entries = 0;
   let bytes = 0;
   for (const key of toCheck) {
     const listing = reading.latest.get(key) as Listing;
-    const hashed = hashes.get(key);
+    const hashed = hashes.get(key) ?? null;
     if (!listing.object.compacted) entries += listing.object.entries; // a compacted file's rows are its sources' entries
-    if (!hashed) {
-      findings.push({
-        kind: "missing",
-        key,
-        manifest: listing.manifest,
-        reason: "listed, not in the bucket",
-      });
-      continue;
-    }
-    bytes += hashed.size;
-    const chainEnd = reading.windows.get(listing.host)?.chainEnd ?? Number.POSITIVE_INFINITY;
-    const afterChain = hashed.lastModified !== undefined && hashed.lastModified.getTime() >= chainEnd - skew;
-    const storedVersion = listing.object.versionId;
-    if (storedVersion !== undefined && hashed.versionId !== undefined && hashed.versionId !== storedVersion) {
-      if (afterChain) {
-        addPending(key, hashed.lastModified); // written again after the last manifest closed: the next one lists it
-        continue;
-      }
-      // Versioned (Object Lock): the newest version is someone else's write; is the sidecar's still there?
-      const original = await hashObject(client, bucket, key, storedVersion);
-      const state = !original
-        ? "the stored version is gone"
-        : original.sha256 === listing.object.sha256
-          ? "the stored version is intact"
-          : "the stored version hashes differently";
-      findings.push({
-        kind: "overwritten",
-        key,
-        manifest: listing.manifest,
-        reason: `newest version ${hashed.versionId} (sha256 ${hashed.sha256.slice(0, 12)}…) is not version ${storedVersion} the sidecar stored; ${state}`,
-      });
-      continue;
-    }
-    if (hashed.sha256 === listing.object.sha256) continue;
-    if (afterChain) {
-      addPending(key, hashed.lastModified); // rewritten (a replay) after the last manifest closed: the next one lists it
-      continue;
-    }
-    findings.push({
-      kind: "altered",
-      key,
-      manifest: listing.manifest,
-      reason: `sha256 ${hashed.sha256.slice(0, 12)}… (${hashed.size} bytes), listed ${listing.object.sha256.slice(0, 12)}… (${listing.object.size} bytes)`,
-    });
+    bytes += hashed?.size ?? 0;
+    const finding = await compareListed(options, listing, hashed);
+    if (finding) findings.push(finding);
   }
+
+  // Every stored object no trusted manifest lists: extra within the verified hours and under a
+  // closed chain, pending after an open chain's newest manifest, unverified after a gone one.
+  const states = chainStates(reading, now, options.goneAfterMs ?? DEFAULT_GONE_AFTER_MS);
+  const pending = new Map<string, ListedObject[]>();
+  const unverified = new Map<string, ListedObject[]>();
   for (const o of stored) {
-    const kind = account(o, reading);
-    if (kind === "pending") addPending(o.key, o.lastModified);
-    else if (kind === "extra")
+    const verdict = account(reading)(o);
+    if (verdict === "extra")
       findings.push({
         kind: "extra",
         key: o.key,
-        reason: `stored ${o.lastModified.toISOString()}, within the verified hours, but in no manifest`,
+        reason: extraReason(o, reading, prefix),
       });
+    else if (verdict !== null) {
+      const byHost = states.get(verdict.host) === "gone" ? unverified : pending;
+      byHost.set(verdict.host, [...(byHost.get(verdict.host) ?? []), o]);
+    }
+  }
+  findings.push(...goneFindings(reading, states, unverified, now));
+  if (options.checkCompacted) {
+    const intact = (key: string): boolean =>
+      hashes.get(key)?.sha256 === reading.latest.get(key)?.object.sha256;
+    findings.push(
+      ...(await checkCompactedFiles([...reading.latest.values()], intact, options.checkCompacted)),
+    );
   }
 
   findings.sort((a, b) => a.kind.localeCompare(b.kind) || a.key.localeCompare(b.key));
   const counts = Object.fromEntries(FINDING_KINDS.map((k) => [k, 0])) as Record<FindingKind, number>;
   for (const f of findings) counts[f.kind]++;
-  return {
+  const pendingObjects = [...pending.values()].flat();
+  const newestPending = Math.max(...pendingObjects.map((o) => o.lastModified.getTime()));
+  // Only open records so far (a first start): nothing is verified, the first listing is still due.
+  if (nothingToVerify === null && findings.length === 0 && toCheck.length === 0 && pendingObjects.length > 0)
+    nothingToVerify = firstListingDue(pendingObjects, options.host);
+  const overall = overallWindow(reading);
+  const report: VerifyReport = {
     ok: findings.length === 0 && nothingToVerify === null,
     bucket,
     prefix,
-    chains: reading.chains,
+    chains: reading.chains.map(
+      (c): VerifiedChain => withState(c, reading.windows.get(c.host), states, pending),
+    ),
     range: overall
       ? { from: new Date(overall.start).toISOString(), to: new Date(overall.end).toISOString() }
       : null,
@@ -214,7 +197,7 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     objects: toCheck.length,
     entries,
     bytes,
-    pending: pending.sort(),
+    pending: pendingObjects.map((o) => o.key).sort(),
     pendingVerifiableAfter: Number.isFinite(newestPending)
       ? new Date(floorHour(newestPending) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS).toISOString()
       : null,
@@ -223,4 +206,217 @@ export async function verifyArchive(options: VerifyOptions): Promise<VerifyRepor
     signatures: options.trustedKeys ? "verified" : "not checked",
     nothingToVerify,
   };
+  return { report, manifests };
+}
+
+/**
+ * A listed object against its newest trusted listing: `missing`, `overwritten` (a versioned
+ * bucket's newest version is not the one listed) or `altered`, at once, however recently it was
+ * stored. An announced rewrite's listing (`supersedes`) takes the bytes it replaces too.
+ */
+async function compareListed(
+  options: VerifyOptions,
+  listing: Listing,
+  hashed: Hashed,
+): Promise<VerifyFinding | null> {
+  const { key } = listing.object;
+  if (!hashed)
+    return { kind: "missing", key, manifest: listing.manifest, reason: "listed, not in the bucket" };
+  const storedVersion = listing.object.versionId;
+  if (storedVersion !== undefined && hashed.versionId !== undefined && hashed.versionId !== storedVersion) {
+    // Versioned (Object Lock): the newest version is someone else's write; is the sidecar's still there?
+    const original = await hashObject(options.client, options.bucket, key, storedVersion);
+    const state = !original
+      ? "the stored version is gone"
+      : original.sha256 === listing.object.sha256
+        ? "the stored version is intact"
+        : "the stored version hashes differently";
+    return {
+      kind: "overwritten",
+      key,
+      manifest: listing.manifest,
+      reason: `newest version ${hashed.versionId} (sha256 ${hashed.sha256.slice(0, 12)}…) is not version ${storedVersion} the sidecar stored; ${state}`,
+    };
+  }
+  if (hashed.sha256 === listing.object.sha256 || hashed.sha256 === listing.object.supersedes) return null;
+  return {
+    kind: "altered",
+    key,
+    manifest: listing.manifest,
+    reason: `sha256 ${hashed.sha256.slice(0, 12)}… (${hashed.size} bytes), listed ${listing.object.sha256.slice(0, 12)}… (${listing.object.size} bytes)`,
+  };
+}
+
+/** Where an unlisted object stands: `extra`, waiting for its host's next manifest, or not judged (null). */
+type Verdict = "extra" | { host: string } | null;
+
+/** Judges stored objects no trusted manifest lists, against the chains' windows. */
+function accountant(
+  r: ChainReading,
+  at: { prefix: string; manifestDir: string; host: string | undefined; skew: number },
+): (o: ListedObject) => Verdict {
+  const overall = overallWindow(r);
+  return (o) => {
+    if (o.key.startsWith(at.manifestDir) || r.latest.has(o.key)) return null;
+    // Compaction's output: judged by the listings that record it (`compacted`), not as landing data.
+    if (isDerivedKey(at.prefix, o.key)) return null;
+    const host = dataObjectHost(at.prefix, o.key);
+    if (at.host !== undefined && host !== null && host !== at.host) return null;
+    // The host's sidecar said so in a signed manifest: not its own, at once.
+    if (r.foreign.has(o.key)) return "extra";
+    const window = (host !== null ? r.windows.get(host) : undefined) ?? overall;
+    if (!window) return null;
+    const stored = o.lastModified.getTime();
+    if (stored < window.start) return null;
+    // After a clean stop nothing is pending: the close record lists every upload of the run.
+    if (window.closed) return "extra";
+    if (stored >= window.chainEnd - (window.exact ? 0 : at.skew)) return { host: host ?? "" };
+    return stored < window.end ? "extra" : null;
+  };
+}
+
+function extraReason(o: ListedObject, r: ChainReading, prefix: string): string {
+  const host = dataObjectHost(prefix, o.key);
+  const window = host !== null ? r.windows.get(host) : undefined;
+  const when = o.lastModified.toISOString();
+  const disowned = r.foreign.get(o.key);
+  if (disowned)
+    return `stored ${when} under host ${host}'s keys; its sidecar's self-check found it was not written by it (${disowned})`;
+  return window?.closed && o.lastModified.getTime() >= window.chainEnd
+    ? `stored ${when}, after host ${host}'s chain was closed by a clean stop (${window.newest}), in no manifest`
+    : `stored ${when}, within the verified hours, but in no manifest`;
+}
+
+/** All hosts' windows as one: for objects under a host without a chain. */
+function overallWindow(r: ChainReading): Window | null {
+  const all = [...r.windows.values()];
+  if (all.length === 0) return null;
+  return {
+    start: Math.min(...all.map((w) => w.start)),
+    end: Math.max(...all.map((w) => w.end)),
+    chainEnd: Math.max(...all.map((w) => w.chainEnd)),
+    exact: false,
+    closed: all.every((w) => w.closed),
+    newest: "",
+  };
+}
+
+/** Each host's chain: closed (a clean stop), open (running), or gone (open, silent past the limit). */
+function chainStates(r: ChainReading, now: number, goneAfterMs: number): Map<string, VerifiedChain["state"]> {
+  const states = new Map<string, VerifiedChain["state"]>();
+  for (const [host, w] of r.windows)
+    states.set(host, w.closed ? "closed" : now - w.chainEnd > goneAfterMs ? "gone" : "open");
+  return states;
+}
+
+function withState(
+  c: VerifiedChain,
+  w: Window | undefined,
+  states: Map<string, VerifiedChain["state"]>,
+  pending: Map<string, ListedObject[]>,
+): VerifiedChain {
+  if (!w) return c;
+  return {
+    ...c,
+    state: states.get(c.host) ?? "open",
+    coveredUntil: new Date(w.chainEnd).toISOString(),
+    pending: pending.get(c.host)?.length ?? 0,
+  };
+}
+
+/** A `gone` finding per host whose chain is open and silent past the limit, with what it left unverified. */
+function goneFindings(
+  r: ChainReading,
+  states: Map<string, VerifiedChain["state"]>,
+  unverified: Map<string, ListedObject[]>,
+  now: number,
+): VerifyFinding[] {
+  const findings: VerifyFinding[] = [];
+  for (const [host, state] of states) {
+    if (state !== "gone") continue;
+    const w = r.windows.get(host) as Window;
+    const left = (unverified.get(host) ?? []).map((o) => o.key).sort();
+    const hours = ((now - w.chainEnd) / HOUR_MS).toFixed(1);
+    const named = left.slice(0, KEYS_NAMED).join(", ");
+    findings.push({
+      kind: "gone",
+      key: w.newest,
+      manifest: w.newest,
+      reason:
+        `host ${host}: the chain has no close record and covers nothing after ${new Date(w.chainEnd).toISOString()} ` +
+        `(${hours} h ago; a running sidecar writes one every hour): it stopped without a clean stop, cannot reach the store, ` +
+        `or its newest manifests were removed; ${left.length} object(s) stored after it are unverified` +
+        (left.length > 0 ? `: ${named}${left.length > KEYS_NAMED ? ", …" : ""}` : ""),
+      objects: left,
+    });
+  }
+  return findings;
+}
+
+/** Objects stored after a chain's open record, none listed yet: when the first manifest listing them is due. */
+function firstListingDue(pending: ListedObject[], host: string | undefined): NothingToVerify {
+  const oldest = Math.min(...pending.map((o) => o.lastModified.getTime()));
+  const due = floorHour(oldest) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS;
+  return {
+    reason:
+      `${pending.length} object(s) stored under ${host === undefined ? "the prefix" : `host ${host}`} since ` +
+      `${new Date(oldest).toISOString()}, after the chain's open record; none is in a manifest yet: the first to list ` +
+      `them is written when the hour closes, at ${new Date(due).toISOString()} (or when the sidecar stops)`,
+    objects: pending.length,
+    verifiableAfter: new Date(due).toISOString(),
+  };
+}
+
+/**
+ * When no manifest exists for the archive (or host): nothing to verify yet if the first one is
+ * not due, else a `gap` (pushed to `findings`). Null when there are manifests.
+ */
+function emptyArchive(
+  host: string | undefined,
+  loaded: LoadedChains,
+  reading: ChainReading,
+  stored: ListedObject[],
+  at: { prefix: string; manifestDir: string; now: number; skew: number },
+  findings: VerifyFinding[],
+): NothingToVerify | null {
+  if ((host === undefined || loaded.chains.has(host)) && loaded.chains.size > 0) {
+    if (reading.manifests === 0)
+      findings.push({
+        kind: "gap",
+        key: at.manifestDir,
+        reason: "no manifest in the requested range: nothing can be verified",
+      });
+    return null;
+  }
+  const what = host === undefined ? "the prefix" : `host ${host}`;
+  const unlisted = stored.filter((o) => {
+    if (o.key.startsWith(at.manifestDir)) return false;
+    const h = dataObjectHost(at.prefix, o.key);
+    return h !== null && (host === undefined || h === host);
+  });
+  const oldest = Math.min(...unlisted.map((o) => o.lastModified.getTime()));
+  // The first manifest is written once the oldest object's upload hour is over, plus the grace.
+  const due = floorHour(oldest) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS;
+  if (unlisted.length === 0)
+    return {
+      reason: `nothing stored under ${what} yet: no object and no manifest (is the archive URL right?)`,
+      objects: 0,
+      verifiableAfter: null,
+    };
+  if (at.now < due + at.skew)
+    return {
+      reason:
+        `${unlisted.length} object(s) stored under ${what} since ${new Date(oldest).toISOString()}, no manifest yet: ` +
+        `the first is written when the hour closes, at ${new Date(due).toISOString()} (or when the sidecar stops)`,
+      objects: unlisted.length,
+      verifiableAfter: new Date(due).toISOString(),
+    };
+  findings.push({
+    kind: "gap",
+    key: joinKey(at.prefix, `${MANIFEST_DIR}/${host === undefined ? "" : `${host}/`}`),
+    reason:
+      `no manifest under ${what}, but objects are stored since ${new Date(oldest).toISOString()} and the first ` +
+      `manifest was due at ${new Date(due).toISOString()}: manifests removed, or the sidecar cannot write them`,
+  });
+  return null;
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { PutObjectCommandInput, S3Client } from "@aws-sdk/client-s3";
 import { s3Sdk } from "../../_aws-sdk.ts";
 import type { SpoolEntryMeta } from "../../_spool.ts";
+import { isPreconditionFailed } from "../../manifest/_s3.ts";
 import { MULTIPART_PART_BYTES, MULTIPART_QUEUE_SIZE, type ResolvedS3SinkOptions } from "./config.ts";
 
 /** The NDJSON media type (the body's type once Content-Encoding is undone). */
@@ -24,10 +25,15 @@ function lockParams(o: ResolvedS3SinkOptions, now: Date): Partial<PutObjectComma
   };
 }
 
+/** The key holds an object already: a conditional PUT (`If-None-Match: *`) did not write. */
+export const KEY_EXISTS = "exists";
+
 /**
  * Uploads one body. Up to the multipart threshold: one PutObject with Content-MD5 and
- * x-amz-checksum-sha256 (precomputed, so the SDK computes nothing and the store verifies both).
- * Above it: lib-storage's multipart Upload, each part with a SHA-256 checksum the SDK computes.
+ * x-amz-checksum-sha256 (precomputed, so the SDK computes nothing and the store verifies both),
+ * and with `ifAbsent` only if the key holds nothing yet (`If-None-Match: *`, honoured by S3 and
+ * MinIO): then KEY_EXISTS when it does. Above the threshold: lib-storage's multipart Upload, each
+ * part with a SHA-256 checksum the SDK computes, never conditional (the caller looks first).
  * Resolves to the version the store gave the object (versioned buckets), else undefined.
  */
 export async function putObject(
@@ -36,7 +42,8 @@ export async function putObject(
   meta: SpoolEntryMeta,
   body: Buffer,
   signal: AbortSignal,
-): Promise<string | undefined> {
+  ifAbsent = false,
+): Promise<{ versionId: string | undefined } | typeof KEY_EXISTS> {
   const common = {
     Bucket: o.bucket,
     Key: meta.key,
@@ -47,18 +54,24 @@ export async function putObject(
   };
   if (body.length <= o.multipartThresholdBytes) {
     const { PutObjectCommand } = await s3Sdk();
-    const out = await client.send(
-      new PutObjectCommand({
-        ...common,
-        Body: body,
-        ContentLength: body.length,
-        ContentMD5: createHash("md5").update(body).digest("base64"),
-        ChecksumAlgorithm: "SHA256",
-        ChecksumSHA256: Buffer.from(meta.sha256, "hex").toString("base64"),
-      }),
-      { abortSignal: signal },
-    );
-    return versionOf(out.VersionId);
+    try {
+      const out = await client.send(
+        new PutObjectCommand({
+          ...common,
+          Body: body,
+          ContentLength: body.length,
+          ContentMD5: createHash("md5").update(body).digest("base64"),
+          ChecksumAlgorithm: "SHA256",
+          ChecksumSHA256: Buffer.from(meta.sha256, "hex").toString("base64"),
+          ...(ifAbsent ? { IfNoneMatch: "*" } : {}),
+        }),
+        { abortSignal: signal },
+      );
+      return { versionId: versionOf(out.VersionId) };
+    } catch (error) {
+      if (ifAbsent && isPreconditionFailed(error)) return KEY_EXISTS;
+      throw error;
+    }
   }
   const { Upload } = await import("@aws-sdk/lib-storage");
   const upload = new Upload({
@@ -71,7 +84,7 @@ export async function putObject(
   const abort = (): void => void upload.abort().catch(() => undefined);
   signal.addEventListener("abort", abort, { once: true });
   try {
-    return versionOf((await upload.done()).VersionId);
+    return { versionId: versionOf((await upload.done()).VersionId) };
   } finally {
     signal.removeEventListener("abort", abort);
   }
@@ -83,27 +96,25 @@ function versionOf(id: string | undefined): string | undefined {
 }
 
 /**
- * Whether the key already holds this exact body (its SHA-256 metadata matches): then the version
- * holding it (or null on an unversioned bucket), else false. Used with Object Lock, where the
- * bucket is versioned: writing the key again would keep a second, locked copy.
+ * What the key holds now: the SHA-256 its metadata names (undefined for an object this sink did
+ * not write) and its version, or null when it holds nothing, or when the role may not read it
+ * (403: a write-only role without s3:GetObject uploads as if nothing were there).
  */
-export async function storedWithSha(
+export async function storedObject(
   client: S3Client,
   o: ResolvedS3SinkOptions,
   key: string,
-  sha256: string,
   signal: AbortSignal,
-): Promise<{ versionId: string | undefined } | false> {
+): Promise<{ sha256: string | undefined; versionId: string | undefined } | null> {
   const { HeadObjectCommand } = await s3Sdk();
   try {
     const head = await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: key }), {
       abortSignal: signal,
     });
-    return head.Metadata?.[SHA256_METADATA] === sha256 ? { versionId: versionOf(head.VersionId) } : false;
+    return { sha256: head.Metadata?.[SHA256_METADATA], versionId: versionOf(head.VersionId) };
   } catch (error) {
     const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    // 404: not stored yet. 403: a write-only role without s3:GetObject; upload as if not stored.
-    if (status === 404 || status === 403) return false;
+    if (status === 404 || status === 403) return null;
     throw error;
   }
 }

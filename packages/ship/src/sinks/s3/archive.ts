@@ -6,7 +6,8 @@
 import { randomUUID } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { backoffDelay } from "../../backoff.ts";
-import { sinkErrorReason } from "../../errors.ts";
+import { SinkError, SinkErrorCode, sinkErrorReason } from "../../errors.ts";
+import { ManifestError } from "../../manifest/errors.ts";
 import { type ManifestHealth, ManifestJournal } from "../../manifest/journal.ts";
 import type { ManifestSigningKey } from "../../manifest/signing.ts";
 import type { CoverageEvent, ManifestRun } from "../../manifest/types.ts";
@@ -19,8 +20,9 @@ export interface S3ArchiveLogger extends SinkLogger {
   child(bindings: Record<string, unknown>): SinkLogger;
 }
 
-/** Where and how to archive. The sink's options, less the hook the archive wires itself. */
-export interface S3ArchiveOptions extends Omit<S3SinkOptions, "onUploaded" | "logger"> {
+/** Where and how to archive. The sink's options, less the hooks the archive wires itself. */
+export interface S3ArchiveOptions
+  extends Omit<S3SinkOptions, "onUploaded" | "onRewrite" | "ready" | "logger"> {
   /** Where the manifest journal, chain head and outbox are kept: a persistent volume. Required. */
   manifestDir: string;
   /** Signs every manifest (Ed25519). Required. */
@@ -67,6 +69,8 @@ export class S3Archive {
   private resolveJournal: (journal: ManifestJournal) => void = () => {};
   private rejectJournal: (error: Error) => void = () => {};
   private opening: Promise<void> = Promise.resolve();
+  /** Why the journal could not be opened (or its chain opened) on the last try; null once open. */
+  private openError: { code: string; error: unknown } | null = null;
   private closed = false;
   /** Ends the opener's wait between attempts: close() must not sit out a backoff. */
   private wakeOpener: (() => void) | undefined;
@@ -94,8 +98,18 @@ export class S3Archive {
     } = options;
     this.sink = new S3Sink({
       ...sink,
+      // No upload of this run before the chain's signed open record: what the store holds from
+      // before it (since the last close) is then never taken for the sidecar's.
+      ready: async () => {
+        // The journal's last open attempt failed: fail the upload attempt with its reason (the
+        // store unreachable is UNREACHABLE, as for an upload), rather than wait for a retry.
+        if (!this.journalValue && this.openError) throw this.openError.error;
+        await this.journalReady;
+      },
       // Journaled (fsynced) before the write resolves: a crash never loses an object's manifest line.
       onUploaded: async (object) => (await this.journalReady).record(object),
+      // A key that holds other bytes of ours: the new hash is signed into the chain first.
+      onRewrite: async (object) => (await this.journalReady).announceRewrite(object),
       logger: this.logger.child({ component: "s3" }),
     });
     // The journal's client: same store, same settings; manifests go under <prefix>/_manifests/<host>/.
@@ -155,7 +169,14 @@ export class S3Archive {
     const h = this.sink.health();
     const problems =
       h.state === "ok" ? [] : [`sink s3 ${h.state}: ${h.code} (${sinkErrorReason(h.code ?? "")})`];
+    // Said once: a store that does not answer is the sink's problem above already.
+    if (!this.journalValue && this.openError && h.state === "ok")
+      problems.push(`manifest chain not open: ${this.openError.code}; uploads wait, retrying`);
     const m = this.manifestHealth();
+    if (m && m.refused.length > 0)
+      problems.push(
+        `manifest chain: ${m.refused.length} manifest(s) signed by this sidecar's key are not where they belong (copied to another key or a future hour); not continued from`,
+      );
     if (m?.conflict)
       problems.push(
         "manifest conflict: the hour's manifest in the bucket is not this sidecar's; not continued from",
@@ -169,20 +190,41 @@ export class S3Archive {
     return problems;
   }
 
-  /** Stops the sink (the spool stays for the next start), writes the open hour's manifest, closes the journal. */
-  async close(): Promise<void> {
+  /**
+   * Stops the sink (the spool stays for the next start), writes the open hour's manifest with the
+   * chain's close record (for at most `manifestMs`, default the `stopManifestMs` option), closes
+   * the journal.
+   */
+  async close(options: { manifestMs?: number } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.wakeOpener?.();
     this.rejectJournal(new Error("the archive closed before its manifest journal opened"));
+    const deadline =
+      Date.now() + (options.manifestMs ?? this.options.stopManifestMs ?? DEFAULT_STOP_MANIFEST_MS);
     const healthy = this.sink.health().state === "ok";
     await this.sink.close();
-    await this.stopJournal(healthy);
-    await this.opening;
+    // A journal opening right now may have written its open record: let it finish (within the
+    // budget) so that record gets its close too.
+    await this.until(this.opening, deadline);
+    await this.stopJournal(healthy, Math.max(0, deadline - Date.now()));
+    await this.until(this.opening, deadline);
     await this.client.then(
       (client) => client.destroy(),
       () => undefined,
     );
+  }
+
+  /** Waits for `p`, but not past `deadline`. */
+  private async until(p: Promise<unknown>, deadline: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      p.catch(() => undefined),
+      new Promise((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   private async openJournal(): Promise<void> {
@@ -197,6 +239,7 @@ export class S3Archive {
           stateDir: this.options.manifestDir,
           signingKey: this.options.signingKey,
           run: this.run,
+          uploading: () => this.sink.uploading(),
           ...(this.options.selfCheckIntervalMs === undefined
             ? {}
             : { selfCheckIntervalMs: this.options.selfCheckIntervalMs }),
@@ -206,11 +249,33 @@ export class S3Archive {
           await journal.close().catch(() => undefined);
           return;
         }
-        journal.startTimer();
+        // The run's signed open record, before any upload of the run (the sink waits for it).
+        try {
+          await journal.openChain();
+        } catch (error) {
+          await journal.close().catch(() => undefined);
+          throw error;
+        }
         this.journalValue = journal;
-        this.resolveJournal(journal);
+        this.openError = null;
+        // Closed meanwhile: close() writes the close record; no timer, no upload of this run.
+        if (!this.closed) {
+          journal.startTimer();
+          this.resolveJournal(journal);
+        }
         return;
       } catch (error) {
+        const code = errorFields(error).code ?? errorFields(error).name ?? "unknown";
+        // A manifest state or key problem is no store error: uploads wait for someone to act.
+        const reason =
+          error instanceof ManifestError
+            ? new SinkError(
+                SinkErrorCode.NOT_OPEN,
+                `the manifest chain cannot be opened (${code}): uploads wait; the log says what to do`,
+                { retryable: true },
+              )
+            : error;
+        this.openError = { code, error: reason };
         this.logger.warn(
           { attempt, err: errorFields(error) },
           "cannot open the manifest journal yet; retrying",
@@ -231,7 +296,7 @@ export class S3Archive {
    * verifiable archive, then the journal closed. Skipped when the store is failing and bounded
    * otherwise, so a stop still ends in time; the journal keeps the hour and the next start writes it.
    */
-  private async stopJournal(storeHealthy: boolean): Promise<void> {
+  private async stopJournal(storeHealthy: boolean, waitMs: number): Promise<void> {
     const journal = this.journalValue;
     if (!journal) return;
     const logger = this.logger;
@@ -249,7 +314,6 @@ export class S3Archive {
           );
       await journal.close();
     })().catch(() => undefined);
-    const waitMs = this.options.stopManifestMs ?? DEFAULT_STOP_MANIFEST_MS;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => {
       timer = setTimeout(() => resolve("late"), waitMs);

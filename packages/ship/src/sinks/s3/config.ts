@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { Compression } from "../../compression.ts";
+import { type Compression, DEFAULT_COMPRESSION } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
 import type { SourceRange } from "../../types.ts";
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_REQUEST_TIMEOUT_MS, resolveS3Region } from "./client.ts";
@@ -45,13 +45,17 @@ export interface UploadedObject {
   /** The version the store gave it, on a versioned bucket (Object Lock); absent otherwise. */
   versionId?: string;
   /**
-   * The SHA-256 of other bytes the key held before this upload: a legitimate rewrite (a replay
-   * whose bytes differ, after an upgrade or an outcome decided later), signed into the manifest
-   * chain before the store was asked to overwrite the key. Absent for a first upload or a replay
-   * with the same bytes.
+   * Only on a rewrite's announcement (`onRewrite`): the SHA-256 of the bytes the key holds, which
+   * this upload is about to replace. Never on what `onUploaded` reports.
    */
   supersedes?: string;
 }
+
+/**
+ * A rewrite about to happen: the key holds other bytes this sink wrote (`supersedes`), and the
+ * object (`sha256`) is about to replace them; `uploadedAt` is when this was found.
+ */
+export type RewrittenObject = UploadedObject & { supersedes: string };
 
 /** The small logger interface the sink needs (pino fits). Never given a secret or record text. */
 export interface SinkLogger {
@@ -95,7 +99,7 @@ export interface S3SinkOptions {
   forcePathStyle?: boolean;
   /** The host segment of keys; default os.hostname(). Sanitised for a key. */
   host?: string;
-  /** Body compression; default gzip. */
+  /** Body compression; default DEFAULT_COMPRESSION (zstd). */
   compression?: Compression;
   /** Directory of the durable spool. Required. */
   spoolDir: string;
@@ -111,6 +115,20 @@ export interface S3SinkOptions {
    * than once for a key (a retry after a crash): record by key. A throw fails the write.
    */
   onUploaded?: (object: UploadedObject) => void | Promise<void>;
+  /**
+   * Called before the sink overwrites a key that holds other bytes it wrote (a replay whose bytes
+   * differ: after an upgrade, or an outcome decided later), so an archive can sign the new hash
+   * into its chain first and the overwrite is never taken for tampering. A replay with the same
+   * bytes is not sent again at all. A throw fails the attempt, which is retried.
+   */
+  onRewrite?: (object: RewrittenObject) => void | Promise<void>;
+  /** Called at once for every failed upload attempt (metrics): write() may still succeed on a retry. */
+  onAttemptFailed?: (error: SinkError) => void;
+  /**
+   * Uploads wait for this (an archive: its chain's signed open record). An attempt waits at most
+   * the connect timeout, then fails with AUDITPIPE_ERR_SINK_NOT_OPEN and is retried.
+   */
+  ready?: () => Promise<void>;
   logger?: SinkLogger;
   retry?: S3RetryOptions;
   timeouts?: S3TimeoutOptions;
@@ -170,7 +188,7 @@ export function resolveS3SinkOptions(options: S3SinkOptions): ResolvedS3SinkOpti
     throw configError(
       "`spoolDir` is required (a directory on a persistent volume for batches not yet uploaded)",
     );
-  const compression = options.compression ?? "gzip";
+  const compression = options.compression ?? DEFAULT_COMPRESSION;
   if (compression !== "gzip" && compression !== "zstd")
     throw configError(`\`compression\` must be "gzip" or "zstd" (got ${JSON.stringify(compression)})`);
   const lock = options.objectLock;

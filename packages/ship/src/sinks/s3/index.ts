@@ -15,6 +15,7 @@ export {
   DEFAULT_MULTIPART_THRESHOLD,
   DEFAULT_SPOOL_MAX_BYTES,
   type ObjectLockOptions,
+  type RewrittenObject,
   S3_SINK_NAME,
   type S3RetryOptions,
   type S3SinkOptions,

@@ -7,7 +7,7 @@ import { SinkError, SinkErrorCode } from "../../errors.ts";
 import { objectKey } from "../../partitioner.ts";
 import type { Batch, Sink } from "../../types.ts";
 import { classifyS3Error, type Target } from "./_errors.ts";
-import { attemptDeadlineMs, putObject, storedWithSha } from "./_upload.ts";
+import { attemptDeadlineMs, KEY_EXISTS, putObject, storedObject } from "./_upload.ts";
 import { createS3Client } from "./client.ts";
 import {
   type ResolvedS3SinkOptions,
@@ -45,6 +45,7 @@ export class S3Sink implements Sink {
   readonly name: string = S3_SINK_NAME;
   readonly options: Readonly<ResolvedS3SinkOptions>;
   private readonly onUploaded: S3SinkOptions["onUploaded"];
+  private readonly hooks: Pick<S3SinkOptions, "onRewrite" | "onAttemptFailed" | "ready">;
   private readonly logger: SinkLogger;
   private readonly target: Target;
   private s3: Promise<S3Client> | undefined;
@@ -62,6 +63,11 @@ export class S3Sink implements Sink {
   constructor(options: S3SinkOptions) {
     this.options = resolveS3SinkOptions(options);
     this.onUploaded = options.onUploaded;
+    this.hooks = {
+      onRewrite: options.onRewrite,
+      onAttemptFailed: options.onAttemptFailed,
+      ready: options.ready,
+    };
     this.logger = options.logger ?? silentLogger;
     this.target = {
       bucket: this.options.bucket,
@@ -106,6 +112,11 @@ export class S3Sink implements Sink {
     // failure health() reports), and may have left it before this flush listed the spool: wait
     // for every attempt still running.
     await Promise.allSettled([...this.attempts.values()]);
+  }
+
+  /** Keys being uploaded now: perhaps stored, and `onUploaded` not called or not returned yet. */
+  uploading(): ReadonlySet<string> {
+    return new Set(this.attempts.keys());
   }
 
   /** Bytes waiting in the spool (a gauge: it grows while the store is down). */
@@ -178,7 +189,7 @@ export class S3Sink implements Sink {
     );
   }
 
-  /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.gz`. */
+  /** `<prefix>/dt=YYYY-MM-DD/hour=HH/<host>/<source>-<first>-<last>.ndjson.zst` (`.gz` with gzip). */
   keyOf(batch: Pick<Batch, "range" | "firstTs">): string {
     const o = this.options;
     const key = objectKey(batch, { host: o.host, extension: ndjsonExtension(o.compression) });
@@ -261,6 +272,7 @@ export class S3Sink implements Sink {
         const e = classifyS3Error(error, this.target);
         if (!this.failure) this.failingSince = Date.now();
         this.failure = e;
+        if (!this.closing.signal.aborted) this.hooks.onAttemptFailed?.(e);
         throw e;
       },
     );
@@ -276,16 +288,10 @@ export class S3Sink implements Sink {
     const spool = this.spool!;
     const body = given ?? (await spool.read(entry));
     const o = this.options;
+    await this.waitReady();
     const deadline = AbortSignal.timeout(attemptDeadlineMs(o, body.length));
     const signal = AbortSignal.any([deadline, this.closing.signal]);
-    // With Object Lock the bucket is versioned: writing the key again would keep a second locked
-    // copy, so a body already stored under its key (same SHA-256) is not sent again.
-    const stored = o.objectLock
-      ? await storedWithSha(await this.client(), o, entry.key, entry.sha256, signal)
-      : false;
-    const versionId = stored
-      ? stored.versionId
-      : await putObject(await this.client(), o, entry, body, signal);
+    const { versionId } = await this.store(entry, body, signal);
     const uploaded: UploadedObject = {
       key: entry.key,
       sha256: entry.sha256,
@@ -309,6 +315,82 @@ export class S3Sink implements Sink {
     }
     await spool.remove(entry.key);
     return uploaded;
+  }
+
+  /**
+   * Puts the body under its key, unless the key holds it already (a retry whose first try was
+   * stored, a replay: same SHA-256), and never over other bytes this sink wrote before the
+   * rewrite is announced (`onRewrite`). Small bodies go up with `If-None-Match: *` and are looked
+   * at only when the key exists; with Object Lock (a versioned bucket, where writing again keeps a
+   * second locked copy) and for multipart bodies the key is looked at first.
+   */
+  private async store(
+    entry: SpoolEntry,
+    body: Buffer,
+    signal: AbortSignal,
+  ): Promise<{ versionId: string | undefined }> {
+    const o = this.options;
+    const client = await this.client();
+    const lookFirst = o.objectLock !== undefined || body.length > o.multipartThresholdBytes;
+    if (!lookFirst) {
+      const put = await putObject(client, o, entry, body, signal, true);
+      if (put !== KEY_EXISTS) return put;
+    }
+    const existing = await storedObject(client, o, entry.key, signal);
+    if (existing && existing.sha256 === entry.sha256) return { versionId: existing.versionId };
+    if (existing?.sha256 !== undefined) await this.announceRewrite(entry, existing.sha256);
+    const put = await putObject(client, o, entry, body, signal);
+    return put === KEY_EXISTS ? { versionId: undefined } : put;
+  }
+
+  /** The key holds other bytes this sink wrote: tell the archive before they are replaced. */
+  private async announceRewrite(entry: SpoolEntry, supersedes: string): Promise<void> {
+    this.logger.warn(
+      { sink: this.name, key: entry.key, sha256: entry.sha256, supersedes },
+      "the key holds other bytes this sink wrote before (a replay whose bytes differ): rewriting it",
+    );
+    try {
+      await this.hooks.onRewrite?.({
+        key: entry.key,
+        sha256: entry.sha256,
+        size: entry.size,
+        entries: entry.entries,
+        range: entry.range,
+        contentEncoding: entry.contentEncoding,
+        uploadedAt: new Date().toISOString(),
+        supersedes,
+      });
+    } catch (error) {
+      throw new SinkError(
+        SinkErrorCode.HOOK_FAILED,
+        `onRewrite failed for ${entry.key} (${error instanceof Error ? error.message : String(error)}); ` +
+          "the key is not overwritten before the rewrite is on record: retrying",
+        { retryable: true },
+      );
+    }
+  }
+
+  /** Waits (at most the connect timeout) for `ready`: the archive's chain is open. */
+  private async waitReady(): Promise<void> {
+    const ready = this.hooks.ready;
+    if (!ready) return;
+    const signal = AbortSignal.any([
+      AbortSignal.timeout(this.options.timeouts.connectMs),
+      this.closing.signal,
+    ]);
+    await new Promise<void>((resolve, reject) => {
+      const late = (): void =>
+        reject(
+          new SinkError(
+            SinkErrorCode.NOT_OPEN,
+            `the manifest chain of bucket "${this.options.bucket}" is not open yet (its journal cannot be opened; ` +
+              "the log says why): uploads wait and are retried",
+            { retryable: true },
+          ),
+        );
+      signal.addEventListener("abort", late, { once: true });
+      ready().then(resolve, reject);
+    });
   }
 
   /** Wakes the background drain of spooled objects no write() is uploading. */

@@ -1,22 +1,28 @@
 /**
  * The sidecar's pipeline against the design's targets, on real pgaudit logs:
- * - throughput: FileSource → LiveMeter → LocalDirSink (gzip NDJSON, fsynced) over the reference
+ * - throughput: FileSource → LiveMeter → LocalDirSink (NDJSON in its default compression, fsynced) over the reference
  *   csvlog and stderr files, against parse-only over the same file in the same run, interleaved;
  * - peak RSS of the real `auditpipe run` process reading ~250 MB and ~1 GB files;
  * - tail latency: append → counted in GET /v1/volume, p50/p99;
  * - impact on PostgreSQL: pgbench TPS with the sidecar running vs without, interleaved;
  * - CPU per entry of the real sidecar shipping to MinIO (gzip and zstd), by kind of thread, and
  *   where it goes stage by stage; its start-up CPU with a cold and a warm compile cache. With
- *   AUDITPIPE_BENCH_BASELINE_BIN=<another build's bin/auditpipe.js>, that build too, interleaved.
+ *   AUDITPIPE_BENCH_BASELINE_BIN=<another build's bin/auditpipe.js>, that build too, interleaved;
+ *   gzip -6, zstd -1 and node -e '' between its runs, the yardsticks of issue 24's ratios;
+ * - analyze: `auditpipe analyze` on every core and with --jobs 1 against csv-parse splitting the
+ *   same file, interleaved.
  * Writes `.bench/pipeline.json`; scripts/bench.mjs renders it into docs/benchmarks.md.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
+import { DEFAULT_COMPRESSION } from "@auditpipe/ship";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
-import { cpuStages } from "../../../apps/cli/bench/_cpu-stages.ts";
-import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../parse/bench/_reference-data.ts";
+import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../../packages/parse/bench/_reference-data.ts";
+import { analyzeVsCsvParse } from "./_analyze-bench.ts";
+import { type Anchors, bestAnchors, measureAnchors } from "./_anchors.ts";
+import { cpuStages } from "./_cpu-stages.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
 import {
   pgbenchImpact,
@@ -34,6 +40,7 @@ const only = process.env.AUDITPIPE_BENCH_PIPELINE_PARTS?.split(",") ?? [
   "latency",
   "pgbench",
   "cpu",
+  "analyze",
 ];
 const gc = (globalThis as { gc?: () => void }).gc;
 const load = () => loadavg()[0]!;
@@ -61,6 +68,8 @@ interface ThroughputResult {
   parseOnly: { bestEntriesPerSec: number; bestMs: number };
   /** pipeline best / parse-only best. */
   ratio: number;
+  /** The local sink's compression (its default). */
+  compression: string;
   rounds: { pipelineMs: number; parseMs: number; load: number }[];
 }
 
@@ -110,6 +119,7 @@ if (only.includes("throughput")) {
     const bestParse = Math.min(...rounds.map((r) => r.parseMs));
     const { statSync } = await import("node:fs");
     throughput.push({
+      compression: DEFAULT_COMPRESSION,
       format,
       file,
       bytes: statSync(file).size,
@@ -201,6 +211,8 @@ if (only.includes("cpu")) {
   ];
   const minio = await startMinio();
   const runs: (RssResult & { build: string; compression: string })[] = [];
+  // gzip -6, zstd -1 and node -e '' measured between the sidecar's runs, on the same file.
+  const anchors: Anchors[] = [];
   const starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[] = [];
   try {
     const credentials = {
@@ -210,7 +222,9 @@ if (only.includes("cpu")) {
     // Two copies of the reference file (~240 MB), as docs/operations.md deploys it; builds and
     // compressions interleaved in every round, the lowest steady CPU of the rounds kept.
     for (let round = 0; round < 2; round++)
-      for (const compression of ["gzip", "zstd"])
+      for (const compression of ["gzip", "zstd"]) {
+        anchors.push(measureAnchors(csv.file, perCopy));
+        console.log(`  anchors: ${JSON.stringify(anchors.at(-1))}`);
         for (const { build, bin } of builds) {
           const bucket = `cpu-${compression}-${round}-${build.replace(/\W/g, "")}`;
           await minio.createBucket(bucket);
@@ -231,6 +245,7 @@ if (only.includes("cpu")) {
           else if (r.cpuMicrosPerEntry.steady < runs[kept]!.cpuMicrosPerEntry.steady)
             runs[kept] = { ...r, build, compression };
         }
+      }
   } finally {
     await minio.stop();
   }
@@ -249,11 +264,54 @@ if (only.includes("cpu")) {
         rmSync(cache, { recursive: true, force: true });
       }
     }
+  anchors.push(measureAnchors(csv.file, perCopy));
   console.log(`  start-up: ${JSON.stringify(starts)}`);
   const stages = await cpuStages(csv.file, 3);
   console.table(stages);
-  doc.cpu = { runs, starts, stages, targetMicrosPerEntry: 4.6, targetStartSeconds: 0.3 };
+  const anchor = bestAnchors(anchors);
+  const ratios = targetRatios(runs, starts, anchor);
+  console.log(`  targets as ratios: ${JSON.stringify(ratios)}`);
+  doc.cpu = {
+    runs,
+    starts,
+    stages,
+    anchors: anchor,
+    anchorRuns: anchors,
+    ratios,
+    targetMicrosPerEntry: 4.6,
+    targetStartSeconds: 0.3,
+  };
   loads.cpu = [before, round2(load())];
+}
+
+if (only.includes("analyze")) {
+  const before = round2(load());
+  const csv = files[0]!;
+  const entries = (await runParseOnly(csv.file, "csvlog")).entries;
+  doc.analyze = analyzeVsCsvParse(csv.file, entries, ROUNDS);
+  console.log(`  analyze: ${JSON.stringify({ ...(doc.analyze as object), rounds: undefined })}`);
+  loads.analyze = [before, round2(load())];
+}
+
+/**
+ * Issue 24's targets as ratios of this run's anchors: the default configuration's (zstd) steady
+ * CPU per entry over gzip -6's of the raw log (at most 1.5), and start-up CPU to the API
+ * answering over an empty node -e script's (at most 5; warm: a restarted sidecar's compile cache).
+ */
+function targetRatios(
+  runs: (RssResult & { build: string; compression: string })[],
+  starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[],
+  anchor: Anchors,
+): Record<string, number | undefined> {
+  const r = (n: number | undefined, d: number) => (n === undefined ? undefined : Number((n / d).toFixed(2)));
+  const run = (c: string) => runs.find((x) => x.build === "this build" && x.compression === c);
+  const start = (c: string) => starts.find((x) => x.build === "this build" && x.cache === c);
+  return {
+    cpuPerEntryOverGzip: r(run("zstd")?.cpuMicrosPerEntry.steady, anchor.gzipMicrosPerEntry),
+    gzipConfigOverGzip: r(run("gzip")?.cpuMicrosPerEntry.steady, anchor.gzipMicrosPerEntry),
+    startOverNode: r(start("warm")?.cpuToReady, anchor.nodeStartSeconds),
+    coldStartOverNode: r(start("cold")?.cpuToReady, anchor.nodeStartSeconds),
+  };
 }
 
 const dir = join(repoRoot(), ".bench");

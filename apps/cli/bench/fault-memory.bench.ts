@@ -11,7 +11,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import { logSettled, repoRoot, startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
-import { getJson, spawnSidecar } from "../../../apps/cli/test/_sidecar.ts";
+import { getJson, spawnSidecar } from "../test/_sidecar.ts";
 
 const NODE_OPTIONS = "--max-old-space-size=128 --max-semi-space-size=4";
 /** The backlog: files of this size (log_rotation_size), as many as pgbench writes. */

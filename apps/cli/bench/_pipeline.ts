@@ -1,8 +1,8 @@
 /**
  * The in-process pipeline the throughput benchmark times: FileSource (one real log file) → LiveMeter
- * (every entry, as the sidecar wires it) → LocalDirSink (gzip NDJSON objects, fsynced, in a temp
+ * (every entry, as the sidecar wires it) → LocalDirSink (NDJSON objects in its default compression, fsynced, in a temp
  * dir), against parse-only over the same bytes. Shared by pipeline.bench.ts and profiling runs
- * (`node --cpu-prof --conditions=@auditpipe/source packages/tail/bench/_pipeline.ts FILE`).
+ * (`node --cpu-prof --conditions=@auditpipe/source apps/cli/bench/_pipeline.ts FILE`).
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -32,7 +32,7 @@ function walk(dir: string): { count: number; bytes: number } {
       const sub = walk(path);
       count += sub.count;
       bytes += sub.bytes;
-    } else if (name.endsWith(".ndjson.gz")) {
+    } else if (name.endsWith(".ndjson.zst") || name.endsWith(".ndjson.gz")) {
       count++;
       bytes += info.size;
     }
@@ -55,7 +55,7 @@ export function readTo(source: FileSource, size: number): Promise<void> {
 /**
  * Follows `file` from its first byte until everything in it is acknowledged by the sink and the
  * checkpoint says so (FileSource.stop() after the last byte was read). The clock covers start() to
- * the end of stop(): discovery, reading, parsing, metering, encoding, gzip, fsyncs, checkpoints.
+ * the end of stop(): discovery, reading, parsing, metering, encoding, compression, fsyncs, checkpoints.
  */
 export async function runPipeline(file: string, format: LogFormat, prefix?: string): Promise<PipelineRun> {
   const work = mkdtempSync(join(tmpdir(), "auditpipe-bench-pipeline-"));

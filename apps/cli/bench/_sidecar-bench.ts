@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCsvlogParser } from "@auditpipe/parse";
 import { startPostgres } from "@auditpipe/testkit";
-import { getJson, type SidecarProcess, spawnSidecar } from "../../../apps/cli/test/_sidecar.ts";
+import { getJson, type SidecarProcess, spawnSidecar } from "../test/_sidecar.ts";
 
 interface Volume {
   totals: { records: number; entries: number };

@@ -12,7 +12,7 @@ import { type Compression, S3Sink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
-import { referenceData } from "../../parse/bench/_reference-data.ts";
+import { referenceData } from "../../../packages/parse/bench/_reference-data.ts";
 import { readTo } from "./_pipeline.ts";
 import { sidecarRss } from "./_sidecar-bench.ts";
 

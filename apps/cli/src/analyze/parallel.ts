@@ -1,0 +1,448 @@
+/**
+ * `analyze` on every core: the files are cut into ranges (chunk.ts) read by worker threads, one
+ * range after another, and merged here into the report one thread reading every file in order
+ * would give (read-logs.ts, which stays the reader of small inputs and of stdin).
+ *
+ * - A plain file is cut every `chunkBytes`; each range starts at the first record its reader
+ *   finds at or after its nominal start and is accepted only when that is exactly where the range
+ *   before it ended (its reader read on to the next record's start): otherwise it is read again
+ *   from there. A .gz file is one range (one decompressing reader per file), and so is a syslog
+ *   file (its parser gives a process's records out of file order).
+ * - Tallies are sums, minimums and maximums of the ranges' (VolumeTally.merge).
+ * - The outcome join is not: it follows each session through the stream in order. Each range's
+ *   records are kept, reduced to what the join reads, until the join's state at the range's
+ *   start is known (OutcomeJoin snapshots, which restore to the same decisions); the range's
+ *   reader then joins them and hands the state at its end on to the next range's reader.
+ *
+ * Memory: per worker, the range it reads and at most MAX_HELD ranges read and not yet joined
+ * (each ~1.2x its bytes as reduced records); the tallies hold one entry per distinct key
+ * (class, command, audit type, object, user, database, SQLSTATE) per range until merged, and the
+ * join what it holds in one thread (open sessions and transactions, bounded by its caps).
+ */
+import { statSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
+import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
+import type { LogFormat } from "@auditpipe/parse";
+import {
+  type ChunkJoined,
+  type ChunkRead,
+  type ChunkTask,
+  endJoin,
+  type HeldChunk,
+  type JoinState,
+  joinChunk,
+  PROBE_BYTES,
+  readChunk,
+} from "./chunk.ts";
+import { type LoggingSigns, mergeSigns, noSigns, outcomeHints } from "./outcomes.ts";
+import { type AnalyzeOptions, type FileSummary, fileStart } from "./read-logs.ts";
+
+/** Range size by default: large enough that a range's start-up and hand-over cost little. */
+export const DEFAULT_CHUNK_BYTES: number = 16 << 20;
+/** Inputs smaller than this are read in this thread (a worker's start-up costs more than it saves). */
+export const PARALLEL_MIN_BYTES: number = 24 << 20;
+/** Ranges a worker holds read and not yet joined; it reads no further range until one is joined. */
+const MAX_HELD = 2;
+
+export interface ParallelOptions extends AnalyzeOptions {
+  /** Worker threads; default the cores Node may use (availableParallelism). */
+  jobs?: number;
+  /** Nominal range size (tests cut small fixtures into many ranges). */
+  chunkBytes?: number;
+  /** How far before a range's nominal start its first record is looked for (default PROBE_BYTES). */
+  probeBytes?: number;
+  /** Read the ranges in this thread, one after another (tests: the cutting and merging without threads). */
+  inline?: boolean;
+  /** Malformed stretches passed to onMalformed per range; the others go to onMalformedNotShown. */
+  keepMalformed?: number;
+  onMalformedNotShown?: (count: number) => void;
+  /** A range started elsewhere than where the range before it ended, and is read again from `from`. */
+  onReread?: (file: string, from: number) => void;
+}
+
+/** Messages between the coordinator and a worker (_worker.ts). */
+export type ToWorker =
+  | { type: "read"; task: ChunkTask }
+  | { type: "join"; index: number; state: JoinState | undefined }
+  | { type: "drop"; index: number }
+  | { type: "end" };
+export type FromWorker =
+  | { type: "read"; read: ChunkRead }
+  | { type: "joined"; joined: ChunkJoined }
+  | { type: "progress"; index: number; bytes: number }
+  | { type: "error"; message: string };
+
+/** Data every worker starts with. */
+export interface WorkerSetup {
+  miscLogged: boolean | undefined;
+}
+
+/** Where a file stands in the read: what it was found to be, and the ranges it was cut into. */
+interface FilePlan {
+  file: string;
+  summary: FileSummary;
+  tasks: ChunkTask[];
+}
+
+/**
+ * The volume report of `files` (the files of one log stream, in order), read on `jobs` threads:
+ * the same report, file summaries and malformed stretches as analyzeFiles, in the same order.
+ * Options that hand every entry to a callback (onEntry, outcomes.onOutcome/onAttempt) need one
+ * thread: analyzeFiles serves them.
+ */
+export async function analyzeFilesParallel(files: string[], options: ParallelOptions): Promise<VolumeReport> {
+  const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+  const keepMalformed = options.keepMalformed ?? Number.POSITIVE_INFINITY;
+  const miscLogged = options.outcomes?.miscLogged;
+  const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
+
+  // What each file is (format, prefix: the prefix guess may refuse the input), in this thread.
+  const plans: FilePlan[] = [];
+  const tasks: ChunkTask[] = [];
+  for (const file of files) {
+    const size = statSync(file).size;
+    const start = await fileStart(file, options);
+    if (start === undefined) continue; // nothing in it: no summary, as analyzeFiles
+    const { summary, gzip } = start;
+    const whole = gzip || summary.format === "syslog";
+    const plan: FilePlan = { file, summary, tasks: [] };
+    for (let at = 0; at < size; at += chunkBytes) {
+      const task: ChunkTask = {
+        index: tasks.length,
+        file,
+        size,
+        gzip,
+        format: summary.format,
+        prefix: summary.prefix,
+        start: at,
+        end: whole ? size : Math.min(size, at + chunkBytes),
+        exactStart: at === 0,
+        keepMalformed: Number.isFinite(keepMalformed) ? keepMalformed : 1e9,
+        probeBytes: options.probeBytes ?? PROBE_BYTES,
+      };
+      plan.tasks.push(task);
+      tasks.push(task);
+      if (whole) break;
+    }
+    plans.push(plan);
+  }
+
+  const tally = new VolumeTally();
+  const signs: LoggingSigns = noSigns();
+  const prefixes = new Set<string>();
+  for (const { summary } of plans)
+    if ((summary.format === "stderr" || summary.format === "syslog") && summary.prefix !== undefined)
+      prefixes.add(summary.prefix);
+  const planOf = new Map<number, FilePlan>();
+  for (const plan of plans) for (const t of plan.tasks) planOf.set(t.index, plan);
+
+  const runner: Runner = options.inline
+    ? new InlineRunner(miscLogged)
+    : new ThreadRunner(Math.max(1, Math.min(options.jobs ?? availableParallelism(), tasks.length)), {
+        miscLogged,
+      });
+  let done = 0;
+  const progressOf = new Map<number, number>();
+  const onProgress = (index: number, bytes: number): void => {
+    progressOf.set(index, (progressOf.get(index) ?? 0) + bytes);
+    done += bytes;
+    options.onProgress?.(Math.min(done, total), total);
+  };
+
+  try {
+    await coordinate(tasks, runner, onProgress, {
+      accepted(read, task) {
+        tally.merge(read.tally);
+        mergeSigns(signs, read.signs);
+        const plan = planOf.get(task.index)!;
+        plan.summary.records += read.records;
+        plan.summary.malformed += read.malformed;
+        for (const error of read.shown) options.onMalformed?.(task.file, error);
+        if (read.hidden > 0) options.onMalformedNotShown?.(read.hidden);
+      },
+      reread(task) {
+        options.onReread?.(task.file, task.start);
+        // Its bytes are read again: count them once.
+        const counted = progressOf.get(task.index) ?? 0;
+        progressOf.delete(task.index);
+        done -= counted;
+      },
+      joined(joined) {
+        tally.merge(joined.tally);
+      },
+      ended(states) {
+        for (const state of states) tally.merge(endJoin(state, miscLogged));
+      },
+    });
+  } finally {
+    await runner.close();
+  }
+  // Bytes between a range's nominal start and its first record were read by the range before.
+  if (done < total) options.onProgress?.(total, total);
+  for (const plan of plans) options.onFileRead?.(plan.file, plan.summary);
+  const report = tally.report();
+  options.onOutcomeHints?.(outcomeHints(signs, prefixes, report.unknownReasons));
+  return report;
+}
+
+interface Events {
+  accepted(read: ChunkRead, task: ChunkTask): void;
+  reread(task: ChunkTask): void;
+  joined(joined: ChunkJoined): void;
+  /** Every range joined: the join's final state per format. */
+  ended(states: JoinState[]): void;
+}
+
+/** What runs ranges: worker threads, or this thread (tests). */
+interface Runner {
+  /** Whether a range may be handed out now (`urgent`: the join waits for it). */
+  canRead(urgent: boolean): boolean;
+  read(task: ChunkTask): void;
+  join(index: number, state: JoinState | undefined): void;
+  drop(index: number): void;
+  /** The next thing a worker reports. */
+  next(): Promise<FromWorker>;
+  close(): Promise<void>;
+}
+
+/**
+ * Hands out ranges in order, accepts each once the one before it in its file is accepted (reading
+ * it again from where that one ended when it started elsewhere), and passes the join's state from
+ * each range to the next.
+ */
+async function coordinate(
+  tasks: ChunkTask[],
+  runner: Runner,
+  progress: (index: number, bytes: number) => void,
+  events: Events,
+): Promise<void> {
+  const queue: ChunkTask[] = [...tasks];
+  const reads = new Map<number, ChunkRead>();
+  /** Per file: where its next range must start (the end of its last accepted range). */
+  const expected = new Map<string, number>();
+  /** Ranges accepted; those that turned out empty are joined as they are (nothing to join). */
+  let accepted = 0;
+  const empty = new Set<number>();
+  let joined = 0;
+  let joining = false;
+  const states = new Map<LogFormat, JoinState>();
+
+  const dispatch = (): void => {
+    while (queue.length > 0 && runner.canRead(queue[0]!.index === joined)) runner.read(queue.shift()!);
+  };
+  const accept = (): void => {
+    while (accepted < tasks.length && reads.has(accepted)) {
+      const task = tasks[accepted]!;
+      const read = reads.get(accepted)!;
+      const must = task.start === 0 ? 0 : expected.get(task.file)!;
+      if (read.start === must) {
+        events.accepted(read, task);
+        expected.set(task.file, read.end);
+      } else if (must >= task.end) {
+        // The range before ran over all of this one: nothing of it is left to read.
+        runner.drop(task.index);
+        empty.add(task.index);
+      } else {
+        runner.drop(task.index);
+        reads.delete(task.index);
+        const again = { ...task, start: must, exactStart: true };
+        events.reread(again);
+        tasks[task.index] = again;
+        queue.unshift(again);
+        return;
+      }
+      reads.delete(accepted);
+      accepted++;
+    }
+  };
+  const join = (): void => {
+    while (!joining && joined < accepted) {
+      if (empty.has(joined)) {
+        joined++;
+        continue;
+      }
+      const task = tasks[joined]!;
+      runner.join(joined, states.get(task.format));
+      joining = true;
+    }
+  };
+
+  dispatch();
+  while (joined < tasks.length) {
+    const message = await runner.next();
+    switch (message.type) {
+      case "error":
+        throw new Error(message.message);
+      case "progress":
+        progress(message.index, message.bytes);
+        break;
+      case "read":
+        reads.set(message.read.index, message.read);
+        accept();
+        break;
+      case "joined": {
+        const task = tasks[message.joined.index]!;
+        states.set(task.format, message.joined.state);
+        events.joined(message.joined);
+        joining = false;
+        joined++;
+        break;
+      }
+    }
+    join();
+    dispatch();
+  }
+  events.ended([...states.values()]);
+}
+
+/** Ranges read and joined in this thread, one message at a time. */
+class InlineRunner implements Runner {
+  private readonly held = new Map<number, HeldChunk>();
+  private readonly out: (() => Promise<FromWorker[]>)[] = [];
+  private readonly miscLogged: boolean | undefined;
+  private buffered: FromWorker[] = [];
+
+  constructor(miscLogged: boolean | undefined) {
+    this.miscLogged = miscLogged;
+  }
+
+  /** One range at a time: read, then joined before the next is read (as one worker with nothing held). */
+  canRead(urgent: boolean): boolean {
+    return urgent || (this.out.length === 0 && this.held.size === 0 && this.buffered.length === 0);
+  }
+
+  read(task: ChunkTask): void {
+    this.out.push(async () => {
+      const messages: FromWorker[] = [];
+      const { read, held } = await readChunk(task, (bytes) =>
+        messages.push({ type: "progress", index: task.index, bytes }),
+      );
+      this.held.set(task.index, held);
+      messages.push({ type: "read", read });
+      return messages;
+    });
+  }
+
+  join(index: number, state: JoinState | undefined): void {
+    this.out.push(async () => {
+      const held = this.held.get(index)!;
+      this.held.delete(index);
+      return [{ type: "joined", joined: joinChunk(held, state, this.miscLogged) }];
+    });
+  }
+
+  drop(index: number): void {
+    this.held.delete(index);
+  }
+
+  async next(): Promise<FromWorker> {
+    while (this.buffered.length === 0) {
+      // Joins first, as a worker's are (they are what the others wait for).
+      const job = this.out.shift();
+      if (!job) throw new Error("analyze: nothing left to run (a range was lost)");
+      this.buffered = await job();
+    }
+    return this.buffered.shift()!;
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** The worker entry: the source next to this file, or the bundle's `analyze-worker.js` next to main.js. */
+function workerUrl(): { url: URL; execArgv?: string[] } {
+  const here = import.meta.url;
+  if (here.endsWith(".ts"))
+    return { url: new URL("./_worker.ts", here), execArgv: ["--conditions=@auditpipe/source"] };
+  return { url: new URL(here.includes("/chunks/") ? "../analyze-worker.js" : "./analyze-worker.js", here) };
+}
+
+/** Ranges read and joined by worker threads. */
+class ThreadRunner implements Runner {
+  private readonly workers: { worker: Worker; reading: boolean; held: Set<number> }[] = [];
+  /** Which worker holds a range read and not joined. */
+  private readonly holder = new Map<number, number>();
+  private readonly inbox: FromWorker[] = [];
+  private wake: (() => void) | undefined;
+  private closing = false;
+
+  constructor(jobs: number, setup: WorkerSetup) {
+    const { url, execArgv } = workerUrl();
+    for (let i = 0; i < jobs; i++) {
+      const worker = new Worker(url, { workerData: setup, ...(execArgv ? { execArgv } : {}) });
+      const slot = { worker, reading: false, held: new Set<number>() };
+      worker.on("message", (message: FromWorker) => {
+        if (message.type === "read") {
+          slot.reading = false;
+          slot.held.add(message.read.index);
+          this.holder.set(message.read.index, i);
+        } else if (message.type === "joined") {
+          slot.held.delete(message.joined.index);
+          this.holder.delete(message.joined.index);
+        }
+        this.push(message);
+      });
+      worker.on("error", (error) => this.push({ type: "error", message: error.message }));
+      worker.on("exit", (code) => {
+        if (code !== 0 && !this.closing)
+          this.push({ type: "error", message: `an analyze worker exited with ${code}` });
+      });
+      this.workers.push(slot);
+    }
+  }
+
+  private push(message: FromWorker): void {
+    this.inbox.push(message);
+    this.wake?.();
+  }
+
+  private free(urgent: boolean): number {
+    return this.workers.findIndex((w) => !w.reading && (urgent || w.held.size < MAX_HELD));
+  }
+
+  canRead(urgent: boolean): boolean {
+    return this.free(urgent) >= 0;
+  }
+
+  read(task: ChunkTask): void {
+    const i = this.free(true);
+    this.workers[i]!.reading = true;
+    this.post(i, { type: "read", task });
+  }
+
+  join(index: number, state: JoinState | undefined): void {
+    this.post(this.holder.get(index)!, { type: "join", index, state });
+  }
+
+  drop(index: number): void {
+    const i = this.holder.get(index);
+    if (i === undefined) return;
+    this.holder.delete(index);
+    this.workers[i]!.held.delete(index);
+    this.post(i, { type: "drop", index });
+  }
+
+  private post(i: number, message: ToWorker): void {
+    this.workers[i]!.worker.postMessage(message);
+  }
+
+  async next(): Promise<FromWorker> {
+    while (this.inbox.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
+    this.wake = undefined;
+    return this.inbox.shift()!;
+  }
+
+  /** Lets every worker end (closing its port ends it); stops those that do not within a second. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(
+      this.workers.map(async ({ worker }) => {
+        const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+        worker.postMessage({ type: "end" } satisfies ToWorker);
+        const timer = setTimeout(() => void worker.terminate(), 1000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+  }
+}
