@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, zstdDecompressSync } from "node:zlib";
 import { startMinio, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { GetObjectCommand, ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { describe, expect, it } from "vitest";
@@ -35,11 +35,12 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
     const client = minio.client();
     const shipped = async (): Promise<string> => {
       const out = await client.send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "pg/cov/" }));
-      const keys = (out.Contents ?? []).map((o) => o.Key ?? "").filter((k) => k.endsWith(".ndjson.gz"));
+      const keys = (out.Contents ?? []).map((o) => o.Key ?? "").filter((k) => /\.ndjson\.(gz|zst)$/.test(k));
       const bodies = await Promise.all(
         keys.map(async (Key) => {
           const body = await (await client.send(new GetObjectCommand({ Bucket: "audit", Key }))).Body!;
-          return gunzipSync(await body.transformToByteArray()).toString("utf8");
+          const bytes = await body.transformToByteArray();
+          return (Key.endsWith(".gz") ? gunzipSync(bytes) : zstdDecompressSync(bytes)).toString("utf8");
         }),
       );
       return bodies.join("");
