@@ -33,6 +33,18 @@ export {
 export { type DurableWriteOptions, ensureDir, fsyncDir, writeFileDurably } from "./durable-write.ts";
 export { encodeAttempt, encodeEntry, encodeOutcome, recordsBatch } from "./encode.ts";
 export { isSinkError, SinkError, SinkErrorCode, type SinkErrorDetails, sinkErrorReason } from "./errors.ts";
+export {
+  COVERAGE_PROBLEM_KINDS,
+  type CoverageEffect,
+  type CoverageHour,
+  type CoverageManifest,
+  type CoverageProblem,
+  type CoverageProblemKind,
+  type CoverageReport,
+  coverageReport,
+  type JudgedSettingChange,
+  judgeSettingChange,
+} from "./manifest/coverage.ts";
 export { ManifestError, ManifestErrorCode, VerifyError, VerifyErrorCode } from "./manifest/errors.ts";
 export {
   DEFAULT_CLOSE_INTERVAL_MS,
@@ -81,6 +93,7 @@ export {
   type VerifyReport,
   verifyArchive,
 } from "./manifest/verify.ts";
+export { type CoverageOptions, readCoverage } from "./manifest/verify-coverage.ts";
 export { type EncodedEntries, NdjsonWriter } from "./ndjson-writer.ts";
 export { objectKey } from "./partitioner.ts";
 export { REDACTED_VALUE, redactParameter } from "./redact/parameter.ts";

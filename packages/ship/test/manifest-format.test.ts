@@ -203,7 +203,7 @@ describe("the manifest format", () => {
       [{ ...v2, coverage: { restarts: [] } }, "coverage.restarts is not a coverage member"],
       [{ ...v2, coverage: { gaps: [{ sourceName: "f", start: 1 }] } }, "coverage.gaps malformed"],
       [
-        { ...v2, coverage: { serverEvents: [{ event: "crash", at: "t", sourceName: "f", offset: 0 }] } },
+        { ...v2, coverage: { serverEvents: [{ event: "reboot", at: "t", sourceName: "f", offset: 0 }] } },
         "coverage.serverEvents malformed",
       ],
       [{ ...v2, compacted: [{ ...compactedFile, hour: "2026-03-01" }] }, "compacted malformed"],

@@ -52,7 +52,8 @@ export interface OutcomeLane {
 export interface OutcomeStreamOptions {
   /** Every session's pgaudit.log has misc (from the server's settings): see OutcomeJoinOptions. */
   miscLogged?: boolean;
-  event?: (event: StreamEvent) => void;
+  /** A server or audit-setting event, with the file whose record showed it. */
+  event?: (event: StreamEvent, file: string) => void;
   /** A lane began reading while an older file was still open: its join starts empty. */
   unordered?: (file: string) => void;
 }
@@ -85,6 +86,8 @@ export class OutcomeStream {
   /** The lane reading now, to which the join's decisions go. */
   private active: OutcomeLane | undefined;
   private seq = 0;
+  /** Each running lane's file, to name where an event was seen. */
+  private readonly files = new Map<OutcomeLane, string>();
   /** At a start: the state at the end of the latest finished file (if its lane does not run). */
   private finished: OutcomeState | undefined;
   private readonly options: OutcomeStreamOptions;
@@ -108,6 +111,7 @@ export class OutcomeStream {
     const state = isOutcomeState(own) ? own : undefined;
     if (state) this.seq = Math.max(this.seq, state.seq);
     const seq = state?.seq ?? ++this.seq;
+    this.files.set(lane, file);
     if (this.active !== undefined && this.active !== lane) {
       // Another file of the stream is still being read (two files growing at once): this one is
       // joined on its own, with what it restored or nothing.
@@ -124,6 +128,13 @@ export class OutcomeStream {
   /** The lane's file ended: its join stays for the next file's lane. */
   end(lane: OutcomeLane): void {
     if (this.active === lane) this.active = undefined;
+    this.files.delete(lane);
+  }
+
+  /** Reports an event with the file of the lane that read it (a lane's file is known from begin()). */
+  private eventOf(lane: OutcomeLane | undefined, event: StreamEvent): void {
+    const file = lane ? this.files.get(lane) : undefined;
+    if (file !== undefined) this.options.event?.(event, file);
   }
 
   /** The join's state as a checkpoint keeps it. */
@@ -139,7 +150,7 @@ export class OutcomeStream {
       decided: (h: LaneHandle, outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null) =>
         lane()?.decided(h, outcome, sqlstate, reason),
       attempt: (record: LogRecord) => lane()?.attempt(record),
-      ...(this.options.event ? { event: this.options.event } : {}),
+      ...(this.options.event ? { event: (e: StreamEvent) => this.eventOf(lane(), e) } : {}),
     };
     return state ? OutcomeJoin.restore(state.join, options, fromJson) : new OutcomeJoin<LaneHandle>(options);
   }

@@ -78,8 +78,12 @@ export interface FileSourceOptions {
      * (DEFAULT_OUTCOME_HOLD_MS); size limits still cut it.
      */
     holdMs?: number;
-    /** Server starts and stops and audit-setting changes seen in the stream (coverage). */
-    event?: (event: StreamEvent) => void;
+    /**
+     * Server starts and stops and audit-setting changes seen in the stream (coverage), with the
+     * file whose record showed each; called while the record is read, before the batch holding it
+     * goes to the sink.
+     */
+    event?: (event: StreamEvent, file: string) => void;
   };
   observer?: SourceObserver;
   logger?: SourceLogger;

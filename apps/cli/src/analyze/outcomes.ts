@@ -5,7 +5,7 @@
  * that make outcomes knowable, for the hints the report prints.
  */
 import type { VolumeTally } from "@auditpipe/meter/volume";
-import { type Outcome, OutcomeJoin, UnknownReason } from "@auditpipe/outcome";
+import { type Outcome, OutcomeJoin, type StreamEvent, UnknownReason } from "@auditpipe/outcome";
 import type { AuditEntry, LogFormat, LogRecord } from "@auditpipe/parse";
 
 interface Pending {
@@ -20,6 +20,8 @@ export interface OutcomeReadingOptions {
   onOutcome?: (entry: AuditEntry, record: LogRecord, outcome: Outcome, sqlstate: string | null) => void;
   /** Each attempt (a refused statement, a failed login). */
   onAttempt?: (record: LogRecord) => void;
+  /** Server starts, stops and crashes and audit-setting changes (coverage), with the file that showed each. */
+  onEvent?: (event: StreamEvent, file: string) => void;
 }
 
 /** A setting that would make more outcomes knowable, and why. */
@@ -68,14 +70,17 @@ export class OutcomeReading {
   /** What the records showed of the server's logging settings. */
   private readonly signs = noSigns();
   private readonly prefixes = new Set<string>();
+  /** The file being read: events are reported with it. */
+  private current = "";
 
   constructor(tally: VolumeTally, options: OutcomeReadingOptions = {}) {
     this.tally = tally;
     this.options = options;
   }
 
-  /** A file of `format` starts, read with `prefix` (stderr, syslog). */
-  file(format: LogFormat, prefix: string | undefined): void {
+  /** A file (`name`) of `format` starts, read with `prefix` (stderr, syslog). */
+  file(format: LogFormat, prefix: string | undefined, name = ""): void {
+    this.current = name;
     if ((format === "stderr" || format === "syslog") && prefix !== undefined) this.prefixes.add(prefix);
   }
 
@@ -106,6 +111,7 @@ export class OutcomeReading {
         this.tally.addAttempt(record);
         this.options.onAttempt?.(record);
       },
+      ...(this.options.onEvent ? { event: (e: StreamEvent) => this.options.onEvent?.(e, this.current) } : {}),
     });
   }
 

@@ -231,7 +231,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         summary = describeFile(file, chunk, options);
         format = summary.format;
         const prefix = summary.prefix;
-        outcomes.file(format, prefix);
+        outcomes.file(format, prefix, file);
         parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
       }
       parser.push(chunk);

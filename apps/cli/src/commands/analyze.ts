@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { type MalformedRecord, type PrefixGuess, sessionClasses } from "@auditpipe/parse";
 import { expandGlob, isGlob } from "@auditpipe/tail/glob";
+import { LogCoverage } from "../analyze/coverage.ts";
 import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { analyzeFilesParallel, PARALLEL_MIN_BYTES } from "../analyze/parallel.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
@@ -18,6 +19,7 @@ import { formatBytes, renderReport } from "../analyze/render.ts";
 import type { CommandIO } from "../command-io.ts";
 import { type CommandSpec, choice, helpText, parseCommand, wholeNumber } from "../flags.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
+import { renderCoverage } from "./verify-coverage.ts";
 
 const FORMATS = ["auto", "csvlog", "jsonlog", "stderr", "syslog"] as const;
 
@@ -148,7 +150,11 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   const unreadable: [string, FileSummary][] = [];
   /** Inputs that ended early: the report covers what was read of them, and the exit is 1. */
   let cutShort = 0;
+  const coverage = new LogCoverage(
+    values["pgaudit-log"] === undefined ? undefined : String(values["pgaudit-log"]),
+  );
   const onMalformed = (file: string, error: MalformedRecord): void => {
+    coverage.malformed(file, error);
     if (shown < MALFORMED_SHOWN) {
       shown++;
       io.stderr(
@@ -171,7 +177,10 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   let outcomeHints: OutcomeHint[] = [];
   const options: AnalyzeOptions = {
     format,
-    ...(miscLogged === undefined ? {} : { outcomes: { miscLogged } }),
+    outcomes: {
+      ...(miscLogged === undefined ? {} : { miscLogged }),
+      onEvent: (event, file) => coverage.event(event, file),
+    },
     onOutcomeHints: (hints) => {
       outcomeHints = hints;
     },
@@ -188,19 +197,19 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
     ...(showProgress ? { onProgress } : {}),
   };
   // A large input is read on every core (analyze/parallel.ts): the same report, in less time.
-  const report =
-    // Standard input stays one reader (it cannot be cut into ranges), and so do .gz inputs: only
-    // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
-    jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f))
-      ? await analyzeFilesParallel(files, {
-          ...options,
-          jobs,
-          keepMalformed: MALFORMED_SHOWN,
-          onMalformedNotShown: (count) => {
-            hidden += count;
-          },
-        })
-      : await analyzeFiles(files, options);
+  // Standard input stays one reader (it cannot be cut into ranges), and so do .gz inputs: only
+  // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
+  const parallel = jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f));
+  const report = parallel
+    ? await analyzeFilesParallel(files, {
+        ...options,
+        jobs,
+        keepMalformed: MALFORMED_SHOWN,
+        onMalformedNotShown: (count) => {
+          hidden += count;
+        },
+      })
+    : await analyzeFiles(files, options);
   if (showProgress) io.stderr("\n");
   if (hidden > 0) io.stderr(`analyze: … and ${hidden} more malformed records (counted in the report)\n`);
   if (unreadable.length > 0) {
@@ -211,10 +220,18 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       );
     return EXIT_FAILURE;
   }
+  // The threads of a parallel read do not report the join's events (yet): no coverage then.
+  const coverageReport = parallel ? null : coverage.report(files);
+  const coverageText = coverageReport
+    ? renderCoverage(coverageReport, {
+        empty: "no server event, setting change or range given up in the log",
+        note: "",
+      })
+    : "coverage: not read when the files are read on several threads (--jobs 1 reads it)\n";
   io.stdout(
     values.json
-      ? `${JSON.stringify({ ...report, outcomeHints }, null, 2)}\n`
-      : renderReport(report, files.map(displayName), outcomeHints),
+      ? `${JSON.stringify({ ...report, outcomeHints, coverage: coverageReport }, null, 2)}\n`
+      : `${renderReport(report, files.map(displayName), outcomeHints)}\n${coverageText}`,
   );
   if (cutShort > 0) {
     io.stderr(

@@ -5,10 +5,12 @@ import { parseFlags } from "../args.ts";
 import type { CommandIO } from "../command-io.ts";
 import { compactedRowsCheck } from "../compact/verify-rows.ts";
 import { EXIT_FAILURE, UsageError } from "../usage-error.ts";
+import { renderCoverage, verifiedCoverage, verifyWording } from "./verify-coverage.ts";
 
 export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public-key FILE]... [--from DATE] [--to DATE]
                         [--host H] [--gone-after DURATION] [--s3-endpoint URL] [--s3-region R]
-                        [--s3-force-path-style] [--json]
+                        [--s3-force-path-style]
+                        [--require-coverage] [--json]
 
 Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every signature
 against the trusted public keys, every listed object downloaded and hashed, every stored object
@@ -31,6 +33,9 @@ an upload closes, or when the sidecar stops). Credentials come from the AWS SDK'
   --s3-region R          region (default AWS_REGION, AWS_DEFAULT_REGION; us-east-1 with
                          --s3-endpoint; else the AWS SDK chain)
   --s3-force-path-style  path-style URLs (MinIO and most S3-compatible stores)
+  --require-coverage     exit 1 also when a verified hour has a coverage problem: a range given
+                         up, no source read, a server start, stop or crash, a lowered audit
+                         setting, incomplete syslog messages (the report lists them either way)
   --json                 print the report as one JSON object on stdout and nothing else
   -h, --help             this text
 `;
@@ -154,6 +159,7 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
     "s3-endpoint": { type: "string" },
     "s3-region": { type: "string" },
     "s3-force-path-style": { type: "boolean", default: false },
+    "require-coverage": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
@@ -201,11 +207,22 @@ export async function verifyCommand(argv: string[], io: CommandIO): Promise<numb
         forcePathStyle: values["s3-force-path-style"] === true,
       }),
     });
+    const required = values["require-coverage"] === true;
+    const coverage = await verifiedCoverage({
+      client,
+      bucket,
+      prefix,
+      ...(host === undefined ? {} : { host }),
+      ...(from ? { from } : {}),
+      ...(to ? { to } : {}),
+    });
     io.stdout(
-      values.json ? `${JSON.stringify(report, null, 2)}\n` : renderVerifyReport(report, archive ?? ""),
+      values.json
+        ? `${JSON.stringify({ ...report, coverage }, null, 2)}\n`
+        : `${renderVerifyReport(report, archive ?? "")}\n${renderCoverage(coverage, verifyWording(required))}`,
     );
     if (report.nothingToVerify) return EXIT_NOTHING_TO_VERIFY;
-    return report.ok ? 0 : EXIT_FAILURE;
+    return report.ok && (coverage.ok || !required) ? 0 : EXIT_FAILURE;
   } finally {
     client.destroy();
   }

@@ -53,6 +53,7 @@ export async function createS3Sink(
     },
     spoolBytes: () => sink.spoolBytes(),
     registerMetrics: (registry) => registerManifestMetrics(registry, () => archive.manifestHealth()),
+    coverage: archive,
     countsAttempts: true,
     close: (budgetMs) => archive.close(budgetMs === undefined ? {} : { manifestMs: budgetMs }),
     compaction: {

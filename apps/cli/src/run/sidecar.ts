@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { startCompaction } from "./compaction.ts";
 import type { RunConfig } from "./config.ts";
+import { CoverageRecorder } from "./coverage-recorder.ts";
 import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
@@ -100,6 +101,14 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     await lock.release();
     throw error;
   });
+  const coverage = sink.coverage
+    ? await CoverageRecorder.open(sink.coverage, config.state, logger).catch(async (error: unknown) => {
+        await sink.close();
+        await lock.release();
+        throw error;
+      })
+    : undefined;
+  if (coverage && config.pgauditLog !== undefined) coverage.configured(config.pgauditLog);
   tap.countsAttempts = sink.countsAttempts;
   const prefixChanges = registerPrefixMetrics(meter.registry);
   let stopping = false;
@@ -181,9 +190,10 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const wiring: SourceWiring = {
     config,
     prefix: inputs.prefix,
-    sink: sink.sink,
+    sink: coverage ? coverage.wrap(sink.sink) : sink.sink,
     redact: redactionMode(config),
     tap,
+    coverage,
     logger,
   };
   if (inputs.stream) {

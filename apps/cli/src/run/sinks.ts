@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { UsageError } from "../usage-error.ts";
 import type { RunConfig } from "./config.ts";
+import type { CoverageJournal } from "./coverage-recorder.ts";
 
 /** The sink the sidecar writes to, with what the sidecar needs around it. */
 export interface ConfiguredSink {
@@ -13,6 +14,8 @@ export interface ConfiguredSink {
   spoolBytes(): number;
   /** Adds the sink's own metrics (the manifest chain's) to the registry. */
   registerMetrics(registry: Registry): void;
+  /** Where coverage events are journaled: the S3 archive's manifest journal (none for a local directory). */
+  coverage?: CoverageJournal;
   /** Whether the sink reports each failed attempt itself (`SinkEvents.attemptFailed`). */
   countsAttempts: boolean;
   /** Closes the sink; an archive's stop manifest may take `budgetMs` (what the stop has left). */

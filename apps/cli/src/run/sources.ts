@@ -2,9 +2,10 @@ import { join } from "node:path";
 import type { LiveMeter } from "@auditpipe/meter";
 import { type LogFormat, sessionClasses } from "@auditpipe/parse";
 import type { RedactionMode, Sink } from "@auditpipe/ship";
-import { FileSource, type FileSourceOptions } from "@auditpipe/tail";
+import { FileSource, type FileSourceOptions, type SourceObserver } from "@auditpipe/tail";
 import type { Logger } from "pino";
 import type { RunConfig } from "./config.ts";
+import type { CoverageRecorder } from "./coverage-recorder.ts";
 import type { PipelineTap } from "./pipeline-tap.ts";
 import { SYSLOG_STATE_DIR, type SyslogIntake, startSyslogIntake } from "./syslog-intake.ts";
 
@@ -19,6 +20,8 @@ export interface SourceWiring {
   sink: Sink;
   redact: RedactionMode | undefined;
   tap: PipelineTap;
+  /** Journals coverage events into the manifest (S3 sinks); `sink` is then already wrapped by it. */
+  coverage: CoverageRecorder | undefined;
   logger: Logger;
 }
 
@@ -34,8 +37,26 @@ function batchLimits(config: RunConfig): { maxEntries: number; maxBytes: number;
  * The outcome stage's options: every session's transaction control is known to be logged when the
  * server's pgaudit.log (as told) has misc; otherwise it is learnt per session, user and database.
  */
-function outcomeOptions(config: RunConfig): NonNullable<FileSourceOptions["outcome"]> {
-  return config.pgauditLog === undefined ? {} : { miscLogged: sessionClasses(config.pgauditLog).has("MISC") };
+function outcomeOptions(w: SourceWiring): NonNullable<FileSourceOptions["outcome"]> {
+  const { config, coverage } = w;
+  return {
+    ...(config.pgauditLog === undefined ? {} : { miscLogged: sessionClasses(config.pgauditLog).has("MISC") }),
+    ...(coverage ? { event: (event, file) => coverage.streamEvent(event, file) } : {}),
+  };
+}
+
+/** The tap's observer, with byte ranges given up also journaled as coverage gaps. */
+function sourceObserver(w: SourceWiring): SourceObserver {
+  const { observer } = w.tap;
+  const { coverage } = w;
+  if (!coverage) return observer;
+  return {
+    ...observer,
+    dataLost(file, from, to, reason) {
+      coverage.dataLost(file, from, to, reason);
+      observer.dataLost?.(file, from, to, reason);
+    },
+  };
 }
 
 /**
@@ -60,8 +81,8 @@ export async function startFileSource(
     from: config.from,
     pollIntervalMs: config.pollIntervalMs,
     batch: batchLimits(config),
-    outcome: outcomeOptions(config),
-    observer: w.tap.observer,
+    outcome: outcomeOptions(w),
+    observer: sourceObserver(w),
     logger: w.logger,
   });
   created(files);
@@ -93,8 +114,8 @@ export async function startSyslog(
     redact: w.redact,
     batch: batchLimits(config),
     pollIntervalMs: config.pollIntervalMs,
-    outcome: outcomeOptions(config),
-    observer: tap.observer,
+    outcome: outcomeOptions(w),
+    observer: sourceObserver(w),
     onMalformed(listener, error) {
       meter.malformed(listener, 1);
       tap.malformedInput.malformed(listener, error.code);

@@ -174,6 +174,7 @@ function copyCoverage(c: ManifestCoverage): ManifestCoverage | undefined {
     out.settingChanges = c.settingChanges.map((e) => ({
       setting: e.setting,
       ...opt("value", e.value),
+      ...opt("via", e.via),
       at: e.at,
       sourceName: e.sourceName,
       offset: e.offset,
@@ -241,13 +242,14 @@ const COVERAGE_EVENT: Record<keyof ManifestCoverage, (e: Record<string, unknown>
     isString(e.reason) &&
     isString(e.at),
   serverEvents: (e) =>
-    (e.event === "start" || e.event === "stop") &&
+    (e.event === "start" || e.event === "stop" || e.event === "crash") &&
     isString(e.at) &&
     isString(e.sourceName) &&
     isCount(e.offset),
   settingChanges: (e) =>
     isString(e.setting) &&
     optional(e.value, isString) &&
+    optional(e.via, isString) &&
     isString(e.at) &&
     isString(e.sourceName) &&
     isCount(e.offset),

@@ -66,9 +66,13 @@ export interface CoverageGap {
   at: string;
 }
 
-/** A PostgreSQL server start or stop seen in the log: audit entries cannot exist while it is down. */
+/**
+ * A PostgreSQL server start, stop or crash (a server process terminated by a signal or exit code:
+ * every session ended, and the server restarts) seen in the log: audit entries cannot exist while
+ * it is down.
+ */
 export interface CoverageServerEvent {
-  event: "start" | "stop";
+  event: "start" | "stop" | "crash";
   /** The log record's time (ISO 8601), as PostgreSQL wrote it. */
   at: string;
   sourceName: string;
@@ -78,8 +82,14 @@ export interface CoverageServerEvent {
 /** An audit setting changed (pgaudit.log, log_line_prefix, log_destination…), as the log shows it. */
 export interface CoverageSettingChange {
   setting: string;
-  /** The new value, when the log says it. */
+  /** The new value, when the log says it (absent: RESET, or back to the default). */
   value?: string;
+  /**
+   * How it changed: `reload` (the postmaster's message after a SIGHUP: the server's setting),
+   * `set`/`reset` (one session), `alter-system`, `alter-role`, `alter-database` (from the next
+   * reload, login or session).
+   */
+  via?: string;
   at: string;
   sourceName: string;
   offset: number;

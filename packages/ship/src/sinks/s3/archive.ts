@@ -10,7 +10,7 @@ import { SinkError, SinkErrorCode, sinkErrorReason } from "../../errors.ts";
 import { ManifestError } from "../../manifest/errors.ts";
 import { type ManifestHealth, ManifestJournal } from "../../manifest/journal.ts";
 import type { ManifestSigningKey } from "../../manifest/signing.ts";
-import type { ManifestRun } from "../../manifest/types.ts";
+import type { CoverageEvent, ManifestRun } from "../../manifest/types.ts";
 import { createS3Client } from "./client.ts";
 import type { S3SinkOptions, SinkLogger } from "./config.ts";
 import { S3Sink } from "./sink.ts";
@@ -145,6 +145,15 @@ export class S3Archive {
   /** The manifest journal, once open. */
   journal(): ManifestJournal | undefined {
     return this.journalValue;
+  }
+
+  /**
+   * Journals a coverage event (ManifestJournal.recordCoverage), waiting for the journal to open:
+   * resolved once it is fsynced, so a source that awaits it before its range is acknowledged never
+   * loses the event in a crash. Rejects if the archive closes before the journal opened.
+   */
+  async recordCoverage(event: CoverageEvent): Promise<void> {
+    await (await this.journalReady).recordCoverage(event);
   }
 
   /** The journal's health (conflict, self-check), once open. */
