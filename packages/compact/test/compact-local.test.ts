@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { gunzipSync, zstdCompressSync } from "node:zlib";
+import { gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from "node:zlib";
 import {
   compactArchive,
   compactionRecordKey,
@@ -131,22 +131,29 @@ describe("compact on a local-dir archive", () => {
     expect(stats[0]!.stats_min).not.toBeNull();
   });
 
-  it("reads zstd landing objects (.ndjson.zst) as it reads gzip ones: the same rows and digest", async () => {
-    // The same archive with every landing object re-encoded as zstd, as a sink shipping with
-    // --compression zstd writes it.
-    const zstdDir = join(work, "archive-zstd");
-    const gzipRecord = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
-    for (const s of gzipRecord.sources as { key: string }[]) {
-      const target = join(zstdDir, s.key.replace(/\.ndjson\.gz$/, ".ndjson.zst"));
+  it("reads gzip and zstd landing objects alike: the same rows and digest", async () => {
+    // The same archive with every landing object re-encoded in the other codec (zstd is the
+    // default; --compression gzip writes .ndjson.gz).
+    const otherDir = join(work, "archive-other-codec");
+    const record0 = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
+    const toZstd = (record0.sources as { key: string }[]).every((s) => s.key.endsWith(".ndjson.gz"));
+    for (const s of record0.sources as { key: string }[]) {
+      const body = readFileSync(join(dir, s.key));
+      const target = join(
+        otherDir,
+        toZstd
+          ? s.key.replace(/\.ndjson\.gz$/, ".ndjson.zst")
+          : s.key.replace(/\.ndjson\.zst$/, ".ndjson.gz"),
+      );
       mkdirSync(dirname(target), { recursive: true });
-      writeFileSync(target, zstdCompressSync(gunzipSync(readFileSync(join(dir, s.key)))));
+      writeFileSync(target, toZstd ? zstdCompressSync(gunzipSync(body)) : gzipSync(zstdDecompressSync(body)));
     }
-    const results = await compactArchive(await openArchive(zstdDir), { now: LATER });
+    const results = await compactArchive(await openArchive(otherDir), { now: LATER });
     expect(results.map((r) => r.state)).toEqual(["due"]);
     const record = results[0]!.record!;
-    expect(record.sources.every((s) => s.key.endsWith(".ndjson.zst"))).toBe(true);
-    expect(record.sources.length).toBe(gzipRecord.sources.length);
-    expect([record.rows, record.rowsDigest]).toEqual([gzipRecord.rows, gzipRecord.rowsDigest]);
+    expect(record.sources.every((s) => s.key.endsWith(toZstd ? ".ndjson.zst" : ".ndjson.gz"))).toBe(true);
+    expect(record.sources.length).toBe(record0.sources.length);
+    expect([record.rows, record.rowsDigest]).toEqual([record0.rows, record0.rowsDigest]);
   });
 
   it("a rerun changes nothing; a lost record gives the same rows, digest and bytes", async () => {
