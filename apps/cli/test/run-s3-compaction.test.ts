@@ -17,7 +17,7 @@ import {
 } from "node:fs";
 import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
-import { gunzipSync, gzipSync } from "node:zlib";
+import { gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from "node:zlib";
 import { type CompactionRecord, checkCompaction, openArchive } from "@auditpipe/compact";
 import { bucketContents, repoRoot, s3Records, startMinio, waitUntil } from "@auditpipe/testkit";
 import { DeleteObjectCommand, PutObjectCommand } from "@aws-sdk/client-s3";
@@ -284,7 +284,10 @@ describe("auditpipe run: the sidecar's own compaction", () => {
       // verify rebuilds each compacted file from the landing objects it lists: one of them
       // shortened (rewritten with its first line only) gives other rows, a finding and exit 1.
       const source = last?.sources[0]?.key ?? "";
-      const shortened = gzipSync(`${gunzipSync(objects.get(source)!).toString("utf8").split("\n")[0]}\n`);
+      const zstd = source.endsWith(".zst");
+      const body = objects.get(source)!;
+      const first = `${(zstd ? zstdDecompressSync(body) : gunzipSync(body)).toString("utf8").split("\n")[0]}\n`;
+      const shortened = zstd ? zstdCompressSync(first) : gzipSync(first);
       await client.send(new PutObjectCommand({ Bucket: "audit", Key: source, Body: shortened }));
       const tampered = await run(verifyArgs, env);
       expect(tampered.stdout).toMatch(
