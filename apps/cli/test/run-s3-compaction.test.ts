@@ -286,8 +286,8 @@ describe("auditpipe run: the sidecar's own compaction", () => {
       const source = last?.sources[0]?.key ?? "";
       const zstd = source.endsWith(".zst");
       const body = objects.get(source)!;
-      const first = `${(zstd ? zstdDecompressSync(body) : gunzipSync(body)).toString("utf8").split("\n")[0]}\n`;
-      const shortened = zstd ? zstdCompressSync(first) : gzipSync(first);
+      const firstLine = `${(zstd ? zstdDecompressSync(body) : gunzipSync(body)).toString("utf8").split("\n")[0]}\n`;
+      const shortened = zstd ? zstdCompressSync(firstLine) : gzipSync(firstLine);
       await client.send(new PutObjectCommand({ Bucket: "audit", Key: source, Body: shortened }));
       const tampered = await run(verifyArgs, env);
       expect(tampered.stdout).toMatch(
