@@ -162,16 +162,19 @@ describe("auditpipe run: the sidecar's own compaction", () => {
         const body = (await bucketContents(client, "audit", RECORD_KEY)).get(RECORD_KEY);
         return body ? (JSON.parse(body.toString("utf8")) as CompactionRecord) : undefined;
       };
+      // The counter follows the journaled file's write: waited for with it, not read after it.
+      let metrics = "";
       await waitUntil(
         async () => {
           const r = await record();
           if (!existsSync(journaled) || r?.counts.entries !== expected.entries) return false;
-          return JSON.parse(readFileSync(journaled, "utf8"))["2026-11-23T07"] === r?.sha256;
+          if (JSON.parse(readFileSync(journaled, "utf8"))["2026-11-23T07"] !== r?.sha256) return false;
+          metrics = await (await fetch(`${url}/metrics`)).text();
+          return /^auditpipe_compaction_files_recorded_total [1-9]/m.test(metrics);
         },
         60_000,
-        () => "the compacted hour was not recorded",
+        () => `the compacted hour was not recorded (or not counted):\n${metrics}`,
       );
-      const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toMatch(
         /^auditpipe_compaction_failures_total\{code="AUDITPIPE_ERR_COMPACT_CHILD"\} [1-9]/m,
       );

@@ -12,7 +12,7 @@ import {
   type VerifyReport,
   verifyArchive,
 } from "@auditpipe/ship";
-import { type MinioServer, startMinio, useAwsCredentials } from "@auditpipe/testkit";
+import { type MinioServer, startMinio, useAwsCredentials, waitUntil } from "@auditpipe/testkit";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getText, listKeys } from "./_manifest.ts";
@@ -90,6 +90,46 @@ const verify = (bucket: string, key: ManifestSigningKey): Promise<VerifyReport> 
 const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex");
 
 describe("S3Archive: the chain's open and close records", () => {
+  it("with the store down at start-up, takes coverage events and spools batches at once; journals both once the chain opens", async () => {
+    await awayFromTheHoursEnd();
+    const { bucket, key, state } = await fixture();
+    await minio.down();
+    let archive: S3Archive;
+    let writing: Promise<void>;
+    const start = {
+      kind: "server",
+      event: "start",
+      at: "2026-11-27T10:00:00.000Z",
+      sourceName: "f1.csv",
+      offset: 0,
+    } as const;
+    try {
+      archive = await archiveIn(bucket, key, state);
+      // Durable without the store: a source waiting on it would otherwise never reach the spool.
+      await archive.recordCoverage(start);
+      writing = archive.sink.write(batchOf(0));
+      writing.catch(() => undefined);
+      // Spooled, and /readyz says why it waits: the store's reason, once (not the chain's again).
+      const waiting = /^sink s3 (retrying|failing): AUDITPIPE_ERR_SINK_UNREACHABLE/;
+      await waitUntil(
+        () => archive.sink.spoolFiles() === 1 && waiting.test(archive.problems().join("\n")),
+        10_000,
+        () => `spooled: ${archive.sink.spoolFiles()}; problems: ${archive.problems().join("; ")}`,
+      );
+      expect(archive.problems()).toHaveLength(1);
+    } finally {
+      await minio.up();
+    }
+    await archive.sink.flush();
+    await archive.close();
+    const manifests = await manifestsOf(bucket);
+    expect(manifests.map((m) => m.chain)).toEqual(["open", "close"]);
+    const { kind: _k, ...server } = start;
+    expect(manifests.flatMap((m) => m.coverage?.serverEvents ?? [])).toEqual([server]);
+    expect(manifests.flatMap((m) => m.objects.map((o) => o.range.start))).toEqual([0]);
+    expect((await verify(bucket, key)).findings).toEqual([]);
+  });
+
   it("signs an open record before the first upload and a close record at close(); what is stored under its keys after a close, or between two runs, is extra", async () => {
     await awayFromTheHoursEnd();
     const { bucket, key, state } = await fixture();

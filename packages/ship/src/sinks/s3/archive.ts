@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { backoffDelay } from "../../backoff.ts";
 import { SinkError, SinkErrorCode, sinkErrorReason } from "../../errors.ts";
+import { CoverageBacklog } from "../../manifest/_coverage-backlog.ts";
 import { ManifestError } from "../../manifest/errors.ts";
 import { type ManifestHealth, ManifestJournal } from "../../manifest/journal.ts";
 import type { ManifestSigningKey } from "../../manifest/signing.ts";
@@ -74,10 +75,14 @@ export class S3Archive {
   private closed = false;
   /** Ends the opener's wait between attempts: close() must not sit out a backoff. */
   private wakeOpener: (() => void) | undefined;
+  /** Coverage events taken before the journal opened, kept on disk until it does. */
+  private readonly backlog: CoverageBacklog;
+  private backlogDrained = false;
 
   private constructor(options: S3ArchiveOptions) {
     this.options = options;
     this.logger = options.logger ?? silentLogger;
+    this.backlog = new CoverageBacklog(options.manifestDir);
     this.run = {
       id: randomUUID(),
       startedAt: new Date().toISOString(),
@@ -148,12 +153,27 @@ export class S3Archive {
   }
 
   /**
-   * Journals a coverage event (ManifestJournal.recordCoverage), waiting for the journal to open:
-   * resolved once it is fsynced, so a source that awaits it before its range is acknowledged never
-   * loses the event in a crash. Rejects if the archive closes before the journal opened.
+   * Journals a coverage event (ManifestJournal.recordCoverage): resolved once it is fsynced, so a
+   * source that awaits it before its range is acknowledged never loses the event in a crash. Until
+   * the journal opens (the store down at start-up) the event waits in a backlog file beside the
+   * journal instead, so the source's batches still reach the spool.
    */
   async recordCoverage(event: CoverageEvent): Promise<void> {
-    await (await this.journalReady).recordCoverage(event);
+    if (this.journalValue && !this.backlogDrained) await this.drainBacklog();
+    await this.backlog.record(event);
+  }
+
+  /** Hands the backlog to the open journal; a failure is left for the next recording to retry. */
+  private async drainBacklog(): Promise<void> {
+    const journal = this.journalValue;
+    if (!journal || this.backlogDrained) return;
+    const { events, skipped } = await this.backlog.drainInto(journal);
+    this.backlogDrained = true;
+    if (events > 0 || skipped > 0)
+      this.logger.info(
+        { events, skipped },
+        "coverage events taken before the manifest chain opened are journaled",
+      );
   }
 
   /** The journal's health (conflict, self-check), once open. */
@@ -258,6 +278,12 @@ export class S3Archive {
         }
         this.journalValue = journal;
         this.openError = null;
+        await this.drainBacklog().catch((error: unknown) =>
+          this.logger.error(
+            { err: errorFields(error) },
+            "cannot journal the coverage events taken before the chain opened yet; the next event retries",
+          ),
+        );
         // Closed meanwhile: close() writes the close record; no timer, no upload of this run.
         if (!this.closed) {
           journal.startTimer();
