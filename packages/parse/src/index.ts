@@ -1,4 +1,5 @@
 export { AUDIT_PREFIX, AuditPayloadError, parseAuditPayload } from "./audit-payload.ts";
+export { blankRecord } from "./blank-record.ts";
 export { createCsvlogParser } from "./csvlog.ts";
 export { decodeAuditEntry } from "./decode.ts";
 export { detached } from "./detach.ts";

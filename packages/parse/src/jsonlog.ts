@@ -15,7 +15,8 @@ import {
   type SliceBuffer,
 } from "./_bytes.ts";
 import { unescapeJsonString } from "./_json-string.ts";
-import { blankRecord, formatLocation } from "./_record.ts";
+import { formatLocation } from "./_record.ts";
+import { blankRecord } from "./blank-record.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";

@@ -19,6 +19,7 @@ import { VolumeTally, type VolumeTallyState } from "@auditpipe/meter/volume";
 import { type Outcome, OutcomeJoin, type OutcomeJoinSnapshot, type UnknownReason } from "@auditpipe/outcome";
 import {
   type AuditEntry,
+  blankRecord,
   createParser,
   decodeAuditEntry,
   type LogFormat,
@@ -324,7 +325,7 @@ export class HeldRecords {
    * same two objects each time: the join keeps nothing of them but their values).
    */
   replay(join: OutcomeJoin<EntryHandle>): void {
-    const record = blankRecord();
+    const record = blankRecord(0, 0);
     const entry: AuditEntry = {
       auditType: "",
       statementId: 0,
@@ -367,39 +368,6 @@ export class HeldRecords {
       join.record(record, entry, [entry.command, record.user, record.size]);
     }
   }
-}
-
-function blankRecord(): LogRecord {
-  return {
-    offset: 0,
-    size: 0,
-    timestamp: null,
-    user: null,
-    database: null,
-    pid: null,
-    remoteHost: null,
-    sessionId: null,
-    sessionLine: null,
-    commandTag: null,
-    sessionStart: null,
-    virtualTransactionId: null,
-    transactionId: null,
-    severity: "",
-    sqlState: null,
-    message: "",
-    detail: null,
-    hint: null,
-    internalQuery: null,
-    internalPosition: null,
-    context: null,
-    query: null,
-    queryPosition: null,
-    location: null,
-    applicationName: null,
-    backendType: null,
-    leaderPid: null,
-    queryId: null,
-  };
 }
 
 /**
