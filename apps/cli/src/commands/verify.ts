@@ -98,6 +98,13 @@ function chainState(c: VerifyReport["chains"][number]): string {
   return `open (running): covered until ${until}${c.pending ? `, ${plural(c.pending, "object")} pending` : ""}`;
 }
 
+/** The landing objects dropped after compaction, by the compacted file that holds their rows. */
+function droppedByFile(report: VerifyReport): Map<string, string[]> {
+  const byFile = new Map<string, string[]>();
+  for (const d of report.dropped) byFile.set(d.into, [...(byFile.get(d.into) ?? []), d.key]);
+  return byFile;
+}
+
 export function renderVerifyReport(report: VerifyReport, archive: string): string {
   const lines = [`auditpipe verify ${archive}`, ""];
   for (const c of report.chains)
@@ -115,6 +122,11 @@ export function renderVerifyReport(report: VerifyReport, archive: string): strin
       `pending ${plural(report.pending.length, "object")}: stored after the newest manifest of a running sidecar, in no ` +
         `manifest yet; its next manifest lists them or they are reported extra (verifiable after ` +
         `${report.pendingVerifiableAfter ?? "its hour closes"}; until then its self-check watches them)`,
+    );
+  for (const [into, keys] of droppedByFile(report))
+    lines.push(
+      `dropped after compaction into ${into}: ${plural(keys.length, "landing object")} (retention, ` +
+        "--drop-landing), not in the bucket; the file lists each with its SHA-256 and holds its rows",
     );
   lines.push(
     report.signatures === "verified"
