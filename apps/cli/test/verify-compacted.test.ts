@@ -101,29 +101,37 @@ describe("auditpipe verify: compacted files", () => {
     const original = (await bucketContents(minio.client(), BUCKET, HOUR_KEY)).get(HOUR_KEY) as Buffer;
     await put(forged, original);
     await put("pg/_compaction/db1/2026-11-23T08.json", "{}");
-    const extra = await run(verifyArgs);
-    expect(extra.stdout).toMatch(
-      /^EXTRA\s+pg\/parquet\/dt=2026-11-23\/hour=08\/host=db1\/part-0\.parquet\n\s+a compacted file stored .*after host db1's chain was closed by a clean stop/m,
-    );
-    expect(extra.stdout).toMatch(/^result: 1 finding \(1 extra\)$/m); // the record is not one
-    expect(extra.code).toBe(1);
-    await del(forged);
-    await del("pg/_compaction/db1/2026-11-23T08.json");
+    try {
+      const extra = await run(verifyArgs);
+      expect(extra.stdout).toMatch(
+        /^EXTRA\s+pg\/parquet\/dt=2026-11-23\/hour=08\/host=db1\/part-0\.parquet\n\s+a compacted file stored .*after host db1's chain was closed by a clean stop/m,
+      );
+      expect(extra.stdout).toMatch(/^result: 1 finding \(1 extra\)$/m); // the record is not one
+      expect(extra.code).toBe(1);
+    } finally {
+      await del(forged);
+      await del("pg/_compaction/db1/2026-11-23T08.json");
+    }
 
     await put(HOUR_KEY, Buffer.concat([original, Buffer.from("x")]));
-    const altered = await run(verifyArgs);
-    expect(altered.stdout).toMatch(
-      /^ALTERED\s+pg\/parquet\/dt=2026-11-23\/hour=07\/host=db1\/part-0\.parquet$/m,
-    );
-    expect(altered.code).toBe(1);
-    await put(HOUR_KEY, original);
+    try {
+      const altered = await run(verifyArgs);
+      expect(altered.stdout).toMatch(
+        /^ALTERED\s+pg\/parquet\/dt=2026-11-23\/hour=07\/host=db1\/part-0\.parquet$/m,
+      );
+      expect(altered.code).toBe(1);
+    } finally {
+      await put(HOUR_KEY, original);
+    }
   }, 60_000);
 
   it("takes landing objects dropped by compact --drop-landing for retention while their Parquet file is intact", async () => {
     const landing = await landingKeys();
     expect(landing.length).toBeGreaterThan(1);
     const compact = await run(["compact", `s3://${BUCKET}/pg`, ...s3, "--drop-landing"]);
-    expect(compact.stdout).toMatch(/^2026-11-23T07 {2}db1 {2}already compacted \(.*\), \d+ landing objects dropped$/m);
+    expect(compact.stdout).toMatch(
+      /^2026-11-23T07 {2}db1 {2}already compacted \(.*\), \d+ landing objects dropped$/m,
+    );
     expect(compact.code).toBe(0);
     expect(await landingKeys()).toEqual([]);
 
