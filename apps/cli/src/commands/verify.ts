@@ -15,8 +15,9 @@ export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public
 Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every signature
 against the trusted public keys, every listed object downloaded and hashed, every stored object
 accounted for; each compacted (Parquet) file is also rebuilt from the landing objects it lists
-and its rows compared. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
-manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
+and its rows compared (read back from the file when they were dropped after compaction: the
+report names those, they are not missing). Reports missing, altered, overwritten and extra objects
+(compacted files too), unsigned or wrongly signed manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
 3 when there is nothing to verify yet (no manifest: the first is written when the first hour with
 an upload closes, or when the sidecar stops). Credentials come from the AWS SDK's default chain
 (environment, shared files, web identity, instance metadata), never from a flag.
