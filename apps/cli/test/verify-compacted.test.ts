@@ -69,7 +69,7 @@ beforeAll(async () => {
       async () => {
         const body = (await bucketContents(minio.client(), BUCKET, RECORD_KEY)).get(RECORD_KEY);
         const record = body ? (JSON.parse(body.toString("utf8")) as CompactionRecord) : undefined;
-        if (!existsSync(journaled) || record?.counts.entries !== expected.entries) return false;
+        if (!existsSync(journaled) || !record || record.counts.entries !== expected.entries) return false;
         return JSON.parse(readFileSync(journaled, "utf8"))["2026-11-23T07"] === record.sha256;
       },
       90_000,
