@@ -27,6 +27,8 @@ export class CoverageBacklog {
   private readonly dir: string;
   private target: CoverageSink | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Lines appended by this process: the same event again (a source, per batch) is kept once. */
+  private readonly written = new Set<string>();
 
   constructor(dir: string) {
     this.dir = dir;
@@ -39,15 +41,24 @@ export class CoverageBacklog {
     if (problem) return Promise.reject(new TypeError(`recordCoverage: ${problem}`));
     return this.serial(async () => {
       if (this.target) return this.target.recordCoverage(event);
+      const line = `${JSON.stringify(event)}\n`;
+      if (this.written.has(line)) return;
       await mkdir(this.dir, { recursive: true });
-      const created = await open(this.path, "a");
+      const created = await open(this.path, "a+");
       try {
-        await created.appendFile(`${JSON.stringify(event)}\n`);
+        // A line an earlier process left torn (a crash mid-append) ends before this one starts.
+        const { size } = await created.stat();
+        const last = Buffer.alloc(1);
+        if (this.written.size === 0 && size > 0) await created.read(last, 0, 1, size - 1);
+        await created.appendFile(
+          size > 0 && this.written.size === 0 && last[0] !== 0x0a ? `\n${line}` : line,
+        );
         await created.sync();
       } finally {
         await created.close();
       }
-      await fsyncDir(this.dir);
+      if (this.written.size === 0) await fsyncDir(this.dir); // the file's first line: its name too
+      this.written.add(line);
     });
   }
 
@@ -80,6 +91,7 @@ export class CoverageBacklog {
         events++;
       }
       if (text !== "") await rm(this.path, { force: true });
+      this.written.clear();
       this.target = target;
       return { events, skipped };
     });
