@@ -29,6 +29,8 @@ interface Seen {
   malformed: [string, MalformedRecord][];
   notShown: number;
   rereads: number;
+  /** The join's events (coverage's input), with the place and time of their records. */
+  events: [string, Record<string, unknown>][];
 }
 
 /** What a reader gives: the report and everything it tells on the way. */
@@ -44,9 +46,16 @@ async function read(
     malformed: [],
     notShown: 0,
     rereads: 0,
+    events: [],
   };
   const options: AnalyzeOptions = {
     ...base,
+    outcomes: {
+      ...base.outcomes,
+      onEvent: ({ record, ...event }, file) => {
+        seen.events.push([file, { ...event, offset: record.offset, at: record.timestamp }]);
+      },
+    },
     onOutcomeHints: (h) => {
       seen.hints = h;
     },
@@ -77,6 +86,7 @@ function expectSame(serial: Seen, parallel: Seen): void {
   expect(parallel.hints).toEqual(serial.hints);
   expect(parallel.files).toEqual(serial.files);
   expect(parallel.malformed).toEqual(serial.malformed);
+  expect(parallel.events).toEqual(serial.events);
 }
 
 /** Every fixture file, gunzipped next to its .gz: plain files are cut into ranges, .gz ones are not. */
@@ -137,14 +147,19 @@ describe("parallel analyze equals serial analyze", () => {
     expect(parallel.report).toEqual(serial.report);
     expect(parallel.hints).toEqual(serial.hints);
     expect(parallel.files).toEqual(serial.files);
+    expect(parallel.events).toEqual(serial.events);
     // Each range lists its first 3: the first ones overall come first, the rest are counted.
     expect(parallel.malformed.slice(0, 3)).toEqual(serial.malformed.slice(0, 3));
     expect(parallel.malformed.length + parallel.notShown).toBe(serial.malformed.length);
   });
 
-  it("on a csvlog whose quoted statements hold lines that start as records do: those ranges are read again", async () => {
+  it("on a csvlog whose quoted statements hold lines that start as records do: those ranges are read again; the server's start and setting changes (coverage) are reported the same", async () => {
     const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
     try {
+      // Coverage's input: a session's SET, an ALTER SYSTEM and the reload that applies it.
+      await pg.query("SET pgaudit.log = 'all'");
+      await pg.query("ALTER SYSTEM SET pgaudit.log_parameter = on");
+      await pg.query("SELECT pg_reload_conf()");
       // Real records as text inside a statement: the log's own lines, quoted into a literal.
       await pg.query("CREATE TABLE notes (body text)");
       const csvlog = pg.currentLogfiles().csvlog!;
@@ -168,6 +183,9 @@ describe("parallel analyze equals serial analyze", () => {
       const base: AnalyzeOptions = { format: "csvlog" };
       const serial = await read([file], base);
       expect(serial.malformed).toEqual([]);
+      const settings = serial.events.flatMap(([, e]) => (e.kind === "setting-changed" ? [e.via] : []));
+      expect(serial.events[0]?.[1]).toMatchObject({ kind: "server-start" });
+      expect(settings).toEqual(expect.arrayContaining(["set", "alter-system", "reload"]));
       let rereads = 0;
       for (const chunkBytes of [97, 1000, 4096]) {
         // Looking for a range's first record from the line after its nominal start: inside a

@@ -102,6 +102,8 @@ export interface CompactArchiveOptions extends CompactPartitionOptions {
   dropLanding?: boolean;
   /** Called after each host-hour, for progress. */
   onPartition?: (result: PartitionResult) => void;
+  /** A compaction record that cannot be read: skipped, and its host-hour compacted anew. */
+  onUnreadableRecord?: (record: UnreadableRecord) => void;
 }
 
 export interface PartitionResult {
@@ -114,25 +116,60 @@ export interface PartitionResult {
   error?: CompactError | Error;
 }
 
-/** Every landing object and compaction record of the archive. */
-export async function readArchiveState(
-  store: ArchiveStore,
-): Promise<{ landing: LandingObject[]; records: Map<string, CompactionRecord> }> {
+/** A compaction record that cannot be read (not JSON, or not a record): skipped, its hour redone. */
+export interface UnreadableRecord {
+  key: string;
+  reason: string;
+}
+
+/** Why `value` is not a compaction record this code can plan with, or null when it is one. */
+function recordProblem(value: unknown): string | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "not a JSON object";
+  const r = value as Record<string, unknown>;
+  for (const field of ["host", "hour", "key", "sha256"] as const)
+    if (typeof r[field] !== "string") return `\`${field}\` is not a string`;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}$/.test(r.hour as string)) return "`hour` is not YYYY-MM-DDTHH";
+  if (!Array.isArray(r.sources)) return "`sources` is not a list";
+  return null;
+}
+
+/**
+ * Every landing object and compaction record of the archive. A record that cannot be read is
+ * listed in `unreadable` and left out (its host-hour is then compacted anew, rewriting it).
+ */
+export async function readArchiveState(store: ArchiveStore): Promise<{
+  landing: LandingObject[];
+  records: Map<string, CompactionRecord>;
+  unreadable: UnreadableRecord[];
+}> {
   const landing: LandingObject[] = [];
   for await (const o of store.list("dt=")) {
     const parsed = parseLandingKey(o.key, o.size);
     if (parsed) landing.push(parsed);
   }
   const records = new Map<string, CompactionRecord>();
+  const unreadable: UnreadableRecord[] = [];
   for await (const o of store.list(`${COMPACTION_DIR}/`)) {
     if (!o.key.endsWith(".json")) continue;
     const body = await store.read(o.key);
     if (!body) continue;
-    const record = JSON.parse(body.toString("utf8")) as CompactionRecord;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString("utf8"));
+    } catch (error) {
+      unreadable.push({ key: o.key, reason: `not JSON (${(error as Error).message})` });
+      continue;
+    }
+    const problem = recordProblem(parsed);
+    if (problem) {
+      unreadable.push({ key: o.key, reason: problem });
+      continue;
+    }
+    const record = parsed as CompactionRecord;
     const [dt = "", hour = ""] = record.hour.split("T");
     records.set(partitionId({ dt, hour, host: record.host }), record);
   }
-  return { landing, records };
+  return { landing, records, unreadable };
 }
 
 /** Whether a Parquet file the record names is in the store (a record without its file is redone). */
@@ -147,7 +184,8 @@ export async function compactArchive(
   store: ArchiveStore,
   options: CompactArchiveOptions = {},
 ): Promise<PartitionResult[]> {
-  const { landing, records } = await readArchiveState(store);
+  const { landing, records, unreadable } = await readArchiveState(store);
+  for (const u of unreadable) options.onUnreadableRecord?.(u);
   const files = await parquetPresent(store);
   const plan = planCompaction(landing, records, options.now ?? Date.now(), options.graceMs).filter((p) => {
     const label = hourLabel(p.partition);

@@ -13,6 +13,7 @@ export {
   type PlannedPartition,
   planCompaction,
   readArchiveState,
+  type UnreadableRecord,
 } from "./compact-archive.ts";
 export {
   COMPACTION_RECORD_VERSION,

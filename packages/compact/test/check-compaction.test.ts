@@ -1,7 +1,8 @@
 /**
  * checkCompaction: a compacted file against what it was made from. Clean after compaction; each
  * kind of damage is found: the file replaced, a landing object altered (its entries no longer the
- * file's), a record whose rows are not its sources' (a compactor that lost an entry), a source gone.
+ * file's), a record whose rows are not its sources' (a compactor that lost an entry), a source gone
+ * (then the file's own rows are read back against the record).
  */
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -70,10 +71,17 @@ describe("checkCompaction", () => {
 
     const gone = copy("gone");
     rmSync(join(gone, record.sources[0]!.key));
-    expect(await checkCompaction(await openArchive(gone), record, { workDir: work })).toMatchObject({
-      findings: [{ kind: "source-missing", key: record.sources[0]!.key }],
+    // A source gone (dropped after compaction): the file's own rows are read back instead.
+    expect(await checkCompaction(await openArchive(gone), record, { workDir: work })).toEqual({
+      findings: [expect.objectContaining({ kind: "source-missing", key: record.sources[0]!.key })],
       rebuilt: false,
+      readBack: true,
     });
-    expect(readdirSync(work).filter((n) => n.startsWith("auditpipe-compact-"))).toEqual([]);
+    expect(
+      (await checkCompaction(await openArchive(gone), lost, { workDir: work })).findings.map((f) => f.kind),
+    ).toEqual(["source-missing", "rows-differ"]);
+    expect(
+      readdirSync(work).filter((n) => n.startsWith("auditpipe-compact-") || n.startsWith("auditpipe-check-")),
+    ).toEqual([]);
   });
 });

@@ -195,6 +195,28 @@ describe("compact on a local-dir archive", () => {
     ]);
   });
 
+  it("a compaction record that is not one (hand-made: `{}`, then not JSON) is reported and skipped; its hour is compacted anew", async () => {
+    const store = await openArchive(dir);
+    const key = compactionRecordKey(partition);
+    const good = readFileSync(join(dir, key), "utf8");
+    for (const [body, reason] of [
+      ["{}", "`host` is not a string"],
+      ["{not json", "not JSON"],
+    ] as const) {
+      writeFileSync(join(dir, key), body);
+      const unreadable: { key: string; reason: string }[] = [];
+      const results = await compactArchive(store, {
+        now: LATER,
+        onUnreadableRecord: (u) => unreadable.push(u),
+      });
+      expect(unreadable).toEqual([{ key, reason: expect.stringContaining(reason) }]);
+      expect(results.map((r) => r.state)).toEqual(["due"]);
+      expect(JSON.parse(readFileSync(join(dir, key), "utf8"))).toMatchObject({
+        sha256: JSON.parse(good).sha256,
+      });
+    }
+  });
+
   it("the rows digest is the file's rows in their order: the same rows reordered digest otherwise", async () => {
     const { digestRows } = await import("@auditpipe/compact");
     const file = quoteLiteral(join(dir, parquetKey(partition)));

@@ -151,7 +151,7 @@ export interface SettingStatement {
   via: "set" | "reset" | "alter-system" | "alter-role" | "alter-database";
 }
 
-const SETTING_COMMANDS: ReadonlySet<string> = new Set([
+export const SETTING_COMMANDS: ReadonlySet<string> = new Set([
   "SET",
   "RESET",
   "ALTER SYSTEM",

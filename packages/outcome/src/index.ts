@@ -1,3 +1,4 @@
+export { mayMakeEvent } from "./event-records.ts";
 export {
   DEFAULT_MAX_PENDING,
   DEFAULT_MAX_SESSIONS,

@@ -85,6 +85,7 @@ export {
 export {
   DEFAULT_CLOCK_SKEW_MS,
   DEFAULT_GONE_AFTER_MS,
+  type DroppedObject,
   type FindingKind,
   type NothingToVerify,
   type VerifiedChain,

@@ -93,4 +93,27 @@ describe("coverageReport", () => {
       problems: [],
     });
   });
+  it("says a gap of unknown length (a file gone while stopped, read to its last seen end) as such", () => {
+    const gap = (start: number, end: number) => ({
+      sourceName: "a.csv",
+      start,
+      end,
+      reason: "deleted",
+      at: "x",
+    });
+    const report = coverageReport([
+      {
+        host: "pg-0",
+        hourMs: T0,
+        manifest: manifest({
+          sources: [{ sourceId: "f1", sourceName: "a.csv" }],
+          gaps: [gap(10, 20), gap(30, 30)],
+        }),
+      },
+    ]);
+    expect(report.problems.map((p) => p.reason)).toEqual([
+      "a.csv: bytes 10 to 20 given up (deleted)",
+      "a.csv: what followed byte 30 is unknown, given up (deleted)",
+    ]);
+  });
 });

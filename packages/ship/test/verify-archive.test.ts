@@ -138,17 +138,19 @@ describe("verifyArchive", () => {
     expect(report.findings).toEqual([expect.objectContaining({ kind: "extra", key: stray.key })]);
   });
 
-  it("leaves compaction's folders (parquet/, _compaction/) to the compacted listings, but still reports a stray beside them", async () => {
+  it("reports a compacted file no manifest lists as extra, like a landing object; a compaction record is bookkeeping, not judged", async () => {
     const { prefix } = await archive();
     const put = (key: string) =>
       minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: "x" }));
     const dt = new Date(base).toISOString().slice(0, 10);
-    await put(`${prefix}/parquet/dt=${dt}/hour=00/host=pg-0/part-0.parquet`);
-    await put(`${prefix}/_compaction/pg-0/${dt}T00.json`);
+    const forged = `${prefix}/parquet/dt=${dt}/hour=00/host=${HOST}/part-0.parquet`;
+    await put(forged);
+    await put(`${prefix}/_compaction/${HOST}/${dt}T00.json`);
     const stray = `${prefix}/parquetish/dt=${dt}/x.parquet`;
     await put(stray);
     const report = await verify(prefix);
-    expect(report.findings.map((f) => `${f.kind} ${f.key}`)).toEqual([`extra ${stray}`]);
+    expect(report.findings.map((f) => `${f.kind} ${f.key}`)).toEqual([`extra ${forged}`, `extra ${stray}`]);
+    expect(report.findings[0]?.reason).toMatch(/^a compacted file stored .* in no manifest$/);
   });
 
   it("reports a deleted manifest as a gap in the chain", async () => {
@@ -734,5 +736,135 @@ describe("verifyArchive --from", () => {
     expect((await verify(prefix, { trustedKeys })).findings).toEqual([
       expect.objectContaining({ kind: "missing", key: parquetKey }),
     ]);
+  });
+});
+
+/**
+ * An archive whose landing objects were compacted: two landing objects of hour 0, a compacted file
+ * recorded in hour 1 and again (the hour compacted anew, other bytes, the same key) in hour 3 with
+ * a third object; the bucket holds the second file. `forged`: an object under the host's keys
+ * that no manifest lists is among the second compaction's sources.
+ */
+async function compactedArchive(options: { forged?: boolean } = {}): Promise<{
+  prefix: string;
+  landing: Awaited<ReturnType<typeof putDataObject>>[];
+  parquetKey: string;
+  first: Buffer;
+  second: Buffer;
+  forged?: string;
+}> {
+  const client = minio.client();
+  const prefix = `pg/archive-${++n}`;
+  const clock = manualClock(base + 10 * 60_000);
+  const journal = await ManifestJournal.open({
+    client,
+    bucket: BUCKET,
+    prefix,
+    host: HOST,
+    stateDir: stateDir(),
+    now: clock.now,
+  });
+  const entryTs = new Date(base - 2 * HOUR).toISOString();
+  const put = (sourceId: string, start: number, uploadedAt: number) =>
+    putDataObject(client, BUCKET, {
+      prefix,
+      entryTs,
+      sourceId,
+      start,
+      end: start + 100,
+      lines: 2,
+      uploadedAt,
+    });
+  const landing = [await put("f1", 0, base + 10 * 60_000), await put("f1", 100, base + 20 * 60_000)];
+  for (const o of landing) await journal.record(o as (typeof landing)[number]);
+  const dt = entryTs.slice(0, 10);
+  const hour = entryTs.slice(0, 13);
+  const parquetKey = `${prefix}/parquet/dt=${dt}/hour=${hour.slice(11)}/host=${HOST}/part-0.parquet`;
+  const record = async (body: Buffer, sources: { key: string; sha256: string }[]): Promise<void> => {
+    await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: body }));
+    await journal.recordCompaction({
+      key: parquetKey,
+      sha256: createHash("sha256").update(body).digest("hex"),
+      size: body.length,
+      rows: 2 * sources.length,
+      sources,
+      hour,
+    });
+  };
+  const first = Buffer.from("PAR1 first compaction PAR1");
+  clock.set(base + HOUR + 20 * 60_000);
+  await record(first, landing);
+  clock.set(base + 3 * HOUR + 10 * 60_000);
+  const late = await put("f1", 200, base + 3 * HOUR + 10 * 60_000);
+  await journal.record(late);
+  landing.push(late);
+  let forged: string | undefined;
+  const sources = landing.map((o) => ({ key: o.key, sha256: o.sha256 }));
+  if (options.forged) {
+    const o = await put("forged", 0, Date.now());
+    forged = o.key;
+    sources.push({ key: o.key, sha256: o.sha256 });
+  }
+  const second = Buffer.from("PAR1 second compaction PAR1");
+  await record(second, sources);
+  clock.set(closeThrough);
+  await journal.close();
+  return { prefix, landing, parquetKey, first, second, ...(forged ? { forged } : {}) };
+}
+
+describe("verifyArchive: compacted files", () => {
+  const del = (key: string) => minio.client().send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }));
+  const put = (key: string, body: Buffer) =>
+    minio.client().send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body }));
+  const described = (r: VerifyReport): string[] => r.findings.map((f) => `${f.kind} ${f.key}`);
+
+  it("checks a file compacted anew against its newest listing: the earlier bytes put back are altered", async () => {
+    const { prefix, parquetKey, first } = await compactedArchive();
+    const clean = await verify(prefix);
+    expect(clean.findings).toEqual([]);
+    expect(clean.dropped).toEqual([]);
+    await put(parquetKey, first);
+    expect(described(await verify(prefix))).toEqual([`altered ${parquetKey}`]);
+  });
+
+  it("takes landing objects dropped after compaction for retention while the file that names them is intact; both gone are missing", async () => {
+    const { prefix, landing, parquetKey, second } = await compactedArchive();
+    for (const o of landing) await del(o.key);
+    const dropped = await verify(prefix);
+    expect(dropped.findings).toEqual([]);
+    expect(dropped.ok).toBe(true);
+    expect(dropped.dropped).toEqual(
+      landing
+        .map((o) => ({ key: o.key, into: parquetKey, manifest: expect.stringMatching(/_manifests\//) }))
+        .sort((a, b) => a.key.localeCompare(b.key)),
+    );
+    expect(dropped.entries).toBe(6); // their entries still count: the file holds them
+
+    await put(parquetKey, Buffer.from("PAR1 forged rows PAR1"));
+    const altered = await verify(prefix);
+    expect(described(altered)).toEqual([
+      `altered ${parquetKey}`,
+      ...landing.map((o) => `missing ${o.key}`).sort(),
+    ]);
+    expect(altered.dropped).toEqual([]);
+
+    await del(parquetKey);
+    expect(described(await verify(prefix))).toEqual(
+      [parquetKey, ...landing.map((o) => o.key)].sort().map((k) => `missing ${k}`),
+    );
+    await put(parquetKey, second);
+    expect((await verify(prefix)).findings).toEqual([]);
+  });
+
+  it("reports a compacted source no manifest lists as shipped as extra, even once it is dropped", async () => {
+    const { prefix, forged } = await compactedArchive({ forged: true });
+    const present = await verify(prefix);
+    expect(described(present)).toEqual([`extra ${forged}`]);
+    await del(forged ?? "");
+    const gone = await verify(prefix);
+    expect(described(gone)).toEqual([`extra ${forged}`]);
+    expect(gone.findings[0]?.reason).toMatch(
+      /^a source of the compacted file .*no manifest lists it as shipped/,
+    );
   });
 });

@@ -949,6 +949,8 @@ export class FileFollower {
           replaced
             ? "truncated or replaced before it was read to the end"
             : "gone before it was read to the end",
+          // What PostgreSQL wrote while the source was stopped is unknown: a gap of unknown length.
+          true,
         );
       this.checkpoints.delete(entry.fingerprint);
     }
@@ -958,7 +960,8 @@ export class FileFollower {
    * Bytes of a file that will never be read: from `from` to at least `knownEnd` (the size last
    * seen; what was appended after that, or written and replaced between two looks, is unknown).
    * Reported to the observer and logged at warn with the range, its reason and the file's id (the
-   * source id of its object keys); a range known to be empty is logged at info only.
+   * source id of its object keys); a range known to be empty is logged at info only, unless the
+   * file went while the source was stopped (`whileStopped`): then what followed is unknown.
    */
   private givenUp(
     file: { path: string; id: string },
@@ -966,9 +969,19 @@ export class FileFollower {
     knownEnd: number | undefined,
     reason: DataLostReason,
     why: string,
+    whileStopped = false,
   ): void {
     const to = Math.max(from, knownEnd ?? from);
     const fields = { file: file.path, sourceId: file.id, from, to, bytes: to - from, reason };
+    if (to === from && whileStopped) {
+      // Read to its last seen end, but not finished: what came after, while stopped, is unknown.
+      this.observer.dataLost?.(file.path, from, to, reason);
+      this.logger.warn(
+        fields,
+        `file ${why} while the source was stopped: what was written after byte ${from} (after the last look) is unknown and given up`,
+      );
+      return;
+    }
     if (to === from) {
       this.logger.info(
         fields,

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, unlinkSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, truncateSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { csvlogKeys, writtenKeys } from "@auditpipe/fixtures/oracle";
@@ -203,6 +203,65 @@ describe("FileSource under directory and file faults", () => {
       ),
     ).toBe(true);
     expect(source.health()).toEqual({ unreadable: [] });
+  });
+
+  it("a file read to its last seen end and deleted while stopped is a gap of unknown length: what PostgreSQL wrote meanwhile is unknown", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    cleanups.push(() => pg.stop());
+    const work = workDir();
+    const stateDir = join(work, "state");
+    await pg.query("SELECT 'before the stop' AS marker");
+    await logSettled(pg.logDir);
+    const [file] = pg.logFiles().filter((f) => f.endsWith(".csv"));
+    const first = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir,
+      sink: new LocalDirSink({ dir: join(work, "sink-first") }),
+      batch: { maxAgeMs: 50 },
+      pollIntervalMs: 50,
+    });
+    await first.start();
+    cleanups.push(() => first.stop());
+    const size = statSync(file!).size;
+    await waitUntil(
+      () => savedCheckpoints(stateDir).some((c) => c.path === file && c.position === size),
+      20_000,
+      () => `not read to its end: ${JSON.stringify(savedCheckpoints(stateDir))}`,
+      50,
+    );
+    await first.stop();
+
+    // While stopped: PostgreSQL moves on to a new file and the one read is deleted.
+    await pg.rotate();
+    await pg.query("SELECT 'after the stop' AS marker");
+    await logSettled(pg.logDir);
+    unlinkSync(file!);
+    const lost: { file: string; from: number; to: number; reason: string }[] = [];
+    const logger = capturingLogger();
+    const second = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir,
+      sink: new LocalDirSink({ dir: join(work, "sink-second") }),
+      batch: { maxAgeMs: 50 },
+      pollIntervalMs: 50,
+      logger,
+      observer: { dataLost: (f, from, to, reason) => lost.push({ file: f, from, to, reason }) },
+    });
+    await second.start();
+    cleanups.push(() => second.stop());
+    await waitUntil(
+      () => lost.length > 0,
+      10_000,
+      () => "no range given up was reported",
+      20,
+    );
+    await second.stop();
+    expect(lost).toEqual([{ file, from: size, to: size, reason: "deleted" }]);
+    expect(logger.lines.some((l) => l.level === "warn" && /while the source was stopped/.test(l.msg))).toBe(
+      true,
+    );
   });
 
   it("data given up because a file was deleted or truncated while stopped is counted and logged with its range", async () => {

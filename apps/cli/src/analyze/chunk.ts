@@ -16,7 +16,14 @@
 import { closeSync, createReadStream, openSync, readSync } from "node:fs";
 import { createGunzip } from "node:zlib";
 import { VolumeTally, type VolumeTallyState } from "@auditpipe/meter/volume";
-import { type Outcome, OutcomeJoin, type OutcomeJoinSnapshot, type UnknownReason } from "@auditpipe/outcome";
+import {
+  mayMakeEvent,
+  type Outcome,
+  OutcomeJoin,
+  type OutcomeJoinSnapshot,
+  type StreamEvent,
+  type UnknownReason,
+} from "@auditpipe/outcome";
 import {
   type AuditEntry,
   blankRecord,
@@ -82,11 +89,16 @@ export type JoinState = OutcomeJoinSnapshot<EntryHandle>;
 /** A range read and waiting for the join: its records (HeldRecords). */
 export type HeldChunk = HeldRecords;
 
-/** What joining a range gave: the join's state at its end, and what its decisions add to the report. */
+/**
+ * What joining a range gave: the join's state at its end, what its decisions add to the report,
+ * and the events (server starts, setting changes…) its records made, in order.
+ */
 export interface ChunkJoined {
   index: number;
   state: JoinState;
   tally: VolumeTallyState;
+  /** Their records hold only the place and time (what coverage reads); the rest is blank. */
+  events: StreamEvent[];
 }
 
 /**
@@ -132,7 +144,7 @@ export async function readChunk(
         records++;
         const entry = decodeAuditEntry(record, badPayload);
         noteSigns(signs, record, entry);
-        held.add(record, entry);
+        held.add(record, entry, offset);
         if (entry !== undefined) tally.addEntry(entry, record);
       },
       malformed(error: MalformedRecord): void {
@@ -273,6 +285,8 @@ export class HeldRecords {
   /** Per record without an entry: message, query. */
   private readonly plainStrs: (string | null)[] = [];
   private last: (string | null)[] = [null, null, null, null, null, null, "", ""];
+  /** Offset and time of the few records that may make an event (mayMakeEvent), by record number. */
+  private readonly places = new Map<number, [offset: number, timestamp: string | null]>();
 
   constructor(index: number, format: LogFormat) {
     this.index = index;
@@ -287,10 +301,12 @@ export class HeldRecords {
     return s;
   }
 
-  add(r: LogRecord, entry: AuditEntry | undefined): void {
+  /** `offset`: the record's in the file (the parser's is the range's). */
+  add(r: LogRecord, entry: AuditEntry | undefined, offset: number): void {
     const i = this.count++;
     if (i === this.flags.length) this.grow();
     const n = 3 * i;
+    if (mayMakeEvent(r, entry)) this.places.set(i, [offset, r.timestamp]);
     this.nums[n] = r.size;
     this.nums[n + 1] = r.pid ?? Number.NaN;
     this.strs.push(
@@ -353,6 +369,9 @@ export class HeldRecords {
       record.database = strs[k + 3]!;
       record.severity = strs[k + 4]!;
       record.sqlState = strs[k + 5]!;
+      const place = this.places.get(i);
+      record.offset = place?.[0] ?? 0;
+      record.timestamp = place?.[1] ?? null;
       if (this.flags[i] === 0) {
         record.message = plainStrs[p++]!;
         record.query = plainStrs[p++]!;
@@ -377,9 +396,14 @@ export class HeldRecords {
  */
 export function joinChunk(held: HeldChunk, state: JoinState | undefined, miscLogged?: boolean): ChunkJoined {
   const tally = new VolumeTally();
-  const join = restoreJoin(state, tally, miscLogged);
+  const events: StreamEvent[] = [];
+  const join = restoreJoin(state, tally, miscLogged, (event) => {
+    // The record is reused for the next one: its place and time are copied now.
+    const { offset, timestamp } = event.record;
+    events.push({ ...event, record: { ...blankRecord(offset, 0), timestamp } });
+  });
   held.replay(join);
-  return { index: held.index, state: join.snapshot(identity), tally: tally.state() };
+  return { index: held.index, state: join.snapshot(identity), tally: tally.state(), events };
 }
 
 /** The stream ended: what the join still holds is decided (log-ended, two-phase); returns what that adds. */
@@ -395,9 +419,11 @@ function restoreJoin(
   state: JoinState | undefined,
   tally: VolumeTally,
   miscLogged: boolean | undefined,
+  event?: (event: StreamEvent) => void,
 ): OutcomeJoin<EntryHandle> {
   const options = {
     ...(miscLogged === undefined ? {} : { miscLogged }),
+    ...(event === undefined ? {} : { event }),
     decided: (h: EntryHandle, outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null) =>
       tally.addOutcomeOf(h[0], h[1], h[2], outcome, sqlstate, reason),
     attempt: (record: LogRecord) => tally.addAttempt(record),

@@ -170,6 +170,8 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
       },
       joined(joined) {
         tally.merge(joined.tally);
+        const file = tasks[joined.index]!.file;
+        for (const event of joined.events) options.outcomes?.onEvent?.(event, file);
       },
       ended(states) {
         for (const state of states) tally.merge(endJoin(state, miscLogged));

@@ -220,14 +220,11 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
       );
     return EXIT_FAILURE;
   }
-  // The threads of a parallel read do not report the join's events (yet): no coverage then.
-  const coverageReport = parallel ? null : coverage.report(files);
-  const coverageText = coverageReport
-    ? renderCoverage(coverageReport, {
-        empty: "no server event, setting change or range given up in the log",
-        note: "",
-      })
-    : "coverage: not read when the files are read on several threads (--jobs 1 reads it)\n";
+  const coverageReport = coverage.report(files);
+  const coverageText = renderCoverage(coverageReport, {
+    empty: "no server event, setting change or range given up in the log",
+    note: "",
+  });
   io.stdout(
     values.json
       ? `${JSON.stringify({ ...report, outcomeHints, coverage: coverageReport }, null, 2)}\n`

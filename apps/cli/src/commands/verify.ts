@@ -15,8 +15,9 @@ export const VERIFY_HELP = `Usage: auditpipe verify s3://bucket/prefix [--public
 Walks the archive's hourly manifest chain and checks it: every link by SHA-256, every signature
 against the trusted public keys, every listed object downloaded and hashed, every stored object
 accounted for; each compacted (Parquet) file is also rebuilt from the landing objects it lists
-and its rows compared. Reports missing, altered, overwritten and extra objects, unsigned or wrongly signed
-manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
+and its rows compared (read back from the file when they were dropped after compaction: the
+report names those, they are not missing). Reports missing, altered, overwritten and extra objects
+(compacted files too), unsigned or wrongly signed manifests, reordered or broken links and removed manifests. Exit 0 when clean, 1 on any finding,
 3 when there is nothing to verify yet (no manifest: the first is written when the first hour with
 an upload closes, or when the sidecar stops). Credentials come from the AWS SDK's default chain
 (environment, shared files, web identity, instance metadata), never from a flag.
@@ -98,6 +99,13 @@ function chainState(c: VerifyReport["chains"][number]): string {
   return `open (running): covered until ${until}${c.pending ? `, ${plural(c.pending, "object")} pending` : ""}`;
 }
 
+/** The landing objects dropped after compaction, by the compacted file that holds their rows. */
+function droppedByFile(report: VerifyReport): Map<string, string[]> {
+  const byFile = new Map<string, string[]>();
+  for (const d of report.dropped) byFile.set(d.into, [...(byFile.get(d.into) ?? []), d.key]);
+  return byFile;
+}
+
 export function renderVerifyReport(report: VerifyReport, archive: string): string {
   const lines = [`auditpipe verify ${archive}`, ""];
   for (const c of report.chains)
@@ -115,6 +123,11 @@ export function renderVerifyReport(report: VerifyReport, archive: string): strin
       `pending ${plural(report.pending.length, "object")}: stored after the newest manifest of a running sidecar, in no ` +
         `manifest yet; its next manifest lists them or they are reported extra (verifiable after ` +
         `${report.pendingVerifiableAfter ?? "its hour closes"}; until then its self-check watches them)`,
+    );
+  for (const [into, keys] of droppedByFile(report))
+    lines.push(
+      `dropped after compaction into ${into}: ${plural(keys.length, "landing object")} (retention, ` +
+        "--drop-landing), not in the bucket; the file lists each with its SHA-256 and holds its rows",
     );
   lines.push(
     report.signatures === "verified"

@@ -42,6 +42,10 @@ export async function runCompact(io: CommandIO, plan: CompactPlan): Promise<numb
       onPartition: (r) => {
         if (!plan.json) io.stdout(`${renderPartition(r)}\n`);
       },
+      onUnreadableRecord: (u) =>
+        io.stderr(
+          `compact: unreadable compaction record skipped: ${store.url}/${u.key}: ${u.reason} (its host-hour is compacted anew)\n`,
+        ),
     });
     const failed = results.filter((r) => r.state === "failed").length;
     const done = results.filter((r) => r.state === "due").length;

@@ -2,8 +2,11 @@
  * `verify`'s check of each compacted file a manifest lists, beyond its SHA-256: the landing
  * objects it came from are there with their recorded SHA-256, and rebuilt the way compaction
  * builds them they give the same rows in the same order (rows digest) — every entry of the NDJSON
- * in the file, once (`@auditpipe/compact`'s checkCompaction, nothing stored). Its findings use
- * verify's kinds: a source gone is `missing`, a source or the rows that differ are `altered`.
+ * in the file, once (`@auditpipe/compact`'s checkCompaction, nothing stored). When sources are
+ * gone (dropped after compaction), the file's own rows are read back and compared with the signed
+ * count and digest instead. Its findings use verify's kinds: a source or the rows that differ are
+ * `altered`. A source gone is not judged here: verify's walk of the listed landing objects does
+ * (dropped into this intact file, or `missing`).
  */
 import type { CompactionRecord, S3Settings } from "@auditpipe/compact";
 import type { CompactedFile, VerifyFinding } from "@auditpipe/ship";
@@ -44,13 +47,18 @@ export function compactedRowsCheck(
         sources: file.sources.map((s) => ({ key: strip(s.key), sha256: s.sha256, size: 0 })),
       } as unknown as CompactionRecord;
       const { findings } = await checkCompaction(store, record);
-      return findings
-        .filter((f) => f.kind !== "file-missing" && f.kind !== "file-altered") // verify hashed the file itself
-        .map((f) => ({
-          kind: f.kind === "source-missing" ? "missing" : "altered",
-          key: f.kind === "rows-differ" ? file.key : full(f.key),
-          reason: f.kind === "rows-differ" ? `rows ${f.reason}` : f.reason,
-        }));
+      return (
+        findings
+          // verify hashed the file itself, and judges each listed landing object that is gone.
+          .filter(
+            (f) => f.kind !== "file-missing" && f.kind !== "file-altered" && f.kind !== "source-missing",
+          )
+          .map((f) => ({
+            kind: "altered" as const,
+            key: f.kind === "rows-differ" ? file.key : full(f.key),
+            reason: f.kind === "rows-differ" ? `rows ${f.reason}` : f.reason,
+          }))
+      );
     } finally {
       store.close();
     }

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { LiveMeter } from "@auditpipe/meter";
-import { type LogFormat, sessionClasses } from "@auditpipe/parse";
+import { type LogFormat, ParseErrorCode, sessionClasses } from "@auditpipe/parse";
 import type { RedactionMode, Sink } from "@auditpipe/ship";
 import { FileSource, type FileSourceOptions, type SourceObserver } from "@auditpipe/tail";
 import type { Logger } from "pino";
@@ -104,6 +104,8 @@ export async function startSyslog(
   meter: LiveMeter,
 ): Promise<{ intake: SyslogIntake; ticker: NodeJS.Timeout }> {
   const { config, logger, tap } = w;
+  /** Messages with a chunk missing since the last tick, per listener: journaled as coverage. */
+  const incomplete = new Map<string, number>();
   const intake = await startSyslogIntake({
     listen: config.syslog,
     prefix: w.prefix,
@@ -117,6 +119,8 @@ export async function startSyslog(
     outcome: outcomeOptions(w),
     observer: sourceObserver(w),
     onMalformed(listener, error) {
+      if (error.code === ParseErrorCode.SYSLOG_INCOMPLETE)
+        incomplete.set(listener, (incomplete.get(listener) ?? 0) + 1);
       meter.malformed(listener, 1);
       tap.malformedInput.malformed(listener, error.code);
       logger.debug(
@@ -127,6 +131,9 @@ export async function startSyslog(
     logger,
   });
   const ticker = setInterval(() => {
+    for (const [listener, messages] of incomplete)
+      w.coverage?.record({ kind: "incomplete-syslog", listener, messages, at: new Date().toISOString() });
+    incomplete.clear();
     const s = intake.receiverStats();
     meter.syslogStats({
       received: s.received,

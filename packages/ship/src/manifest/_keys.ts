@@ -5,16 +5,17 @@ export const HOUR_MS = 3_600_000;
 /** Folder under the archive prefix that holds the manifests, one subfolder per host. */
 export const MANIFEST_DIR = "_manifests";
 
-/**
- * Folders under the archive prefix that `auditpipe compact` writes (`@auditpipe/compact`'s
- * PARQUET_DIR and COMPACTION_DIR): derived from the landing objects, checked through the
- * `compacted` listings that record them, never taken for unlisted landing objects.
- */
-export const DERIVED_DIRS: readonly string[] = ["parquet", "_compaction"];
+/** Folder under the archive prefix of the compaction records (`@auditpipe/compact`'s COMPACTION_DIR). */
+export const COMPACTION_DIR = "_compaction";
 
-/** Whether `key` is under one of the folders compaction writes. */
-export function isDerivedKey(prefix: string, key: string): boolean {
-  return DERIVED_DIRS.some((d) => key.startsWith(joinKey(prefix, `${d}/`)));
+/**
+ * Whether `key` is a compaction record (`_compaction/<host>/<hour>.json`): bookkeeping that
+ * `auditpipe compact` reads to plan, derived from the landing objects; what it says that matters
+ * (key, SHA-256, rows, sources) is signed into the chain as the manifest's `compacted`, and verify
+ * reads that, never the record: a record no manifest lists is not evidence of anything.
+ */
+export function isCompactionRecordKey(prefix: string, key: string): boolean {
+  return key.startsWith(joinKey(prefix, `${COMPACTION_DIR}/`));
 }
 
 /** `a/b/` → `a/b`: the prefix without leading or trailing slashes. */
@@ -78,9 +79,23 @@ export function parseManifestKey(
  * without a host, null for a key that is not in the layout at all.
  */
 export function dataObjectHost(prefix: string, key: string): string | null {
-  const rel = prefix === "" ? key : key.startsWith(`${prefix}/`) ? key.slice(prefix.length + 1) : null;
+  const rel = relativeKey(prefix, key);
   if (rel === null) return null;
   const m = /^dt=\d{4}-\d{2}-\d{2}\/hour=\d{2}\/(?:([^/]+)\/)?[^/]+$/.exec(rel);
   if (!m) return null;
   return m[1] ?? "";
+}
+
+/**
+ * The host of a compacted file's key (`<prefix>/parquet/dt=…/hour=…/host=<host>/<file>`, Hive
+ * style), or null for a key that is not one.
+ */
+export function compactedFileHost(prefix: string, key: string): string | null {
+  const rel = relativeKey(prefix, key);
+  if (rel === null) return null;
+  return /^parquet\/dt=\d{4}-\d{2}-\d{2}\/hour=\d{2}\/host=([^/]+)\/[^/]+$/.exec(rel)?.[1] ?? null;
+}
+
+function relativeKey(prefix: string, key: string): string | null {
+  return prefix === "" ? key : key.startsWith(`${prefix}/`) ? key.slice(prefix.length + 1) : null;
 }

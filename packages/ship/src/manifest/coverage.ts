@@ -175,7 +175,10 @@ export function coverageReport(manifests: readonly CoverageManifest[]): Coverage
       problems.push({
         kind: "gap",
         ...at,
-        reason: `${g.sourceName}: bytes ${g.start} to ${g.end} given up (${g.reason})`,
+        reason:
+          g.end > g.start
+            ? `${g.sourceName}: bytes ${g.start} to ${g.end} given up (${g.reason})`
+            : `${g.sourceName}: what followed byte ${g.start} is unknown, given up (${g.reason})`,
       });
     for (const e of h.serverEvents)
       problems.push({

@@ -57,6 +57,15 @@ export interface VerifyFinding {
   objects?: string[];
 }
 
+/** A listed landing object gone from the bucket because it was dropped after compaction (retention). */
+export interface DroppedObject {
+  key: string;
+  /** The compacted file whose newest signed listing names it as a source, stored intact. */
+  into: string;
+  /** The manifest that lists the landing object. */
+  manifest: string;
+}
+
 export interface VerifyOptions {
   /** Client for the archive's bucket; credentials as the caller resolves them. */
   client: S3Client;
@@ -149,6 +158,13 @@ export interface VerifyReport {
    * under a closed chain (then `extra`) nor a gone one (then in the `gone` finding).
    */
   pending: string[];
+  /**
+   * Listed landing objects that are gone because they were dropped after compaction (`auditpipe
+   * compact --drop-landing`): an intact compacted file's signed listing names each (key and
+   * SHA-256), so its rows are checked through that file. Not findings. A landing object gone
+   * whose compacted file is gone or altered too is `missing`.
+   */
+  dropped: DroppedObject[];
   /**
    * When the manifest listing the last pending object is due (ISO 8601: the end of its upload
    * hour plus the 5-minute grace; sooner if the sidecar stops), or null when nothing is pending.

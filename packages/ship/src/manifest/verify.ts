@@ -2,20 +2,22 @@ import { classifyS3ReadError } from "../sinks/s3/_errors.ts";
 import { type LoadedChains, listChains, loadChains, loadOlder } from "./_chain.ts";
 import { checkCompactedFiles } from "./_compacted.ts";
 import {
+  compactedFileHost,
   dataObjectHost,
   floorHour,
   HOUR_MS,
-  isDerivedKey,
+  isCompactionRecordKey,
   joinKey,
   MANIFEST_DIR,
   normalizePrefix,
 } from "./_keys.ts";
-import { type ChainReading, type Listing, readChains, type Window } from "./_listings.ts";
+import { type ChainReading, type ListedFile, type Listing, readChains, type Window } from "./_listings.ts";
 import { mapPool } from "./_pool.ts";
 import { hashObject, type ListedObject, listObjects } from "./_s3.ts";
 import { checkSignatures, untrustedManifests } from "./_signatures.ts";
 import { DEFAULT_MANIFEST_GRACE_MS } from "./journal.ts";
 import {
+  type DroppedObject,
   FINDING_KINDS,
   type FindingKind,
   type NothingToVerify,
@@ -26,6 +28,7 @@ import {
 } from "./verify-types.ts";
 
 export type {
+  DroppedObject,
   FindingKind,
   NothingToVerify,
   VerifiedChain,
@@ -121,7 +124,12 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
   // Manifests left out can still matter: one may list an object that would otherwise be extra
   // (an old object copied in place), and a link into them may make a fork. Either is rare (a
   // finding, or close to one): then read them all and report what a load of every manifest does.
-  if (loaded.older.size > 0 && (reading.linksOlder || stored.some((o) => account(reading)(o) === "extra"))) {
+  if (
+    loaded.older.size > 0 &&
+    (reading.linksOlder ||
+      unvouchedSources(reading).length > 0 ||
+      stored.some((o) => account(reading)(o) === "extra"))
+  ) {
     loaded = await loadOlder(client, bucket, loaded);
     reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
   }
@@ -138,11 +146,19 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
 
   let entries = 0;
   let bytes = 0;
+  const dropped: DroppedObject[] = [];
+  const droppedInto = compactedInto(reading, hashes, options);
   for (const key of toCheck) {
     const listing = reading.latest.get(key) as Listing;
     const hashed = hashes.get(key) ?? null;
     if (!listing.object.compacted) entries += listing.object.entries; // a compacted file's rows are its sources' entries
     bytes += hashed?.size ?? 0;
+    // Gone, but its rows are in an intact compacted file that names it: retention, not a loss.
+    const into = hashed || listing.object.compacted ? null : await droppedInto(listing.object);
+    if (into !== null) {
+      dropped.push({ key, into, manifest: listing.manifest });
+      continue;
+    }
     const finding = await compareListed(options, listing, hashed);
     if (finding) findings.push(finding);
   }
@@ -166,6 +182,12 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
     }
   }
   findings.push(...goneFindings(reading, states, unverified, now));
+  const named = new Set(findings.map((f) => f.key));
+  for (const u of unvouchedSources(reading))
+    if (!named.has(u.key)) {
+      named.add(u.key);
+      findings.push(u);
+    }
   if (options.checkCompacted) {
     const intact = (key: string): boolean =>
       hashes.get(key)?.sha256 === reading.latest.get(key)?.object.sha256;
@@ -198,6 +220,7 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
     entries,
     bytes,
     pending: pendingObjects.map((o) => o.key).sort(),
+    dropped: dropped.sort((a, b) => a.into.localeCompare(b.into) || a.key.localeCompare(b.key)),
     pendingVerifiableAfter: Number.isFinite(newestPending)
       ? new Date(floorHour(newestPending) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS).toISOString()
       : null,
@@ -247,6 +270,66 @@ async function compareListed(
   };
 }
 
+/**
+ * For a listed landing object that is gone: the compacted file its rows went into, when the newest
+ * trusted listing of that file names it as a source (key and the listed SHA-256) and the file is in
+ * the bucket with its listed SHA-256 (dropped after compaction: `auditpipe compact --drop-landing`);
+ * else null (then it is `missing`). Compacted files outside the verified hours are hashed on demand.
+ */
+function compactedInto(
+  reading: ChainReading,
+  hashes: ReadonlyMap<string, Hashed>,
+  options: VerifyOptions,
+): (landing: ListedFile) => Promise<string | null> {
+  const files = new Map<string, string[]>();
+  for (const listing of reading.latest.values())
+    for (const s of listing.object.file?.sources ?? []) {
+      const id = `${s.key}|${s.sha256}`;
+      files.set(id, [...(files.get(id) ?? []), listing.object.key]);
+    }
+  const intact = new Map<string, Promise<boolean>>();
+  const isIntact = (key: string): Promise<boolean> => {
+    let known = intact.get(key);
+    if (!known) {
+      const listed = reading.latest.get(key)?.object.sha256;
+      known = (
+        hashes.has(key) ? Promise.resolve(hashes.get(key)) : hashObject(options.client, options.bucket, key)
+      ).then((h) => h !== null && h !== undefined && h.sha256 === listed);
+      intact.set(key, known);
+    }
+    return known;
+  };
+  return async (landing) => {
+    for (const file of files.get(`${landing.key}|${landing.sha256}`) ?? [])
+      if (await isIntact(file)) return file;
+    return null;
+  };
+}
+
+/**
+ * Sources of the verified hours' compacted files that no trusted manifest lists as shipped (that
+ * key with that SHA-256), as `extra` findings: rows in a signed file that no sidecar vouched for
+ * (an object forged under a host's keys, compacted before anyone looked, then dropped).
+ */
+function unvouchedSources(reading: ChainReading): VerifyFinding[] {
+  const findings: VerifyFinding[] = [];
+  for (const key of reading.toCheck) {
+    const listing = reading.latest.get(key);
+    for (const s of listing?.object.file?.sources ?? []) {
+      const shipped = reading.latest.get(s.key)?.object;
+      if (shipped && !shipped.compacted && (shipped.sha256 === s.sha256 || shipped.supersedes === s.sha256))
+        continue;
+      findings.push({
+        kind: "extra",
+        key: s.key,
+        manifest: listing?.manifest as string,
+        reason: `a source of the compacted file ${key} (sha256 ${s.sha256.slice(0, 12)}…), but no manifest lists it as shipped with those bytes: its rows in that file are no sidecar's`,
+      });
+    }
+  }
+  return findings;
+}
+
 /** Where an unlisted object stands: `extra`, waiting for its host's next manifest, or not judged (null). */
 type Verdict = "extra" | { host: string } | null;
 
@@ -258,9 +341,10 @@ function accountant(
   const overall = overallWindow(r);
   return (o) => {
     if (o.key.startsWith(at.manifestDir) || r.latest.has(o.key)) return null;
-    // Compaction's output: judged by the listings that record it (`compacted`), not as landing data.
-    if (isDerivedKey(at.prefix, o.key)) return null;
-    const host = dataObjectHost(at.prefix, o.key);
+    // Compaction's bookkeeping: what it says is signed as the manifests' `compacted`, read there.
+    // A compacted (Parquet) file itself is judged as a landing object is: every one is signed.
+    if (isCompactionRecordKey(at.prefix, o.key)) return null;
+    const host = objectHost(at.prefix, o.key);
     if (at.host !== undefined && host !== null && host !== at.host) return null;
     // The host's sidecar said so in a signed manifest: not its own, at once.
     if (r.foreign.has(o.key)) return "extra";
@@ -275,16 +359,22 @@ function accountant(
   };
 }
 
+/** The host whose keys an object is under: a landing object's, or a compacted file's (`host=`). */
+function objectHost(prefix: string, key: string): string | null {
+  return dataObjectHost(prefix, key) ?? compactedFileHost(prefix, key);
+}
+
 function extraReason(o: ListedObject, r: ChainReading, prefix: string): string {
-  const host = dataObjectHost(prefix, o.key);
+  const host = objectHost(prefix, o.key);
   const window = host !== null ? r.windows.get(host) : undefined;
   const when = o.lastModified.toISOString();
   const disowned = r.foreign.get(o.key);
   if (disowned)
     return `stored ${when} under host ${host}'s keys; its sidecar's self-check found it was not written by it (${disowned})`;
+  const what = compactedFileHost(prefix, o.key) === null ? "" : "a compacted file ";
   return window?.closed && o.lastModified.getTime() >= window.chainEnd
-    ? `stored ${when}, after host ${host}'s chain was closed by a clean stop (${window.newest}), in no manifest`
-    : `stored ${when}, within the verified hours, but in no manifest`;
+    ? `${what}stored ${when}, after host ${host}'s chain was closed by a clean stop (${window.newest}), in no manifest`
+    : `${what}stored ${when}, within the verified hours, but in no manifest`;
 }
 
 /** All hosts' windows as one: for objects under a host without a chain. */
