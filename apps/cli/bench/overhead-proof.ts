@@ -23,14 +23,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, hostname, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { type EstimateReport, percent } from "@auditpipe/estimate";
 import {
   BASELINE,
   type BenchReport,
   benchReportSchema,
   type CalibrationFit,
   predictOverhead,
-} from "@auditpipe/bench";
-import { type EstimateReport, percent } from "@auditpipe/estimate";
+} from "@auditpipe/overhead";
 import { type PostgresCluster, rewriteDocSection, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { main } from "auditpipe";
 import { SHOP_INIT, writeShopFiles } from "./_overhead-proof-workload.ts";

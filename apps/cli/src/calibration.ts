@@ -20,7 +20,7 @@ export async function readCalibration(file: string, source: string): Promise<Ove
     CALIBRATION_VERSIONS,
     calibrationProblem,
     calibrationSchema,
-  } = await import("@auditpipe/bench");
+  } = await import("@auditpipe/overhead");
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));

@@ -5,7 +5,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Calibration } from "@auditpipe/bench";
+import type { Calibration } from "@auditpipe/overhead";
 
 const fs = { path: "/var/lib/postgresql", type: "ext4", device: "/dev/sda1", mountPoint: "/" };
 

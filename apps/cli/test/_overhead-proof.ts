@@ -7,7 +7,7 @@ import {
   fitCalibration,
   type OverheadInterval,
   predictOverhead,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 
 interface Range {
   low: number;

@@ -2,7 +2,7 @@
  * What bench says it will take, before it starts, against what --quick took on this project's
  * 2-core VM: 1 min 56 s at a load of 4 and 2 min 30 s at 17 (docs/bench.md), so "about 2 min".
  */
-import { plannedSeconds, planRuns } from "@auditpipe/bench";
+import { plannedSeconds, planRuns } from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 import { aboutMinutes, setupSeconds } from "../src/bench/run.ts";
 import { PER_RUN_OVERHEAD_SEC } from "../src/commands/bench.ts";

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { benchReportSchema } from "@auditpipe/bench";
+import { benchReportSchema } from "@auditpipe/overhead";
 import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";

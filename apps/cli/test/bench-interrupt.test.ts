@@ -1,4 +1,4 @@
-import { benchReportSchema } from "@auditpipe/bench";
+import { benchReportSchema } from "@auditpipe/overhead";
 import { waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { spawnCli } from "./_sidecar.ts";

@@ -15,7 +15,7 @@ import {
   type RunResult,
   renderHtmlReport,
   renderReport,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import { SYSLOG_TEST_TIMEOUT_MS, startRsyslog } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 import { syslogSocketProblem } from "../src/bench/syslog.ts";

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { benchReportSchema, calibrationSchema } from "@auditpipe/bench";
+import { benchReportSchema, calibrationSchema } from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";
 

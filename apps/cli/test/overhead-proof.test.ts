@@ -18,8 +18,13 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BenchReport, benchReportSchema, calibrationProblem, calibrationSchema } from "@auditpipe/bench";
 import { type EstimateReport, estimateReportSchema } from "@auditpipe/estimate";
+import {
+  type BenchReport,
+  benchReportSchema,
+  calibrationProblem,
+  calibrationSchema,
+} from "@auditpipe/overhead";
 import { type PostgresCluster, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { csvlogKeys, writtenKeys } from "@auditpipe/fixtures/oracle";
 import { type Batch, LocalDirSink, type Sink } from "@auditpipe/ship";
-import { type FileCheckpoint, FileSource, type SourceLogger } from "@auditpipe/tail";
+import { type FileCheckpoint, FileSource, type FileSourceOptions, type SourceLogger } from "@auditpipe/tail";
 import { duplicates, logSettled, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { CHECKPOINT_FILE } from "../src/_checkpoint.ts";
@@ -39,6 +39,23 @@ function savedCheckpoints(stateDir: string): FileCheckpoint[] {
   ).checkpoints;
 }
 
+/** A csvlog source from `stateDir` into a local sink, polling fast; `more` adds a logger, an observer. */
+function localSource(
+  logDir: string,
+  stateDir: string,
+  sinkDir: string,
+  more: Partial<FileSourceOptions> = {},
+): FileSource {
+  return new FileSource({
+    logDir,
+    format: "csvlog",
+    stateDir,
+    sink: new LocalDirSink({ dir: sinkDir }),
+    batch: { maxAgeMs: 50 },
+    pollIntervalMs: 50,
+    ...more,
+  });
+}
 describe("FileSource under directory and file faults", () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -213,14 +230,7 @@ describe("FileSource under directory and file faults", () => {
     await pg.query("SELECT 'before the stop' AS marker");
     await logSettled(pg.logDir);
     const [file] = pg.logFiles().filter((f) => f.endsWith(".csv"));
-    const first = new FileSource({
-      logDir: pg.logDir,
-      format: "csvlog",
-      stateDir,
-      sink: new LocalDirSink({ dir: join(work, "sink-first") }),
-      batch: { maxAgeMs: 50 },
-      pollIntervalMs: 50,
-    });
+    const first = localSource(pg.logDir, stateDir, join(work, "sink-first"));
     await first.start();
     cleanups.push(() => first.stop());
     const size = statSync(file!).size;
@@ -239,13 +249,7 @@ describe("FileSource under directory and file faults", () => {
     unlinkSync(file!);
     const lost: { file: string; from: number; to: number; reason: string }[] = [];
     const logger = capturingLogger();
-    const second = new FileSource({
-      logDir: pg.logDir,
-      format: "csvlog",
-      stateDir,
-      sink: new LocalDirSink({ dir: join(work, "sink-second") }),
-      batch: { maxAgeMs: 50 },
-      pollIntervalMs: 50,
+    const second = localSource(pg.logDir, stateDir, join(work, "sink-second"), {
       logger,
       observer: { dataLost: (f, from, to, reason) => lost.push({ file: f, from, to, reason }) },
     });
@@ -307,13 +311,7 @@ describe("FileSource under directory and file faults", () => {
     const logger = capturingLogger();
     const lost: { file: string; from: number; to: number; reason: string }[] = [];
     const truncated: string[] = [];
-    const second = new FileSource({
-      logDir: pg.logDir,
-      format: "csvlog",
-      stateDir,
-      sink: new LocalDirSink({ dir: join(work, "sink-second") }),
-      batch: { maxAgeMs: 50 },
-      pollIntervalMs: 50,
+    const second = localSource(pg.logDir, stateDir, join(work, "sink-second"), {
       logger,
       observer: {
         dataLost: (file, from, to, reason) => lost.push({ file, from, to, reason }),

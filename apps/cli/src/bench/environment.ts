@@ -2,7 +2,7 @@
 import { execFileSync } from "node:child_process";
 import { statSync } from "node:fs";
 import { arch, cpus, hostname, loadavg, release, totalmem, type } from "node:os";
-import type { Environment, Filesystem } from "@auditpipe/bench";
+import type { Environment, Filesystem } from "@auditpipe/overhead";
 import type pg from "pg";
 
 /** Settings that shape the figures. */

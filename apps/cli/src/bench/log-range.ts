@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
-import type { RunLog } from "@auditpipe/bench";
+import type { RunLog } from "@auditpipe/overhead";
 import { AUDIT_PREFIX, createParser, type LogRecord, type MalformedRecord } from "@auditpipe/parse";
 import type pg from "pg";
 import type { LogFormat } from "./target.ts";

@@ -14,7 +14,7 @@ import {
   parsePgbenchSummary,
   quoteIdent,
   type RunResult,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import type pg from "pg";
 import { machineBusySec, postmasterOf, reapedChildrenCpuSec, serverCpu, serverCpuAfter } from "./cpu-time.ts";
 import { countLogRange, writeMarker } from "./log-range.ts";

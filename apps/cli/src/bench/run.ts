@@ -29,7 +29,7 @@ import {
   type VariantInfo,
   variantsFor,
   type WorkloadInfo,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import type pg from "pg";
 import type { CommandIO } from "../command-io.ts";
 import { collectEnvironment, logDirectoryOf } from "./environment.ts";

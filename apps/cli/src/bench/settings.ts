@@ -3,7 +3,7 @@
  * set explicitly (an existing server's own pgaudit.log in postgresql.conf must not leak into the
  * baseline), except pgaudit's when pgaudit is not loaded (then they are reset).
  */
-import type { ConfigurationSpec } from "@auditpipe/bench";
+import type { ConfigurationSpec } from "@auditpipe/overhead";
 
 export const MANAGED_SETTINGS = [
   "pgaudit.log",

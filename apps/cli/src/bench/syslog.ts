@@ -5,7 +5,7 @@
  * listening, and the file it writes PostgreSQL's messages to (--syslog-file).
  */
 import { existsSync, statSync } from "node:fs";
-import { AUDITPIPE_ERR_BENCH_NO_SYSLOG, BenchError } from "@auditpipe/bench";
+import { AUDITPIPE_ERR_BENCH_NO_SYSLOG, BenchError } from "@auditpipe/overhead";
 import type pg from "pg";
 import { writeMarker } from "./log-range.ts";
 

@@ -13,7 +13,7 @@ import {
   BenchError,
   quoteIdent,
   quoteLiteral,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import pg from "pg";
 import {
   clearRestoreState,

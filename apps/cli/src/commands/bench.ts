@@ -10,7 +10,7 @@ import type {
   PlannedRun,
   RunResult,
   WorkloadInfo,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import { oneOf, parseFlags } from "../args.ts";
 import type { CommandIO } from "../command-io.ts";
 import { flagValue, wholeNumber } from "../flags.ts";
@@ -183,7 +183,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       `bench: unexpected argument ${JSON.stringify(positionals[0])} (see auditpipe bench --help)`,
     );
 
-  const bench = await import("@auditpipe/bench");
+  const bench = await import("@auditpipe/overhead");
   const { defaultStateDir } = await import("../bench/restore-state.ts");
   const stateDir = values["state-dir"] === undefined ? defaultStateDir() : String(values["state-dir"]);
   const connection = values.db === undefined ? undefined : String(values.db);

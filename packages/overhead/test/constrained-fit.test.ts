@@ -6,7 +6,7 @@ import {
   median,
   predictOverhead,
   seededRng,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 import { normals } from "./_synthetic.ts";
 

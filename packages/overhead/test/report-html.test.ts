@@ -8,7 +8,7 @@ import {
   renderReport,
   seededRng,
   summarizeCells,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 
 /** Names a user or a server can choose, each able to break a page that does not escape them. */

@@ -1,4 +1,4 @@
-import { bootstrapMedian, median, overheadInterval, runsToResolve } from "@auditpipe/bench";
+import { bootstrapMedian, median, overheadInterval, runsToResolve } from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 import { normals } from "./_synthetic.ts";
 

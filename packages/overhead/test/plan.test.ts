@@ -1,4 +1,4 @@
-import { plannedSeconds, planRuns } from "@auditpipe/bench";
+import { plannedSeconds, planRuns } from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 
 const key = (r: { configuration: string; workload: string }): string => `${r.configuration}/${r.workload}`;

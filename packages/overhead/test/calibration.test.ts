@@ -1,4 +1,4 @@
-import { type CalibrationPoint, fitCalibration, predictOverhead, seededRng } from "@auditpipe/bench";
+import { type CalibrationPoint, fitCalibration, predictOverhead, seededRng } from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 
 /** Synthetic runs from known costs: added µs = 7·lines + 1.5·statements (+ noise). */

@@ -1,3 +1,4 @@
+import { t95 } from "@auditpipe/estimate";
 import {
   type CalibrationPoint,
   fitCalibration,
@@ -7,8 +8,7 @@ import {
   type RunResult,
   seededRng,
   summarizeCells,
-} from "@auditpipe/bench";
-import { t95 } from "@auditpipe/estimate";
+} from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 import { normals } from "./_synthetic.ts";
 

@@ -1,5 +1,5 @@
 /** Synthetic runs for the pure tests: normal draws from the seeded generator. */
-import { seededRng } from "@auditpipe/bench";
+import { seededRng } from "@auditpipe/overhead";
 
 /** Normal draws by Box–Muller from the seeded generator: synthetic runs with a known spread. */
 export function normals(n: number, mean: number, sd: number, seed: number): number[] {

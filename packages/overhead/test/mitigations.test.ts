@@ -10,7 +10,7 @@ import {
   summarizeCells,
   type VariantInfo,
   variantsFor,
-} from "@auditpipe/bench";
+} from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 
 const names = (xs: Array<{ name: string }>): string[] => xs.map((x) => x.name);
