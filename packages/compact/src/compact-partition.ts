@@ -13,7 +13,7 @@ import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
-import { openEngine } from "./engine.ts";
+import { DEFAULT_COMPACTION_MEMORY_LIMIT, type Engine, openEngine } from "./engine.ts";
 import { CompactError, CompactErrorCode } from "./errors.ts";
 import { compactionRecordKey, hourLabel, type LandingObject, type Partition, parquetKey } from "./layout.ts";
 import { digestRows } from "./rows-digest.ts";
@@ -80,9 +80,11 @@ export interface CompactionRecord {
 export interface CompactPartitionOptions {
   /** Parent of the private work dir (default the OS temp dir). */
   workDir?: string;
-  /** DuckDB memory limit; default DEFAULT_ENGINE_MEMORY_LIMIT. */
+  /** DuckDB memory limit; default DEFAULT_COMPACTION_MEMORY_LIMIT. */
   memoryLimit?: string;
   threads?: number;
+  /** Rows per time slice (default SLICE_ROWS); tests set it low to sort in many slices. */
+  sliceRows?: number;
   /** The record of an earlier compaction whose dropped sources must be carried over from its file. */
   previous?: CompactionRecord;
   /** Build and read back the file, return its record, store nothing (checkCompaction rebuilds so). */
@@ -105,6 +107,54 @@ const DECISION_KEY = `CASE WHEN session_id IS NOT NULL AND session_line IS NOT N
   ELSE 'o' || coalesce(source.file, '') || '@' || coalesce(CAST(source."offset" AS VARCHAR), '') END`;
 
 const COLUMN_LIST = PARQUET_COLUMNS.map((c) => quoteIdent(c.name)).join(", ");
+
+/** Staged and sliced rows: Parquet the engine reads back once, compressed cheaply. */
+const STAGE_FORMAT = "FORMAT parquet, COMPRESSION snappy";
+
+/**
+ * Rows per time slice: a slice is sorted in the engine's memory beside the Parquet writer. Smaller
+ * slices lowered the compaction child's peak RSS (50,000: 190 MB, 25,000: 171 MB, 10,000: 165 MB
+ * on the reference hour at 48 MB; docs/benchmarks.md, "Compaction memory"); each slice reads the
+ * staged files' metadata again (cached), so not smaller.
+ */
+export const SLICE_ROWS = 25_000;
+
+const parquetList = (paths: readonly string[]): string => `[${paths.map(quoteLiteral).join(", ")}]`;
+
+/** Timestamps sampled to place the slice bounds: the quantiles' memory stays flat however large the hour. */
+const BOUNDS_SAMPLE = 100_000;
+
+/**
+ * Where the time slices start: distinct `ts` values (epoch microseconds) that cut the rows into
+ * about `rows / sliceRows` slices, from a fixed-seed sample (every row up to BOUNDS_SAMPLE). Rows
+ * with the same `ts` always fall in the same slice; the bounds only size the slices, the order
+ * within and across them is the total order whatever they are.
+ */
+async function sliceBounds(c: Engine["connection"], rows: number, sliceRows: number): Promise<bigint[]> {
+  const n = Math.ceil(rows / sliceRows);
+  if (n <= 1) return [];
+  const quantiles = Array.from({ length: n - 1 }, (_, i) => ((i + 1) / n).toFixed(6)).join(", ");
+  const result = await c.runAndReadAll(
+    `SELECT DISTINCT unnest(quantile_disc(epoch_us(ts), [${quantiles}])) AS b
+     FROM (SELECT ts FROM lines WHERE ts IS NOT NULL) USING SAMPLE reservoir(${BOUNDS_SAMPLE} ROWS) REPEATABLE (1)
+     ORDER BY b`,
+  );
+  return result
+    .getRows()
+    .map((r) => r[0])
+    .filter((b): b is bigint => typeof b === "bigint");
+}
+
+/** The WHERE clause of each slice, in order: NULL `ts` first (the order puts them first), then by time. */
+function sliceFilters(bounds: readonly bigint[]): string[] {
+  if (bounds.length === 0) return [""];
+  const at = (b: bigint): string => `CAST(make_timestamp(${b}) AS TIMESTAMPTZ)`;
+  return [
+    `WHERE ts IS NULL OR ts < ${at(bounds[0] as bigint)}`,
+    ...bounds.slice(1).map((b, i) => `WHERE ts >= ${at(bounds[i] as bigint)} AND ts < ${at(b)}`),
+    `WHERE ts >= ${at(bounds[bounds.length - 1] as bigint)}`,
+  ];
+}
 
 /**
  * Compacts `objects` (the landing objects of `partition`) and stores the file and its record.
@@ -152,31 +202,48 @@ export async function compactPartition(
     const engine = await openEngine({
       path: join(work, "compact.duckdb"),
       ...(options.threads === undefined ? {} : { threads: options.threads }),
-      ...(options.memoryLimit === undefined ? {} : { memoryLimit: options.memoryLimit }),
+      memoryLimit: options.memoryLimit ?? DEFAULT_COMPACTION_MEMORY_LIMIT,
+      compactAllocator: true,
       tempDirectory: join(work, "spill"),
     });
     try {
       const c = engine.connection;
-      const files = `[${paths.map(quoteLiteral).join(", ")}]`;
-      try {
+      // Every slice reads all staged files' footers: read them once.
+      await c.run("SET parquet_metadata_cache = true");
+      // Stage: each object (and the carried-over file) on its own into a Parquet file of typed
+      // rows, so the JSON reader's buffers never hold more than one object beside the engine.
+      const stages: string[] = [];
+      const stage = (i: number): string => join(work, "stage", `${String(i).padStart(6, "0")}.parquet`);
+      await mkdir(join(work, "stage"));
+      for (const [i, path] of paths.entries()) {
+        try {
+          await c.run(
+            `COPY (SELECT *, ${DECISION_KEY} AS _key FROM (
+               SELECT ${typedSelectList()} FROM read_json(${quoteLiteral(path)}, format = 'newline_delimited',
+                 columns = ${ndjsonColumns()}))) TO ${quoteLiteral(stage(i))} (${STAGE_FORMAT})`,
+          );
+        } catch (error) {
+          throw new CompactError(
+            CompactErrorCode.INPUT,
+            `${store.url}/${sorted[i]?.key} (host ${partition.host}, ${hourLabel(partition)}) cannot be read as shipped NDJSON: ${(error as Error).message.split("\n")[0]}`,
+            { cause: error },
+          );
+        }
+        stages.push(stage(i));
+      }
+      if (basePath) {
         await c.run(
-          paths.length === 0
-            ? `CREATE TABLE lines AS SELECT ${COLUMN_LIST}, '' AS _key FROM read_parquet(${quoteLiteral(basePath ?? "")}) LIMIT 0`
-            : `CREATE TABLE lines AS SELECT *, ${DECISION_KEY} AS _key FROM (
-               SELECT ${typedSelectList()} FROM read_json(${files}, format = 'newline_delimited',
-                 columns = ${ndjsonColumns()}))`,
+          `COPY (SELECT ${COLUMN_LIST}, ${DECISION_KEY} AS _key FROM read_parquet(${quoteLiteral(basePath)}))
+           TO ${quoteLiteral(stage(paths.length))} (${STAGE_FORMAT})`,
         );
-      } catch (error) {
+        stages.push(stage(paths.length));
+      }
+      if (stages.length === 0)
         throw new CompactError(
           CompactErrorCode.INPUT,
-          `the landing objects of ${hourLabel(partition)} (host ${partition.host}) cannot be read as shipped NDJSON: ${(error as Error).message.split("\n")[0]}`,
-          { cause: error },
+          `${hourLabel(partition)} (host ${partition.host}) has no landing objects and no earlier file to compact`,
         );
-      }
-      if (basePath)
-        await c.run(
-          `INSERT INTO lines SELECT ${COLUMN_LIST}, ${DECISION_KEY} FROM read_parquet(${quoteLiteral(basePath)})`,
-        );
+      await c.run(`CREATE VIEW lines AS SELECT * FROM read_parquet(${parquetList(stages)})`);
       await options.onStep?.("inputs-read");
 
       // Decisions are few: every join below builds its hash table on them, never on the entries,
@@ -209,12 +276,26 @@ export async function compactPartition(
       const [lines, entries, attempts, decisions, laterDecisions, pending] = (countRow ?? []).map(
         Number,
       ) as number[];
+
+      // Sort in slices of log time (ts is the order's first key, so slice after slice in time order
+      // is the total order), each small enough to sort in the engine's memory; then one pass
+      // concatenates them in order into the file (insertion order is kept: no sort there).
+      const bounds = await sliceBounds(c, lines ?? 0, options.sliceRows ?? SLICE_ROWS);
+      const slices: string[] = [];
+      for (const [i, where] of sliceFilters(bounds).entries()) {
+        const slice = join(work, "stage", `slice-${String(i).padStart(6, "0")}.parquet`);
+        await c.run(
+          `COPY (SELECT ${COLUMN_LIST} FROM final ${where} ORDER BY ${ROW_ORDER}) TO ${quoteLiteral(slice)} (${STAGE_FORMAT})`,
+        );
+        slices.push(slice);
+      }
       const out = join(work, "out.parquet");
       const metadata = `{auditpipe_schema: '${PARQUET_SCHEMA_VERSION}', auditpipe_host: ${quoteLiteral(partition.host)}, auditpipe_hour: '${hourLabel(partition)}'}`;
       await c.run(
-        `COPY (SELECT ${COLUMN_LIST} FROM final ORDER BY ${ROW_ORDER}) TO ${quoteLiteral(out)}
+        `COPY (SELECT ${COLUMN_LIST} FROM read_parquet(${parquetList(slices)})) TO ${quoteLiteral(out)}
          (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, KV_METADATA ${metadata})`,
       );
+      for (const f of [...stages, ...slices]) await rm(f, { force: true });
       await options.onStep?.("parquet-written");
 
       // Read the file back: every row there, in order, and the digest of what is really stored.

@@ -16,10 +16,34 @@ export interface EngineOptions {
   memoryLimit?: string;
   /** Where spills go. */
   tempDirectory?: string;
+  /**
+   * Set ENGINE_ALLOCATOR_CONF (compaction): RSS near the memory limit, for a little more CPU. It
+   * takes effect only if no database was opened in this process before.
+   */
+  compactAllocator?: boolean;
 }
 
-/** The defaults that keep compaction inside the sidecar's 200 MB RSS budget next to Node's own heap. */
+/** The default memory limit (`query`, exports); compaction has its own, lower one. */
 export const DEFAULT_ENGINE_MEMORY_LIMIT = "96MB";
+
+/**
+ * Compaction's memory limit: with the allocator below and compaction's staged, time-sliced sort,
+ * it keeps a compaction process (Node, the engine's library, and this) inside the sidecar's
+ * 200 MB RSS budget (docs/benchmarks.md, "Compaction memory"). Below it, the JSON reader's buffer
+ * for one landing object no longer fits.
+ */
+export const DEFAULT_COMPACTION_MEMORY_LIMIT = "48MB";
+
+/**
+ * Compaction's configuration of the jemalloc built into DuckDB's library (it reads this
+ * variable, by its prefixed name, when the first database opens). Its defaults keep freed pages
+ * resident for seconds, in one arena per thread that ran a query (Node's thread pool runs them),
+ * so a compaction's RSS grew to about twice the memory limit above Node's own; one arena that
+ * returns freed pages at once keeps it near the limit, for more system CPU (madvise, page faults;
+ * docs/benchmarks.md, "Compaction memory").
+ */
+export const ENGINE_ALLOCATOR_ENV = "DUCKDB_JE_MALLOC_CONF";
+export const ENGINE_ALLOCATOR_CONF = "narenas:1,dirty_decay_ms:0,muzzy_decay_ms:0";
 
 export interface Engine {
   instance: DuckDBInstance;
@@ -30,6 +54,9 @@ export interface Engine {
 }
 
 export async function openEngine(options: EngineOptions = {}): Promise<Engine> {
+  // Before the first database of the process is created (later ones share the allocator); a
+  // configuration the user set wins.
+  if (options.compactAllocator) process.env[ENGINE_ALLOCATOR_ENV] ??= ENGINE_ALLOCATOR_CONF;
   const { DuckDBInstance } = await import("@duckdb/node-api");
   const settings: Record<string, string> = {
     threads: String(options.threads ?? 1),

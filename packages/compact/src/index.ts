@@ -23,8 +23,17 @@ export {
   type CompactPartitionOptions,
   compactPartition,
   ROW_GROUP_ROWS,
+  SLICE_ROWS,
 } from "./compact-partition.ts";
-export { DEFAULT_ENGINE_MEMORY_LIMIT, type Engine, type EngineOptions, openEngine } from "./engine.ts";
+export {
+  DEFAULT_COMPACTION_MEMORY_LIMIT,
+  DEFAULT_ENGINE_MEMORY_LIMIT,
+  ENGINE_ALLOCATOR_CONF,
+  ENGINE_ALLOCATOR_ENV,
+  type Engine,
+  type EngineOptions,
+  openEngine,
+} from "./engine.ts";
 export { CompactError, CompactErrorCode } from "./errors.ts";
 export {
   COMPACTION_DIR,

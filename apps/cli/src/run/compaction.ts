@@ -15,7 +15,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CompactErrorCode, DEFAULT_ENGINE_MEMORY_LIMIT } from "@auditpipe/compact";
+import { CompactErrorCode, DEFAULT_COMPACTION_MEMORY_LIMIT } from "@auditpipe/compact";
 import { backoffDelay, type CompactedFile, writeFileDurably } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -23,9 +23,9 @@ import { Counter, Gauge, type Registry } from "prom-client";
 /** Failed runs in a row before /readyz reports compaction: one failure is retried quietly. */
 export const COMPACTION_FAILURES_BEFORE_UNREADY = 3;
 /** The child's V8 heap: it parses one JSON report and folds a digest; DuckDB's memory is apart. */
-const CHILD_HEAP_FLAGS = ["--max-old-space-size=64", "--max-semi-space-size=4"];
-/** The child's DuckDB memory limit: the default; lower ones fail on a 420,000-entry hour (docs/benchmarks.md, "Compaction memory"). */
-export const CHILD_ENGINE_MEMORY_LIMIT: string = DEFAULT_ENGINE_MEMORY_LIMIT;
+export const CHILD_HEAP_FLAGS: readonly string[] = ["--max-old-space-size=64", "--max-semi-space-size=4"];
+/** The child's DuckDB memory limit: the default, which keeps the child under 200 MB RSS on a 420,000-entry hour (docs/benchmarks.md, "Compaction memory"). */
+export const CHILD_ENGINE_MEMORY_LIMIT: string = DEFAULT_COMPACTION_MEMORY_LIMIT;
 /** First retry after a failed run; later ones back off up to the interval. */
 const RETRY_BASE_MS = 5_000;
 /** How soon after start the first run goes (catching up what a stopped sidecar left). */

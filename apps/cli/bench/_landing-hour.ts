@@ -1,0 +1,42 @@
+/**
+ * One host-hour of landing NDJSON for the compaction benchmarks: the reference csvlog (420k entries
+ * of a real PostgreSQL + pgaudit under pgbench) shipped by the real pipeline (FileSource into a
+ * LocalDirSink) in the given codec. Built once into `.bench-data/landing-<codec>/` and reused
+ * (temporary name first, so an interrupted build is not mistaken for a cache).
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { LocalDirSink } from "@auditpipe/ship";
+import { FileSource } from "@auditpipe/tail";
+import { repoRoot, waitUntil } from "@auditpipe/testkit";
+import { referenceData } from "../../../packages/parse/bench/_reference-data.ts";
+
+/** The archive directory of the shipped host-hour, building it first when missing. */
+export async function landingHour(compression: "gzip" | "zstd"): Promise<string> {
+  const archive = join(repoRoot(), ".bench-data", `landing-${compression}`);
+  if (existsSync(archive)) return archive;
+  const { csvlog } = await referenceData();
+  const work = `${archive}.tmp`;
+  rmSync(work, { recursive: true, force: true });
+  const dir = join(work, "log");
+  mkdirSync(dir, { recursive: true });
+  const raw = readFileSync(csvlog);
+  writeFileSync(join(dir, "postgresql.csv"), raw);
+  const source = new FileSource({
+    logDir: dir,
+    format: "csvlog",
+    pattern: "postgresql.csv",
+    stateDir: join(dir, "state"),
+    sink: new LocalDirSink({ dir: join(work, "archive"), compression }),
+  });
+  await source.start();
+  await waitUntil(
+    () => source.status().some((f) => f.read >= raw.length),
+    1_200_000,
+    () => "not read",
+  );
+  await source.stop();
+  renameSync(join(work, "archive"), archive);
+  rmSync(work, { recursive: true, force: true });
+  return archive;
+}
