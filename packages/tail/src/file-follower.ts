@@ -236,6 +236,7 @@ export class FileFollower {
       },
     });
     for (const warning of this.checkpoints.warnings) this.logger.warn({ stateDir }, warning);
+    for (const entry of this.checkpoints.entries()) this.fromLastRun.add(entry.fingerprint);
     // Record the first start at once: `from: end` applies to the files present now, never again.
     // Tried once: a state directory that refuses its first write ends the start with the reason.
     this.fresh = this.checkpoints.fresh;
@@ -316,6 +317,8 @@ export class FileFollower {
 
   /** No state existed at start: the very first start, where `from: end` applies. */
   private fresh = false;
+  /** Checkpoints of the last run whose file this run has not opened: gone, they went while stopped. */
+  private readonly fromLastRun = new Set<string>();
 
   private async run(): Promise<void> {
     try {
@@ -665,6 +668,7 @@ export class FileFollower {
       file.head = fingerprint;
       handle = undefined; // owned by the tracked file now
       this.files.set(id, file);
+      this.fromLastRun.delete(id);
       this.logger.info(
         {
           file: path,
@@ -949,10 +953,12 @@ export class FileFollower {
           replaced
             ? "truncated or replaced before it was read to the end"
             : "gone before it was read to the end",
-          // What PostgreSQL wrote while the source was stopped is unknown: a gap of unknown length.
-          true,
+          // A file of the last run's, gone before this run opened it: what PostgreSQL wrote to it
+          // while the source was stopped is unknown, a gap of unknown length.
+          this.fromLastRun.has(entry.fingerprint),
         );
       this.checkpoints.delete(entry.fingerprint);
+      this.fromLastRun.delete(entry.fingerprint);
     }
   }
 
