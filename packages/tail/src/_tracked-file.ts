@@ -87,6 +87,11 @@ export class TrackedFile {
   mtimeMs = 0;
   /** The path no longer names this file (deleted or replaced): drain through the handle, then finish. */
   gone = false;
+  /**
+   * Gone because its content was replaced in place (truncated, rewritten): its inode holds another
+   * file now. Otherwise a gone file whose inode is listed again is this file, back (see FileFollower).
+   */
+  rewritten = false;
   /** Device of the file (with `ino`, its identity while it is followed). */
   dev = 0;
   /** Hash of the first line (equal to `fingerprint`, unless another file started with the same line). */

@@ -1,5 +1,5 @@
 import { type FSWatcher, watch } from "node:fs";
-import { type FileHandle, open, readdir, stat } from "node:fs/promises";
+import { type FileHandle, lstat, open, readdir, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import { Checkpointer, type FileCheckpoint, isFileSystemError } from "./_checkpoint.ts";
@@ -102,6 +102,8 @@ export interface FileFollowerOptions {
   downstream: OpenDownstream;
   /** A file finished before this start (not followed again): the outcome state its checkpoint kept at its end. */
   finished?: (outcome: unknown, role: FileRole) => void;
+  /** For tests: called after each listing of the directory, before the files listed are looked at. */
+  onListed?: () => void | Promise<void>;
 }
 
 /** Default file name pattern per format: what PostgreSQL's log_filename gives each destination. */
@@ -162,6 +164,12 @@ const COALESCE_MS = 20;
 const ORDER_WAIT_MS = 5_000;
 const STEADY_BYTES = 64 << 10;
 const STEADY_COALESCE_MS = 100;
+/**
+ * Checkpoints dropped because their file left the directory are remembered (by device and inode)
+ * this many at most: a file that comes back (a remount, an NFS hiccup, a directory moved away and
+ * back) resumes where it was read instead of being read again from 0. A few hundred bytes each.
+ */
+const FORGOTTEN_MAX = 4096;
 
 const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
 
@@ -205,6 +213,10 @@ export class FileFollower {
   private listed = new Set<string>();
   /** Files not read because another destination's file holds the same entries: device:inode → id. */
   private readonly duplicates = new Map<string, string>();
+  /** Checkpoints dropped since this start (their file left the directory), by device:inode, oldest first. */
+  private readonly forgotten = new Map<string, FileCheckpoint>();
+  /** Files taken for deleted whose inode was listed again after their lane had ended: said once. */
+  private readonly backAfterEnd = new WeakSet<TrackedFile>();
 
   constructor(options: FileFollowerOptions) {
     this.options = options;
@@ -481,6 +493,7 @@ export class FileFollower {
       this.listingError = code;
       return;
     }
+    await this.options.onListed?.();
     if (this.listingError !== undefined) {
       this.logger.info({ dir }, "log directory can be listed again");
       this.listingError = undefined;
@@ -500,16 +513,25 @@ export class FileFollower {
         if (errnoCode(error) !== "ENOENT") {
           unknown.add(path);
           this.markUnreadable(path, error);
+        } else if (!(await lstat(path).catch(() => undefined))) {
+          // Listed, then gone before this look: deleted just now, or the directory itself went
+          // (a remount, renamed away). Which one the next listing tells; this one proves nothing.
+          unknown.add(path);
         }
         continue;
       }
       if (!info.isFile()) continue;
       inodes.set(path, inodeKey(info.dev, info.ino));
     }
-    // Paths whose inode a tracked file holds need no look: the file is known.
+    // Paths whose inode a tracked file holds need no look: the file is known. So is one taken for
+    // deleted and listed again (its content was not replaced in place): it is back.
     const trackedInodes = new Map<string, TrackedFile>();
     for (const file of this.files.values())
       if (!file.gone) trackedInodes.set(inodeKey(file.dev, file.ino), file);
+    for (const file of this.files.values()) {
+      const key = inodeKey(file.dev, file.ino);
+      if (file.gone && !file.rewritten && !trackedInodes.has(key)) trackedInodes.set(key, file);
+    }
     for (const [path, ino] of inodes) {
       const duplicate = this.duplicates.get(ino);
       if (duplicate) {
@@ -520,7 +542,8 @@ export class FileFollower {
       if (known) {
         seen.add(known.fingerprint);
         this.awaitingFirstLine.delete(path);
-        if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
+        if (known.gone) this.back(known, path);
+        else if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
         continue;
       }
       if (!(await this.discover(path, seen, inodes))) unknown.add(path);
@@ -548,6 +571,26 @@ export class FileFollower {
     // Only a listing where every matching file was identified tells which files are gone.
     if (unknown.size === 0) this.pruneCheckpoints(seen, inodes);
     this.firstScan = false;
+  }
+
+  /**
+   * A file taken for deleted is listed again, same device and inode (the directory went and came
+   * back): read on from where it was. If its lane has ended already, it is let go as usual (its
+   * checkpoint done at the position read) and the next scan follows it again from there; until
+   * then its path is known, so it is never taken for a new file and read from 0.
+   */
+  private back(file: TrackedFile, path: string): void {
+    file.path = path;
+    if (!file.downstream.ended) {
+      file.gone = false;
+      this.logger.info({ file: path, position: file.readPos }, "file back in the directory; reading on");
+    } else if (!this.backAfterEnd.has(file)) {
+      this.backAfterEnd.add(file);
+      this.logger.info(
+        { file: path, position: file.readPos },
+        "file back in the directory after it was drained; followed again from there once let go",
+      );
+    }
   }
 
   /** A path that cannot be opened or read: reported once (and again if the reason changes), retried. */
@@ -599,7 +642,9 @@ export class FileFollower {
         }
         tracked.aliases.delete(path); // taken for a copy while it held only the shared first lines
       }
-      const checkpoint = await this.checkpointOf(fingerprint, dev, ino, path, inodes);
+      const checkpoint =
+        (await this.checkpointOf(fingerprint, dev, ino, path, inodes)) ??
+        this.remembered(fingerprint, dev, ino);
       const role = this.roleOf(path);
       if (checkpoint?.duplicateOf !== undefined || role === undefined) {
         this.skipDuplicate(path, checkpoint, fingerprint, dev, ino, seen);
@@ -783,6 +828,26 @@ export class FileFollower {
     return undefined;
   }
 
+  /**
+   * The checkpoint dropped when a file of this first line, device and inode left the directory:
+   * it is back, and its checkpoint with it (the marker check that follows tells whether it still
+   * holds what was read). Undefined if there is none, or its id is in use again.
+   */
+  private remembered(head: string, dev: number, ino: number): FileCheckpoint | undefined {
+    const key = inodeKey(dev, ino);
+    const entry = this.forgotten.get(key);
+    if (!entry || (entry.head ?? entry.fingerprint) !== head) return undefined;
+    this.forgotten.delete(key);
+    if (this.files.has(entry.fingerprint) || this.checkpoints.get(entry.fingerprint)) return undefined;
+    const { modified: _, ...rest } = entry;
+    this.checkpoints.set(rest);
+    this.logger.info(
+      { file: entry.path, position: entry.position },
+      "file back in the directory; its checkpoint is taken up again",
+    );
+    return this.checkpoints.get(entry.fingerprint);
+  }
+
   /** The identity of a file seen for the first time: its first line's hash, unless that is taken. */
   private newId(path: string, head: string, dev: number, ino: number, warn = true): string {
     const taken = this.files.has(head) || this.checkpoints.get(head) !== undefined;
@@ -829,6 +894,7 @@ export class FileFollower {
       "truncated or rewritten in place before it was read to the end",
     );
     file.gone = true;
+    file.rewritten = true;
     file.finish(Date.now());
     this.awaitingFirstLine.add(file.path);
   }
@@ -959,7 +1025,16 @@ export class FileFollower {
         );
       this.checkpoints.delete(entry.fingerprint);
       this.fromLastRun.delete(entry.fingerprint);
+      if (entry.dev !== undefined && entry.ino !== undefined) this.forget(entry);
     }
+  }
+
+  /** Keeps a dropped checkpoint in memory (see FORGOTTEN_MAX), the oldest let go first. */
+  private forget(entry: FileCheckpoint): void {
+    const key = inodeKey(entry.dev!, entry.ino!);
+    this.forgotten.delete(key);
+    this.forgotten.set(key, entry);
+    if (this.forgotten.size > FORGOTTEN_MAX) this.forgotten.delete(this.forgotten.keys().next().value!);
   }
 
   /**

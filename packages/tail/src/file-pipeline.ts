@@ -87,6 +87,11 @@ export interface FileSourceOptions {
   };
   observer?: SourceObserver;
   logger?: SourceLogger;
+  /**
+   * For tests: called after each listing of the log directory, before the files listed are looked
+   * at, so a test can change the directory between the two.
+   */
+  onListed?: () => void | Promise<void>;
 }
 
 /**
@@ -172,6 +177,7 @@ export class FileSource {
       observer,
       ...(options.logger ? { logger: options.logger } : {}),
       finished: (state, role) => outcomeOf(role).finishedFile(state),
+      ...(options.onListed ? { onListed: options.onListed } : {}),
       downstream: (file, start, replayEnds, checkpoints, resume, state, role) =>
         new FileLane(file, {
           format: role.format,

@@ -1,4 +1,14 @@
-import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, truncateSync, unlinkSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { csvlogKeys, writtenKeys } from "@auditpipe/fixtures/oracle";
@@ -26,6 +36,37 @@ class SlowSink implements Sink {
   }
   async write(batch: Batch): Promise<void> {
     await new Promise((r) => setTimeout(r, this.delayMs));
+    await this.inner.write(batch);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** A sink whose writes wait while it is closed, so a test holds a file's last batch unacknowledged. */
+class GatedSink implements Sink {
+  readonly name = "gated";
+  private readonly inner: Sink;
+  private open = true;
+  private readonly waiting: (() => void)[] = [];
+  constructor(inner: Sink) {
+    this.inner = inner;
+  }
+  /** Writes held now. */
+  get held(): number {
+    return this.waiting.length;
+  }
+  /** Writes from now on wait. */
+  hold(): void {
+    this.open = false;
+  }
+  /** The writes held go on, and the next ones pass. */
+  pass(): void {
+    this.open = true;
+    for (const release of this.waiting.splice(0)) release();
+  }
+  async write(batch: Batch): Promise<void> {
+    if (!this.open) await new Promise<void>((resolve) => this.waiting.push(resolve));
     await this.inner.write(batch);
   }
   close(): Promise<void> {
@@ -133,6 +174,9 @@ describe("FileSource under directory and file faults", () => {
     const sinkDir = join(work, "sink");
     const logger = capturingLogger();
     let truncations = 0;
+    const away = `${pg.logDir}.away`;
+    /** Set: the next listing of the directory is followed at once by the directory going away. */
+    let goAfterListing = false;
     const source = new FileSource({
       logDir: pg.logDir,
       format: "csvlog",
@@ -143,6 +187,11 @@ describe("FileSource under directory and file faults", () => {
       quietMs: 20,
       logger,
       observer: { truncation: () => truncations++ },
+      onListed: () => {
+        if (!goAfterListing) return;
+        goAfterListing = false;
+        renameSync(pg.logDir, away);
+      },
     });
     await source.start();
     cleanups.push(() => source.stop());
@@ -162,14 +211,15 @@ describe("FileSource under directory and file faults", () => {
     );
 
     // The directory goes away for a moment (as root, chmod 000 would not stop a listing; a
-    // directory renamed away fails readdir with ENOENT just as a remount or a lost mount would).
-    const away = `${pg.logDir}.away`;
+    // directory renamed away fails readdir with ENOENT just as a remount or a lost mount would),
+    // right after a scan has listed it: that scan then finds none of the files it listed (the
+    // interleaving that once took every file for deleted, let the finished files' checkpoints go
+    // and read them again from 0). The scans after it fail to list the directory.
     const marks = logger.lines.length;
-    renameSync(pg.logDir, away);
+    goAfterListing = true;
     try {
-      // Until a scan has failed to list the directory (the old code took that for "every file
-      // deleted"). A scan that raced the rename may first take the file for removed; the scans
-      // after it, while the directory is still away, report the failed listing.
+      // Until a scan has failed to list the directory (older code took that for "every file
+      // deleted").
       await waitUntil(
         () => logger.lines.slice(marks).some((l) => /cannot be listed/.test(l.msg)),
         10_000,
@@ -181,15 +231,14 @@ describe("FileSource under directory and file faults", () => {
         20,
       );
     } finally {
-      renameSync(away, pg.logDir);
+      if (goAfterListing) goAfterListing = false;
+      else renameSync(away, pg.logDir);
     }
     const back = logger.lines.length;
     await pg.pgbench(["-n", "-c", "1", "-t", "100"]);
-    // A listing that failed is said to work again. A scan that listed the directory just before
-    // it went and could then not stat its file took the file for deleted, drained and finished
-    // it; back, the file is known by its inode and followed again once it grows (pgbench above).
+    // A listing that failed is said to work again.
     await waitUntil(
-      () => logger.lines.slice(back).some((l) => /listed again|following file/.test(l.msg)),
+      () => logger.lines.slice(back).some((l) => /listed again/.test(l.msg)),
       10_000,
       () =>
         `the source did not see the directory come back; it logged: ${logger.lines
@@ -211,6 +260,8 @@ describe("FileSource under directory and file faults", () => {
     expect(duplicates(shipped)).toEqual([]);
     expect(new Set(shipped)).toEqual(new Set(written));
     expect(truncations).toBe(0);
+    // The files a scan listed and then could not find proved nothing: none was taken for deleted.
+    expect(logger.lines.filter((l) => /removed or replaced/.test(l.msg))).toEqual([]);
     expect(
       logger.lines.some(
         (l) =>
@@ -220,6 +271,110 @@ describe("FileSource under directory and file faults", () => {
       ),
     ).toBe(true);
     expect(source.health()).toEqual({ unreadable: [] });
+  });
+
+  it("a log directory listed empty for a while (a mount gone and back) reads no file twice: known files resume where they were read", async () => {
+    const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "all" } });
+    cleanups.push(() => pg.stop());
+    const work = workDir();
+    const sinkDir = join(work, "sink");
+    const logger = capturingLogger();
+    const sink = new GatedSink(new LocalDirSink({ dir: sinkDir }));
+    let truncations = 0;
+    const source = new FileSource({
+      logDir: pg.logDir,
+      format: "csvlog",
+      stateDir: join(work, "state"),
+      sink,
+      batch: { maxAgeMs: 50 },
+      pollIntervalMs: 50,
+      quietMs: 20,
+      logger,
+      observer: { truncation: () => truncations++ },
+    });
+    await source.start();
+    cleanups.push(() => source.stop());
+    await pg.pgbench(["-i", "-s", "1", "-q"]);
+    await pg.rotate();
+    await pg.pgbench(["-n", "-c", "1", "-t", "50"]);
+    await pg.rotate();
+    await pg.pgbench(["-n", "-c", "1", "-t", "20"]);
+    await logSettled(pg.logDir);
+    const before = writtenKeys(pg.logDir);
+    // Caught up, and the two rotated files finished and let go (their checkpoints say done).
+    await waitUntil(
+      () => shippedKeys(sinkDir).length >= before.length && source.status().length === 1,
+      30_000,
+      () => `not caught up: ${JSON.stringify(source.status())}`,
+      100,
+    );
+
+    // The file PostgreSQL writes now has a batch the sink has not acknowledged: its lane cannot
+    // settle, so it is still followed (taken for deleted, draining) when the directory is back.
+    sink.hold();
+    await pg.pgbench(["-n", "-c", "1", "-t", "10"]);
+    await waitUntil(
+      () => sink.held > 0,
+      20_000,
+      () => `no write reached the sink: ${JSON.stringify(source.status())}`,
+      20,
+    );
+
+    // The directory is replaced by an empty one (what an NFS mount gone away leaves: its empty
+    // mount point, listed fine), then comes back with every file on the same device and inode.
+    const away = `${pg.logDir}.away`;
+    const marks = logger.lines.length;
+    renameSync(pg.logDir, away);
+    mkdirSync(pg.logDir);
+    try {
+      await waitUntil(
+        () => logger.lines.slice(marks).some((l) => /removed or replaced/.test(l.msg)),
+        10_000,
+        () =>
+          `the source did not take the file for removed; it logged: ${logger.lines
+            .slice(marks)
+            .map((l) => l.msg)
+            .join(" | ")}`,
+        20,
+      );
+    } finally {
+      rmdirSync(pg.logDir);
+      renameSync(away, pg.logDir);
+    }
+    const back = logger.lines.length;
+    // A scan has seen the files again (before the fix: each read again from 0, the current one
+    // under a second id since its old self still drained).
+    await waitUntil(
+      () => logger.lines.slice(back).some((l) => /back in the directory|following file/.test(l.msg)),
+      10_000,
+      () =>
+        `the source did not see the directory come back; it logged: ${logger.lines
+          .slice(marks)
+          .map((l) => l.msg)
+          .join(" | ")}`,
+      20,
+    );
+    sink.pass();
+    await pg.pgbench(["-n", "-c", "1", "-t", "10"]);
+    await logSettled(pg.logDir);
+    const written = writtenKeys(pg.logDir);
+    await waitUntil(
+      () => shippedKeys(sinkDir).length >= written.length,
+      30_000,
+      () => `behind: ${JSON.stringify(source.status())}`,
+      100,
+    );
+    await source.stop();
+    const shipped = shippedKeys(sinkDir);
+    expect(duplicates(shipped)).toEqual([]);
+    expect(new Set(shipped)).toEqual(new Set(written));
+    expect(truncations).toBe(0);
+    // Each file kept its one id: none was taken for another file starting with the same line.
+    expect(logger.lines.filter((l) => /same line as another log file/.test(l.msg))).toEqual([]);
+    // The file still draining was known again by its inode, the finished ones by their checkpoints.
+    const backs = logger.lines.slice(back).filter((l) => /back in the directory/.test(l.msg));
+    expect(backs.filter((l) => /checkpoint is taken up again/.test(l.msg))).toHaveLength(2);
+    expect(backs.filter((l) => /reading on|after it was drained/.test(l.msg))).toHaveLength(1);
   });
 
   it("a file read to its last seen end and deleted while stopped is a gap of unknown length: what PostgreSQL wrote meanwhile is unknown", async () => {
