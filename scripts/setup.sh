@@ -112,6 +112,8 @@ else
   die "Node.js $(node --version) is too old and the npm registry has no Node.js 24 binary package for $(uname -sm): install Node.js 22.15 or later (https://nodejs.org)"
 fi
 
-say "pnpm build"
-pnpm -s build >/dev/null || die "pnpm build failed (run it yourself to see why)"
+# Only the CLI's bundle: what `pnpm demo` and `npx auditpipe` run (a few seconds). Every package's
+# tsc build is `pnpm build`, which `pnpm check` runs itself: building it here too would do it twice.
+say "pnpm --filter auditpipe build (the CLI; pnpm build builds every package)"
+pnpm -s --filter auditpipe build >/dev/null || die "pnpm --filter auditpipe build failed (run it yourself to see why)"
 say "ready"
