@@ -25,7 +25,7 @@ async function verify(
 const OVERSIZED = 64 * 1024 * 1024 + 1024;
 
 describe("auditpipe run --sink s3:// records coverage; verify --require-coverage reports it", () => {
-  it("a session's SET pgaudit.log = 'misc', ALTER SYSTEM + reload of pgaudit.log, a restart and a record given up are in the signed manifest, and fail --require-coverage; analyze reports them from the log files", async () => {
+  it("a session's SET pgaudit.log = 'misc', a session's unseen 'none' set back, ALTER SYSTEM + reload of pgaudit.log, a restart and a record given up are in the signed manifest, and fail --require-coverage; analyze reports them from the log files", async () => {
     const minio = await startMinio({ buckets: ["audit"] });
     const pg = await startPostgres({ logDestination: ["csvlog"], pgaudit: { log: "write, ddl, misc" } });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-coverage-"));
@@ -47,10 +47,9 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
     };
     const sidecar = spawnSidecar(
       [
+        // No --pgaudit-log: the baseline changes are judged against is read from --pgdata.
         "--pgdata",
         pg.dataDir,
-        "--pgaudit-log",
-        "write, ddl, misc",
         "--sink",
         "s3://audit/pg/cov",
         ...s3,
@@ -78,6 +77,11 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
       const session = await pg.connect();
       await session.query("SET pgaudit.log = 'misc'");
       await session.query("INSERT INTO t VALUES ('unaudited')").finally(() => session.end());
+      // 'none' is never logged, but setting the server's value back is, and says what came before.
+      const hidden = await pg.connect();
+      await hidden.query("SET pgaudit.log = 'none'");
+      await hidden.query("INSERT INTO t VALUES ('hidden')");
+      await hidden.query("SET pgaudit.log = 'write, ddl, misc'").finally(() => hidden.end());
       await pg.psql("ALTER SYSTEM SET pgaudit.log = 'ddl'; SELECT pg_reload_conf();");
       await waitUntil(
         async () => (await pg.psql("SHOW pgaudit.log;")).stdout.includes("ddl"),
@@ -102,6 +106,9 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
       expect(required.stdout).toMatch(/^result: clean, no finding$/m); // integrity holds
       expect(required.stdout).toMatch(/^ {2}GAP .*bytes \d+ to \d+ given up \(record-too-large\)$/m);
       expect(required.stdout).toMatch(/^ {2}LOWERED .*pgaudit\.log set to "misc" \(set\)/m);
+      expect(required.stdout).toMatch(
+        /^ {2}LOWERED .*pgaudit\.log set to "write, ddl, misc" \(set\) .*turned auditing down before, unseen/m,
+      );
       expect(required.stdout).toMatch(/^ {2}LOWERED .*pgaudit\.log set to "ddl" \(alter-system\)/m);
       expect(required.stdout).toMatch(/^ {2}LOWERED .*pgaudit\.log set to "ddl" \(reload\)/m);
       expect(required.stdout).toMatch(/^ {2}SERVER-STOP .*server stopped/m);
@@ -154,6 +161,7 @@ describe("auditpipe run --sink s3:// records coverage; verify --require-coverage
       expect(fromLogs).toEqual([
         ["configured", "write, ddl, misc", "changed"],
         ["set", "misc", "lowered"],
+        ["set", "write, ddl, misc", "lowered"],
         ["alter-system", "ddl", "lowered"],
         ["reload", "ddl", "lowered"],
       ]);

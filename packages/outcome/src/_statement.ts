@@ -159,12 +159,58 @@ export const SETTING_COMMANDS: ReadonlySet<string> = new Set([
   "ALTER DATABASE",
 ]);
 
-/** The pgaudit.* setting an entry changes, or undefined (also when its text is not logged). */
+/** Whether a statement's command tag is what a setting statement of this `via` prints. */
+function commandOf(via: SettingStatement["via"]): string {
+  return via === "alter-system"
+    ? "ALTER SYSTEM"
+    : via === "alter-role"
+      ? "ALTER ROLE"
+      : via === "alter-database"
+        ? "ALTER DATABASE"
+        : via === "reset"
+          ? "RESET"
+          : "SET";
+}
+
+/**
+ * The pgaudit.* setting an entry changes, or undefined (also when its text is not logged).
+ * pgaudit logs each statement of a multi-statement query with the whole query's text: the first
+ * statement in it that sets a pgaudit.* setting with the entry's command is the one.
+ */
 export function settingOf(entry: AuditEntry): SettingStatement | undefined {
   if (!SETTING_COMMANDS.has(entry.command)) return undefined;
   const text = statementText(entry.statement);
   if (text === null || !/pgaudit\./i.test(text)) return undefined;
-  const w = words(text, 32);
+  for (const w of statements(text, 32)) {
+    const setting = settingIn(w);
+    if (setting && commandOf(setting.via) === entry.command) return setting;
+  }
+  return undefined;
+}
+
+/** The words of each statement of a text, at most `max` per statement. */
+function* statements(text: string, max: number): Generator<string[]> {
+  let out: string[] = [];
+  for (const t of lexSql(text)) {
+    if (t.kind === "whitespace" || t.kind === "comment") continue;
+    const raw = text.slice(t.start, t.end);
+    if (raw === ";") {
+      if (out.length > 0) yield out;
+      out = [];
+      continue;
+    }
+    if (out.length >= max) continue;
+    if (t.kind === "identifier") out.push(raw.toLowerCase());
+    else if (t.kind === "quoted-identifier") out.push(raw.slice(1, -1).replaceAll('""', '"'));
+    else if (t.kind === "string" && t.form === "standard")
+      out.push(`'${raw.slice(1, -1).replaceAll("''", "'")}`);
+    else out.push(raw);
+  }
+  if (out.length > 0) yield out;
+}
+
+/** The pgaudit.* setting one statement's words set, if any. */
+function settingIn(w: readonly string[]): SettingStatement | undefined {
   const k = w.findIndex((word, i) => word === "pgaudit" && w[i + 1] === "." && w[i + 2] !== undefined);
   if (k < 1) return undefined;
   // The verb before the name, past SESSION / LOCAL: SET or RESET.
@@ -178,15 +224,14 @@ export function settingOf(entry: AuditEntry): SettingStatement | undefined {
     let j = k + 3;
     if (w[j] === "to" || w[j] === "=") j++;
     const word = w[j];
-    if (word !== undefined && word !== "default" && word !== ";")
-      value = word.startsWith("'") ? word.slice(1) : word;
+    if (word !== undefined && word !== "default") value = word.startsWith("'") ? word.slice(1) : word;
   }
   const via =
-    entry.command === "ALTER SYSTEM"
+    w[0] === "alter" && w[1] === "system"
       ? "alter-system"
-      : entry.command === "ALTER ROLE"
+      : w[0] === "alter" && (w[1] === "role" || w[1] === "user")
         ? "alter-role"
-        : entry.command === "ALTER DATABASE"
+        : w[0] === "alter" && w[1] === "database"
           ? "alter-database"
           : reset
             ? "reset"

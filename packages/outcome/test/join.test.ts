@@ -233,6 +233,12 @@ describe("OutcomeJoin", () => {
       }),
       a.entry("6", 6, "ALTER DATABASE", "ALTER DATABASE shop RESET pgaudit.log", "3/6", { class: "DDL" }),
       a.entry("7", 7, "SET", "SET work_mem = '8MB'", "3/7"),
+      // A multi-statement query: pgaudit logs each statement with the whole text.
+      a.entry("8", 8, "INSERT", "INSERT INTO t VALUES (1); SET pgaudit.log = 'misc'", "3/8", {
+        class: "WRITE",
+      }),
+      a.entry("9", 9, "SET", "INSERT INTO t VALUES (1); SET pgaudit.log = 'misc'", "3/8"),
+      a.entry("10", 10, "RESET", "SET work_mem = '1MB'; RESET pgaudit.role; SET pgaudit.log = 'all'", "3/9"),
       pm.log("LOG", "received SIGHUP, reloading configuration files"),
       pm.log("LOG", 'parameter "pgaudit.log" changed to "none"'),
       pm.log("LOG", 'parameter "log_min_messages" removed from configuration file, reset to default'),
@@ -246,6 +252,8 @@ describe("OutcomeJoin", () => {
       "alter-system pgaudit.log=ddl",
       "alter-role pgaudit.log=none",
       "alter-database pgaudit.log=null",
+      "set pgaudit.log=misc",
+      "reset pgaudit.role=null",
       "config-reload",
       "reload pgaudit.log=none",
       "reload log_min_messages=null",

@@ -33,6 +33,34 @@ describe("judgeSettingChange", () => {
     expect(judgeSettingChange("pgaudit.role", "", "auditor", "reload")).toBe("lowered");
     expect(judgeSettingChange("log_min_messages", "fatal", undefined, "reload")).toBe("lowered");
   });
+  it("lowers on a session's SET back to the server's classes: it had turned auditing down unseen", () => {
+    expect(judgeSettingChange("pgaudit.log", "ddl, write, misc", "write, ddl, misc", "set")).toBe("lowered");
+    // The same value by a reload or ALTER SYSTEM is no news; a session adding classes raises.
+    expect(judgeSettingChange("pgaudit.log", "write, ddl, misc", "write, ddl, misc", "reload")).toBe(
+      "changed",
+    );
+    expect(judgeSettingChange("pgaudit.log", "all", "write, ddl, misc", "set")).toBe("raised");
+    const report = coverageReport([
+      {
+        host: "pg-0",
+        hourMs: T0,
+        manifest: manifest({
+          sources: [{ sourceId: "f1", sourceName: "postgresql.csv" }],
+          settingChanges: [
+            { setting: "pgaudit.log", value: "write, misc", via: "configured", ...at, offset: 0 },
+            { setting: "pgaudit.log", value: "misc, write", via: "set", ...at, offset: 10 },
+          ],
+        }),
+      },
+    ]);
+    expect(report.hours[0]?.settingChanges.map((c) => [c.effect, c.restoresUnseen])).toEqual([
+      ["changed", undefined],
+      ["lowered", true],
+    ]);
+    expect(report.problems.map((p) => p.reason)).toEqual([
+      expect.stringMatching(/set to "misc, write" \(set\) .*turned auditing down before, unseen/),
+    ]);
+  });
   it("raises on classes gained and none lost; otherwise changed (including an unknown baseline)", () => {
     expect(judgeSettingChange("pgaudit.log", "write, ddl, read", "write, ddl", "reload")).toBe("raised");
     expect(judgeSettingChange("pgaudit.log", "ddl", undefined, "alter-system")).toBe("changed");

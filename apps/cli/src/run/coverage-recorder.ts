@@ -17,6 +17,7 @@ import { basename, join } from "node:path";
 import type { StreamEvent } from "@auditpipe/outcome";
 import { type Batch, type CoverageEvent, type Sink, writeFileDurably } from "@auditpipe/ship";
 import type { Logger } from "pino";
+import { PgdataSettingError, readPgdataSetting } from "./pgdata-settings.ts";
 
 /** Where the recorded event ids are kept, in the state directory. */
 export const COVERAGE_STATE_FILE = "coverage-recorded.json";
@@ -26,6 +27,31 @@ const MAX_REMEMBERED = 10_000;
 
 /** `via` of the pgaudit.log the sidecar was told (--pgaudit-log): the baseline changes are judged against. */
 export const CONFIGURED = "configured";
+
+/**
+ * The server's pgaudit.log that setting changes are judged against: the one the sidecar was told
+ * (--pgaudit-log), else the one --pgdata's configuration files set (pgAudit's default `none` when
+ * none does), else unknown. Only a baseline for coverage: roles and databases may override it, so
+ * the outcome stage does not take it as every session's value.
+ */
+export function coverageBaseline(
+  config: { pgauditLog?: string | undefined; pgdata?: string | undefined },
+  logger: Logger,
+): string | undefined {
+  if (config.pgauditLog !== undefined || config.pgdata === undefined) return config.pgauditLog;
+  try {
+    const { value, from } = readPgdataSetting(config.pgdata, "pgaudit.log", "none");
+    logger.info({ pgauditLog: value, from }, "pgaudit.log learned from the data directory's configuration");
+    return value;
+  } catch (error) {
+    if (!(error instanceof PgdataSettingError)) throw error;
+    logger.warn(
+      { reason: error.message },
+      "cannot learn pgaudit.log from --pgdata: setting changes are judged without it",
+    );
+    return undefined;
+  }
+}
 
 /** The coverage event a stream event is, or null for those that add nothing (a reload's own message). */
 export function coverageEventOf(event: StreamEvent, file: string): CoverageEvent | null {

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { Gauge, type Registry } from "prom-client";
 import { startCompaction } from "./compaction.ts";
 import type { RunConfig } from "./config.ts";
-import { CoverageRecorder } from "./coverage-recorder.ts";
+import { CoverageRecorder, coverageBaseline } from "./coverage-recorder.ts";
 import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
 import { resolveLogLinePrefix } from "./log-prefix.ts";
 import { resolveLogStream } from "./log-stream.ts";
@@ -108,7 +108,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
         throw error;
       })
     : undefined;
-  if (coverage && config.pgauditLog !== undefined) coverage.configured(config.pgauditLog);
+  const baseline = coverage ? coverageBaseline(config, logger) : undefined;
+  if (coverage && baseline !== undefined) coverage.configured(baseline);
   tap.countsAttempts = sink.countsAttempts;
   const prefixChanges = registerPrefixMetrics(meter.registry);
   let stopping = false;

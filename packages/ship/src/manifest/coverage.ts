@@ -17,7 +17,8 @@ import type {
 /**
  * What a setting change did to the audit trail:
  * - `lowered`: less is audited or written from then on (pgaudit.log `none` or without a class it
- *   had, pgaudit.role removed, a RESET in a session, log_min_messages above `log`…);
+ *   had, pgaudit.role removed, a RESET in a session, log_min_messages above `log`…), or was
+ *   before, unseen (a session's SET of pgaudit.log back to the server's value);
  * - `raised`: more is audited (pgaudit.log gained classes and lost none);
  * - `changed`: it changed what or how entries are written (log_line_prefix, log_destination…),
  *   or what it was before is not known.
@@ -26,6 +27,11 @@ export type CoverageEffect = "lowered" | "raised" | "changed";
 
 export interface JudgedSettingChange extends CoverageSettingChange {
   effect: CoverageEffect;
+  /**
+   * A session set pgaudit.log back to the server's value: it had lowered it before, in a SET
+   * pgAudit does not log (`effect` is then `lowered`).
+   */
+  restoresUnseen?: true;
 }
 
 /** Why an hour does not cover everything (`verify --require-coverage` fails on any). */
@@ -67,6 +73,14 @@ export interface CoverageHour {
   serverEvents: CoverageServerEvent[];
   settingChanges: JudgedSettingChange[];
   incompleteSyslog: CoverageIncompleteSyslog[];
+}
+
+/** How a lowered change is said: what it set, how, where. */
+function loweredReason(s: JudgedSettingChange): string {
+  const what = `${s.setting} ${s.value === undefined ? "reset" : `set to "${s.value}"`}${s.via ? ` (${s.via})` : ""} at ${s.at} (${s.sourceName} offset ${s.offset})`;
+  return s.restoresUnseen
+    ? `${what}: the server's own value, so the session had turned auditing down before, unseen (pgAudit never logs a SET that turns it off)`
+    : what;
 }
 
 export interface CoverageReport {
@@ -120,6 +134,10 @@ export function judgeSettingChange(
     const prior = before === undefined ? null : classesOf(before);
     if (prior === null) return "changed";
     if ([...prior].some((c) => !after.has(c))) return "lowered";
+    // A session setting the server's own value back: a no-op, unless the session had turned
+    // auditing down before, which pgAudit never logs (it logs a SET after applying it, and a value
+    // without misc leaves no entry). So the session ran with less than this, unseen, for a while.
+    if (via === "set" && sameClasses(prior, after)) return "lowered";
     return [...after].some((c) => !prior.has(c)) ? "raised" : "changed";
   }
   if (name === "pgaudit.role") return value === undefined || value.trim() === "" ? "lowered" : "changed";
@@ -128,6 +146,19 @@ export function judgeSettingChange(
     return level > MESSAGE_LEVELS.indexOf("log") ? "lowered" : "changed";
   }
   return "changed";
+}
+
+function sameClasses(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  return a.size === b.size && [...a].every((c) => b.has(c));
+}
+
+/** A session's SET of pgaudit.log to the server's value: it restores auditing turned down unseen. */
+function restoresUnseen(change: JudgedSettingChange, before: string | undefined): boolean {
+  if (change.setting.toLowerCase() !== "pgaudit.log" || change.via !== "set" || change.value === undefined)
+    return false;
+  const prior = before === undefined ? null : classesOf(before);
+  const after = classesOf(change.value);
+  return prior !== null && after !== null && sameClasses(prior, after);
 }
 
 function classesOf(value: string): Set<string> | null {
@@ -160,11 +191,14 @@ export function coverageReport(manifests: readonly CoverageManifest[]): Coverage
     h.incompleteSyslog.push(...(c.incompleteSyslog ?? []));
     for (const change of c.settingChanges ?? []) {
       const key = `${host}|${change.setting.toLowerCase()}`;
-      const effect = judgeSettingChange(change.setting, change.value, known.get(key), change.via);
+      const before = known.get(key);
+      const effect = judgeSettingChange(change.setting, change.value, before, change.via);
       // The server's value changes at a reload (or is what the sidecar was told): a session's SET,
       // ALTER SYSTEM before its reload, ALTER ROLE/DATABASE are judged against it, not kept.
       if (change.via === undefined || SERVER_VALUE.has(change.via)) known.set(key, change.value);
-      h.settingChanges.push({ ...change, effect });
+      const judged: JudgedSettingChange = { ...change, effect };
+      if (restoresUnseen(judged, before)) judged.restoresUnseen = true;
+      h.settingChanges.push(judged);
     }
   }
   for (const h of hours.values()) {
@@ -191,7 +225,7 @@ export function coverageReport(manifests: readonly CoverageManifest[]): Coverage
         problems.push({
           kind: "lowered",
           ...at,
-          reason: `${s.setting} ${s.value === undefined ? "reset" : `set to "${s.value}"`}${s.via ? ` (${s.via})` : ""} at ${s.at} (${s.sourceName} offset ${s.offset})`,
+          reason: loweredReason(s),
         });
     for (const s of h.incompleteSyslog)
       problems.push({
