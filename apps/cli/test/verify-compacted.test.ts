@@ -230,7 +230,7 @@ describe("auditpipe verify: compacted files", () => {
     const closed = await run(verifyArgs);
     expect(closed.stdout).toMatch(/^result: clean, no finding$/m);
     expect(closed.code).toBe(0);
-  }, 120_000);
+  }, 240_000);
 
   it("reports a Parquet file no signed manifest lists as extra, and a listed one altered as altered", async () => {
     const clean = await run(verifyArgs);
