@@ -88,6 +88,8 @@ interface ServerRow {
   cpuBound: { low: number; estimate: number; high: number };
   measuredTps: { median: number; low: number; high: number };
   measuredCpu: { median: number; low: number; high: number } | null;
+  /** The logging collector's CPU per log line bench measured (median run), µs; null without CPU times. */
+  collectorUsPerLine: number | null;
   inside: boolean;
   narrow: boolean;
 }
@@ -101,6 +103,21 @@ interface TravelRow {
   measured: { median: number; low: number; high: number };
   inside: boolean;
 }
+
+/**
+ * The logging collector's CPU µs per log line a bench report measured for one configuration:
+ * the line cost the calibration takes as constant, and which falls when the collector is kept
+ * busy (it reads what the pipe holds at each wake-up).
+ */
+function collectorPerLine(report: BenchReport, configuration: string): number | null {
+  const cell = report.cells.find((c) => c.configuration === configuration);
+  const base = report.cells.find((c) => c.configuration === BASELINE);
+  const lines = (cell?.logRecordsPerTransaction ?? 0) - (base?.logRecordsPerTransaction ?? 0);
+  if (!cell?.cpuUsPerTransaction || !base?.cpuUsPerTransaction || lines <= 0) return null;
+  return Math.max(0, cell.cpuUsPerTransaction.logger - base.cpuUsPerTransaction.logger) / lines;
+}
+
+const perLine = (us: number | null): string => (us === null ? "—" : `${us.toFixed(1)} µs`);
 
 /** (a) and (b): estimate a server under its pgbench load, then measure write and all there. */
 async function serverPart(part: "a" | "b", calibration: string): Promise<ServerRow[]> {
@@ -183,6 +200,7 @@ async function serverPart(part: "a" | "b", calibration: string): Promise<ServerR
         cpuBound: e.cpuBound,
         measuredTps: tps,
         measuredCpu: cell.overheadBasis === "cpu" ? cell.overhead : null,
+        collectorUsPerLine: collectorPerLine(measured, name),
         inside: tps.median >= t.low && tps.median <= t.high,
         narrow: (t.high - t.low) / 2 <= 0.05,
       };
@@ -262,15 +280,15 @@ try {
     if (parts.has("a")) serverRows.push(...(await serverPart("a", calibration)));
     if (parts.has("b")) serverRows.push(...(await serverPart("b", calibration)));
     const table = [
-      "| server | configuration | estimate: this server at this load [95%] | ± points | regime | measured: TPS lost [95%] | inside | ±5 points | estimate: if CPU-bound | measured: CPU-based |",
-      "|---|---|--:|--:|---|--:|:-:|:-:|--:|--:|",
+      "| server | configuration | estimate: this server at this load [95%] | ± points | regime | measured: TPS lost [95%] | inside | ±5 points | estimate: if CPU-bound | measured: CPU-based | measured: collector CPU per line |",
+      "|---|---|--:|--:|---|--:|:-:|:-:|--:|--:|--:|",
       ...serverRows.map(
         (r) =>
-          `| ${r.part} | ${r.configuration} | ${interval(r.estimate, r.estimate.estimate)} | ${((r.estimate.high - r.estimate.low) * 50).toFixed(1)} | ${r.regime} | ${interval(r.measuredTps, r.measuredTps.median)} | ${r.inside ? "yes" : "**no**"} | ${r.narrow ? "yes" : "**no**"} | ${interval(r.cpuBound, r.cpuBound.estimate)} | ${r.measuredCpu ? interval(r.measuredCpu, r.measuredCpu.median) : "—"} |`,
+          `| ${r.part} | ${r.configuration} | ${interval(r.estimate, r.estimate.estimate)} | ${((r.estimate.high - r.estimate.low) * 50).toFixed(1)} | ${r.regime} | ${interval(r.measuredTps, r.measuredTps.median)} | ${r.inside ? "yes" : "**no**"} | ${r.narrow ? "yes" : "**no**"} | ${interval(r.cpuBound, r.cpuBound.estimate)} | ${r.measuredCpu ? interval(r.measuredCpu, r.measuredCpu.median) : "—"} | ${perLine(r.collectorUsPerLine)} |`,
       ),
     ].join("\n");
     const fit = calibrationReport.calibration;
-    const text = `${context(`calibration: bench --quick on a scratch server (${fit ? `R² ${fit.r2.toFixed(2)}, residual ${fit.residualStdErrUs?.toFixed(1) ?? "?"} µs per transaction` : "no fit"}); bench --db: ${RUNS} runs of ${DURATION} s per configuration; the estimate sampled ${INTERVAL} s`)}\n\n${table}`;
+    const text = `${context(`calibration: bench --quick on a scratch server (${fit ? `R² ${fit.r2.toFixed(2)}, residual ${fit.residualStdErrUs?.toFixed(1) ?? "?"} µs per transaction; collector CPU per line there: write ${perLine(collectorPerLine(calibrationReport, "write"))}, all ${perLine(collectorPerLine(calibrationReport, "all"))}` : "no fit"}); bench --db: ${RUNS} runs of ${DURATION} s per configuration; the estimate sampled ${INTERVAL} s`)}\n\n${table}`;
     process.stdout.write(`\n${text}\n`);
     if (!values["no-docs"]) rewriteDocSection("estimator.md", "overhead-proof", text);
   }

@@ -21,7 +21,11 @@ export interface Projection {
   reason: string | null;
 }
 
-const seconds = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+// Built on first use: the first Intl formatter loads ICU's data (~15-25 ms of CPU), which a
+// sidecar's start-up need not pay for a message only a short burst ever shows.
+let secondsFormat: Intl.NumberFormat | undefined;
+const seconds = (): Intl.NumberFormat =>
+  (secondsFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 }));
 
 /**
  * `bytes` logged over `spanSeconds` of log time (null: the records carry no timestamps),
@@ -40,7 +44,7 @@ export function projectVolume(bytes: number, spanSeconds: number | null, entries
       mbPerHour: null,
       gbPerDay: null,
       reason:
-        `the entries span ${seconds.format(spanSeconds)} s of log time; a projection needs at least ` +
+        `the entries span ${seconds().format(spanSeconds)} s of log time; a projection needs at least ` +
         `${MIN_PROJECTION_SECONDS} s (a shorter burst says nothing about a day)`,
     };
   }

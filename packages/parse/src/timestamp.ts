@@ -2,6 +2,7 @@
  * PostgreSQL's log timestamps (`%m`/`%t`, csvlog log_time, jsonlog timestamp:
  * `2026-11-23 07:45:26.048 UTC`) and syslog's RFC 3339 ones, to epoch milliseconds.
  */
+import { detached } from "./detach.ts";
 
 /** Zone abbreviations PostgreSQL commonly prints, by UTC offset in minutes (no DST guessing). */
 const ZONES: Record<string, number> = {
@@ -54,6 +55,7 @@ function zoneOffsetMinutes(zone: string): number | undefined {
  * An unknown zone abbreviation is read as UTC: differences within one log stay right.
  */
 export function parseLogTimestamp(text: string): number | undefined {
+  if (lastSecond !== "" && sameSecond(text, lastSecond)) return lastSecondMs + millisAt20(text);
   const m = PG_TIMESTAMP.exec(text);
   if (!m) return undefined;
   const fraction = m[7] ? Number(`0.${m[7]}`) * 1000 : 0;
@@ -66,5 +68,40 @@ export function parseLogTimestamp(text: string): number | undefined {
     Number(m[6]),
   );
   const offset = zoneOffsetMinutes(m[8]!) ?? 0;
-  return utc + Math.round(fraction) - offset * 60_000;
+  const ms = utc + Math.round(fraction) - offset * 60_000;
+  // A `.mmm zone` stamp: the next ones of the same second are this value plus their milliseconds.
+  const millis = m[7]?.length === 3 && text.charCodeAt(23) === SPACE;
+  // Kept past its record: a copy, not a view of the parser's chunk.
+  lastSecond = millis ? detached(text) : "";
+  lastSecondMs = millis ? ms - Number(m[7]) : 0;
+  return ms;
+}
+
+/**
+ * The last `YYYY-MM-DD HH:MM:SS.mmm zone` stamp parsed, and its epoch milliseconds less its own
+ * milliseconds. Consecutive records share the second, and the meter, the advisor and the shipped
+ * records each read every entry's stamp: a stamp that differs from it only in the milliseconds
+ * (indexes 20–22) is that second plus them, without the regular expression or Date.UTC (the zone
+ * text, and so its offset in whole minutes, is the same).
+ */
+let lastSecond = "";
+let lastSecondMs = 0;
+const SPACE = 32;
+
+/** Whether `text` equals `last` (a `.mmm zone` stamp) but for three digits at indexes 20–22. */
+function sameSecond(text: string, last: string): boolean {
+  const n = text.length;
+  if (n !== last.length) return false;
+  for (let i = 20; i < 23; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return false;
+  }
+  for (let i = 0; i < 20; i++) if (text.charCodeAt(i) !== last.charCodeAt(i)) return false;
+  for (let i = 23; i < n; i++) if (text.charCodeAt(i) !== last.charCodeAt(i)) return false;
+  return true;
+}
+
+/** The three digits at indexes 20–22 as a number. */
+function millisAt20(text: string): number {
+  return (text.charCodeAt(20) - 48) * 100 + (text.charCodeAt(21) - 48) * 10 + (text.charCodeAt(22) - 48);
 }
