@@ -95,6 +95,22 @@ function parse(text: string): FileCheckpoint[] | undefined {
 }
 
 /**
+ * The checkpoints last saved in `dir` (its checkpoints.json, renamed into place whole), checked as
+ * `Checkpointer.load` checks them; undefined when there is none or it is not a checkpoint file.
+ * The one reader of the format beside the Checkpointer: the syslog journal deletes the segments
+ * these say were read and acknowledged.
+ */
+export async function readSavedCheckpoints(dir: string): Promise<FileCheckpoint[] | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, CHECKPOINT_FILE), "utf8");
+  } catch {
+    return undefined;
+  }
+  return parse(text);
+}
+
+/**
  * The state dir's checkpoints: versioned JSON written to a temp file, fsynced and renamed (the
  * directory fsynced too), only when something changed. A crash between write and rename leaves
  * the newer state in the temp file, so it is read first.

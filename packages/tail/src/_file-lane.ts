@@ -24,6 +24,7 @@ import {
   type RedactionMode,
 } from "@auditpipe/ship";
 import { type LaneHandle, type OutcomeLane, type OutcomeState, OutcomeStream } from "./_outcome-stream.ts";
+import { ReplayBookkeeping } from "./_replay-bookkeeping.ts";
 import type { Downstream, TrackedFile } from "./_tracked-file.ts";
 
 /** What a lane reports as records pass; every method optional. The sidecar wires these to its meter. */
@@ -108,16 +109,8 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   private readonly queue: DeliveryQueue;
   /** Where the parser's input started: record offsets are relative to it. */
   private readonly base: number;
-  /** The acknowledged position the lane started at: records read again before it were shipped... */
-  private readonly start: number;
-  /** ...except these, held when the checkpoint was saved: each goes out once, then leaves the set. */
-  private readonly replayHeld: Set<number>;
-  /**
-   * Records given out behind the batches' end (syslog gives a pid's message out when that pid
-   * logs again, after other pids' later ones), with the start of the batch each joined: until
-   * that batch is acknowledged, a checkpoint must keep them to give out again.
-   */
-  private readonly late: { offset: number; batch: number; behind?: true }[] = [];
+  /** Records read again after a restart, and those given out behind the batches' end: which a checkpoint keeps. */
+  private readonly replay: ReplayBookkeeping;
   private readonly observer: LaneObserver;
   private readonly redact: RedactionMode | undefined;
   private readonly checkpoints: LaneCheckpoints;
@@ -140,8 +133,7 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
     this.base = options.resume?.from ?? options.start;
-    this.start = options.start;
-    this.replayHeld = new Set(options.resume?.held);
+    this.replay = new ReplayBookkeeping(options.start, options.resume?.held);
     this.acked = options.start;
     this.observer = options.observer;
     this.redact = options.redact;
@@ -251,8 +243,8 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
    * (read again only to rebuild what was held); otherwise it is noted as late.
    */
   private shippedBefore(offset: number): boolean {
-    if (offset < this.start && !this.replayHeld.delete(offset)) return true;
-    this.late.push({ offset, batch: this.batcher.openStart });
+    if (this.replay.shippedBefore(offset)) return true;
+    this.replay.noteLate(offset, this.batcher.openStart);
     return false;
   }
 
@@ -264,7 +256,7 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   private onMalformed(error: MalformedRecord): void {
     const offset = this.base + error.offset;
     // Reported before the restart, unless it was held then.
-    if (offset < this.start && !this.replayHeld.delete(offset)) return;
+    if (this.replay.shippedBefore(offset)) return;
     this.observer.malformed?.(this.file.path, { ...error, offset });
     this.batcher.extend(offset + error.size);
   }
@@ -302,17 +294,11 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
    * may never come: once the parser holds nothing, they go out in a batch of their own.
    */
   private closeBehind(now: number): void {
-    if (this.late.length === 0 || (this.parser.held?.().length ?? 0) > 0) return;
+    if (!this.replay.hasLate || (this.parser.held?.().length ?? 0) > 0) return;
     const start = this.batcher.openStart;
     if (this.batcher.covered > start || this.batcher.replayEnds.length > 0) return; // it closes as any other
-    const closed = this.batcher.closeBehind(now);
-    const late = this.late;
-    for (let i = late.length - 1; i >= 0; i--) {
-      if (late[i]!.batch !== start) continue;
-      // Its end is its start, as the previous batch's is: recycle(), not the end, says it is shipped.
-      if (closed) late[i]!.behind = true;
-      else late.splice(i, 1); // no audit entry among them: nothing to ship
-    }
+    // Its end is its start, as the previous batch's is: recycle(), not the end, says it is shipped.
+    this.replay.closedBehind(start, this.batcher.closeBehind(now));
   }
 
   closeIfOld(now: number): void {
@@ -361,8 +347,7 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
 
   resumePoint(position: number): ResumePoint {
     // A record held before the restart and held again by the parser now is listed once.
-    const offsets = new Set<number>(this.replayHeld);
-    for (const record of this.late) offsets.add(record.offset);
+    const offsets = this.replay.heldOffsets();
     for (const offset of this.parser.held?.() ?? []) offsets.add(this.base + offset);
     const held = [...offsets].filter((offset) => offset < position).sort((a, b) => a - b);
     return { from: held[0] ?? position, held };
@@ -386,19 +371,13 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
     this.acked = end;
     // The state at the acknowledged end is the checkpoint's from now on; those before it are not needed.
     for (const at of this.states.keys()) if (at < end) this.states.delete(at);
-    const late = this.late;
-    // Batches are acknowledged in order: the late records of those acknowledged are shipped.
-    while (late.length > 0 && late[0]!.batch < end && !late[0]!.behind) late.shift();
+    this.replay.acknowledged(end);
     this.checkpoints.acknowledged();
   }
 
   recycle(batch: Batch): void {
     const { start, end } = batch.range;
-    if (start === end) {
-      const late = this.late;
-      for (let i = late.length - 1; i >= 0; i--)
-        if (late[i]!.behind && late[i]!.batch === start) late.splice(i, 1);
-    }
+    if (start === end) this.replay.recycledEmpty(start);
     this.batcher.recycle(batch);
   }
 }

@@ -17,11 +17,11 @@
  *   entries arriving meanwhile wait (and count against the limit).
  */
 
-import { type FileHandle, mkdir, open, readdir, readFile, rm, stat } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rm, stat } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { compilePrefix, createPrefixFields, DEFAULT_PREFIX } from "@auditpipe/parse";
 import { backoffDelay, fsyncDir } from "@auditpipe/ship";
-import { CHECKPOINT_FILE, type FileCheckpoint } from "./_checkpoint.ts";
+import { type FileCheckpoint, readSavedCheckpoints } from "./_checkpoint.ts";
 import { GroupCommitQueue } from "./_group-commit.ts";
 import { journalEntry } from "./_journal-entry.ts";
 import {
@@ -353,24 +353,16 @@ export class SyslogJournal {
   }
 }
 
-/** The follower's saved checkpoints of this directory's segments, by file name (none if unreadable). */
+/**
+ * The follower's saved checkpoints of this directory's segments, by file name (none if unreadable:
+ * nothing is deleted this time).
+ */
 async function readAcknowledged(
   checkpointDir: string,
 ): Promise<Map<string, Pick<FileCheckpoint, "done" | "position">>> {
   const byName = new Map<string, Pick<FileCheckpoint, "done" | "position">>();
-  let text: string;
-  try {
-    text = await readFile(join(checkpointDir, CHECKPOINT_FILE), "utf8");
-  } catch {
-    return byName;
-  }
-  try {
-    const data = JSON.parse(text) as { checkpoints?: FileCheckpoint[] };
-    for (const c of data.checkpoints ?? [])
-      if (typeof c.path === "string") byName.set(basename(c.path), { done: c.done, position: c.position });
-  } catch {
-    // Written by rename, so always whole; if not, nothing is deleted this time.
-  }
+  for (const c of (await readSavedCheckpoints(checkpointDir)) ?? [])
+    if (typeof c.path === "string") byName.set(basename(c.path), { done: c.done, position: c.position });
   return byName;
 }
 

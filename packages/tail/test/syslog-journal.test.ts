@@ -59,7 +59,7 @@ afterEach(() => {
 });
 
 /** What the follower's checkpoint file says once it has read `names` to their end and had them acknowledged. */
-function checkpointDone(state: string, dir: string, names: string[], shortBy = 0): void {
+function checkpointDone(state: string, dir: string, names: string[], shortBy = 0, version = 1): void {
   const checkpoints = names.map((name, i) => ({
     fingerprint: `f${i}`,
     path: join(dir, name),
@@ -69,7 +69,7 @@ function checkpointDone(state: string, dir: string, names: string[], shortBy = 0
     done: true,
     modified: new Date().toISOString(),
   }));
-  writeFileSync(join(state, CHECKPOINT_FILE), JSON.stringify({ version: 1, checkpoints }));
+  writeFileSync(join(state, CHECKPOINT_FILE), JSON.stringify({ version, checkpoints }));
 }
 
 describe("SyslogJournal", () => {
@@ -156,6 +156,10 @@ describe("SyslogJournal", () => {
     await journal.collect();
     expect(segments(dir)).toEqual(names);
     expect(journal.full).toBe(true);
+    // So does a checkpoint file the follower would set aside unread (hand-made: another version).
+    checkpointDone(state, dir, closed, 0, 2);
+    await journal.collect();
+    expect(segments(dir)).toEqual(names);
 
     checkpointDone(state, dir, closed);
     await journal.collect();

@@ -10,7 +10,7 @@ import { waitUntil } from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { kernelDrops, kernelHex } from "../src/_udp-drops.ts";
 
-/** Sends `count` datagrams to each target as fast as the socket takes them, then exits. */
+/** Sends `count` datagrams of FLOOD_BYTES to each target as fast as the socket takes them, then exits. */
 const FLOOD = `
 const dgram = require("node:dgram");
 const [count, ...targets] = process.argv.slice(1);
@@ -18,7 +18,7 @@ let pending = 0;
 for (const target of targets) {
   const [host, port] = [target.slice(0, target.lastIndexOf(":")), Number(target.slice(target.lastIndexOf(":") + 1))];
   const socket = dgram.createSocket(host.includes(":") ? "udp6" : "udp4");
-  const line = Buffer.from("<13>Nov 27 10:00:00 host flood[1]: " + "x".repeat(100));
+  const line = Buffer.from("<13>Nov 27 10:00:00 host flood[1]: " + "x".repeat(1000));
   let sent = 0;
   pending++;
   const next = () => {
@@ -29,6 +29,9 @@ for (const target of targets) {
   next();
 }
 `;
+
+/** The length of the flood's line: a kilobyte, so that overflowing a buffer takes few datagrams. */
+const FLOOD_BYTES = Buffer.byteLength(`<13>Nov 27 10:00:00 host flood[1]: ${"x".repeat(1000)}`);
 
 let source: SyslogSource | undefined;
 afterEach(async () => {
@@ -58,7 +61,9 @@ describe("UDP drops in the kernel", () => {
       onMessage: () => {},
     });
     const [v4, v6] = source.addresses;
-    const count = 100_000;
+    // A datagram takes at least its own length of a buffer: twice what would fit overflows each.
+    const count = Math.ceil((2 * source.stats().udpReceiveBufferBytes) / FLOOD_BYTES);
+    expect(count).toBeGreaterThan(0);
     // This process's event loop is blocked until the sender exits: nothing is read meanwhile.
     const flood = spawnSync(
       process.execPath,

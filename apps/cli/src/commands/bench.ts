@@ -9,9 +9,9 @@ import type {
   MitigationAxes,
   PlannedRun,
   RunResult,
-  WorkloadInfo,
 } from "@auditpipe/overhead";
 import { oneOf, parseFlags } from "../args.ts";
+import type { BenchOptions, runBench as RunBench } from "../bench/run.ts";
 import type { CommandIO } from "../command-io.ts";
 import { flagValue, wholeNumber } from "../flags.ts";
 import { invocation } from "../invocation.ts";
@@ -144,7 +144,60 @@ export function normaliseSwitches(argv: string[]): string[] {
   return out;
 }
 
+type Flags = ReturnType<typeof parseFlags>["values"];
+type Overhead = typeof import("@auditpipe/overhead");
+type Workload = BenchOptions["workloads"][number];
+
+/**
+ * What the flags ask for, checked before anything is measured: the options of runBench but the
+ * workloads' files and the work directory (made once the plan stands), and what to report where.
+ */
+interface BenchPlan {
+  options: Omit<BenchOptions, "workloads" | "workDir">;
+  /** The built-in workloads to run, then the user's --script files. */
+  builtins: string[];
+  scripts: Array<{ file: string; text: string }>;
+  json: boolean;
+  reportFile: string | undefined;
+  calibrationOut: string | undefined;
+}
+
+/** parse flags → (restore) → plan → run → report. */
 export async function benchCommand(argv: string[], io: CommandIO): Promise<number> {
+  const flags = parseBenchFlags(argv);
+  if (flags.help) {
+    io.stdout(BENCH_HELP);
+    return 0;
+  }
+  const bench = await import("@auditpipe/overhead");
+  const { defaultStateDir } = await import("../bench/restore-state.ts");
+  const stateDir = flags["state-dir"] === undefined ? defaultStateDir() : String(flags["state-dir"]);
+  const connection = flags.db === undefined ? undefined : String(flags.db);
+  const existing = connection !== undefined || flags.existing === true;
+  if (flags.restore) {
+    if (!existing) throw new UsageError("bench: --restore needs the server: --db URL or --existing");
+    return restoreServer(connection, stateDir, io);
+  }
+
+  const plan = await planBench(
+    argv,
+    flags,
+    bench,
+    existing ? { connection, yes: flags.yes === true, stateDir } : null,
+  );
+  const workDir = mkdtempSync(join(tmpdir(), "auditpipe-bench-"));
+  const workloads = writeWorkloads(plan, bench, workDir);
+  const { runBench } = await import("../bench/run.ts");
+  try {
+    const outcome = await runBench({ ...plan.options, workloads, workDir }, io);
+    return reportBench(outcome, plan, bench, io);
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** The flags, and no positional argument. */
+function parseBenchFlags(argv: string[]): Flags {
   const { values, positionals } = parseFlags("bench", normaliseSwitches(argv), {
     quick: { type: "boolean", default: false },
     audit: { type: "string", multiple: true },
@@ -174,39 +227,42 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     "calibration-out": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   });
-  if (values.help) {
-    io.stdout(BENCH_HELP);
-    return 0;
-  }
-  if (positionals.length > 0)
+  if (!values.help && positionals.length > 0)
     throw new UsageError(
       `bench: unexpected argument ${JSON.stringify(positionals[0])} (see auditpipe bench --help)`,
     );
+  return values;
+}
 
-  const bench = await import("@auditpipe/overhead");
-  const { defaultStateDir } = await import("../bench/restore-state.ts");
-  const stateDir = values["state-dir"] === undefined ? defaultStateDir() : String(values["state-dir"]);
-  const connection = values.db === undefined ? undefined : String(values.db);
-  const existing = connection !== undefined || values.existing === true;
+/** --restore: puts back what an interrupted bench changed on the server, then exits. */
+async function restoreServer(
+  connection: string | undefined,
+  stateDir: string,
+  io: CommandIO,
+): Promise<number> {
+  const { connectExisting } = await import("../bench/target.ts");
+  const { admin, restored } = await connectExisting({
+    connection,
+    yes: true,
+    stateDir,
+    onNotice: () => {},
+  });
+  await admin.end();
+  io.stdout(
+    restored
+      ? `bench: put back ${restored.join(", ") || "nothing"}; dropped the bench database and role\n`
+      : "bench: nothing to restore for this server\n",
+  );
+  return 0;
+}
 
-  if (values.restore) {
-    if (!existing) throw new UsageError("bench: --restore needs the server: --db URL or --existing");
-    const { connectExisting } = await import("../bench/target.ts");
-    const { admin, restored } = await connectExisting({
-      connection,
-      yes: true,
-      stateDir,
-      onNotice: () => {},
-    });
-    await admin.end();
-    io.stdout(
-      restored
-        ? `bench: put back ${restored.join(", ") || "nothing"}; dropped the bench database and role\n`
-        : "bench: nothing to restore for this server\n",
-    );
-    return 0;
-  }
-
+/** The run the flags describe, every flag checked (a UsageError names the first one wrong). */
+async function planBench(
+  argv: string[],
+  values: Flags,
+  bench: Overhead,
+  existing: BenchOptions["existing"],
+): Promise<BenchPlan> {
   const quick = values.quick === true;
   const configNames = listOf(values.audit);
   const configs = (
@@ -248,6 +304,58 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
   const warmupSec =
     values.warmup === "0" ? 0 : positiveInt(values.warmup, "warmup", quick ? QUICK.warmup : 10, 86_400);
   const seed = values.seed === undefined ? bench.DEFAULT_SEED : positiveInt(values.seed, "seed", 1, 2 ** 31);
+  const { mitigations, logDirElsewhere, syslogFile } = await planMitigations(
+    values,
+    bench,
+    existing !== null,
+  );
+  const calibrationOut =
+    values["calibration-out"] === undefined ? undefined : String(values["calibration-out"]);
+  const reportFile = values.report === undefined ? undefined : String(values.report);
+  // Checked before the run: finding out after minutes of measuring would waste them.
+  if (reportFile !== undefined) {
+    try {
+      accessSync(dirname(resolve(reportFile)), constants.W_OK);
+    } catch (error) {
+      throw new UsageError(
+        `bench: --report ${reportFile}: its directory cannot be written (${(error as Error).message})`,
+      );
+    }
+  }
+  return {
+    options: {
+      command: commandLine(argv),
+      existing,
+      configs,
+      initSql,
+      scale,
+      clients,
+      jobs,
+      durationSec,
+      runs,
+      warmupSec,
+      seed,
+      mitigations,
+      logDirElsewhere,
+      syslogFile,
+      durable: values.durable === true,
+      quick,
+      perRunOverheadSec: PER_RUN_OVERHEAD_SEC,
+    },
+    builtins,
+    scripts,
+    json: values.json === true,
+    reportFile,
+    calibrationOut,
+  };
+}
+
+/** The mitigations axis (log destination, log_statement_once, log directory), for the scratch server only. */
+async function planMitigations(
+  values: Flags,
+  bench: Overhead,
+  existing: boolean,
+): Promise<{ mitigations: MitigationAxes; logDirElsewhere: string | null; syslogFile: string | null }> {
   const logDestination = listOf(values["log-destination"]).map((d) =>
     oneOf("bench", "log-destination", d, bench.LOG_DESTINATIONS),
   );
@@ -278,28 +386,21 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
     const problem = syslogSocketProblem();
     if (problem) throw new bench.BenchError(bench.AUDITPIPE_ERR_BENCH_NO_SYSLOG, problem);
   }
-  const mitigations: MitigationAxes = {
-    logDestination: logDestination.length > 0 ? logDestination : ["csvlog"],
-    logStatementOnce: logStatementOnce.length > 0 ? logStatementOnce : [false],
-    logDir: logDir.length > 0 ? logDir : [logDirElsewhere ? "elsewhere" : "data"],
+  return {
+    mitigations: {
+      logDestination: logDestination.length > 0 ? logDestination : ["csvlog"],
+      logStatementOnce: logStatementOnce.length > 0 ? logStatementOnce : [false],
+      logDir: logDir.length > 0 ? logDir : [logDirElsewhere ? "elsewhere" : "data"],
+    },
+    logDirElsewhere,
+    syslogFile,
   };
-  const calibrationOut =
-    values["calibration-out"] === undefined ? undefined : String(values["calibration-out"]);
-  const reportFile = values.report === undefined ? undefined : String(values.report);
-  // Checked before the run: finding out after minutes of measuring would waste them.
-  if (reportFile !== undefined) {
-    try {
-      accessSync(dirname(resolve(reportFile)), constants.W_OK);
-    } catch (error) {
-      throw new UsageError(
-        `bench: --report ${reportFile}: its directory cannot be written (${(error as Error).message})`,
-      );
-    }
-  }
+}
 
-  const workDir = mkdtempSync(join(tmpdir(), "auditpipe-bench-"));
-  const workloads: Array<{ info: WorkloadInfo; args: string[] }> = [];
-  for (const name of builtins) {
+/** The workloads as pgbench runs them: built-in ones by name or as a script written to `workDir`, then the user's. */
+function writeWorkloads(plan: BenchPlan, bench: Overhead, workDir: string): Workload[] {
+  const workloads: Workload[] = [];
+  for (const name of plan.builtins) {
     const spec = bench.WORKLOADS[name as keyof typeof bench.WORKLOADS];
     if (spec.builtin) {
       workloads.push({
@@ -319,7 +420,7 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       });
     }
   }
-  for (const s of scripts)
+  for (const s of plan.scripts)
     workloads.push({
       info: {
         name: `script:${basename(s.file)}`,
@@ -328,70 +429,50 @@ export async function benchCommand(argv: string[], io: CommandIO): Promise<numbe
       },
       args: ["-f", s.file],
     });
+  return workloads;
+}
 
-  const { runBench } = await import("../bench/run.ts");
-  try {
-    const outcome = await runBench(
-      {
-        command: commandLine(argv),
-        existing: existing ? { connection, yes: values.yes === true, stateDir } : null,
-        configs,
-        workloads,
-        initSql,
-        scale,
-        clients,
-        jobs,
-        durationSec,
-        runs,
-        warmupSec,
-        seed,
-        mitigations,
-        logDirElsewhere,
-        syslogFile,
-        durable: values.durable === true,
-        quick,
-        workDir,
-        perRunOverheadSec: PER_RUN_OVERHEAD_SEC,
-      },
-      io,
-    );
-    const report: BenchReport = outcome.report;
-    if (values.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
-    else io.stdout(bench.renderReport(report));
-    let reportFailed = false;
-    if (reportFile !== undefined) {
-      try {
-        writeFileSync(reportFile, bench.renderHtmlReport(report));
-        io.stderr(`bench: report written to ${reportFile}\n`);
-      } catch (error) {
-        reportFailed = true;
-        io.stderr(`bench: --report ${reportFile}: not written: ${(error as Error).message}\n`);
-      }
+/** Prints the report, writes --report and --calibration-out; the exit code (130: interrupted). */
+function reportBench(
+  outcome: Awaited<ReturnType<typeof RunBench>>,
+  plan: BenchPlan,
+  bench: Overhead,
+  io: CommandIO,
+): number {
+  const report: BenchReport = outcome.report;
+  if (plan.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+  else io.stdout(bench.renderReport(report));
+  let reportFailed = false;
+  if (plan.reportFile !== undefined) {
+    try {
+      writeFileSync(plan.reportFile, bench.renderHtmlReport(report));
+      io.stderr(`bench: report written to ${plan.reportFile}\n`);
+    } catch (error) {
+      reportFailed = true;
+      io.stderr(`bench: --report ${plan.reportFile}: not written: ${(error as Error).message}\n`);
     }
-    if (calibrationOut) {
-      if (!report.calibration) {
-        io.stderr(
-          "bench: no calibration written: it needs the baseline and at least one configuration that logs (write, read, all, object or log_statement)\n",
-        );
-      } else {
-        const calibration: Calibration = {
-          kind: "auditpipe-calibration",
-          version: 2,
-          createdAt: report.finishedAt,
-          host: report.environment.host,
-          environment: report.environment,
-          fit: report.calibration,
-          points: outcome.points,
-        };
-        writeFileSync(calibrationOut, `${JSON.stringify(calibration, null, 2)}\n`);
-        io.stderr(`bench: calibration written to ${calibrationOut}\n`);
-      }
-    }
-    if (!report.complete) return outcome.failed ? 1 : 130;
-    return reportFailed ? 1 : 0;
-  } finally {
-    rmSync(workDir, { recursive: true, force: true });
   }
+  if (plan.calibrationOut) {
+    if (!report.calibration) {
+      io.stderr(
+        "bench: no calibration written: it needs the baseline and at least one configuration that logs (write, read, all, object or log_statement)\n",
+      );
+    } else {
+      const calibration: Calibration = {
+        kind: "auditpipe-calibration",
+        version: 2,
+        createdAt: report.finishedAt,
+        host: report.environment.host,
+        environment: report.environment,
+        fit: report.calibration,
+        points: outcome.points,
+      };
+      writeFileSync(plan.calibrationOut, `${JSON.stringify(calibration, null, 2)}\n`);
+      io.stderr(`bench: calibration written to ${plan.calibrationOut}\n`);
+    }
+  }
+  if (!report.complete) return outcome.failed ? 1 : 130;
+  return reportFailed ? 1 : 0;
 }
 
 export type { ConfigurationInfo, PlannedRun, RunResult };
