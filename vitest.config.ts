@@ -1,6 +1,17 @@
+import { relative } from "node:path";
 import { defineConfig } from "vitest/config";
-// The source file itself, not @auditpipe/testkit's entry, which would load pg and the AWS SDK.
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+// The source files themselves, not @auditpipe/testkit's entry, which would load pg and the AWS SDK.
+import { longPolesFirst } from "./packages/testkit/src/long-poles.ts";
 import { TIER_ENV, testTiers } from "./packages/testkit/src/tiers.ts";
+
+/** vitest's order (its results cache's durations where it has one), the longest files first. */
+class LongPolesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const root = this.ctx.config.root;
+    return longPolesFirst(await super.sort(files), (file) => relative(root, file.moduleId));
+  }
+}
 
 // Two projects, one per test tier (docs/testing.md): `vitest run` runs both; `pnpm test:unit`
 // only the files that need no service. Which file is which is worked out from their imports on
@@ -13,6 +24,8 @@ export default defineConfig({
   test: {
     // Integration tests start real PostgreSQL/MinIO/rsyslog; two cores, so keep workers few.
     maxWorkers: 2,
+    // Two workers: the suite ends when its last file does, so the long ones start first.
+    sequence: { sequencer: LongPolesFirst },
     setupFiles: ["./vitest.setup.ts"],
     testTimeout: 120_000,
     hookTimeout: 180_000,

@@ -38,14 +38,37 @@ else
   say "postgresql-$PG_MAJOR, pgaudit, rsyslog, chromium, tini, curl and jq already installed"
 fi
 
-# --- MinIO, built from source into the ignored .tools/bin ------------------------------------
+# --- The machine's cache of what is built or fetched once per version -------------------------
+# MinIO's binary, the Python venv and Spark's jars are kept per version in $CACHE (outside the
+# checkout, as pnpm's store and pip's cache are), so a fresh clone on a machine that ran the set-up
+# before links or copies them in seconds instead of building MinIO again (minutes) and pip-installing
+# 0.55 GB. A version not in the cache is built there once, under a lock (parallel set-ups wait).
+CACHE=${AUDITPIPE_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/auditpipe}
+mkdir -p "$CACHE" || die "cannot create the tools cache $CACHE (set AUDITPIPE_TOOLS_CACHE to another folder)"
+# Runs "$@" holding the lock of cache entry $1 (one set-up builds an entry; others wait, then find it).
+with_cache_lock() {
+  local entry=$1
+  shift
+  (flock 9 && "$@") 9>"$entry.lock"
+}
+
+# --- MinIO, built from source (into the cache), copied into the ignored .tools/bin ---------------
+MINIO_CACHED="$CACHE/minio-${MINIO_MODULE##*@}/minio"
+build_minio() {
+  [ -x "$MINIO_CACHED" ] && return 0
+  command -v go >/dev/null || die "Go 1.24 or later is needed to build MinIO (go install $MINIO_MODULE): https://go.dev/dl (Debian 12's golang is older)"
+  say "building MinIO with go install $MINIO_MODULE (about 4 minutes the first time)"
+  mkdir -p "$(dirname "$MINIO_CACHED")"
+  GOBIN="$(dirname "$MINIO_CACHED")" GOFLAGS=-mod=mod go install "$MINIO_MODULE" || die "go install $MINIO_MODULE failed"
+}
 if [ -x "$ROOT/.tools/bin/minio" ]; then
   say "MinIO already built (.tools/bin/minio)"
 else
-  command -v go >/dev/null || die "Go 1.24 or later is needed to build MinIO (go install $MINIO_MODULE): https://go.dev/dl (Debian 12's golang is older)"
-  say "building MinIO with go install $MINIO_MODULE (about 4 minutes the first time)"
+  with_cache_lock "$(dirname "$MINIO_CACHED")" build_minio
   mkdir -p "$ROOT/.tools/bin"
-  GOBIN="$ROOT/.tools/bin" GOFLAGS=-mod=mod go install "$MINIO_MODULE" || die "go install $MINIO_MODULE failed"
+  cp "$MINIO_CACHED" "$ROOT/.tools/bin/minio.tmp" && mv "$ROOT/.tools/bin/minio.tmp" "$ROOT/.tools/bin/minio" \
+    || die "cannot copy $MINIO_CACHED to .tools/bin"
+  say "MinIO ${MINIO_MODULE##*@} in .tools/bin/minio (from $MINIO_CACHED)"
 fi
 
 # --- The archive tests' Python tools and Spark's S3A connector, into the ignored .tools/ ----------
@@ -65,26 +88,45 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_apt[@]}" >/dev/null \
     || die "apt-get install ${need_apt[*]} failed"
 fi
+# The venv and the jars stay in the cache (a venv holds its own absolute path); .tools/ links them.
+PYTHON_CACHED="$CACHE/python-$(printf '%s %s' "$PYTHON_TOOLS" "$(python3 -V 2>&1)" | sha256sum | cut -c1-16)"
+install_python_tools() {
+  [ "$(cat "$PYTHON_CACHED/.installed" 2>/dev/null)" = "$PYTHON_TOOLS" ] && return 0
+  say "pip install $PYTHON_TOOLS into $PYTHON_CACHED (about 0.55 GB, 1-2 minutes the first time)"
+  rm -rf "$PYTHON_CACHED"
+  python3 -m venv "$PYTHON_CACHED" || die "python3 -m venv $PYTHON_CACHED failed"
+  # shellcheck disable=SC2086
+  "$PYTHON_CACHED/bin/pip" install -q --disable-pip-version-check $PYTHON_TOOLS \
+    || die "pip install $PYTHON_TOOLS failed"
+  echo "$PYTHON_TOOLS" > "$PYTHON_CACHED/.installed"
+}
 if [ "$(cat "$ROOT/.tools/python/.installed" 2>/dev/null)" = "$PYTHON_TOOLS" ]; then
   say "Python tools already installed (.tools/python: $PYTHON_TOOLS)"
 else
-  say "pip install $PYTHON_TOOLS into .tools/python (about 0.55 GB, 1-2 minutes the first time)"
-  rm -rf "$ROOT/.tools/python"
-  python3 -m venv "$ROOT/.tools/python" || die "python3 -m venv .tools/python failed"
-  # shellcheck disable=SC2086
-  "$ROOT/.tools/python/bin/pip" install -q --disable-pip-version-check $PYTHON_TOOLS \
-    || die "pip install $PYTHON_TOOLS failed"
-  echo "$PYTHON_TOOLS" > "$ROOT/.tools/python/.installed"
+  with_cache_lock "$PYTHON_CACHED" install_python_tools
+  rm -rf "$ROOT/.tools/python" && mkdir -p "$ROOT/.tools" && ln -s "$PYTHON_CACHED" "$ROOT/.tools/python" \
+    || die "cannot link .tools/python to $PYTHON_CACHED"
+  say "Python tools in .tools/python (linked to $PYTHON_CACHED: $PYTHON_TOOLS)"
 fi
+POM_SHA=$(sha256sum "$ROOT/scripts/spark-s3a.pom.xml" | cut -d' ' -f1)
+JARS_CACHED="$CACHE/spark-jars-${POM_SHA:0:16}"
+fetch_spark_jars() {
+  ls "$JARS_CACHED"/hadoop-aws-*.jar >/dev/null 2>&1 \
+    && [ "$(cat "$JARS_CACHED/.pom.sha256" 2>/dev/null)" = "$POM_SHA" ] && return 0
+  say "fetching hadoop-aws and the AWS SDK modules S3A uses (mvn, into $JARS_CACHED)"
+  rm -rf "$JARS_CACHED"
+  mvn -q -B -f "$ROOT/scripts/spark-s3a.pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$JARS_CACHED" || die "mvn dependency:copy-dependencies (scripts/spark-s3a.pom.xml) failed"
+  echo "$POM_SHA" > "$JARS_CACHED/.pom.sha256"
+}
 if ls "$ROOT"/.tools/spark-jars/hadoop-aws-*.jar >/dev/null 2>&1 \
-  && [ "$(cat "$ROOT/.tools/spark-jars/.pom.sha256" 2>/dev/null)" = "$(sha256sum "$ROOT/scripts/spark-s3a.pom.xml" | cut -d' ' -f1)" ]; then
+  && [ "$(cat "$ROOT/.tools/spark-jars/.pom.sha256" 2>/dev/null)" = "$POM_SHA" ]; then
   say "Spark's S3A jars already fetched (.tools/spark-jars)"
 else
-  say "fetching hadoop-aws and the AWS SDK modules S3A uses (mvn, into .tools/spark-jars)"
-  rm -rf "$ROOT/.tools/spark-jars"
-  mvn -q -B -f "$ROOT/scripts/spark-s3a.pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$ROOT/.tools/spark-jars" || die "mvn dependency:copy-dependencies (scripts/spark-s3a.pom.xml) failed"
-  sha256sum "$ROOT/scripts/spark-s3a.pom.xml" | cut -d' ' -f1 > "$ROOT/.tools/spark-jars/.pom.sha256"
+  with_cache_lock "$JARS_CACHED" fetch_spark_jars
+  rm -rf "$ROOT/.tools/spark-jars" && ln -s "$JARS_CACHED" "$ROOT/.tools/spark-jars" \
+    || die "cannot link .tools/spark-jars to $JARS_CACHED"
+  say "Spark's S3A jars in .tools/spark-jars (linked to $JARS_CACHED)"
 fi
 
 # --- pnpm, at the version package.json pins ----------------------------------------------------
@@ -112,6 +154,8 @@ else
   die "Node.js $(node --version) is too old and the npm registry has no Node.js 24 binary package for $(uname -sm): install Node.js 22.15 or later (https://nodejs.org)"
 fi
 
-say "pnpm build"
-pnpm -s build >/dev/null || die "pnpm build failed (run it yourself to see why)"
+# Only the CLI's bundle: what `pnpm demo` and `npx auditpipe` run (a few seconds). Every package's
+# tsc build is `pnpm build`, which `pnpm check` runs itself: building it here too would do it twice.
+say "pnpm --filter auditpipe build (the CLI; pnpm build builds every package)"
+pnpm -s --filter auditpipe build >/dev/null || die "pnpm --filter auditpipe build failed (run it yourself to see why)"
 say "ready"

@@ -19,7 +19,12 @@ async function finished(
 }
 
 describe("auditpipe demo", () => {
-  it("runs a scratch PostgreSQL, pgbench and the sidecar, shows the live view, and cleans up", async () => {
+  // The first three run at once: each demo has a scratch server, ports and temp dirs of its own,
+  // and spends most of its time waiting on them. The Ctrl-C one runs alone after them: it checks
+  // that its run left no temp dir behind, which a demo running beside it would have.
+  it.concurrent("runs a scratch PostgreSQL, pgbench and the sidecar, shows the live view, and cleans up", async ({
+    expect,
+  }) => {
     const { code, out, err } = await finished(spawnCli(["demo", "--duration", "4", "--tps", "100"]));
     expect(err).toContain("starting a scratch PostgreSQL 15");
     expect(code).toBe(0);
@@ -39,7 +44,7 @@ describe("auditpipe demo", () => {
     expect(temp && existsSync(temp)).toBe(false);
   }, 120_000);
 
-  it("with --sink DIR, the last lines point at the objects, which stay", async () => {
+  it.concurrent("with --sink DIR, the last lines point at the objects, which stay", async ({ expect }) => {
     const keep = mkdtempSync(join(tmpdir(), "auditpipe-demo-sink-"));
     try {
       const sink = join(keep, "archive");
@@ -54,7 +59,9 @@ describe("auditpipe demo", () => {
     }
   }, 120_000);
 
-  it("with --minio, the last lines say the scratch MinIO and its archive are gone", async () => {
+  it.concurrent("with --minio, the last lines say the scratch MinIO and its archive are gone", async ({
+    expect,
+  }) => {
     const { code, out } = await finished(spawnCli(["demo", "--duration", "6", "--tps", "50", "--minio"]));
     expect(code).toBe(0);
     const shipped =

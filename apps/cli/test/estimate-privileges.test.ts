@@ -29,20 +29,28 @@ afterAll(async () => {
   await pg?.stop();
 });
 
-/** `estimate` as `role` while pgbench runs as each of `loadRoles` (connected before the sample, lasting past it). */
+/**
+ * `estimate` as `role` while pgbench runs as each of `loadRoles`: connected before the sample, and
+ * lasting past it (a long -T, its sessions ended once the estimate is back, not a guessed length).
+ */
 async function estimateAs(role: string, ...loadRoles: string[]) {
   process.env.PGUSER = role;
   const users = loadRoles.length > 0 ? loadRoles : ["postgres"];
-  const loads = users.map((user) => pg.pgbench(["-n", "-U", user, "-c", "1", "-T", "8"]));
+  const loads = users.map((user) => pg.pgbench(["-n", "-U", user, "-c", "1", "-T", "300"]));
+  const active = async (): Promise<number> =>
+    (await pg.query("SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name = 'pgbench'"))
+      .rowCount ?? 0;
   await waitUntil(
-    async () =>
-      (await pg.query("SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name = 'pgbench'"))
-        .rowCount === users.length,
+    async () => (await active()) === users.length,
     10_000,
     () => "pgbench did not start",
   );
   const out = await runCli(["estimate", "--interval", "2", "--audit", "write"]);
-  await Promise.all(loads);
+  // Still running, every one of them: the load lasted past the sample.
+  expect(await active(), "pgbench ended before the estimate did").toBe(users.length);
+  await pg.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'");
+  // pgbench exits non-zero when its session is ended; that it ended is all that is waited for.
+  await Promise.allSettled(loads);
   return out;
 }
 

@@ -68,7 +68,10 @@ function exec(
   });
 }
 
-describe.sequential("the published auditpipe package, as a user installs it", () => {
+// The tarball's and npx's tests run first, one after the other; the three installed sidecars then
+// run at once (it.concurrent): each has its own PostgreSQL, ports and directories, and most of
+// their time is spent waiting on a server.
+describe("the published auditpipe package, as a user installs it", () => {
   let registry: NpmRegistry;
   let tarball: string;
   const work = mkdtempSync(join(tmpdir(), "auditpipe-install-"));
@@ -178,18 +181,19 @@ describe.sequential("the published auditpipe package, as a user installs it", ()
     INSTALL_TIMEOUT_MS,
   );
 
-  /** `npm install -g --prefix`, once for the tests below. */
-  let prefix: string | undefined;
-  async function installGlobally(): Promise<string> {
-    if (prefix) return prefix;
-    const dir = join(work, "prefix");
-    await exec("npm", ["install", "-g", "--prefix", dir, "--registry", registry.url, tarball], {
-      cwd: work,
-      env: userEnv(cache),
-    });
-    expect(existsSync(join(dir, "bin", "auditpipe"))).toBe(true);
-    prefix = dir;
-    return dir;
+  /** `npm install -g --prefix`, once for the tests below (which run at once: one install they share). */
+  let prefix: Promise<string> | undefined;
+  function installGlobally(): Promise<string> {
+    prefix ??= (async () => {
+      const dir = join(work, "prefix");
+      await exec("npm", ["install", "-g", "--prefix", dir, "--registry", registry.url, tarball], {
+        cwd: work,
+        env: userEnv(cache),
+      });
+      expect(existsSync(join(dir, "bin", "auditpipe"))).toBe(true);
+      return dir;
+    })();
+    return prefix;
   }
 
   /**
@@ -240,7 +244,7 @@ describe.sequential("the published auditpipe package, as a user installs it", ()
     }
   }
 
-  it(
+  it.concurrent(
     "npm install -g --prefix: the installed `auditpipe run` ships every entry of a real PostgreSQL's log and exits 0 on SIGTERM",
     async () => {
       const bin = join(await installGlobally(), "bin", "auditpipe");
@@ -273,7 +277,7 @@ describe.sequential("the published auditpipe package, as a user installs it", ()
     INSTALL_TIMEOUT_MS,
   );
 
-  it(
+  it.concurrent(
     "deploy/Dockerfile: its ENTRYPOINT + CMD under its ENV run as one process under tini, answer its HEALTHCHECK, and ship every entry",
     async () => {
       const installed = await installGlobally();
@@ -311,7 +315,7 @@ describe.sequential("the published auditpipe package, as a user installs it", ()
     INSTALL_TIMEOUT_MS,
   );
 
-  it(
+  it.concurrent(
     "deploy/auditpipe.service: its ExecStart under its Environment= ships every entry and exits 0 on SIGTERM",
     async () => {
       const installed = await installGlobally();

@@ -105,9 +105,16 @@ describe("the calibrated overhead, on real servers", () => {
     await other.query("ANALYZE");
     const url = `postgresql://postgres@127.0.0.1:${other.port}/postgres`;
 
-    // The estimate samples the server while its pgbench runs: 2 clients, as bench measures.
-    const load = other.pgbench(["-n", "-c", "2", "-j", "2", "-T", "12"]);
+    // The estimate samples the server while its pgbench runs: 2 clients, as bench measures. The
+    // load lasts past the sample (a long -T; its sessions are ended once the estimate is back).
+    const load = other.pgbench(["-n", "-c", "2", "-j", "2", "-T", "300"]);
     const server = other;
+    const pgbenchSessions = async (): Promise<number> =>
+      (
+        await server.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'pgbench'",
+        )
+      ).rows[0]!.n;
     await waitUntil(
       async () => {
         const r = await server.query<{ n: number }>(
@@ -132,7 +139,12 @@ describe("the calibrated overhead, on real servers", () => {
         "--json",
       ],
     ]);
-    await load;
+    expect(await pgbenchSessions(), "pgbench ended before the estimate did").toBeGreaterThanOrEqual(2);
+    await other.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'",
+    );
+    // pgbench exits non-zero when its sessions are ended; that it ended is all that is waited for.
+    await Promise.allSettled([load]);
     expect(est.code, est.stderr).toBe(0);
     const estimate = estimateReportSchema.parse(JSON.parse(est.stdout)) as EstimateReport;
 

@@ -2,7 +2,7 @@
  * README.md walked command by command, as a new user would, from a clean checkout: the files git
  * tracks (as they are in this work tree, nothing built, no node_modules), in a user's environment
  * (the machine's Node first on PATH, nothing of the workspace), one bash session for the walk.
- * The set-up runs for real (pnpm install, build); `pnpm demo` runs until Ctrl-C; the package is
+ * The set-up runs for real (pnpm install, the CLI's build); `pnpm demo` runs until Ctrl-C; the package is
  * packed and installed, with the Node.js the README says, into an empty npm prefix from a local
  * registry (verdaccio: node@24 and the package's dependencies come through it); the installed
  * sidecar runs next to a real PostgreSQL; `estimate` samples the demo's database. Then
@@ -12,10 +12,22 @@
  * AUDITPIPE_LISTEN), the paths of the server (this cluster's data directory, a temp dir for
  * /var/lib/auditpipe), the demo's PGHOST and PGPORT where the README has dots, and npm's global
  * prefix and registry (npm_config_prefix, npm_config_registry), so nothing lands in the machine's.
- * MinIO's binary is copied from this checkout's .tools/ (the set-up's cache; building it is 4 minutes).
+ * The set-up's caches in this checkout's ignored .tools/ stand in for building and fetching again:
+ * MinIO's binary is copied (building it is 4 minutes), and the archive tests' Python venv and
+ * Spark's S3A jars are linked (pip's 0.55 GB and mvn: about a minute, and nothing the README's
+ * commands use). The set-up still checks each and installs any that is missing or out of date.
  */
 import { execFileSync } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import {
@@ -33,7 +45,7 @@ import { walkedCommands } from "./_doc-blocks.ts";
 import { type Server, Shell } from "./_doc-walk.ts";
 
 const ROOT = repoRoot();
-/** The set-up (pnpm install, a full build) and the installs, on a busy 2-core machine. */
+/** The set-up (pnpm install, the CLI's build) and the installs, on a busy 2-core machine. */
 const WALK_TIMEOUT_MS = 1_200_000;
 
 /** The files of a clean checkout of this work tree: tracked or new, never ignored ones. */
@@ -53,6 +65,12 @@ function cleanCheckout(to: string): void {
   if (!existsSync(minio)) throw new Error(`.tools/bin/minio is missing: ${SETUP_HINT}`);
   mkdirSync(join(to, ".tools", "bin"), { recursive: true });
   copyFileSync(minio, join(to, ".tools", "bin", "minio"));
+  // Linked, not copied: a venv holds absolute paths. The set-up replaces a link whose pinned
+  // versions differ (it removes the link, never what it points to).
+  for (const cache of ["python", "spark-jars"]) {
+    const from = join(ROOT, ".tools", cache);
+    if (existsSync(from)) symlinkSync(realpathSync(from), join(to, ".tools", cache));
+  }
 }
 
 describe("README.md, walked from a clean checkout", () => {

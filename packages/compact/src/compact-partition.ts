@@ -89,16 +89,44 @@ export interface CompactPartitionOptions {
   previous?: CompactionRecord;
   /** Build and read back the file, return its record, store nothing (checkCompaction rebuilds so). */
   dryRun?: boolean;
+  /**
+   * Called before the file is stored when its key already holds other bytes (the host-hour is
+   * compacted anew), with the new record and the SHA-256 of the bytes it replaces; the file is
+   * stored only once this resolves (the sidecar signs the new hash into its chain first). Not
+   * called for a key that is new, nor when the stored bytes are the new ones.
+   */
+  beforeReplace?: (record: CompactionRecord, replaces: string) => Promise<void>;
   /** For tests: called between steps, so a test can kill the process at each. */
   onStep?: (step: CompactionStep) => void | Promise<void>;
 }
 
-export type CompactionStep = "inputs-read" | "parquet-written" | "parquet-stored" | "record-stored";
+export type CompactionStep =
+  | "inputs-read"
+  | "parquet-written"
+  | "rewrite-announced"
+  | "parquet-stored"
+  | "record-stored";
 
 async function sha256File(path: string): Promise<string> {
   const hash = createHash("sha256");
   await pipeline(createReadStream(path), hash);
   return hash.digest("hex");
+}
+
+/** SHA-256 of what `key` holds in the store now, or null when it holds nothing. */
+async function storedSha256(store: ArchiveStore, key: string, work: string): Promise<string | null> {
+  let exists = false;
+  for await (const o of store.list(key)) if (o.key === key) exists = true;
+  if (!exists) return null;
+  const local = store.localPath(key);
+  if (local !== null) return sha256File(local);
+  const path = join(work, "stored.parquet");
+  await store.download(key, path);
+  try {
+    return await sha256File(path);
+  } finally {
+    await rm(path, { force: true });
+  }
 }
 
 /** The key an outcome decision and its entry share: session and line, else the source position. */
@@ -334,6 +362,13 @@ export async function compactPartition(
       };
       engine.close();
       if (options.dryRun) return record;
+      if (options.beforeReplace) {
+        const replaces = await storedSha256(store, key, work);
+        if (replaces !== null && replaces !== record.sha256) {
+          await options.beforeReplace(record, replaces);
+          await options.onStep?.("rewrite-announced");
+        }
+      }
       await store.upload(key, out, "application/vnd.apache.parquet");
       await options.onStep?.("parquet-stored");
       await store.write(

@@ -14,6 +14,8 @@ export const CompactErrorCode = {
   READBACK: "AUDITPIPE_ERR_COMPACT_READBACK",
   /** The sidecar's compaction child ended without its report (killed, out of memory, could not start). */
   CHILD: "AUDITPIPE_ERR_COMPACT_CHILD",
+  /** The sidecar did not sign a rebuilt file's new hash into its chain: the stored file is not overwritten. */
+  ANNOUNCE: "AUDITPIPE_ERR_COMPACT_ANNOUNCE",
 } as const;
 
 export type CompactErrorCode = (typeof CompactErrorCode)[keyof typeof CompactErrorCode];

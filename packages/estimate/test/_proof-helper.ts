@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AuditConfig } from "@auditpipe/estimate";
 import type { VolumeReport } from "@auditpipe/meter";
-import { type PostgresCluster, rewriteDocSection, sleep } from "@auditpipe/testkit";
+import { type PostgresCluster, rewriteDocSection, sleep, waitUntil } from "@auditpipe/testkit";
+import pg from "pg";
 // Measured as `auditpipe analyze` measures it, without importing the CLI (an app above us).
 import { analyzeFiles } from "./_log-volume.ts";
 
@@ -52,27 +53,72 @@ export async function applyConfig(pg: PostgresCluster, c: AuditConfig, auditor: 
   throw new Error(`pgaudit settings did not take effect: ${want}`);
 }
 
-async function stableSize(file: string): Promise<number> {
-  let last = -1;
-  for (;;) {
-    const size = statSync(file).size;
-    if (size === last) return size;
-    last = size;
-    await sleep(200);
+let markers = 0;
+
+/** The bytes of `file` from `from` to its end. */
+function readFrom(file: string, from: number): Buffer {
+  const bytes = Buffer.alloc(Math.max(0, statSync(file).size - from));
+  const fd = openSync(file, "r");
+  try {
+    const n = readSync(fd, bytes, 0, bytes.length, from);
+    return bytes.subarray(0, n);
+  } finally {
+    closeSync(fd);
   }
 }
 
+/**
+ * Writes a LOG line from a session pgaudit does not audit (pgaudit.log = none from its startup
+ * packet: no SET is logged, and a DO block touches no relation) and waits until the logging
+ * collector has put it in the csvlog `file`; returns where its record starts and ends. The
+ * collector writes what the backends sent in order, so everything logged before it is there too.
+ */
+async function logMarker(cluster: PostgresCluster, file: string): Promise<{ start: number; end: number }> {
+  const marker = `auditpipe-proof-marker-${process.pid}-${++markers}`;
+  const from = statSync(file).size; // written after this call, so past the file's end now
+  const client = new pg.Client({
+    host: cluster.socketDir,
+    port: cluster.port,
+    user: "postgres",
+    database: "postgres",
+    options: "-c pgaudit.log=none",
+  });
+  await client.connect();
+  try {
+    await client.query(`DO $$ BEGIN RAISE LOG '${marker}'; END $$`);
+  } finally {
+    await client.end();
+  }
+  let tail: Buffer = Buffer.alloc(0);
+  await waitUntil(
+    () => {
+      tail = readFrom(file, from);
+      const at = tail.indexOf(marker);
+      return at !== -1 && tail.indexOf(0x0a, at) !== -1;
+    },
+    60_000,
+    () => `the logging collector did not write ${marker} to ${file}`,
+    20,
+  );
+  const at = tail.indexOf(marker);
+  return { start: from + tail.lastIndexOf(0x0a, at) + 1, end: from + tail.indexOf(0x0a, at) + 1 };
+}
+
 /** Runs `load` and analyzes the csvlog bytes written meanwhile (a copy of that slice of the file). */
-export async function measureBytes(pg: PostgresCluster, load: () => Promise<unknown>): Promise<VolumeReport> {
-  const file = pg.currentLogfiles().csvlog;
+export async function measureBytes(
+  cluster: PostgresCluster,
+  load: () => Promise<unknown>,
+): Promise<VolumeReport> {
+  const file = cluster.currentLogfiles().csvlog;
   if (!file) throw new Error("no csvlog file");
-  const start = await stableSize(file);
+  // Between two marker lines: what the load wrote, and nothing of the markers themselves.
+  const before = await logMarker(cluster, file);
   await load();
-  const end = await stableSize(file);
-  const slice = Buffer.alloc(end - start);
+  const after = await logMarker(cluster, file);
+  const slice = Buffer.alloc(after.start - before.end);
   const fd = openSync(file, "r");
   try {
-    readSync(fd, slice, 0, slice.length, start);
+    readSync(fd, slice, 0, slice.length, before.end);
   } finally {
     closeSync(fd);
   }

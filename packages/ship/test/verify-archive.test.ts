@@ -737,6 +737,76 @@ describe("verifyArchive --from", () => {
       expect.objectContaining({ kind: "missing", key: parquetKey }),
     ]);
   });
+
+  it("takes either file while a compacted file's rebuild is announced (announceCompaction), only the new one once it is listed", async () => {
+    const client = minio.client();
+    const prefix = `pg/archive-${++n}`;
+    const { key } = await loadOrCreateSigningKey(join(stateDir(), "manifest-key.pem"));
+    const trustedKeys = new Map([[key.keyId, key.publicKey]]);
+    const clock = manualClock(base + 10 * 60_000);
+    const journal = await ManifestJournal.open({
+      client,
+      bucket: BUCKET,
+      prefix,
+      host: HOST,
+      stateDir: stateDir(),
+      now: clock.now,
+      signingKey: key,
+    });
+    const landing = await putDataObject(client, BUCKET, {
+      prefix,
+      entryTs: new Date(base).toISOString(),
+      sourceId: "f1",
+      start: 0,
+      end: 10,
+      lines: 2,
+      uploadedAt: base + 60_000,
+    });
+    await journal.record(landing);
+    const hour = new Date(base).toISOString().slice(0, 13);
+    const parquetKey = `${prefix}/parquet/dt=${hour.slice(0, 10)}/hour=${hour.slice(11)}/host=${HOST}/part-0.parquet`;
+    const file = (body: Buffer) => ({
+      key: parquetKey,
+      sha256: createHash("sha256").update(body).digest("hex"),
+      size: body.length,
+      rows: 2,
+      sources: [{ key: landing.key, sha256: landing.sha256 }],
+      hour,
+    });
+    const store = (body: Buffer) =>
+      client.send(new PutObjectCommand({ Bucket: BUCKET, Key: parquetKey, Body: body }));
+    const old = Buffer.from("PAR1 first compaction PAR1");
+    const rebuilt = Buffer.from("PAR1 the hour compacted anew PAR1");
+    await store(old);
+    await journal.recordCompaction(file(old));
+    clock.set(base + HOUR + 10 * 60_000);
+    await journal.closeDue();
+
+    // Announced: signed into a manifest at once, before the store holds the new file.
+    clock.set(base + 2 * HOUR + 10 * 60_000);
+    await expect(journal.announceCompaction({ ...file(rebuilt), supersedes: "no" })).rejects.toThrow(
+      TypeError,
+    );
+    await journal.announceCompaction({ ...file(rebuilt), supersedes: file(old).sha256 });
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([]);
+    await store(rebuilt);
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([]);
+    await store(Buffer.from("PAR1 neither PAR1"));
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([
+      expect.objectContaining({ kind: "altered", key: parquetKey }),
+    ]);
+
+    // The new file's own listing ends the announcement: the old bytes put back are altered.
+    await store(rebuilt);
+    await journal.recordCompaction(file(rebuilt));
+    clock.set(closeThrough);
+    await journal.close();
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([]);
+    await store(old);
+    expect((await verify(prefix, { trustedKeys })).findings).toEqual([
+      expect.objectContaining({ kind: "altered", key: parquetKey }),
+    ]);
+  });
 });
 
 /**

@@ -2,6 +2,7 @@ export { awsEnv, useAwsCredentials } from "./aws-env.ts";
 export { rewriteDocSection } from "./docs.ts";
 export { gc } from "./gc.ts";
 export { logSettled } from "./log-settled.ts";
+export { LONG_POLES, longPolesFirst } from "./long-poles.ts";
 export { type MinioOptions, type MinioServer, startMinio } from "./minio.ts";
 export { type NpmRegistry, type NpmRegistryOptions, npmEnv, startNpmRegistry } from "./npm-registry.ts";
 export { repoRoot, SETUP_HINT } from "./paths.ts";

@@ -102,6 +102,11 @@ export function run(
     });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    // A child that exits without reading all of its input (killed by the Ctrl-C that stops the
+    // demo, or one that reads none) makes the write fail with EPIPE: its exit status tells the rest.
+    child.stdin?.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") reject(error);
+    });
     child.stdin?.end(options.input ?? "");
   });
 }

@@ -1,8 +1,9 @@
 /**
- * The Python tools the archive tests use, installed by scripts/setup.sh into one venv under the
- * ignored .tools/: pyspark (a real Spark, local mode), sqlglot (parses the Athena and Trino DDL we
- * ship) and ocsf-emitter (the OCSF schema's classes, validated offline). The S3A connector's jars
- * (hadoop-aws and the AWS SDK modules it uses) are in .tools/spark-jars/.
+ * The Python tools the archive tests use, installed by scripts/setup.sh into one venv at the
+ * ignored .tools/python (a link into the machine's tools cache, docs/testing.md): pyspark (a real
+ * Spark, local mode), sqlglot (parses the Athena and Trino DDL we ship) and ocsf-emitter (the OCSF
+ * schema's classes, validated offline). The S3A connector's jars (hadoop-aws and the AWS SDK
+ * modules it uses) are in .tools/spark-jars/, linked the same way.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";

@@ -1,6 +1,7 @@
 import { hostFlag, parseTimeFlag, S3_FLAGS, s3Settings } from "../archive-url.ts";
 import { parseFlags } from "../args.ts";
 import type { CommandIO } from "../command-io.ts";
+import { announceThroughParent } from "../compact/rewrite-announcement.ts";
 import { runCompact } from "../compact/run-compact.ts";
 import { UsageError } from "../usage-error.ts";
 
@@ -68,7 +69,9 @@ export async function compactCommand(argv: string[], io: CommandIO): Promise<num
   const to = values.to === undefined ? undefined : parseTimeFlag("compact", "to", String(values.to), true);
   if (from && to && to <= from) throw new UsageError("compact: --to is before --from");
   const host = hostFlag("compact", values.host);
-  watchParent();
+  const fromSidecar = watchParent();
+  const beforeReplace = fromSidecar ? announceThroughParent() : undefined;
+  const stopAt = fromSidecar ? process.env[TEST_STOP_AT_ENV] : undefined;
   return runCompact(io, {
     archive: positionals[0]!,
     s3: s3Settings("compact", values),
@@ -80,9 +83,24 @@ export async function compactCommand(argv: string[], io: CommandIO): Promise<num
       ...(to ? { to: label(new Date(to.getTime() - 1)) } : {}),
       ...(host ? { host } : {}),
       ...(memory ? { memoryLimit: memory } : {}),
+      ...(beforeReplace ? { beforeReplace } : {}),
+      ...(stopAt
+        ? {
+            onStep: (step: string) => {
+              if (step === stopAt) process.kill(process.pid, "SIGSTOP");
+            },
+          }
+        : {}),
     },
   });
 }
+
+/**
+ * For tests of the sidecar: a compaction child stops itself (SIGSTOP) after this step
+ * (`CompactionStep`, e.g. `rewrite-announced`), so a test can look at the archive in between and
+ * kill the child there. Read only in a child the sidecar started.
+ */
+const TEST_STOP_AT_ENV = "AUDITPIPE_TEST_COMPACT_STOP_AT";
 
 /** How often a compaction child started by the sidecar checks that the sidecar is still there. */
 const PARENT_CHECK_MS = 1_000;
@@ -90,12 +108,13 @@ const PARENT_CHECK_MS = 1_000;
 /**
  * Started by the sidecar (run/compaction.ts sets AUDITPIPE_COMPACT_PARENT_PID): if the sidecar is
  * killed outright, end here rather than run on beside the next sidecar's child. Compaction is
- * crash-safe, so ending mid-way leaves the archive as it was.
+ * crash-safe, so ending mid-way leaves the archive as it was. Whether the sidecar started this child.
  */
-function watchParent(): void {
+function watchParent(): boolean {
   const parent = Number(process.env.AUDITPIPE_COMPACT_PARENT_PID ?? 0);
-  if (!(parent > 0)) return;
+  if (!(parent > 0)) return false;
   setInterval(() => {
     if (process.ppid !== parent) process.exit(1);
   }, PARENT_CHECK_MS).unref();
+  return true;
 }

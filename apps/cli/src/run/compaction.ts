@@ -11,6 +11,13 @@
  * process journals it; which records are journaled is kept in `<state>/compaction/journaled.json`
  * (written after the journal's fsync), so a kill -9 anywhere is caught up by the next run — at
  * worst a file is listed twice (same key and SHA-256), never left out.
+ *
+ * Sign first: a host-hour compacted anew (it grew after a stop) replaces a file the chain lists.
+ * Before the child overwrites it, it asks this process over the IPC channel
+ * (compact/rewrite-announcement.ts), which signs the new file with `supersedes` (the stored
+ * file's SHA-256) into a manifest at once (`announceCompaction`), so verify takes either file until
+ * the new one's own listing; only a stored file this sidecar signed (journaled or announced, kept
+ * in `<state>/compaction/announced.json`) is announced as superseded, never someone else's bytes.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, readFile } from "node:fs/promises";
@@ -19,6 +26,11 @@ import { CompactErrorCode, DEFAULT_COMPACTION_MEMORY_LIMIT } from "@auditpipe/co
 import { backoffDelay, type CompactedFile, writeFileDurably } from "@auditpipe/ship";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
+import {
+  type AnnounceReply,
+  type AnnounceRequest,
+  isAnnounceRequest,
+} from "../compact/rewrite-announcement.ts";
 
 /** Failed runs in a row before /readyz reports compaction: one failure is retried quietly. */
 export const COMPACTION_FAILURES_BEFORE_UNREADY = 3;
@@ -44,6 +56,8 @@ export interface CompactionOptions {
   intervalMs: number;
   /** journal.recordCompaction: resolves once the file is journaled (fsynced). */
   record: (file: CompactedFile) => Promise<void>;
+  /** journal.announceCompaction: resolves once the announcement is in a stored, signed manifest. */
+  announce: (file: CompactedFile & { supersedes: string }) => Promise<void>;
   logger: Logger;
 }
 
@@ -112,6 +126,7 @@ function childArgv(o: CompactionOptions): string[] {
 
 export function startCompaction(o: CompactionOptions): SidecarCompaction {
   const journaledPath = join(o.stateDir, "compaction", "journaled.json");
+  const announcedPath = join(o.stateDir, "compaction", "announced.json");
   let failures = 0;
   let lastCode: string | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -122,12 +137,43 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
   let filesRecorded = 0;
   const failuresByCode = new Map<string, number>();
 
-  const readJournaled = async (): Promise<Record<string, string>> => {
+  const readState = async <T>(path: string): Promise<Record<string, T>> => {
     try {
-      return JSON.parse(await readFile(journaledPath, "utf8")) as Record<string, string>;
+      return JSON.parse(await readFile(path, "utf8")) as Record<string, T>;
     } catch (error) {
       if ((error as { code?: string }).code === "ENOENT") return {};
       throw error;
+    }
+  };
+  const readJournaled = (): Promise<Record<string, string>> => readState<string>(journaledPath);
+  /** SHA-256s of files announced per hour and not confirmed yet by their own listing. */
+  const readAnnounced = (): Promise<Record<string, string[]>> => readState<string[]>(announcedPath);
+  const writeState = async (path: string, value: object): Promise<void> => {
+    await mkdir(join(o.stateDir, "compaction"), { recursive: true });
+    await writeFileDurably(path, `${JSON.stringify(value, null, 2)}\n`);
+  };
+
+  /** The child's request: sign the new file into the chain before it overwrites the stored one. */
+  const announce = async (m: AnnounceRequest): Promise<AnnounceReply> => {
+    const { record, replaces } = m;
+    try {
+      const [journaled, announced] = await Promise.all([readJournaled(), readAnnounced()]);
+      const signed = [journaled[record.hour], ...(announced[record.hour] ?? [])];
+      if (!signed.includes(replaces))
+        return {
+          type: "rewrite-refused",
+          reason: `the stored file (sha256 ${replaces.slice(0, 12)}…) is not one this sidecar signed for ${record.hour}`,
+        };
+      await o.announce({ ...toCompactedFile(o.prefix, record), supersedes: replaces });
+      announced[record.hour] = [...new Set([...(announced[record.hour] ?? []), record.sha256])];
+      await writeState(announcedPath, announced);
+      o.logger.info(
+        { hour: record.hour, key: record.key, sha256: record.sha256, supersedes: replaces },
+        "compaction: rewrite of a compacted file announced in the signed chain before it is stored",
+      );
+      return { type: "rewrite-announced" };
+    } catch (error) {
+      return { type: "rewrite-refused", reason: (error as Error).message };
     }
   };
 
@@ -135,7 +181,7 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
   const runChild = (): Promise<ChildPartition[]> =>
     new Promise((resolve, reject) => {
       const c = spawn(process.execPath, childArgv(o), {
-        stdio: ["ignore", "pipe", "pipe"],
+        stdio: ["ignore", "pipe", "pipe", "ipc"],
         env: { ...process.env, AUDITPIPE_COMPACT_PARENT_PID: String(process.pid) },
       });
       child = c;
@@ -147,6 +193,12 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
       });
       c.stderr?.on("data", (d: Buffer) => {
         err = (err + d.toString("utf8")).slice(-4_000);
+      });
+      c.on("message", (m: unknown) => {
+        if (!isAnnounceRequest(m)) return;
+        void announce(m).then((reply) => {
+          if (c.connected) c.send(reply);
+        });
       });
       c.on("error", reject);
       c.on("close", (code, signal) => {
@@ -177,8 +229,13 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
       if (journaled[p.record.hour] === p.record.sha256) continue;
       await o.record(toCompactedFile(o.prefix, p.record));
       journaled[p.record.hour] = p.record.sha256;
-      await mkdir(join(o.stateDir, "compaction"), { recursive: true });
-      await writeFileDurably(journaledPath, `${JSON.stringify(journaled, null, 2)}\n`);
+      await writeState(journaledPath, journaled);
+      // Its own listing ends the hour's announcements: the stored file is the journaled one now.
+      const announced = await readAnnounced();
+      if (announced[p.record.hour]) {
+        delete announced[p.record.hour];
+        await writeState(announcedPath, announced);
+      }
       filesRecorded++;
       o.logger.info(
         { hour: p.record.hour, key: p.record.key, rows: p.record.rows, sha256: p.record.sha256 },

@@ -64,6 +64,11 @@ export async function createS3Sink(
         if (!journal) throw new Error("the manifest journal is not open yet");
         await journal.recordCompaction(file);
       },
+      announce: async (file) => {
+        const journal = archive.journal();
+        if (!journal) throw new Error("the manifest journal is not open yet");
+        await journal.announceCompaction(file);
+      },
     },
   };
 }

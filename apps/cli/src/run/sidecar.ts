@@ -171,6 +171,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
       stateDir: config.state,
       intervalMs: config.compactMs,
       record: sink.compaction.record,
+      announce: sink.compaction.announce,
       logger: logger.child({ component: "compaction" }),
     });
     running.compaction.registerMetrics(meter.registry);

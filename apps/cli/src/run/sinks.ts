@@ -26,6 +26,8 @@ export interface ConfiguredSink {
     host: string;
     /** The manifest journal's recordCompaction; rejects while the journal is not open yet. */
     record(file: CompactedFile): Promise<void>;
+    /** The manifest journal's announceCompaction (signed into a manifest when it resolves); rejects likewise. */
+    announce(file: CompactedFile & { supersedes: string }): Promise<void>;
   };
 }
 

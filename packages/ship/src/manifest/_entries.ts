@@ -12,7 +12,9 @@ import type {
 } from "./types.ts";
 
 const objectId = (o: UploadedObject): string => `object:${o.key}|${o.sha256}|${o.uploadedAt}`;
-const compactedId = (f: CompactedFile): string => `compacted:${f.key}|${f.sha256}`;
+// An announcement (`supersedes`) and the file's own listing are two entries, never one.
+const compactedId = (f: CompactedFile): string =>
+  `compacted:${f.key}|${f.sha256}${f.supersedes === undefined ? "" : `|${f.supersedes}`}`;
 const foreignId = (f: ForeignObject): string => `foreign:${f.key}|${f.storedAt}`;
 
 /** The same id for an entry in the journal and for what a manifest lists of it. */

@@ -104,6 +104,7 @@ function copyCompacted(f: CompactedFile): CompactedFile {
     sources: f.sources.map((s) => ({ key: s.key, sha256: s.sha256 })),
     hour: f.hour,
     ...(f.versionId === undefined ? {} : { versionId: f.versionId }),
+    ...(f.supersedes === undefined ? {} : { supersedes: f.supersedes }),
   };
 }
 
@@ -227,7 +228,8 @@ export function isCompactedFile(v: unknown): v is CompactedFile {
     v.sources.every((s) => isRecord(s) && isString(s.key) && isHex64(s.sha256)) &&
     isString(v.hour) &&
     parseHourLabel(v.hour) !== null &&
-    optional(v.versionId, isString)
+    optional(v.versionId, isString) &&
+    optional(v.supersedes, isHex64)
   );
 }
 

@@ -96,6 +96,7 @@ function listedFiles(m: Manifest): ListedFile[] {
         size: f.size,
         entries: f.rows,
         ...(f.versionId === undefined ? {} : { versionId: f.versionId }),
+        ...(f.supersedes === undefined ? {} : { supersedes: f.supersedes }),
         compacted: true,
         file: f,
       }),

@@ -314,6 +314,26 @@ export class ManifestJournal {
     ).then(() => this.serially("announce"));
   }
 
+  /**
+   * Before a compacted file's key that holds other bytes of this sidecar is overwritten (an hour
+   * compacted anew after it grew): as announceRewrite does for landing objects, the new file is
+   * journaled with `supersedes` (the SHA-256 the key holds now) and every hour up to now written at
+   * once, so the new hash is in the signed chain before the store holds it. Record the file with
+   * recordCompaction (without `supersedes`) once it is stored: that listing ends the announcement.
+   */
+  announceCompaction(file: CompactedFile & { supersedes: string }): Promise<void> {
+    if (this.closed) return Promise.reject(new ManifestError(ManifestErrorCode.CLOSED, "journal is closed"));
+    if (!isCompactedFile(file) || typeof file.supersedes !== "string")
+      return Promise.reject(
+        new TypeError(
+          "ManifestJournal.announceCompaction: a compacted file (see recordCompaction) and a hex supersedes are required",
+        ),
+      );
+    return this.enqueue(() =>
+      this.append([{ hourMs: this.openHour(this.now().getTime()), compacted: { ...file } }]),
+    ).then(() => this.serially("announce"));
+  }
+
   /** Calls closeDue() every `intervalMs` and the self-check on its own interval (errors logged, retried); unref'd. */
   startTimer(intervalMs: number = DEFAULT_CLOSE_INTERVAL_MS): void {
     if (this.timer || this.closed) return;

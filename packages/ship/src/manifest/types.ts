@@ -145,6 +145,12 @@ export interface CompactedFile {
   hour: string;
   /** The version the store gave it, on a versioned bucket. */
   versionId?: string;
+  /**
+   * An announced rewrite (`ManifestJournal.announceCompaction`): the SHA-256 of the file the key
+   * holds until this one is stored (an hour compacted anew); verify takes either while this is
+   * the key's newest listing. The file's own listing, once stored, comes later without it.
+   */
+  supersedes?: string;
 }
 
 /**
