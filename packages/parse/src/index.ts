@@ -39,7 +39,7 @@ export {
   type SyslogReassembler,
   type SyslogStats,
 } from "./syslog.ts";
-export { parseLogTimestamp } from "./timestamp.ts";
+export { parseLogTimestamp, sameStampSecond } from "./timestamp.ts";
 export type {
   AuditEntry,
   AuditMarker,

@@ -55,7 +55,7 @@ function zoneOffsetMinutes(zone: string): number | undefined {
  * An unknown zone abbreviation is read as UTC: differences within one log stay right.
  */
 export function parseLogTimestamp(text: string): number | undefined {
-  if (lastSecond !== "" && sameSecond(text, lastSecond)) return lastSecondMs + millisAt20(text);
+  if (lastSecond !== "" && sameStampSecond(text, lastSecond)) return lastSecondMs + millisAt20(text);
   const m = PG_TIMESTAMP.exec(text);
   if (!m) return undefined;
   const fraction = m[7] ? Number(`0.${m[7]}`) * 1000 : 0;
@@ -87,17 +87,21 @@ export function parseLogTimestamp(text: string): number | undefined {
 let lastSecond = "";
 let lastSecondMs = 0;
 const SPACE = 32;
+const DOT = 46;
 
-/** Whether `text` equals `last` (a `.mmm zone` stamp) but for three digits at indexes 20–22. */
-function sameSecond(text: string, last: string): boolean {
-  const n = text.length;
-  if (n !== last.length) return false;
+/**
+ * Whether `a` and `b` are the same `YYYY-MM-DD HH:MM:SS.mmm zone` stamp but for the milliseconds
+ * (indexes 20–22): the same second of the same zone. Shared by the caches of consecutive stamps.
+ */
+export function sameStampSecond(a: string, b: string): boolean {
+  const n = a.length;
+  if (n !== b.length || n < 24 || a.charCodeAt(19) !== DOT || a.charCodeAt(23) !== SPACE) return false;
   for (let i = 20; i < 23; i++) {
-    const d = text.charCodeAt(i) - 48;
+    const d = a.charCodeAt(i) - 48;
     if (d < 0 || d > 9) return false;
   }
-  for (let i = 0; i < 20; i++) if (text.charCodeAt(i) !== last.charCodeAt(i)) return false;
-  for (let i = 23; i < n; i++) if (text.charCodeAt(i) !== last.charCodeAt(i)) return false;
+  for (let i = 0; i < 20; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
+  for (let i = 23; i < n; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
   return true;
 }
 

@@ -1,4 +1,4 @@
-import { parseLogTimestamp } from "@auditpipe/parse";
+import { parseLogTimestamp, sameStampSecond } from "@auditpipe/parse";
 
 /**
  * ISO 8601 UTC of a log timestamp, or null. Consecutive records share the second (and often the
@@ -12,23 +12,10 @@ let lastIso: string | null = null;
 let lastIsoSecond = "";
 const DOT = 46;
 
-/** Whether `a` and `b` are equal except at the milliseconds (indexes 20–22) of a `.mmm` stamp. */
-function sameSecond(a: string, b: string): boolean {
-  const n = a.length;
-  if (n !== b.length || n < 24 || a.charCodeAt(19) !== DOT || a.charCodeAt(23) !== 32) return false;
-  for (let i = 20; i < 23; i++) {
-    const d = a.charCodeAt(i) - 48;
-    if (d < 0 || d > 9) return false;
-  }
-  for (let i = 0; i < 20; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
-  for (let i = 23; i < n; i++) if (a.charCodeAt(i) !== b.charCodeAt(i)) return false;
-  return true;
-}
-
 export function isoTimestamp(stamp: string | null): string | null {
   if (stamp === null) return null;
   if (stamp === lastStamp) return lastIso;
-  if (lastIsoSecond !== "" && sameSecond(stamp, lastStamp)) {
+  if (lastIsoSecond !== "" && sameStampSecond(stamp, lastStamp)) {
     lastIso = `${lastIsoSecond}${stamp.slice(20, 23)}Z`;
     lastStamp = stamp;
     return lastIso;
