@@ -21,7 +21,7 @@ import { DEFAULT_COMPRESSION } from "@auditpipe/ship";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../../packages/parse/bench/_reference-data.ts";
 import { analyzeVsCsvParse } from "./_analyze-bench.ts";
-import { type Anchors, bestAnchors, measureAnchors } from "./_anchors.ts";
+import { type Anchors, bestAnchors, commandCpuSeconds, measureAnchors } from "./_anchors.ts";
 import { cpuStages } from "./_cpu-stages.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
 import {
@@ -282,6 +282,66 @@ if (only.includes("cpu")) {
     targetStartSeconds: 0.3,
   };
   loads.cpu = [before, round2(load())];
+}
+
+// Start-up alone (not in the default parts; the `cpu` part measures it too): `AUDITPIPE_BENCH_PIPELINE_PARTS=startup`.
+// Builds interleaved round by round, a fresh compile cache ("cold") then the same one ("warm"), `node -e ''` measured
+// between rounds; lowest CPU and median kept. AUDITPIPE_BENCH_STARTUP_ROUNDS (default 7) rounds;
+// AUDITPIPE_BENCH_STARTUP_ENV="A=1 B=2" adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1).
+if (only.includes("startup")) {
+  const before = round2(load());
+  const rounds = Number(process.env.AUDITPIPE_BENCH_STARTUP_ROUNDS ?? 7);
+  const extraEnv = Object.fromEntries(
+    (process.env.AUDITPIPE_BENCH_STARTUP_ENV ?? "")
+      .split(/\s+/)
+      .filter((kv) => kv.includes("="))
+      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
+  const nodeOptions = { NODE_OPTIONS: "--max-old-space-size=128 --max-semi-space-size=4", ...extraEnv };
+  const baselineBin = process.env.AUDITPIPE_BENCH_BASELINE_BIN;
+  const builds: { build: string; bin?: string }[] = [
+    { build: "this build" },
+    ...(baselineBin
+      ? [{ build: process.env.AUDITPIPE_BENCH_BASELINE_NAME ?? "baseline", bin: baselineBin }]
+      : []),
+  ];
+  const all: { build: string; cache: "cold" | "warm"; cpu: number; toReady: number; load: number }[] = [];
+  const nodeStarts: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    nodeStarts.push(commandCpuSeconds(process.execPath, ["-e", ""], 10));
+    for (const { build, bin } of round % 2 === 0 ? builds : [...builds].reverse()) {
+      const cache = mkdtempSync(join(tmpdir(), "auditpipe-bench-compile-cache-"));
+      try {
+        for (const cacheState of ["cold", "warm"] as const) {
+          const r = await sidecarStartCpu(0, { ...nodeOptions, NODE_COMPILE_CACHE: cache }, bin);
+          all.push({ build, cache: cacheState, cpu: r.cpuToReady, toReady: r.toReadySeconds, load: round2(load()) });
+        }
+      } finally {
+        rmSync(cache, { recursive: true, force: true });
+      }
+    }
+  }
+  nodeStarts.push(commandCpuSeconds(process.execPath, ["-e", ""], 10));
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const nodeStart = Math.min(...nodeStarts);
+  const summary = builds.flatMap(({ build }) =>
+    (["cold", "warm"] as const).map((cache) => {
+      const cpus = all.filter((a) => a.build === build && a.cache === cache).map((a) => a.cpu);
+      return {
+        build,
+        cache,
+        minCpu: Math.min(...cpus),
+        medianCpu: median(cpus),
+        minOverNode: round2(Math.min(...cpus) / nodeStart),
+        medianOverNode: round2(median(cpus) / median(nodeStarts)),
+      };
+    }),
+  );
+  console.table(summary);
+  console.log(`  node -e '' CPU: min ${nodeStart.toFixed(3)} s, median ${median(nodeStarts).toFixed(3)} s`);
+  doc.startup = { rounds, env: extraEnv, summary, all, nodeStartSeconds: nodeStarts };
+  loads.startup = [before, round2(load())];
+  console.log(`  load average ${before} → ${round2(load())}`);
 }
 
 if (only.includes("analyze")) {
