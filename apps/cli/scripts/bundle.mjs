@@ -1,13 +1,17 @@
 // Builds the published `auditpipe` package's code: apps/cli/dist/, one ES module per command (`pnpm build`).
 //
 // The workspace packages (@auditpipe/parse, tail, meter, ship, estimate, api, testkit) are bundled
-// in from their TypeScript sources, so users install one package; third-party libraries stay
-// external and are the package's runtime `dependencies` (docs/architecture.md, "Packaging").
+// in from their TypeScript sources, so users install one package. So are the libraries `run`
+// loads before its API answers (BUNDLED: Fastify, zod, pino, prom-client, picomatch and what they import):
+// one chunk instead of some hundreds of module files to resolve, read and compile is most of the
+// sidecar's start-up CPU on the database host. Their names, versions and licence texts go to
+// dist/THIRD-PARTY-NOTICES.md. Every other library stays external and is one of the package's
+// runtime `dependencies` (docs/architecture.md, "Packaging").
 // Code splitting keeps each command in its own chunk: main.js loads a command's chunk only when it
 // runs, so `auditpipe --version` and `analyze` never load the AWS SDK, Fastify or node-postgres.
-import { readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -15,6 +19,19 @@ const CLI = join(dirname(fileURLToPath(import.meta.url)), "..");
 const pkg = JSON.parse(readFileSync(join(CLI, "package.json"), "utf8"));
 const runtime = new Set(Object.keys(pkg.dependencies ?? {}));
 const builtins = new Set(builtinModules);
+
+/**
+ * Third-party libraries bundled into dist/ (devDependencies: installing the package does not fetch
+ * them). Their own imports are bundled too unless they are runtime dependencies.
+ */
+const BUNDLED = new Set(["fastify", "fastify-type-provider-zod", "zod", "pino", "prom-client", "picomatch"]);
+for (const name of BUNDLED)
+  if (runtime.has(name) || !pkg.devDependencies?.[name])
+    throw new Error(`bundle: ${name} is bundled: list it in devDependencies, not dependencies`);
+
+/** The package name of a bare import: `@scope/name` or `name`. */
+const packageName = (path) => (path.startsWith("@") ? path.split("/").slice(0, 2).join("/") : path.split("/")[0]);
+const inNodeModules = (file) => file.split(sep).includes("node_modules");
 
 /** A bare import is either ours (bundled), a declared runtime dependency (external), or a build error. */
 const dependencyGuard = {
@@ -24,7 +41,8 @@ const dependencyGuard = {
       const path = args.path;
       if (path.startsWith("node:") || builtins.has(path.split("/")[0])) return { path, external: true };
       if (path.startsWith("@auditpipe/")) return undefined;
-      const name = path.startsWith("@") ? path.split("/").slice(0, 2).join("/") : path.split("/")[0];
+      const name = packageName(path);
+      if (BUNDLED.has(name) || (inNodeModules(args.importer) && !runtime.has(name))) return undefined;
       // Libraries are imported for what they export, never for a side effect of importing them:
       // an import whose bindings a command does not use is dropped instead of loaded at start-up.
       if (runtime.has(name)) return { path, external: true, sideEffects: false };
@@ -40,7 +58,7 @@ const dependencyGuard = {
 };
 
 rmSync(join(CLI, "dist"), { recursive: true, force: true });
-await build({
+const { metafile } = await build({
   // The worker threads of a parallel `analyze` start from an entry of their own.
   entryPoints: {
     main: join(CLI, "src", "main.ts"),
@@ -55,7 +73,62 @@ await build({
   conditions: ["@auditpipe/source"],
   plugins: [dependencyGuard],
   sourcemap: "linked",
+  // Bundled CommonJS libraries require() Node's built-ins; an ES module has no `require` of its own.
+  banner: {
+    js: 'import { createRequire as __auditpipeCreateRequire } from "node:module";\nconst require = __auditpipeCreateRequire(import.meta.url);',
+  },
+  // Their licence texts are in dist/THIRD-PARTY-NOTICES.md instead, whole.
   legalComments: "none",
+  metafile: true,
   chunkNames: "chunks/[name]-[hash]",
   logLevel: "warning",
 });
+
+/**
+ * dist/THIRD-PARTY-NOTICES.md: every third-party package whose code is in dist/, as name@version
+ * (what `npm audit` would have checked had it been a dependency), its licence and its licence text.
+ */
+function packageRoot(file) {
+  const parts = file.split("/");
+  const at = parts.lastIndexOf("node_modules");
+  return parts.slice(0, at + (parts[at + 1]?.startsWith("@") ? 3 : 2)).join("/");
+}
+/** A package without a LICENSE file: the README's licence section, else what its package.json declares. */
+function readmeLicence(dir, manifest) {
+  const readme = readdirSync(dir).find((f) => /^readme(\.|$)/i.test(f));
+  const section = readme && /^#+\s*licen[cs]e\s*$([\s\S]*?)(?=^#|(?![\s\S]))/im.exec(readFileSync(join(dir, readme), "utf8"));
+  const author = typeof manifest.author === "string" ? manifest.author : manifest.author?.name;
+  return section?.[1]?.trim() || `${manifest.license} (package.json; no licence file in the package)${author ? `, by ${author}` : ""}`;
+}
+const roots = new Set();
+for (const [output, { inputs }] of Object.entries(metafile.outputs))
+  if (output.endsWith(".js")) for (const input of Object.keys(inputs)) if (input.includes("node_modules/")) roots.add(packageRoot(input));
+const notices = [...roots]
+  .map((root) => {
+    const dir = join(process.cwd(), root);
+    const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
+    const licenceFile = readdirSync(dir).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
+    return {
+      id: `${manifest.name}@${manifest.version}`,
+      license: manifest.license ?? "UNKNOWN",
+      text: licenceFile ? readFileSync(join(dir, licenceFile), "utf8").trim() : readmeLicence(dir, manifest),
+    };
+  })
+  .filter((n, i, all) => all.findIndex((m) => m.id === n.id) === i)
+  .sort((a, b) => a.id.localeCompare(b.id));
+for (const n of notices)
+  if (n.text === undefined) throw new Error(`bundle: ${n.id} is bundled but ships no LICENSE file`);
+writeFileSync(
+  join(CLI, "dist", "THIRD-PARTY-NOTICES.md"),
+  [
+    "# Third-party code in this package",
+    "",
+    "auditpipe's dist/ holds the code of these packages (bundled at build time; apps/cli/scripts/bundle.mjs).",
+    "They are not installed as dependencies, so `npm audit` does not see them: check these versions",
+    "against advisories (for example `npm audit` in a project depending on them, or the GitHub advisory database).",
+    "",
+    ...notices.map((n) => `- ${n.id} (${n.license})`),
+    "",
+    ...notices.flatMap((n) => [`## ${n.id}`, "", `License: ${n.license}`, "", "```", n.text, "```", ""]),
+  ].join("\n"),
+);

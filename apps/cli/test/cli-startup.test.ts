@@ -7,6 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { repoRoot, waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 
@@ -38,6 +39,26 @@ function runBuilt(args: string[]): { status: number | null; stdout: string; modu
   return { status: result.status, stdout: result.stdout, modules: JSON.parse(line[1]!) as string[] };
 }
 
+/**
+ * The third-party packages whose code the loaded modules hold: those resolved from node_modules,
+ * and those bundled into dist/'s chunks (esbuild heads each bundled module with a `// path` comment).
+ */
+function packagesIn(modules: string[]): string[] {
+  const names = new Set<string>();
+  const add = (path: string) => {
+    const after = path.split("node_modules/").at(-1)!.split("/");
+    names.add(after[0]!.startsWith("@") ? `${after[0]}/${after[1]}` : after[0]!);
+  };
+  for (const url of modules) {
+    if (!url.startsWith("file:")) continue;
+    if (url.includes("/node_modules/") && !url.includes("/apps/cli/dist/")) add(url);
+    else if (url.includes("/apps/cli/dist/"))
+      for (const [, path] of readFileSync(fileURLToPath(url), "utf8").matchAll(/^\/\/ (\S*node_modules\/\S+)$/gm))
+        add(path!);
+  }
+  return [...names].sort();
+}
+
 // zod too: flags.ts checks analyze's flags without it (its import alone is ~100 ms of CPU).
 const HEAVY = ["@aws-sdk", "fastify", "/pg/", "prom-client", "pino", "/zod/", "@duckdb"];
 
@@ -56,6 +77,7 @@ describe("start-up of the built CLI", () => {
       ),
     ).toEqual([]);
     expect(modules.filter((m) => m.includes("node_modules"))).toEqual([]);
+    expect(packagesIn(modules)).toEqual([]);
   });
 
   it("analyze loads neither the AWS SDK, Fastify, node-postgres, prom-client, pino nor zod", () => {
@@ -64,9 +86,11 @@ describe("start-up of the built CLI", () => {
     expect(JSON.parse(stdout).entries).toBe(1042);
     expect(modules.some((m) => m.includes("/chunks/analyze-"))).toBe(true);
     expect(modules.filter((m) => HEAVY.some((name) => m.includes(name)))).toEqual([]);
+    // Fastify, zod, pino and prom-client are bundled into dist/'s chunks: none of them in analyze's.
+    expect(packagesIn(modules).filter((p) => HEAVY.some((name) => `/${p}/`.includes(name)))).toEqual([]);
   });
 
-  it("run with a local sink loads neither the AWS SDK, node-postgres, Fastify's ajv nor @fastify/swagger, in one process", async () => {
+  it("run with a local sink loads neither the AWS SDK, node-postgres nor @fastify/swagger, and nothing from node_modules, in one process", async () => {
     // Each of these is loaded when first used (an s3:// sink, --db, a request for /docs/json),
     // not by every sidecar: they were most of its start-up CPU.
     const dir = join(work, "run-local");
@@ -100,12 +124,41 @@ describe("start-up of the built CLI", () => {
     expect(await exited).toBe(0);
     const modules = JSON.parse(/\nMODULES (.*)\n/.exec(stderr)?.[1] ?? "[]") as string[];
     expect(modules.some((m) => m.includes("/chunks/run-"))).toBe(true);
-    expect(modules.some((m) => m.includes("node_modules") && m.includes("fastify"))).toBe(true);
+    // Fastify is bundled (its code is in a chunk run loaded), and nothing resolves from node_modules:
+    // the libraries run needs before its API answers are all in dist/.
+    const loaded = packagesIn(modules);
+    expect(loaded).toContain("fastify");
+    expect(modules.filter((m) => m.includes("/node_modules/") && !m.includes("/apps/cli/dist/"))).toEqual([]);
     expect(
-      modules.filter((m) =>
-        ["@aws-sdk", "/pg/", "/ajv/", "@fastify/swagger", "/yaml/"].some((n) => m.includes(n)),
-      ),
+      modules.filter((m) => ["@aws-sdk", "/pg/", "@fastify/swagger", "/yaml/"].some((n) => m.includes(n))),
     ).toEqual([]);
+    expect(loaded.filter((p) => ["@aws-sdk", "pg", "@fastify/swagger", "yaml"].includes(p))).toEqual([]);
+  });
+
+  it("on a terminal, run logs through pino-pretty in its own thread (no transport file to resolve in the bundle)", async () => {
+    // util-linux's script(1) gives the sidecar a pseudo-terminal for stdout and stderr.
+    const dir = join(work, "run-tty");
+    mkdirSync(join(dir, "log"), { recursive: true });
+    const command = [
+      ...[process.execPath, BIN, "run", "--log-dir", join(dir, "log"), "--format", "csvlog"],
+      ...["--sink", join(dir, "sink"), "--state", join(dir, "state"), "--listen", "127.0.0.1:0"],
+    ].join(" ");
+    // Its own process group: script(1), its shell and the sidecar are stopped together.
+    const child = spawn("script", ["-qec", command, "/dev/null"], { cwd: ROOT, detached: true });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    await waitUntil(
+      () => out.includes("listening") || child.exitCode !== null,
+      30_000,
+      () => `run did not start on a terminal:\n${out}`,
+    );
+    process.kill(-child.pid!, "SIGTERM");
+    await exited;
+    expect(out).toMatch(/\[\d\d:\d\d:\d\d\.\d{3}\] .*INFO/);
+    expect(out).not.toContain('{"level"');
   });
 
   it("the engine of compact and query (DuckDB) loads only when they run, not for their --help", () => {
