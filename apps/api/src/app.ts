@@ -17,7 +17,7 @@ import { markSecured } from "./_secured.ts";
 import { AUDITPIPE_ERR_UNAUTHORIZED } from "./errors.ts";
 import { type ApiLimits, DEFAULT_API_LIMITS, serverOptions } from "./limits.ts";
 import { type AdviceDeps, registerAdviceRoutes } from "./routes-advice.ts";
-import { type EstimatorDeps, registerEstimateRoutes } from "./routes-estimate.ts";
+import { type EstimatorDeps, estimateAnswers, registerEstimateRoutes } from "./routes-estimate.ts";
 
 export interface ApiOptions {
   /** The live meter behind /metrics and /v1/volume. */
@@ -88,14 +88,19 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
 }
 
 /** Every route of the API. */
-function registerApiRoutes(app: FastifyInstance, options: ApiOptions, openApi: () => Promise<unknown>): void {
+function registerApiRoutes(
+  app: FastifyInstance,
+  options: ApiOptions,
+  openApi: () => Promise<unknown>,
+  estimateSchemas?: Awaited<ReturnType<typeof estimateAnswers>>,
+): void {
   registerRoutes(app, {
     meter: options.meter,
     readiness: options.readiness,
     openApi,
     volume: options.volume ?? true,
   });
-  if (options.estimator) registerEstimateRoutes(app, options.estimator);
+  if (options.estimator) registerEstimateRoutes(app, options.estimator, estimateSchemas);
   if (options.advisor) registerAdviceRoutes(app, options.advisor);
 }
 
@@ -122,7 +127,8 @@ async function openApiDocument(options: ApiOptions, token: string | undefined): 
     },
     transform: jsonSchemaTransform,
   });
-  registerApiRoutes(twin, options, async () => ({}));
+  // The twin describes the estimate routes with their schemas, which the live app loads on first use.
+  registerApiRoutes(twin, options, async () => ({}), options.estimator ? await estimateAnswers() : undefined);
   await twin.ready();
   const document = twin.swagger();
   await twin.close();

@@ -2,32 +2,15 @@
  * POST /v1/estimates, POST /v1/recommendations, GET /v1/workload. The database is the server's
  * own (configured at start, sampled by the `estimator` dependency); a request never names a
  * connection. A workload in the body plans for a database that does not exist yet.
+ *
+ * The routes' zod schemas and answers (_routes-estimate-answers.ts) are imported on the first
+ * request: building them was ~10 % of the sidecar's start-up CPU, for routes most sidecars never
+ * serve. The OpenAPI document's twin app registers the routes with those schemas.
  */
-import {
-  type AuditConfig,
-  auditConfigSchema,
-  calibrationSummary,
-  configByName,
-  DEFAULT_CONFIGS,
-  estimate,
-  type OverheadCalibration,
-  overheadBasis,
-  recommend,
-  type ServerLoad,
-  type Workload,
-  type WorkloadSample,
-  workloadSchema,
-} from "@auditpipe/estimate";
+import type { OverheadCalibration, WorkloadSample } from "@auditpipe/estimate";
 import type { FastifyInstance } from "fastify";
-import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
-import {
-  estimatesResponseSchema,
-  recommendationSchema,
-  workloadSampleSchema,
-} from "./_routes-estimate-schemas.ts";
-import { errorSchema, strictBody } from "./_schemas.ts";
-import { createError, validationError } from "./errors.ts";
+import { errorSchema } from "./_schemas.ts";
+import { createError } from "./errors.ts";
 
 /** What the estimate routes need from the server: the last sample of its database, if any. */
 export interface EstimatorDeps {
@@ -49,158 +32,79 @@ export const AUDITPIPE_ERR_NO_SAMPLE: ReturnType<typeof createError> = createErr
 /** Workload bodies can list thousands of statements. */
 const BODY_LIMIT = 4 * 1024 * 1024;
 
-const estimatesBody = strictBody({
-  workload: workloadSchema.optional().describe("A planned workload; the server's last sample when absent."),
-  configs: z
-    .array(z.union([z.string().min(1), auditConfigSchema]))
-    .max(50)
-    .optional()
-    .describe(
-      "Preset names (ddl,role · write · read · all ...), pgaudit.log values, or full configurations.",
-    ),
-  pricePerGb: z.number().nonnegative().optional(),
-  storagePricePerGbMonth: z.number().nonnegative().optional(),
-  compressionRatio: z.number().positive().optional(),
-  retentionDays: z.number().int().positive().optional(),
-  logOnDataDisk: z.boolean().optional(),
-  cpuBusy: z
-    .number()
-    .min(0)
-    .max(1)
-    .optional()
-    .describe(
-      "How busy the database server's cores are (0–1), where the sampler cannot see its host; over what it saw.",
-    ),
-  cores: z.number().positive().max(4096).optional().describe("The cores the database server may use there."),
-});
-
-const recommendationsBody = strictBody({
-  sensitive: z
-    .array(z.string().min(1))
-    .max(1000)
-    .optional()
-    .describe("TABLE or TABLE.COLUMN, besides those found by name, type and comment."),
-  role: z.string().min(1).max(63).optional(),
-  pricePerGb: z.number().nonnegative().optional(),
-});
-
-function configsOf(items: (string | AuditConfig)[] | undefined): AuditConfig[] {
-  return (items ?? [...DEFAULT_CONFIGS]).map((item, i) => {
-    if (typeof item !== "string") return item;
-    try {
-      return configByName(item);
-    } catch (error) {
-      throw validationError(`body.configs.${i}`, (error as Error).message);
-    }
-  });
+type Answers = typeof import("./_routes-estimate-answers.ts");
+let loading: Promise<Answers> | undefined;
+/** The routes' schemas and answers, imported once, on first use. */
+export function estimateAnswers(): Promise<Answers> {
+  loading ??= import("./_routes-estimate-answers.ts");
+  return loading;
 }
 
-/** A body's cpuBusy and cores over what the sample saw (or instead of it, for a planned workload). */
-function withGivenLoad(workload: Workload, cpuBusy: number | undefined, cores: number | undefined): Workload {
-  if (cpuBusy === undefined && cores === undefined) return workload;
-  const seen = workload.load;
-  const load: ServerLoad = {
-    source: "given",
-    cores: cores ?? seen?.cores ?? null,
-    coresSource: cores === undefined ? (seen?.coresSource ?? "unknown") : "the request's cores",
-    busy: cpuBusy ?? seen?.busy ?? null,
-    serverCpuUsPerTransaction: seen?.serverCpuUsPerTransaction ?? null,
-    localClientCpuUsPerTransaction: seen?.localClientCpuUsPerTransaction ?? null,
-    otherCores: seen?.otherCores ?? null,
-    stretch: seen?.stretch ?? null,
-    throttled: seen?.throttled ?? null,
-    waits: seen?.waits ?? null,
-    walSyncsPerTransaction: seen?.walSyncsPerTransaction ?? null,
-    durable: seen?.durable ?? null,
-    unidentifiedLocalClients: seen?.unidentifiedLocalClients ?? 0,
-    notes: seen?.notes ?? [],
-  };
-  return { ...workload, load };
-}
+const SUMMARIES = {
+  workload: "The last workload sample of the server's database: rates per statement, catalog, log settings",
+  estimates: "Predicted entries/s, bytes, GB/day, $/month and overhead per candidate pgAudit configuration",
+  recommendations:
+    "The cheapest configuration that audits the sensitive tables: GRANTs, an idempotent SQL script, before/after",
+};
 
-export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps): void {
-  const r = app.withTypeProvider<ZodTypeProvider>();
+/**
+ * Registers the routes. `schemas` (the loaded answers module) puts the body and response schemas
+ * on the routes themselves, for the OpenAPI document; without it, each request loads them.
+ */
+export function registerEstimateRoutes(app: FastifyInstance, deps: EstimatorDeps, schemas?: Answers): void {
   const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema };
+  const tags = ["estimate"];
 
-  r.get(
+  app.get(
     "/v1/workload",
     {
       schema: {
-        summary:
-          "The last workload sample of the server's database: rates per statement, catalog, log settings",
-        tags: ["estimate"],
-        response: { 200: workloadSampleSchema, ...errors },
+        summary: SUMMARIES.workload,
+        tags,
+        response: schemas ? { 200: schemas.workloadSampleSchema, ...errors } : errors,
       },
     },
-    async () => {
+    async (request, reply) => {
       const sample = deps.lastSample();
       if (!sample) throw new AUDITPIPE_ERR_NO_SAMPLE();
-      return sample;
+      if (schemas) return sample;
+      const a = await estimateAnswers();
+      return a.sendEncoded(reply, a.workloadSampleSchema, sample, request.method, "/v1/workload");
     },
   );
 
-  r.post(
+  app.post(
     "/v1/estimates",
     {
       bodyLimit: BODY_LIMIT,
       schema: {
-        summary:
-          "Predicted entries/s, bytes, GB/day, $/month and overhead per candidate pgAudit configuration",
-        tags: ["estimate"],
-        body: estimatesBody,
-        response: { 200: estimatesResponseSchema, ...errors },
+        summary: SUMMARIES.estimates,
+        tags,
+        ...(schemas ? { body: schemas.bodies.estimates } : {}),
+        response: schemas ? { 200: schemas.estimatesResponseSchema, ...errors } : errors,
       },
     },
-    async (request) => {
-      const body = request.body;
-      const sample = body.workload ? undefined : deps.lastSample();
-      const sampled = body.workload ?? sample?.workload;
-      if (!sampled) throw new AUDITPIPE_ERR_NO_SAMPLE();
-      const workload = withGivenLoad(sampled, body.cpuBusy, body.cores);
-      const options = {
-        ...(deps.calibration ? { calibration: deps.calibration } : {}),
-        ...(body.pricePerGb === undefined ? {} : { pricePerGb: body.pricePerGb }),
-        ...(body.logOnDataDisk === undefined ? {} : { logOnDataDisk: body.logOnDataDisk }),
-        ...(body.storagePricePerGbMonth === undefined
-          ? {}
-          : { storagePricePerGbMonth: body.storagePricePerGbMonth }),
-        ...(body.compressionRatio === undefined ? {} : { compressionRatio: body.compressionRatio }),
-        ...(body.retentionDays === undefined ? {} : { retentionDays: body.retentionDays }),
-      };
-      const configs = configsOf(body.configs);
-      if (sample) configs.unshift(sample.currentConfig);
-      return {
-        source: body.workload ? ("body" as const) : ("sample" as const),
-        sampledAt: sample?.takenAt ?? null,
-        estimates: configs.map((c) => estimate(workload, c, options)),
-        notes: workload.notes,
-        overheadBasis: overheadBasis(deps.calibration),
-        calibration: deps.calibration ? calibrationSummary(deps.calibration) : null,
-      };
+    async (request, reply) => {
+      const a = await estimateAnswers();
+      const answer = a.answerEstimates(deps, request.body);
+      return a.sendEncoded(reply, a.estimatesResponseSchema, answer, request.method, "/v1/estimates");
     },
   );
 
-  r.post(
+  app.post(
     "/v1/recommendations",
     {
       schema: {
-        summary:
-          "The cheapest configuration that audits the sensitive tables: GRANTs, an idempotent SQL script, before/after",
-        tags: ["estimate"],
-        body: recommendationsBody,
-        response: { 200: recommendationSchema, ...errors },
+        summary: SUMMARIES.recommendations,
+        tags,
+        ...(schemas ? { body: schemas.bodies.recommendations } : {}),
+        response: schemas ? { 200: schemas.recommendationSchema, ...errors } : errors,
       },
     },
-    async (request) => {
-      const sample = deps.lastSample();
-      if (!sample) throw new AUDITPIPE_ERR_NO_SAMPLE();
-      const body = request.body;
-      return recommend(sample.catalog, sample.workload, sample.currentConfig, {
-        ...(body.sensitive ? { sensitive: body.sensitive } : {}),
-        ...(body.role ? { role: body.role } : {}),
-        ...(body.pricePerGb === undefined ? {} : { pricePerGb: body.pricePerGb }),
-        ...(deps.calibration ? { calibration: deps.calibration } : {}),
-      });
+    async (request, reply) => {
+      const a = await estimateAnswers();
+      const answer = a.answerRecommendations(deps, request.body);
+      return a.sendEncoded(reply, a.recommendationSchema, answer, request.method, "/v1/recommendations");
     },
   );
 }

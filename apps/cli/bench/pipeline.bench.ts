@@ -314,7 +314,13 @@ if (only.includes("startup")) {
       try {
         for (const cacheState of ["cold", "warm"] as const) {
           const r = await sidecarStartCpu(0, { ...nodeOptions, NODE_COMPILE_CACHE: cache }, bin);
-          all.push({ build, cache: cacheState, cpu: r.cpuToReady, toReady: r.toReadySeconds, load: round2(load()) });
+          all.push({
+            build,
+            cache: cacheState,
+            cpu: r.cpuToReady,
+            toReady: r.toReadySeconds,
+            load: round2(load()),
+          });
         }
       } finally {
         rmSync(cache, { recursive: true, force: true });

@@ -30,7 +30,8 @@ for (const name of BUNDLED)
     throw new Error(`bundle: ${name} is bundled: list it in devDependencies, not dependencies`);
 
 /** The package name of a bare import: `@scope/name` or `name`. */
-const packageName = (path) => (path.startsWith("@") ? path.split("/").slice(0, 2).join("/") : path.split("/")[0]);
+const packageName = (path) =>
+  path.startsWith("@") ? path.split("/").slice(0, 2).join("/") : path.split("/")[0];
 const inNodeModules = (file) => file.split(sep).includes("node_modules");
 
 /** A bare import is either ours (bundled), a declared runtime dependency (external), or a build error. */
@@ -96,13 +97,20 @@ function packageRoot(file) {
 /** A package without a LICENSE file: the README's licence section, else what its package.json declares. */
 function readmeLicence(dir, manifest) {
   const readme = readdirSync(dir).find((f) => /^readme(\.|$)/i.test(f));
-  const section = readme && /^#+\s*licen[cs]e\s*$([\s\S]*?)(?=^#|(?![\s\S]))/im.exec(readFileSync(join(dir, readme), "utf8"));
+  const section =
+    readme &&
+    /^#+\s*licen[cs]e\s*$([\s\S]*?)(?=^#|(?![\s\S]))/im.exec(readFileSync(join(dir, readme), "utf8"));
   const author = typeof manifest.author === "string" ? manifest.author : manifest.author?.name;
-  return section?.[1]?.trim() || `${manifest.license} (package.json; no licence file in the package)${author ? `, by ${author}` : ""}`;
+  return (
+    section?.[1]?.trim() ||
+    `${manifest.license} (package.json; no licence file in the package)${author ? `, by ${author}` : ""}`
+  );
 }
 const roots = new Set();
 for (const [output, { inputs }] of Object.entries(metafile.outputs))
-  if (output.endsWith(".js")) for (const input of Object.keys(inputs)) if (input.includes("node_modules/")) roots.add(packageRoot(input));
+  if (output.endsWith(".js"))
+    for (const input of Object.keys(inputs))
+      if (input.includes("node_modules/")) roots.add(packageRoot(input));
 const notices = [...roots]
   .map((root) => {
     const dir = join(process.cwd(), root);
@@ -132,3 +140,6 @@ writeFileSync(
     ...notices.flatMap((n) => [`## ${n.id}`, "", `License: ${n.license}`, "", "```", n.text, "```", ""]),
   ].join("\n"),
 );
+
+// AUDITPIPE_BUNDLE_METAFILE=path writes esbuild's metafile there (what each chunk holds and why: esbuild's analyzer reads it).
+if (process.env.AUDITPIPE_BUNDLE_METAFILE) writeFileSync(process.env.AUDITPIPE_BUNDLE_METAFILE, JSON.stringify(metafile));
