@@ -142,4 +142,5 @@ writeFileSync(
 );
 
 // AUDITPIPE_BUNDLE_METAFILE=path writes esbuild's metafile there (what each chunk holds and why: esbuild's analyzer reads it).
-if (process.env.AUDITPIPE_BUNDLE_METAFILE) writeFileSync(process.env.AUDITPIPE_BUNDLE_METAFILE, JSON.stringify(metafile));
+if (process.env.AUDITPIPE_BUNDLE_METAFILE)
+  writeFileSync(process.env.AUDITPIPE_BUNDLE_METAFILE, JSON.stringify(metafile));
