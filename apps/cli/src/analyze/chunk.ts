@@ -267,7 +267,17 @@ export async function readChunk(
       closeSync(fd);
     }
   }
-  return { index: task.index, start, end: next, tally: tally.state(), records, malformed, shown, hidden, signs };
+  return {
+    index: task.index,
+    start,
+    end: next,
+    tally: tally.state(),
+    records,
+    malformed,
+    shown,
+    hidden,
+    signs,
+  };
 }
 
 async function readGzip(file: string, parser: LogParser, progress: (bytes: number) => void): Promise<void> {
