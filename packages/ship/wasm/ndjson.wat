@@ -54,37 +54,37 @@
     (call $unicode (local.get $c) (local.get $out)))
 
   ;; The body of a JSON string: $n bytes at $src (ASCII), written at $out; returns the new $out.
+  ;; 16 bytes are loaded and stored at a time, up to the first that needs escaping or the end,
+  ;; so a short string (a role, a command) takes one step. The load may read up to 15 bytes past
+  ;; the text (memory the writer placed after it), the store may write up to 15 bytes past what
+  ;; is kept: the next write covers them, and the writer leaves room after the last.
   (func $escape8 (param $src i32) (param $n i32) (param $out i32) (result i32)
-    (local $end i32) (local $c i32) (local $v v128)
+    (local $end i32) (local $left i32) (local $k i32) (local $v v128)
     (local.set $end (i32.add (local.get $src) (local.get $n)))
     (block $done
       (loop $next
-        ;; 16 bytes at a time while none is a control character, " or \.
-        (block $slow
-          (loop $wide
-            (br_if $slow (i32.gt_u (i32.add (local.get $src) (i32.const 16)) (local.get $end)))
-            (local.set $v (v128.load align=1 (local.get $src)))
-            (br_if $slow
-              (v128.any_true
+        (local.set $left (i32.sub (local.get $end) (local.get $src)))
+        (br_if $done (i32.le_s (local.get $left) (i32.const 0)))
+        (local.set $v (v128.load align=1 (local.get $src)))
+        (v128.store align=1 (local.get $out) (local.get $v))
+        ;; how many bytes before the first control character, " or \ (or the end, or 16)
+        (local.set $k
+          (i32.ctz
+            (i32.or
+              (i8x16.bitmask
                 (v128.or
                   (i8x16.lt_u (local.get $v) (v128.const i8x16 32 32 32 32 32 32 32 32 32 32 32 32 32 32 32 32))
                   (v128.or
                     (i8x16.eq (local.get $v) (v128.const i8x16 34 34 34 34 34 34 34 34 34 34 34 34 34 34 34 34))
-                    (i8x16.eq (local.get $v) (v128.const i8x16 92 92 92 92 92 92 92 92 92 92 92 92 92 92 92 92))))))
-            (v128.store align=1 (local.get $out) (local.get $v))
-            (local.set $src (i32.add (local.get $src) (i32.const 16)))
-            (local.set $out (i32.add (local.get $out) (i32.const 16)))
-            (br $wide)))
+                    (i8x16.eq (local.get $v) (v128.const i8x16 92 92 92 92 92 92 92 92 92 92 92 92 92 92 92 92)))))
+              (i32.shl (i32.const 1)
+                (select (local.get $left) (i32.const 16) (i32.lt_u (local.get $left) (i32.const 16)))))))
+        (local.set $src (i32.add (local.get $src) (local.get $k)))
+        (local.set $out (i32.add (local.get $out) (local.get $k)))
+        (br_if $next (i32.eq (local.get $k) (i32.const 16)))
         (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
-        (local.set $c (i32.load8_u (local.get $src)))
+        (local.set $out (call $special (i32.load8_u (local.get $src)) (local.get $out)))
         (local.set $src (i32.add (local.get $src) (i32.const 1)))
-        (if (i32.and
-              (i32.ge_u (local.get $c) (i32.const 32))
-              (i32.and (i32.ne (local.get $c) (i32.const 34)) (i32.ne (local.get $c) (i32.const 92))))
-          (then
-            (i32.store8 (local.get $out) (local.get $c))
-            (local.set $out (i32.add (local.get $out) (i32.const 1))))
-          (else (local.set $out (call $special (local.get $c) (local.get $out)))))
         (br $next)))
     (local.get $out))
 
