@@ -91,6 +91,8 @@ export interface ResumePoint {
  * (80 full collections over a 240 MB file).
  */
 const PARSE_BYTES = 64 << 10;
+/** Session ids a lane keeps copies of (see sessionIdOf): more than the backends of one server. */
+const MAX_SESSION_IDS = 4096;
 
 /**
  * One followed file's lane of the pipeline, stage after stage:
@@ -128,7 +130,11 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   private current: LogRecord | undefined;
   private currentOffset = 0;
   /** The last session id a handle took (detached). */
-  private lastSessionId: string | undefined;
+  /**
+   * Session ids seen lately, each its own detached copy, by id: under load the sessions' records
+   * interleave, so the last id alone was a miss (and a copy) nearly every entry. Cleared when full.
+   */
+  private readonly sessionIds = new Map<string, string>();
 
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
@@ -190,13 +196,18 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   /**
    * The record's session id, detached from the parser's text (see detached()): a handle lives
    * until its entry's outcome is decided, and in the snapshots taken meanwhile; a view would keep
-   * the parser's whole chunk alive with it. Consecutive entries of one session share one copy.
+   * the parser's whole chunk alive with it. The entries of one session share one copy.
    */
   private sessionIdOf(record: LogRecord): string | null {
     const id = record.sessionId;
     if (id === null) return null;
-    if (id !== this.lastSessionId) this.lastSessionId = detached(id);
-    return this.lastSessionId;
+    let own = this.sessionIds.get(id);
+    if (own === undefined) {
+      if (this.sessionIds.size >= MAX_SESSION_IDS) this.sessionIds.clear();
+      own = detached(id);
+      this.sessionIds.set(own, own);
+    }
+    return own;
   }
 
   /** The first record: the lane takes the stream's join (or restores its own) and notes the state at its start. */
