@@ -7,7 +7,6 @@
  * an AuditPayloadError (code AUDITPIPE_ERR_BAD_AUDIT_PAYLOAD); callers count it as malformed.
  * Throwing keeps the hot path free of a result wrapper per entry; bad payloads are rare.
  */
-import { detached } from "./detach.ts";
 import { ParseErrorCode } from "./errors.ts";
 import type { AuditEntry, AuditMarker } from "./types.ts";
 
@@ -77,43 +76,6 @@ function nextField(s: string): string {
 }
 
 /**
- * The last value of each field that takes few values (AUDIT_TYPE, CLASS, COMMAND, OBJECT_TYPE),
- * by slot: when the next entry's field is the same text, the same string is returned. Consecutive
- * entries mostly repeat them, and one string makes every later lookup by it (the meter's tallies)
- * cheap: its hash is computed once, and equality is identity. Only values that read back the same
- * unquoted are kept (no comma, no leading quote).
- */
-const lastValues = ["", "", "", ""];
-const SLOT_AUDIT_TYPE = 0;
-const SLOT_CLASS = 1;
-const SLOT_COMMAND = 2;
-const SLOT_OBJECT_TYPE = 3;
-
-/** nextField(), as the last value of `slot` when the text is the same. */
-function nextRepeated(s: string, slot: number): string {
-  if (cursor > s.length) throw bad("pgAudit payload has fewer than 9 fields");
-  const last = lastValues[slot]!;
-  const end = cursor + last.length;
-  if (last !== "" && s.startsWith(last, cursor)) {
-    if (end === s.length) {
-      cursor = end + 1;
-      return last;
-    }
-    if (s.charCodeAt(end) === COMMA_CHAR) {
-      cursor = end + 1;
-      return last;
-    }
-  }
-  const v = readField(s, cursor);
-  if (v !== "" && v.charCodeAt(0) !== QUOTE_CHAR && !v.includes(",")) {
-    const own = detached(v);
-    lastValues[slot] = own;
-    return own;
-  }
-  return v;
-}
-
-/**
  * STATEMENT_ID / SUBSTATEMENT_ID, read from char codes when the field is 1–15 plain digits (then
  * n*10+d is exact, and equals Number() of the field); any other text goes through Number() as
  * before, so exactly the same values are accepted.
@@ -155,12 +117,12 @@ export function parseAuditPayload(message: string): AuditEntry | undefined {
   if (!message.startsWith(AUDIT_PREFIX)) return undefined;
   const s = message;
   cursor = AUDIT_PREFIX.length;
-  const auditType = nextRepeated(s, SLOT_AUDIT_TYPE);
+  const auditType = nextField(s);
   const statementId = nextCounter(s, "STATEMENT_ID");
   const substatementId = nextCounter(s, "SUBSTATEMENT_ID");
-  const klass = nextRepeated(s, SLOT_CLASS);
-  const command = nextRepeated(s, SLOT_COMMAND);
-  const objectType = nextRepeated(s, SLOT_OBJECT_TYPE);
+  const klass = nextField(s);
+  const command = nextField(s);
+  const objectType = nextField(s);
   const objectName = nextField(s);
   const statement = nextField(s);
   const parameterText = nextField(s);

@@ -24,7 +24,6 @@ import {
   SCAN_INCOMPLETE_QUOTED,
 } from "./_csv-fields.ts";
 import { findTimestampLine, NO_PENDING_LINE } from "./_resync.ts";
-import { detached } from "./detach.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
 import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
@@ -63,8 +62,6 @@ class CsvlogParser implements LogParser {
   private asciiRecord = false;
   /** Whether the record being decoded is not UTF-8: its fields are decoded with escapes. */
   private escaped = false;
-  /** The last value of each field read by repeated(), by field. */
-  private readonly lastValues: (string | undefined)[] = [];
 
   constructor(sink: RecordSink, maxRecordBytes: number) {
     this.sink = sink;
@@ -236,18 +233,18 @@ class CsvlogParser implements LogParser {
       offset: this.base + start,
       size: end - start,
       timestamp: this.str(0),
-      user: this.repeated(1),
-      database: this.repeated(2),
+      user: this.str(1),
+      database: this.str(2),
       pid: this.int(3),
       remoteHost: this.str(4),
       sessionId: this.str(5),
       sessionLine: this.int(6),
-      commandTag: this.repeated(7),
+      commandTag: this.str(7),
       sessionStart: this.str(8),
       virtualTransactionId: this.str(9),
       transactionId: this.str(10),
-      severity: this.repeated(11) ?? "",
-      sqlState: this.repeated(12),
+      severity: this.str(11) ?? "",
+      sqlState: this.str(12),
       message: this.str(13) ?? "",
       detail: this.str(14),
       hint: this.str(15),
@@ -257,8 +254,8 @@ class CsvlogParser implements LogParser {
       query: this.str(19),
       queryPosition: this.int(20),
       location: this.str(21),
-      applicationName: this.repeated(22),
-      backendType: n >= COLUMNS_PG13 ? this.repeated(23) : null,
+      applicationName: this.str(22),
+      backendType: n >= COLUMNS_PG13 ? this.str(23) : null,
       leaderPid: n === COLUMNS_PG14 ? this.int(24) : null,
       queryId: n === COLUMNS_PG14 ? this.str(25) : null,
     };
@@ -280,26 +277,6 @@ class CsvlogParser implements LogParser {
         ? decodeEscaped(this.buf, s, e)
         : this.buf.utf8Slice(s, e);
     return kind === FIELD_ESCAPED ? v.replaceAll('""', '"') : v;
-  }
-
-  /**
-   * Field k as str() gives it, the same string as the last record's when the text is the same:
-   * for fields that take few values (a role, a database, a severity, …). It saves a string per
-   * field per record, and every later lookup by it (the meter's tallies) finds its hash computed
-   * and compares by identity. Kept values are copies (detached), not views of a chunk.
-   */
-  private repeated(k: number): string | null {
-    const f = this.fields;
-    const kind = f.kinds[k]!;
-    if (!this.asciiRecord || kind === FIELD_ESCAPED) return this.str(k);
-    const s = f.starts[k]!;
-    const e = f.ends[k]!;
-    if (kind === FIELD_UNQUOTED && s === e) return null;
-    const last = this.lastValues[k];
-    if (last !== undefined && last.length === e - s && this.chars.startsWith(last, s)) return last;
-    const v = detached(this.chars.slice(s, e));
-    this.lastValues[k] = v;
-    return v;
   }
 
   private int(k: number): number | null {

@@ -107,50 +107,6 @@ describe("parseAuditPayload", () => {
   });
 });
 
-describe("parseAuditPayload, one payload after another", () => {
-  // Hand-made payloads in pgaudit's layout: the field values each entry repeats from the last
-  // (AUDIT_TYPE, CLASS, COMMAND, OBJECT_TYPE) are reused, and must read as if read afresh.
-  it("reads a field that starts like the last one's value, or holds it quoted, as itself", () => {
-    const sequence: [string, [string, string, string, string]][] = [
-      [
-        "AUDIT: SESSION,1,1,READ,SELECT,TABLE,public.t,SELECT 1,<none>",
-        ["SESSION", "READ", "SELECT", "TABLE"],
-      ],
-      [
-        "AUDIT: SESSION,2,1,READ,SELECT,TABLE,public.t,SELECT 1,<none>",
-        ["SESSION", "READ", "SELECT", "TABLE"],
-      ],
-      [
-        "AUDIT: SESSIONX,3,1,READX,SELECT INTO,TABLES,public.t,SELECT 1,<none>",
-        ["SESSIONX", "READX", "SELECT INTO", "TABLES"],
-      ],
-      [
-        'AUDIT: SESSION,4,1,"READ,WRITE",SELECT,"TABLE",x,SELECT 1,<none>',
-        ["SESSION", "READ,WRITE", "SELECT", "TABLE"],
-      ],
-      ["AUDIT: SESSION,5,1,READ,SELEC,,x,SELECT 1,<none>", ["SESSION", "READ", "SELEC", ""]],
-      ['AUDIT: SESSION,6,1,"READ,WRITE",SELECT,,x,SELECT 1,<none>', ["SESSION", "READ,WRITE", "SELECT", ""]],
-      ['AUDIT: SESSION,7,1,READ,"SELECT",TABLE,x,SELECT 1,<none>', ["SESSION", "READ", "SELECT", "TABLE"]],
-      [
-        'AUDIT: OBJECT,8,1,READ,"""SELECT""",TABLE,x,SELECT 1,<none>',
-        ["OBJECT", "READ", '"SELECT"', "TABLE"],
-      ],
-      ["AUDIT: OBJECT,9,1,READ,SELECT,TABLE,x,SELECT 1,<none>", ["OBJECT", "READ", "SELECT", "TABLE"]],
-    ];
-    for (const [payload, [auditType, klass, command, objectType]] of sequence) {
-      expect(parseAuditPayload(payload)).toMatchObject({ auditType, class: klass, command, objectType });
-    }
-  });
-
-  it("still finds too few fields after a value it knew", () => {
-    expect(parseAuditPayload("AUDIT: SESSION,1,1,READ,SELECT,TABLE,x,SELECT 1,<none>")?.command).toBe(
-      "SELECT",
-    );
-    expect(() => parseAuditPayload("AUDIT: SESSION,1,1,READ,SELECT")).toThrow(AuditPayloadError);
-    expect(() => parseAuditPayload("AUDIT: SESSION,1,1,READ")).toThrow(AuditPayloadError);
-  });
-});
-
 describe("decodeAuditParameter", () => {
   it("returns markers as markers", () => {
     expect(decodeAuditParameter("<none>")).toBe("<none>");
