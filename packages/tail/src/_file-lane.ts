@@ -91,7 +91,7 @@ export interface ResumePoint {
  * (80 full collections over a 240 MB file).
  */
 const PARSE_BYTES = 64 << 10;
-/** Session ids a lane keeps copies of (see sessionIdOf): more than the backends of one server. */
+/** Backends whose session id a lane keeps a copy of (see sessionIdOf): more than one server has. */
 const MAX_SESSION_IDS = 4096;
 
 /**
@@ -131,10 +131,11 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   private currentOffset = 0;
   /** The last session id a handle took (detached). */
   /**
-   * Session ids seen lately, each its own detached copy, by id: under load the sessions' records
-   * interleave, so the last id alone was a miss (and a copy) nearly every entry. Cleared when full.
+   * The last session id of each backend, a detached copy, by pid (-1 without one): under load
+   * the sessions' records interleave, so the last id alone was a miss (and a copy) nearly every
+   * entry, and a map by the id itself hashes a new string each entry. Cleared when full.
    */
-  private readonly sessionIds = new Map<string, string>();
+  private readonly sessionIds = new Map<number, string>();
 
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
@@ -201,13 +202,13 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   private sessionIdOf(record: LogRecord): string | null {
     const id = record.sessionId;
     if (id === null) return null;
-    let own = this.sessionIds.get(id);
-    if (own === undefined) {
-      if (this.sessionIds.size >= MAX_SESSION_IDS) this.sessionIds.clear();
-      own = detached(id);
-      this.sessionIds.set(own, own);
-    }
-    return own;
+    const pid = record.pid ?? -1;
+    const own = this.sessionIds.get(pid);
+    if (own === id) return own;
+    if (this.sessionIds.size >= MAX_SESSION_IDS) this.sessionIds.clear();
+    const copy = detached(id);
+    this.sessionIds.set(pid, copy);
+    return copy;
   }
 
   /** The first record: the lane takes the stream's join (or restores its own) and notes the state at its start. */
