@@ -146,7 +146,10 @@ const OPS_PER_ENTRY = 48;
 const WORST_BYTES_PER_UNIT = 6;
 /** Where the module's own constants end (see the .wat). */
 const RESERVED = 64;
-/** Bytes the module may write past the end of its output (it copies literals and numbers in 8-byte words). */
+/**
+ * Bytes the module may write past the end of its output (it copies literals and numbers in 8-byte
+ * words, ASCII strings in 16-byte ones: the last string's spill is at most 15 bytes).
+ */
 const OVERRUN_BYTES = 24;
 const PAGE = 65536;
 /** Memory above this is given back when a smaller encode comes (an oversized record has passed). */

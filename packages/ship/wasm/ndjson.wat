@@ -17,8 +17,9 @@
 ;;   5 MARK n  the address where the next byte goes, as an f64 into the next nums slot (the
 ;;             writer reads it back), then n bytes left for the writer to fill later
 ;; encode(...) returns the address after the last byte written at `out`. Literals and numbers are
-;; copied 8 bytes at a time, so up to 24 bytes past that address may be overwritten: the writer
-;; leaves room for them (OVERRUN_BYTES in src/ndjson-writer.ts).
+;; copied 8 bytes at a time, and byte strings 16 (see $escape8), so up to 24 bytes past that
+;; address may be overwritten: the writer leaves room for them (OVERRUN_BYTES in
+;; src/ndjson-writer.ts).
 ;;
 ;; Memory: 0..15 hex digits, 16..63 scratch for NUM; everything else is placed by the writer.
 (module
