@@ -1,7 +1,11 @@
 // Renders .bench/pipeline.json (apps/cli/bench/pipeline.bench.ts) as the "Sidecar pipeline"
 // section of docs/benchmarks.md: throughput, peak RSS, tail latency and pgbench impact against
 // the design's targets.
-import { relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const NOTES = join(dirname(fileURLToPath(import.meta.url)), "bench-pipeline-notes.md");
 
 const int = (n) => (n === undefined || Number.isNaN(n) ? "–" : Math.round(n).toLocaleString("en-US"));
 const mark = (ok) => (ok ? "✅ meets" : "❌ short");
@@ -213,82 +217,9 @@ function renderRatios(s) {
       `(\`AUDITPIPE_BENCH_PIPELINE_PARTS=analyze\` re-measures them alone). CPU: ${z.rounds.map((r) => `${r.analyzeCpuSeconds} s`).join(", ")} on every core, ${z.rounds.map((r) => `${r.serialCpuSeconds} s`).join(", ")} with --jobs 1.`,
       "",
     );
-  lines.push(
-    "What the figures above led to (issue 24), and what was left:",
-    "",
-    "- **zstd level 1 is the default codec of landing objects** (`--compression gzip` keeps gzip). gzip level 6 was about a",
-    "  third of the sidecar's CPU per entry, as much as `gzip -6` of the whole raw log, so no gzip configuration can come",
-    '  near 1.5x of it. Every reader was checked (docs/archive.md, "Compression"): our own tools, DuckDB and the Parquet',
-    "  compaction (DuckDB's read_json, codec by extension) read both; Athena engine 3 and Trino read `.zst` text; a stock",
-    "  pyspark does not (Hadoop's native zstd is needed for text) and reads the compacted Parquet instead.",
-    "- Outcome texts without a SQLSTATE are looked up by outcome alone (no key string built per entry).",
-    "- Start-up (2026-11-28): where `run`'s CPU to the API answering goes, from `process.cpuUsage()` at each step of the",
-    "  built `run` (warm compile cache, load average ~15, so the figures are inflated; their shares are what counts): ~85 %",
-    "  is loading modules. Third-party: prom-client 60-80 ms (its process-CPU metric loads @opentelemetry/api: 25-30 ms),",
-    "  zod 50-70 ms, Fastify 60-75 ms, pino ~25 ms; ours: the estimate package with its zod schemas (the API's",
-    "  /v1/estimates routes) 26-30 ms, the API's route schemas ~17 ms, and the meter's `Intl.NumberFormat`, whose ICU data",
-    "  cost 15-25 ms at import: it is now made on first use (the only cut made here; 15 interleaved starts of each build at",
-    "  load ~20: median 0.66 s against main's 0.69 s, minimum 0.50 s against 0.49 s — within the noise of this machine).",
-    "  Then building the API (Fastify, its routes, `ready()`) 35-45 ms, the configuration's zod parse ~10 ms, and with",
-    "  NODE_OPTIONS a second Node boot (the",
-    "  launcher's execve for --initial-old-space-size, ~0.03-0.04 s). Measured and left: bundling zod, Fastify, pino and",
-    "  prom-client into the CLI's chunks (one file instead of some hundreds of module resolutions) cut importing them from",
-    "  290-380 ms to 120-160 ms in a standalone test, the largest lever, but docs/architecture.md keeps third-party libraries",
-    "  external (their own versions and licences, `npm audit`) and pino's transports resolve files at run time: a packaging",
-    "  decision, not taken here. The API's schemas on first use: Fastify compiles each route's validator by `ready()`, and",
-    "  an asynchronous validator's answer is pass/fail only (the zod-parsed body, with its defaults, would be lost), so the",
-    "  estimate routes' schemas are still built at start. Two Node boots and Fastify alone are about 5x `node -e ''` here:",
-    "  ≤ 5x needs the packaging change and a lighter HTTP server, or an API that answers before Fastify loads.",
-    "- Steady CPU (2026-11-28): a `--cpu-prof` of the real `run` (local sink, zstd, the 240 MB file; shares of the",
-    "  non-idle samples): parsing 25 % (every csvlog field made a string, the pgAudit payload, the csv-fields",
-    "  WebAssembly), NDJSON encoding 25 % (the WebAssembly encoder ~9 %, copying the strings into its memory as UTF-16 ~6 %),",
-    "  the outcome join 10 %, garbage collection 9 %, metering 7 %, tailing 4 %, the advisor 4 %, the rest (zlib, fs,",
-    "  start-up) 16 %. Cut: the log stamp of every entry, which the meter and the advisor parsed with a regular expression",
-    "  and Date.UTC, is read from its three millisecond digits when it shares the last stamp's second (0.83-1.09 µs →",
-    "  0.27-0.52 µs a stamp over the reference csvlog's 420,000 stamps, in-process, interleaved); in the table above that",
-    "  is below the noise between rounds (±15 % at load averages of 15-17). What is left is the issue's first lever: the",
-    "  parser hands the encoder byte ranges (26 fields are made strings per record, eagerly, and copied again as UTF-16",
-    "  for the encoder), which changes LogRecord for every consumer; not started.",
-    "- Steady CPU, the real process beyond the stages (2026-11-28, later): a `--cpu-prof` of the built `run` (NODE_OPTIONS",
-    "  as deployed, local sink, zstd, the reference csvlog; shares of the main thread's non-idle samples, start-up ~10 % of",
-    "  them). NDJSON encoding ~22 % (the writer's JavaScript 11 %, the WebAssembly 6.4 %, copying the strings as UTF-16 3.4",
-    "  %, ISO stamps 1 %), parsing ~18 % (csvlog 7.9 %, the pgAudit payload 5.3 %, the csv-fields WebAssembly 2.3 %), the",
-    "  outcome join 10 %, metering 7 %, garbage collection 7 %, the advisor 4.5 %, copying each entry's session id 2.6 %,",
-    "  answering the benchmark's polls of /v1/volume ~2 %, closing batches 2 %, reading, spooling and fsync ~2-3 %. The",
-    "  ~2-3 µs the real main thread spends beyond the stage table is mostly what that table does not do as the sidecar",
-    "  does: the join there costs 0.48 µs an entry, here ~1 µs (a handle per entry, the lane's bookkeeping); the advisor",
-    "  there 0.24, here ~0.45 (each sampled statement costs ~14 µs: fingerprint, lexer, its regular expressions); the",
-    "  session-id copies (~0.27 µs: the lane compared with the last id only, and under load the sessions' records",
-    "  interleave, so nearly every entry copied its id) and the API's answers to the benchmark's 100 ms polls (~0.2 µs, a",
-    "  cost of the measurement: a Prometheus scrape every 15 s is nothing alike) are not in it at all; garbage collection",
-    "  under the 128 MB cap is larger in the real process. Cut: the encoder takes ASCII strings as bytes (one UTF-8 write",
-    "  of the pending text says whether every character is ASCII; otherwise UTF-16 as before), and escapes them 16 bytes a",
-    "  step up to the first byte to escape or the string's end, so a short string (a role, a command) is one step: the",
-    "  encode stage in-process over 110,000 entries of the reference csvlog, 7 interleaved rounds at load 22, 2.28 → 1.90",
-    "  µs an entry (median; best 1.85 → 1.60), the output byte for byte the same (tested on every fixture entry down both",
-    "  paths, and on every ASCII character, non-ASCII and lone surrogates). The lane keeps each backend's session id by pid",
-    "  (a microbenchmark of 32 interleaved sessions: ~260 ns an entry → ~100). Measured and dropped: returning the last",
-    "  record's string when a field that takes few values (user, database, severity, CLASS, COMMAND…) repeats, compared",
-    "  with `startsWith` at a position, made parsing slower (records 0.84 → 1.24 µs, records and payloads 1.65 → 1.98,",
-    "  medians of 7 interleaved rounds); writing each string into a buffer as it is added (`utf8Write`, `latin1Write`,",
-    "  `encodeInto`) and joining an array cost more than one write of the concatenated text (V8's rope, flattened once).",
-    "  The real process, both builds interleaved in one run (the reference csvlog, 420,034 entries, into a local sink,",
-    "  zstd, NODE_OPTIONS as deployed; CPU per entry between 10 % and 90 % acknowledged from /proc, every thread and the",
-    "  main thread alone; `gzip -6` of the same file timed between rounds), 8 rounds each at load averages 5.3-12.8: this",
-    "  build 8.77 µs an entry (median; best 6.66), main thread 7.24; main 9.55 (best 8.68), main thread 7.94; `gzip -6`",
-    "  3.76 µs (3.29-4.00): **2.33x** against main's 2.54x, short of 1.5x. The same build varied by ±15 % between rounds at",
-    "  that load, so the difference (~8 %) is about one round's noise; the in-process figures above are the firmer ones.",
-    "  Left: the encoder reading the statement and message from the parser's bytes (both are CSV-quoted, the statement",
-    "  twice, so the module would unquote as it escapes, and LogRecord would carry byte ranges for every consumer), fields",
-    "  made strings lazily, the advisor's cost per sampled statement (packages/estimate) and the join's per-entry handle",
-    "  (packages/outcome).",
-    "- `analyze` was not re-measured in the 2026-11-28 run: its rows above are from 2026-11-27 17:46.",
-    "- `analyze` on every core used ~1.6-1.8x the CPU of `--jobs 1` on the reference csvlog at load averages of 11-16",
-    "  (2026-11-27): ranges are held as columns until the outcome join's state reaches them, and ~12 % of each worker's",
-    "  time is garbage collection. On a machine whose cores are taken by others, `--jobs 1` finishes first. Holding fewer",
-    "  ranges, or joining in the reading thread when the state is already there, are the levers left.",
-    "",
-  );
+  // What was cut, tried and dropped is prose the helpers and the lead edit by hand: it lives in
+  // bench-pipeline-notes.md, so a re-run of the bench keeps it and docs/benchmarks.md has one source.
+  lines.push(...readFileSync(NOTES, "utf8").trimEnd().split("\n"), "");
   return lines;
 }
 
