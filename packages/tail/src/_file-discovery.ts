@@ -309,42 +309,9 @@ export class FileDiscovery {
         return true;
       }
       seen.add(id);
-      let start = 0;
-      let inflightEnds: number[] = [];
-      let resume = { from: 0, held: [] as number[] };
-      let outcome: unknown;
-      if (checkpoint) {
-        const intact =
-          size >= checkpoint.position &&
-          (await readMarker(handle, checkpoint.position)) === checkpoint.marker;
-        if (!intact) {
-          this.observer.truncation?.(path);
-          this.logger.warn(
-            { file: path },
-            "file no longer holds what its checkpoint says was read; reading it again from the start",
-          );
-          if (!checkpoint.done)
-            givenUp(
-              this.reporter,
-              { path, id: checkpoint.fingerprint },
-              checkpoint.position,
-              checkpoint.size,
-              DataLostReason.TRUNCATED,
-              "truncated or rewritten while the source was stopped",
-            );
-        } else if (checkpoint.done && size === checkpoint.position) {
-          this.options.finished?.(checkpoint.outcome, role);
-          return true; // finished earlier and unchanged
-        } else {
-          start = checkpoint.position;
-          inflightEnds = Checkpointer.inflightEnds(checkpoint);
-          resume = Checkpointer.resumePoint(checkpoint);
-          outcome = checkpoint.outcome;
-        }
-      } else if (this.firstScan && this.fresh && this.options.from === "end") {
-        start = size;
-      }
-      if (resume.held.length === 0) resume = { from: start, held: [] };
+      const from = await this.startOf(path, handle, size, checkpoint, role);
+      if (!from) return true; // finished earlier and unchanged
+      const { start, inflightEnds, resume, outcome } = from;
       const file = new TrackedFile(path, handle, ino, id, resume.from, Date.now(), (followed) =>
         this.follower.open(followed, start, inflightEnds, resume, outcome, role),
       );
@@ -372,6 +339,61 @@ export class FileDiscovery {
     } finally {
       await handle?.close();
     }
+  }
+
+  /**
+   * Where a file found is read from. With a checkpoint whose marker the file still holds: where it
+   * was acknowledged, with the replay's batch ends, the records held and the outcome state kept
+   * there; undefined if it was finished then and has not grown. A checkpoint the file no longer
+   * matches is reported (truncated while stopped) and the file read from 0. Without one: 0, or
+   * the file's end on the very first start with `from: end`.
+   */
+  private async startOf(
+    path: string,
+    handle: FileHandle,
+    size: number,
+    checkpoint: FileCheckpoint | undefined,
+    role: FileRole,
+  ): Promise<
+    | { start: number; inflightEnds: number[]; resume: { from: number; held: number[] }; outcome: unknown }
+    | undefined
+  > {
+    let start = 0;
+    let inflightEnds: number[] = [];
+    let resume = { from: 0, held: [] as number[] };
+    let outcome: unknown;
+    if (checkpoint) {
+      const intact =
+        size >= checkpoint.position && (await readMarker(handle, checkpoint.position)) === checkpoint.marker;
+      if (!intact) {
+        this.observer.truncation?.(path);
+        this.logger.warn(
+          { file: path },
+          "file no longer holds what its checkpoint says was read; reading it again from the start",
+        );
+        if (!checkpoint.done)
+          givenUp(
+            this.reporter,
+            { path, id: checkpoint.fingerprint },
+            checkpoint.position,
+            checkpoint.size,
+            DataLostReason.TRUNCATED,
+            "truncated or rewritten while the source was stopped",
+          );
+      } else if (checkpoint.done && size === checkpoint.position) {
+        this.options.finished?.(checkpoint.outcome, role);
+        return undefined;
+      } else {
+        start = checkpoint.position;
+        inflightEnds = Checkpointer.inflightEnds(checkpoint);
+        resume = Checkpointer.resumePoint(checkpoint);
+        outcome = checkpoint.outcome;
+      }
+    } else if (this.firstScan && this.fresh && this.options.from === "end") {
+      start = size;
+    }
+    if (resume.held.length === 0) resume = { from: start, held: [] };
+    return { start, inflightEnds, resume, outcome };
   }
 
   /**
