@@ -45,7 +45,8 @@ for (const top of ["apps", "packages"]) {
           const first = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line;
           const last = sf.getLineAndCharacterOfPosition(node.end).line;
           const lines = last - first + 1;
-          if (lines >= min) found.push({ lines, name: nameOf(node), file: relative(root, file), line: first + 1 });
+          if (lines >= min)
+            found.push({ lines, name: nameOf(node), file: relative(root, file), line: first + 1 });
         }
         ts.forEachChild(node, visit);
       };
