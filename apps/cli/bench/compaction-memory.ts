@@ -1,6 +1,6 @@
 /**
  * The sidecar's compaction child on one 420,000-entry host-hour (the reference csvlog shipped by
- * the real pipeline, apps/cli/bench/_landing-hour.ts): peak RSS (the kernel's maxrss, through GNU
+ * the real pipeline, packages/compact/bench/_landing-hour.ts): peak RSS (the kernel's maxrss, through GNU
  * time), CPU (user + sys) and wall time of `node <the child's heap flags> bin/auditpipe.js compact
  * DIR --json` — the child as the sidecar starts it, with the build's own default engine limit —
  * and the rows digest it records. With AUDITPIPE_BENCH_BASELINE_BIN=<another build's
@@ -14,8 +14,8 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "@auditpipe/testkit";
+import { landingHour } from "../../../packages/compact/bench/_landing-hour.ts";
 import { CHILD_HEAP_FLAGS } from "../src/run/compaction.ts";
-import { landingHour } from "./_landing-hour.ts";
 
 const ROUNDS = Number(process.env.AUDITPIPE_BENCH_ROUNDS ?? 2);
 const THIS = join(repoRoot(), "apps", "cli", "bin", "auditpipe.js");

@@ -1,21 +1,29 @@
 /**
  * Choosing the Parquet writer by measurement: DuckDB (@duckdb/node-api, the engine compaction
  * uses) against hyparquet-writer (pure JavaScript) on the same host-hour — the reference csvlog
- * (420k entries of a real PostgreSQL + pgaudit under pgbench) shipped by the real pipeline.
+ * (420k entries of a real PostgreSQL + pgaudit under pgbench) shipped by the real pipeline
+ * (_landing-hour.ts).
  * Each writer runs in its own process, twice, interleaved: CPU, peak RSS, wall time, file size,
  * whether DuckDB reads the file back with every row, and whether two runs give the same bytes.
  * Writes .bench/parquet-writer.json.
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openEngine, quoteLiteral } from "@auditpipe/compact";
-import { LocalDirSink } from "@auditpipe/ship";
-import { FileSource } from "@auditpipe/tail";
-import { repoRoot, waitUntil } from "@auditpipe/testkit";
-import { referenceData } from "../../parse/bench/_reference-data.ts";
+import { repoRoot } from "@auditpipe/testkit";
+import { landingHour } from "./_landing-hour.ts";
 
 const CHILD = join(import.meta.dirname, "_writer-child.ts");
 const WRITERS = ["duckdb", "hyparquet"] as const;
@@ -24,29 +32,10 @@ const root = repoRoot();
 const work = mkdtempSync(join(tmpdir(), "auditpipe-bench-writer-"));
 const load = () => loadavg()[0]!.toFixed(2);
 
-const { csvlog } = await referenceData();
+// Gzip, as this bench's recorded figures were measured (zstd is the sinks' default since issue 24);
+// copied, as the writers compact in place and the shipped hour is a cache shared with other benches.
 const archive = join(work, "archive");
-{
-  const dir = join(work, "log");
-  mkdirSync(dir);
-  const raw = readFileSync(csvlog);
-  writeFileSync(join(dir, "postgresql.csv"), raw);
-  const source = new FileSource({
-    logDir: dir,
-    format: "csvlog",
-    pattern: "postgresql.csv",
-    stateDir: join(dir, "state"),
-    // gzip, as this bench's recorded figures were measured (zstd is the sinks' default since issue 24).
-    sink: new LocalDirSink({ dir: archive, compression: "gzip" }),
-  });
-  await source.start();
-  await waitUntil(
-    () => source.status().some((f) => f.read >= raw.length),
-    600_000,
-    () => "not read",
-  );
-  await source.stop();
-}
+cpSync(await landingHour("gzip"), archive, { recursive: true });
 
 const loadBefore = load();
 const runs: Record<

@@ -196,37 +196,7 @@ export async function compactPartition(
 ): Promise<CompactionRecord> {
   const work = await mkdtemp(join(options.workDir ?? tmpdir(), "auditpipe-compact-"));
   try {
-    await mkdir(join(work, "in"));
-    const present = new Set(objects.map((o) => o.key));
-    const carried = options.previous?.sources.filter((s) => !present.has(s.key)) ?? [];
-    const base = carried.length > 0 ? options.previous : undefined;
-
-    // Inputs: local objects are read in place, S3 objects downloaded first; every one hashed.
-    const sorted = [...objects].sort((a, b) => (a.key < b.key ? -1 : 1));
-    const paths: string[] = [];
-    const sources: CompactedSource[] = [];
-    for (const [i, o] of sorted.entries()) {
-      let path = store.localPath(o.key);
-      if (path === null) {
-        path = join(work, "in", `${i}-${o.key.split("/").pop()}`);
-        await store.download(o.key, path);
-      }
-      paths.push(path);
-      sources.push({ key: o.key, sha256: await sha256File(path), size: (await stat(path)).size });
-    }
-    let basePath: string | undefined;
-    if (base) {
-      basePath = store.localPath(base.key) ?? join(work, "in", "base.parquet");
-      if (store.localPath(base.key) === null) await store.download(base.key, basePath);
-      if ((await sha256File(basePath)) !== base.sha256)
-        throw new CompactError(
-          CompactErrorCode.INPUT,
-          `${store.url}/${base.key} is not the file its compaction record lists (SHA-256 differs): its dropped sources cannot be carried over`,
-        );
-      sources.push(...carried);
-      sources.sort((a, b) => (a.key < b.key ? -1 : 1));
-    }
-
+    const inputs = await gatherInputs(store, objects, options.previous, work);
     const engine = await openEngine({
       path: join(work, "compact.duckdb"),
       ...(options.threads === undefined ? {} : { threads: options.threads }),
@@ -238,145 +208,17 @@ export async function compactPartition(
       const c = engine.connection;
       // Every slice reads all staged files' footers: read them once.
       await c.run("SET parquet_metadata_cache = true");
-      // Stage: each object (and the carried-over file) on its own into a Parquet file of typed
-      // rows, so the JSON reader's buffers never hold more than one object beside the engine.
-      const stages: string[] = [];
-      const stage = (i: number): string => join(work, "stage", `${String(i).padStart(6, "0")}.parquet`);
-      await mkdir(join(work, "stage"));
-      for (const [i, path] of paths.entries()) {
-        try {
-          await c.run(
-            `COPY (SELECT *, ${DECISION_KEY} AS _key FROM (
-               SELECT ${typedSelectList()} FROM read_json(${quoteLiteral(path)}, format = 'newline_delimited',
-                 columns = ${ndjsonColumns()}))) TO ${quoteLiteral(stage(i))} (${STAGE_FORMAT})`,
-          );
-        } catch (error) {
-          throw new CompactError(
-            CompactErrorCode.INPUT,
-            `${store.url}/${sorted[i]?.key} (host ${partition.host}, ${hourLabel(partition)}) cannot be read as shipped NDJSON: ${(error as Error).message.split("\n")[0]}`,
-            { cause: error },
-          );
-        }
-        stages.push(stage(i));
-      }
-      if (basePath) {
-        await c.run(
-          `COPY (SELECT ${COLUMN_LIST}, ${DECISION_KEY} AS _key FROM read_parquet(${quoteLiteral(basePath)}))
-           TO ${quoteLiteral(stage(paths.length))} (${STAGE_FORMAT})`,
-        );
-        stages.push(stage(paths.length));
-      }
-      if (stages.length === 0)
-        throw new CompactError(
-          CompactErrorCode.INPUT,
-          `${hourLabel(partition)} (host ${partition.host}) has no landing objects and no earlier file to compact`,
-        );
-      await c.run(`CREATE VIEW lines AS SELECT * FROM read_parquet(${parquetList(stages)})`);
+      const stages = await stageInputs(c, store, partition, inputs, work);
       await options.onStep?.("inputs-read");
-
-      // Decisions are few: every join below builds its hash table on them, never on the entries,
-      // so memory stays flat however large the hour.
-      await c.run(`CREATE TABLE decisions AS
-        SELECT _key, max_by(outcome, source."offset") AS outcome, max_by(sqlstate, source."offset") AS sqlstate
-        FROM lines WHERE record = 'outcome' GROUP BY _key`);
-      await c.run(`CREATE TABLE decided AS
-        SELECT DISTINCT l._key FROM lines l SEMI JOIN decisions d ON l._key = d._key WHERE l.record = 'entry'`);
-      await c.run(`CREATE VIEW final AS
-        SELECT l.* EXCLUDE (_key) REPLACE (
-            CASE WHEN d._key IS NULL THEN l.outcome ELSE d.outcome END AS outcome,
-            CASE WHEN d._key IS NULL THEN l.sqlstate ELSE d.sqlstate END AS sqlstate)
-          FROM lines l LEFT JOIN decisions d ON l.record = 'entry' AND l._key = d._key
-          WHERE l.record <> 'outcome'
-        UNION ALL
-        SELECT l.* EXCLUDE (_key) FROM lines l ANTI JOIN decided x ON l._key = x._key
-          WHERE l.record = 'outcome'`);
-
-      const countRow = (
-        await c.runAndReadAll(`SELECT
-          count(*),
-          count(*) FILTER (record = 'entry'),
-          count(*) FILTER (record = 'attempt'),
-          count(*) FILTER (record = 'outcome'),
-          (SELECT count(*) FROM lines l ANTI JOIN decided x ON l._key = x._key WHERE l.record = 'outcome'),
-          (SELECT count(*) FROM final WHERE record = 'entry' AND outcome = 'pending')
-          FROM lines`)
-      ).getRows()[0];
-      const [lines, entries, attempts, decisions, laterDecisions, pending] = (countRow ?? []).map(
-        Number,
-      ) as number[];
-
-      // Sort in slices of log time (ts is the order's first key, so slice after slice in time order
-      // is the total order), each small enough to sort in the engine's memory; then one pass
-      // concatenates them in order into the file (insertion order is kept: no sort there).
-      const bounds = await sliceBounds(c, lines ?? 0, options.sliceRows ?? SLICE_ROWS);
-      const slices: string[] = [];
-      for (const [i, where] of sliceFilters(bounds).entries()) {
-        const slice = join(work, "stage", `slice-${String(i).padStart(6, "0")}.parquet`);
-        await c.run(
-          `COPY (SELECT ${COLUMN_LIST} FROM final ${where} ORDER BY ${ROW_ORDER}) TO ${quoteLiteral(slice)} (${STAGE_FORMAT})`,
-        );
-        slices.push(slice);
-      }
+      const counts = await applyDecisions(c);
       const out = join(work, "out.parquet");
-      const metadata = `{auditpipe_schema: '${PARQUET_SCHEMA_VERSION}', auditpipe_host: ${quoteLiteral(partition.host)}, auditpipe_hour: '${hourLabel(partition)}'}`;
-      await c.run(
-        `COPY (SELECT ${COLUMN_LIST} FROM read_parquet(${parquetList(slices)})) TO ${quoteLiteral(out)}
-         (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, KV_METADATA ${metadata})`,
-      );
-      for (const f of [...stages, ...slices]) await rm(f, { force: true });
+      await writeSorted(c, partition, counts.lines, options.sliceRows ?? SLICE_ROWS, work, out);
+      for (const f of stages) await rm(f, { force: true });
       await options.onStep?.("parquet-written");
-
-      // Read the file back: every row there, in order, and the digest of what is really stored.
-      const expected = (entries ?? 0) + (attempts ?? 0) + (laterDecisions ?? 0);
-      const digest = await digestRows(c, `read_parquet(${quoteLiteral(out)})`);
-      if (digest.rows !== expected)
-        throw new CompactError(
-          CompactErrorCode.READBACK,
-          `the Parquet file of ${hourLabel(partition)} (host ${partition.host}) holds ${digest.rows} rows, ${expected} were written`,
-        );
-      const key = parquetKey(partition);
-      const record: CompactionRecord = {
-        version: COMPACTION_RECORD_VERSION,
-        host: partition.host,
-        hour: hourLabel(partition),
-        key,
-        sha256: await sha256File(out),
-        size: (await stat(out)).size,
-        rows: digest.rows,
-        rowsDigest: digest.digest,
-        sources,
-        ...(base
-          ? { base: { key: base.key, sha256: base.sha256, rowsDigest: base.rowsDigest, rows: base.rows } }
-          : {}),
-        counts: {
-          lines: lines ?? 0,
-          entries: entries ?? 0,
-          attempts: attempts ?? 0,
-          decisionsApplied: (decisions ?? 0) - (laterDecisions ?? 0),
-          laterDecisions: laterDecisions ?? 0,
-          pending: pending ?? 0,
-        },
-        schemaVersion: PARQUET_SCHEMA_VERSION,
-        writer: `duckdb ${engine.version}`,
-        created: new Date().toISOString(),
-      };
+      const record = await readBack(c, partition, counts, inputs, out, engine.version);
       engine.close();
       if (options.dryRun) return record;
-      if (options.beforeReplace) {
-        const replaces = await storedSha256(store, key, work);
-        if (replaces !== null && replaces !== record.sha256) {
-          await options.beforeReplace(record, replaces);
-          await options.onStep?.("rewrite-announced");
-        }
-      }
-      await store.upload(key, out, "application/vnd.apache.parquet");
-      await options.onStep?.("parquet-stored");
-      await store.write(
-        compactionRecordKey(partition),
-        Buffer.from(`${JSON.stringify(record, null, 2)}\n`),
-        "application/json",
-      );
-      await options.onStep?.("record-stored");
+      await storeCompacted(store, partition, record, out, work, options);
       return record;
     } finally {
       try {
@@ -388,4 +230,250 @@ export async function compactPartition(
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** A host-hour's inputs, local: the landing objects' paths in key order, the earlier file's if one is built on. */
+interface Inputs {
+  sorted: LandingObject[];
+  paths: string[];
+  /** Every source of the new file, hashed: the objects, and those the earlier file carries over. */
+  sources: CompactedSource[];
+  /** The earlier file whose rows stand in for sources gone from the store, and its local path. */
+  base?: { record: CompactionRecord; path: string };
+}
+
+/** Local objects are read in place, S3 objects downloaded first; every one hashed. */
+async function gatherInputs(
+  store: ArchiveStore,
+  objects: readonly LandingObject[],
+  previous: CompactionRecord | undefined,
+  work: string,
+): Promise<Inputs> {
+  await mkdir(join(work, "in"));
+  const present = new Set(objects.map((o) => o.key));
+  const carried = previous?.sources.filter((s) => !present.has(s.key)) ?? [];
+  const base = carried.length > 0 ? previous : undefined;
+  const sorted = [...objects].sort((a, b) => (a.key < b.key ? -1 : 1));
+  const paths: string[] = [];
+  const sources: CompactedSource[] = [];
+  for (const [i, o] of sorted.entries()) {
+    let path = store.localPath(o.key);
+    if (path === null) {
+      path = join(work, "in", `${i}-${o.key.split("/").pop()}`);
+      await store.download(o.key, path);
+    }
+    paths.push(path);
+    sources.push({ key: o.key, sha256: await sha256File(path), size: (await stat(path)).size });
+  }
+  if (!base) return { sorted, paths, sources };
+  const basePath = store.localPath(base.key) ?? join(work, "in", "base.parquet");
+  if (store.localPath(base.key) === null) await store.download(base.key, basePath);
+  if ((await sha256File(basePath)) !== base.sha256)
+    throw new CompactError(
+      CompactErrorCode.INPUT,
+      `${store.url}/${base.key} is not the file its compaction record lists (SHA-256 differs): its dropped sources cannot be carried over`,
+    );
+  sources.push(...carried);
+  sources.sort((a, b) => (a.key < b.key ? -1 : 1));
+  return { sorted, paths, sources, base: { record: base, path: basePath } };
+}
+
+/**
+ * Stage: each object (and the carried-over file) on its own into a Parquet file of typed rows,
+ * so the JSON reader's buffers never hold more than one object beside the engine; then the view
+ * `lines` over them all. Returns the staged files.
+ */
+async function stageInputs(
+  c: Engine["connection"],
+  store: ArchiveStore,
+  partition: Partition,
+  inputs: Inputs,
+  work: string,
+): Promise<string[]> {
+  const { paths, sorted, base } = inputs;
+  const stages: string[] = [];
+  const stage = (i: number): string => join(work, "stage", `${String(i).padStart(6, "0")}.parquet`);
+  await mkdir(join(work, "stage"));
+  for (const [i, path] of paths.entries()) {
+    try {
+      await c.run(
+        `COPY (SELECT *, ${DECISION_KEY} AS _key FROM (
+           SELECT ${typedSelectList()} FROM read_json(${quoteLiteral(path)}, format = 'newline_delimited',
+             columns = ${ndjsonColumns()}))) TO ${quoteLiteral(stage(i))} (${STAGE_FORMAT})`,
+      );
+    } catch (error) {
+      throw new CompactError(
+        CompactErrorCode.INPUT,
+        `${store.url}/${sorted[i]?.key} (host ${partition.host}, ${hourLabel(partition)}) cannot be read as shipped NDJSON: ${(error as Error).message.split("\n")[0]}`,
+        { cause: error },
+      );
+    }
+    stages.push(stage(i));
+  }
+  if (base) {
+    await c.run(
+      `COPY (SELECT ${COLUMN_LIST}, ${DECISION_KEY} AS _key FROM read_parquet(${quoteLiteral(base.path)}))
+       TO ${quoteLiteral(stage(paths.length))} (${STAGE_FORMAT})`,
+    );
+    stages.push(stage(paths.length));
+  }
+  if (stages.length === 0)
+    throw new CompactError(
+      CompactErrorCode.INPUT,
+      `${hourLabel(partition)} (host ${partition.host}) has no landing objects and no earlier file to compact`,
+    );
+  await c.run(`CREATE VIEW lines AS SELECT * FROM read_parquet(${parquetList(stages)})`);
+  return stages;
+}
+
+/** What the staged lines hold, counted (CompactionRecord.counts before the decisions are netted). */
+interface LineCounts {
+  lines: number;
+  entries: number;
+  attempts: number;
+  decisions: number;
+  laterDecisions: number;
+  pending: number;
+}
+
+/** The view `final`: `lines` with each entry's decided outcome in place, and the decisions of entries not here kept as rows. */
+async function applyDecisions(c: Engine["connection"]): Promise<LineCounts> {
+  // Decisions are few: every join below builds its hash table on them, never on the entries,
+  // so memory stays flat however large the hour.
+  await c.run(`CREATE TABLE decisions AS
+    SELECT _key, max_by(outcome, source."offset") AS outcome, max_by(sqlstate, source."offset") AS sqlstate
+    FROM lines WHERE record = 'outcome' GROUP BY _key`);
+  await c.run(`CREATE TABLE decided AS
+    SELECT DISTINCT l._key FROM lines l SEMI JOIN decisions d ON l._key = d._key WHERE l.record = 'entry'`);
+  await c.run(`CREATE VIEW final AS
+    SELECT l.* EXCLUDE (_key) REPLACE (
+        CASE WHEN d._key IS NULL THEN l.outcome ELSE d.outcome END AS outcome,
+        CASE WHEN d._key IS NULL THEN l.sqlstate ELSE d.sqlstate END AS sqlstate)
+      FROM lines l LEFT JOIN decisions d ON l.record = 'entry' AND l._key = d._key
+      WHERE l.record <> 'outcome'
+    UNION ALL
+    SELECT l.* EXCLUDE (_key) FROM lines l ANTI JOIN decided x ON l._key = x._key
+      WHERE l.record = 'outcome'`);
+
+  const countRow = (
+    await c.runAndReadAll(`SELECT
+      count(*),
+      count(*) FILTER (record = 'entry'),
+      count(*) FILTER (record = 'attempt'),
+      count(*) FILTER (record = 'outcome'),
+      (SELECT count(*) FROM lines l ANTI JOIN decided x ON l._key = x._key WHERE l.record = 'outcome'),
+      (SELECT count(*) FROM final WHERE record = 'entry' AND outcome = 'pending')
+      FROM lines`)
+  ).getRows()[0];
+  const [lines, entries, attempts, decisions, laterDecisions, pending] = (countRow ?? []).map(
+    Number,
+  ) as number[];
+  return {
+    lines: lines ?? 0,
+    entries: entries ?? 0,
+    attempts: attempts ?? 0,
+    decisions: decisions ?? 0,
+    laterDecisions: laterDecisions ?? 0,
+    pending: pending ?? 0,
+  };
+}
+
+/**
+ * Sort in slices of log time (ts is the order's first key, so slice after slice in time order is
+ * the total order), each small enough to sort in the engine's memory; then one pass concatenates
+ * them in order into the file `out` (insertion order is kept: no sort there).
+ */
+async function writeSorted(
+  c: Engine["connection"],
+  partition: Partition,
+  lines: number,
+  sliceRows: number,
+  work: string,
+  out: string,
+): Promise<void> {
+  const bounds = await sliceBounds(c, lines, sliceRows);
+  const slices: string[] = [];
+  for (const [i, where] of sliceFilters(bounds).entries()) {
+    const slice = join(work, "stage", `slice-${String(i).padStart(6, "0")}.parquet`);
+    await c.run(
+      `COPY (SELECT ${COLUMN_LIST} FROM final ${where} ORDER BY ${ROW_ORDER}) TO ${quoteLiteral(slice)} (${STAGE_FORMAT})`,
+    );
+    slices.push(slice);
+  }
+  const metadata = `{auditpipe_schema: '${PARQUET_SCHEMA_VERSION}', auditpipe_host: ${quoteLiteral(partition.host)}, auditpipe_hour: '${hourLabel(partition)}'}`;
+  await c.run(
+    `COPY (SELECT ${COLUMN_LIST} FROM read_parquet(${parquetList(slices)})) TO ${quoteLiteral(out)}
+     (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, KV_METADATA ${metadata})`,
+  );
+  for (const f of slices) await rm(f, { force: true });
+}
+
+/** Reads the file back: every row there, in order, and the digest of what is really stored; its record. */
+async function readBack(
+  c: Engine["connection"],
+  partition: Partition,
+  counts: LineCounts,
+  inputs: Inputs,
+  out: string,
+  engineVersion: string,
+): Promise<CompactionRecord> {
+  const expected = counts.entries + counts.attempts + counts.laterDecisions;
+  const digest = await digestRows(c, `read_parquet(${quoteLiteral(out)})`);
+  if (digest.rows !== expected)
+    throw new CompactError(
+      CompactErrorCode.READBACK,
+      `the Parquet file of ${hourLabel(partition)} (host ${partition.host}) holds ${digest.rows} rows, ${expected} were written`,
+    );
+  const base = inputs.base?.record;
+  return {
+    version: COMPACTION_RECORD_VERSION,
+    host: partition.host,
+    hour: hourLabel(partition),
+    key: parquetKey(partition),
+    sha256: await sha256File(out),
+    size: (await stat(out)).size,
+    rows: digest.rows,
+    rowsDigest: digest.digest,
+    sources: inputs.sources,
+    ...(base
+      ? { base: { key: base.key, sha256: base.sha256, rowsDigest: base.rowsDigest, rows: base.rows } }
+      : {}),
+    counts: {
+      lines: counts.lines,
+      entries: counts.entries,
+      attempts: counts.attempts,
+      decisionsApplied: counts.decisions - counts.laterDecisions,
+      laterDecisions: counts.laterDecisions,
+      pending: counts.pending,
+    },
+    schemaVersion: PARQUET_SCHEMA_VERSION,
+    writer: `duckdb ${engineVersion}`,
+    created: new Date().toISOString(),
+  };
+}
+
+/** Stores the file, then its record (announcing a rewrite of a different file first, if asked). */
+async function storeCompacted(
+  store: ArchiveStore,
+  partition: Partition,
+  record: CompactionRecord,
+  out: string,
+  work: string,
+  options: CompactPartitionOptions,
+): Promise<void> {
+  if (options.beforeReplace) {
+    const replaces = await storedSha256(store, record.key, work);
+    if (replaces !== null && replaces !== record.sha256) {
+      await options.beforeReplace(record, replaces);
+      await options.onStep?.("rewrite-announced");
+    }
+  }
+  await store.upload(record.key, out, "application/vnd.apache.parquet");
+  await options.onStep?.("parquet-stored");
+  await store.write(
+    compactionRecordKey(partition),
+    Buffer.from(`${JSON.stringify(record, null, 2)}\n`),
+    "application/json",
+  );
+  await options.onStep?.("record-stored");
 }

@@ -27,7 +27,7 @@ describe("compact over landing objects of both codecs", () => {
       write: (batch: Batch) => (batches++ % 2 ? gzip : zstd).write(batch),
       close: async () => {},
     };
-    const acked = await shipFixture("session-all/postgresql.csv.gz", alternating);
+    const acked = (await shipFixture("session-all/postgresql.csv.gz", alternating)).entries;
     expect(acked).toBeGreaterThan(1000);
     expect(shippedRecords(dir).length).toBe(acked); // testkit's oracle reads both codecs
 

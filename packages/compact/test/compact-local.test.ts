@@ -53,7 +53,7 @@ describe("compact on a local-dir archive", () => {
   const partition = { dt: "2026-11-23", hour: "07", host: "local" };
 
   it("writes one typed Parquet file per host-hour with every shipped entry once, in the total order", async () => {
-    const acked = await shipFixture("session-all/postgresql.csv.gz", dir);
+    const acked = (await shipFixture("session-all/postgresql.csv.gz", dir)).entries;
     const shipped = shippedRecords<Shipped>(dir);
     expect(shipped.length).toBe(acked);
     expect(acked).toBeGreaterThan(1000);
@@ -249,7 +249,7 @@ describe("compact on a local-dir archive", () => {
     const store = await openArchive(dir);
     const old = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
     // The same hour continues: another real log shipped into the same partition.
-    const more = await shipFixture("read-write-once/postgresql.csv.gz", dir);
+    const more = (await shipFixture("read-write-once/postgresql.csv.gz", dir)).entries;
     const results = await compactArchive(store, { now: LATER });
     const byHour = new Map(results.map((r) => [r.record?.hour ?? r.partition.hour, r]));
     const grown = byHour.get("2026-11-23T07")!;

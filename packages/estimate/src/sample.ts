@@ -5,24 +5,28 @@
  * Works without pg_stat_statements (coarser, and says so) and names missing privileges.
  */
 import type pg from "pg";
-import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
+import { type Catalog, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
 import { newPgClient } from "./_pg.ts";
 import {
-  blindSampleError,
   grantSql,
   HIDDEN_QUERY,
   hiddenSessionsWarning,
-  hiddenStatementsWarning,
   type Privileges,
   preloadWarning,
   READ_ALL_SETTINGS,
   readPrivileges,
-  type StatementVisibility,
   unreadableSettings,
 } from "./_privileges.ts";
-import { riStatement } from "./_ri.ts";
 import { type LoadProbeOptions, ServerLoadProbe } from "./_server-load.ts";
-import { analyzeStatement, qualifiedName } from "./_sql.ts";
+import {
+  delta,
+  type Interval,
+  type Observed,
+  type Snapshot,
+  type StatRow,
+  workloadRates,
+} from "./_snapshot-rates.ts";
+import { qualifiedName } from "./_sql.ts";
 import { nestedTracking } from "./_track-nested.ts";
 import { sampleError } from "./errors.ts";
 import { modelledMisses } from "./modelled-misses.ts";
@@ -99,28 +103,6 @@ const SETTINGS = [
   "shared_preload_libraries",
   "server_version",
 ];
-
-interface StatRow {
-  key: string;
-  userid: string;
-  queryid: string;
-  toplevel: boolean;
-  query: string;
-  calls: number;
-  rows: number;
-  time: number;
-}
-
-interface Snapshot {
-  statements: Map<string, StatRow> | null;
-  /** Calls of the rows pg_stat_statements hides from this role (no text, no queryid), by role. */
-  hiddenCalls: Map<string, number>;
-  tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
-  xacts: number;
-  /** pg_stat_statements_info.dealloc (14+): how often it evicted rows to make room; null when unknown. */
-  evictions: number | null;
-  sessions: number;
-}
 
 const tagged = (sql: string): string => `${sql} ${SAMPLER_TAG}`;
 
@@ -336,199 +318,10 @@ async function logContext(
   };
 }
 
-function delta(a: number, b: number): number {
-  return Math.max(0, b - a);
-}
-
-function statementLoads(
-  before: Snapshot,
-  after: Snapshot,
-  seconds: number,
-  catalog: Catalog,
-  visible: (userid: string, parent: string) => boolean,
-  observed: Observed,
-): { loads: StatementLoad[]; time: number; calls: number; visibility: StatementVisibility } {
-  const lookup = catalogLookup(catalog);
-  const loads: StatementLoad[] = [];
-  let time = 0;
-  let calls = 0;
-  for (const [key, now] of after.statements ?? []) {
-    if (now.query.includes(SAMPLER_TAG)) continue;
-    const prev = before.statements?.get(key);
-    const dc = delta(prev?.calls ?? 0, now.calls);
-    if (dc <= 0) continue;
-    // A nested statement's time is inside the statement that ran it: counted once, at the top.
-    if (now.toplevel) time += delta(prev?.time ?? 0, now.time);
-    const ri = now.toplevel ? null : riStatement(now.query);
-    if (ri) {
-      loads.push({
-        text: ri.text,
-        callsPerSec: dc / seconds,
-        kind: ri.kind,
-        relations: [ri.relation],
-        rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
-        params: ri.params,
-        nested: true,
-      });
-      continue;
-    }
-    const shape = analyzeStatement(now.query, lookup);
-    const seen = now.toplevel ? observed.get(now.queryid) : undefined;
-    const inserted = shape.relations
-      .filter((r) => r.write === "INSERT" || r.write === "DELETE")
-      .map((r) => r.relation);
-    const fkParents = catalog.foreignKeys.filter(
-      (f) => inserted.includes(f.child) || inserted.includes(f.parent),
-    );
-    if (now.toplevel) calls += dc;
-    loads.push({
-      text: now.query,
-      callsPerSec: dc / seconds,
-      kind: shape.kind,
-      ...(shape.kind === "UTILITY" ? { command: shape.command } : {}),
-      relations: shape.relations,
-      rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
-      ...(shape.functions.length > 0 ? { functions: shape.functions } : {}),
-      ...(seen && shape.placeholders > 0
-        ? { observed: { bytes: seen.bytes / seen.n, quotes: seen.quotes / seen.n } }
-        : {}),
-      ...(now.toplevel ? {} : { nested: true }),
-      ...(fkParents.length > 0 && !fkParents.every((f) => visible(now.userid, f.parent))
-        ? { fkChecksVisible: false }
-        : {}),
-    });
-  }
-  dropInvisibleChecks(loads, catalog);
-  let hiddenCalls = 0;
-  let hiddenRoles = 0;
-  for (const [userid, now] of after.hiddenCalls) {
-    const d = delta(before.hiddenCalls.get(userid) ?? 0, now);
-    hiddenCalls += d;
-    if (d > 0) hiddenRoles++;
-  }
-  return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles } };
-}
-
-const TRANSACTION_CONTROL: Record<string, RegExp> = {
-  BEGIN: /^\s*(BEGIN|START\s+TRANSACTION)\s*;?\s*$/i,
-  COMMIT: /^\s*(COMMIT|END)\s*;?\s*$/i,
-};
-
-/**
- * BEGIN and COMMIT sent through the extended protocol (prepared, as drivers and pgbench -M
- * prepared do): pg_stat_statements 1.10 (PostgreSQL 15) zeroes a utility statement's query id
- * after its first run, so a prepared one is counted once per session, not per call. Sessions
- * were seen inside transaction blocks and the row grew by no more than the sessions could
- * explain: its rate is the transaction rate. Returns the commands so adjusted.
- */
-function preparedTransactionControl(
-  before: Snapshot,
-  after: Snapshot,
-  loads: StatementLoad[],
-  xactsPerSec: number,
-  seconds: number,
-  bound: number,
-): string[] {
-  const fixed: string[] = [];
-  for (const [command, pattern] of Object.entries(TRANSACTION_CONTROL)) {
-    const rows = [...(after.statements?.values() ?? [])].filter((r) => r.toplevel && pattern.test(r.query));
-    if (rows.length === 0) continue;
-    const calls = rows.reduce((n, r) => n + delta(before.statements?.get(r.key)?.calls ?? 0, r.calls), 0);
-    if (calls > bound || calls / seconds >= xactsPerSec * 0.5) continue;
-    const text = rows[0]!.query;
-    const existing = loads.find((l) => l.text === text && l.kind === "UTILITY");
-    if (existing) existing.callsPerSec = xactsPerSec;
-    else
-      loads.push({ text, callsPerSec: xactsPerSec, kind: "UTILITY", command, relations: [], rowsPerCall: 0 });
-    fixed.push(command);
-  }
-  return fixed;
-}
-
-/**
- * Counted RI checks run as the table's owner, so pg_stat_statements cannot say whose statement
- * fired them; pgaudit logs them only for a session user who is a member of the parent's owner.
- * A check of a parent whose every top-level inserter is not such a member is dropped, as the
- * model would not have fired it.
- */
-function dropInvisibleChecks(loads: StatementLoad[], catalog: Catalog): void {
-  for (let i = loads.length - 1; i >= 0; i--) {
-    const l = loads[i]!;
-    const checked = l.relations[0];
-    if (!l.nested || l.kind !== "SELECT" || !checked?.locked) continue;
-    const children = new Set(
-      catalog.foreignKeys.filter((f) => f.parent === checked.relation).map((f) => f.child),
-    );
-    const firing = loads.filter(
-      (s) =>
-        !s.nested &&
-        s.relations.some((r) => (r.write === "INSERT" || r.write === "UPDATE") && children.has(r.relation)),
-    );
-    if (firing.length > 0 && firing.every((s) => s.fkChecksVisible === false)) loads.splice(i, 1);
-  }
-}
-
-/** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
-function tableLoads(before: Snapshot, after: Snapshot, seconds: number, catalog: Catalog): StatementLoad[] {
-  const out: StatementLoad[] = [];
-  for (const t of catalog.tables) {
-    const key = `${t.schema}\u0000${t.name}`;
-    const a = before.tables.get(key);
-    const b = after.tables.get(key);
-    if (!a || !b) continue;
-    const ins = delta(a.ins, b.ins) / seconds;
-    const upd = delta(a.upd, b.upd) / seconds;
-    const del = delta(a.del, b.del) / seconds;
-    const reads = Math.max(0, delta(a.scans, b.scans) / seconds - upd - del);
-    const name = t.qualified;
-    const cols = t.columns.map((c) => c.name);
-    const list = cols.slice(0, 6).join(", ");
-    if (reads > 0)
-      out.push({
-        text: `SELECT ${list} FROM ${name} WHERE ${cols[0] ?? "id"} = $1`,
-        callsPerSec: reads,
-        kind: "SELECT",
-        relations: [{ relation: name }],
-        rowsPerCall: 1,
-      });
-    if (ins > 0)
-      out.push({
-        text: `INSERT INTO ${name} (${list}) VALUES (${cols
-          .slice(0, 6)
-          .map((_, i) => `$${i + 1}`)
-          .join(", ")})`,
-        callsPerSec: ins,
-        kind: "INSERT",
-        relations: [{ relation: name, write: "INSERT" }],
-        rowsPerCall: 1,
-      });
-    if (upd > 0)
-      out.push({
-        text: `UPDATE ${name} SET ${cols[1] ?? "x"} = $1 WHERE ${cols[0] ?? "id"} = $2`,
-        callsPerSec: upd,
-        kind: "UPDATE",
-        relations: [{ relation: name, write: "UPDATE" }],
-        rowsPerCall: 1,
-      });
-    if (del > 0)
-      out.push({
-        text: `DELETE FROM ${name} WHERE ${cols[0] ?? "id"} = $1`,
-        callsPerSec: del,
-        kind: "DELETE",
-        relations: [{ relation: name, write: "DELETE" }],
-        rowsPerCall: 1,
-      });
-  }
-  return out;
-}
-
 /** How often the sampler looks at pg_stat_activity (running statements' sizes, active clients). */
 const ACTIVITY_POLL_MS = 250;
 /** How long one polling transaction lasts before the sampler commits and begins another. */
 const POLL_TRANSACTION_MS = 5_000;
-
-/** Per query id: sums of the running texts' bytes and double quotes, and how many were seen. */
-type Observed = Map<string, { bytes: number; quotes: number; n: number }> & { unavailable?: boolean };
 
 /**
  * The sizes of the statements other sessions are running (pg_stat_activity.query, PostgreSQL
@@ -596,7 +389,63 @@ async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** Samples the database: two reads `intervalMs` apart. The connection's password is never logged or returned. */
 export async function sampleWorkload(options: SampleOptions = {}): Promise<WorkloadSample> {
-  const interval = options.intervalMs ?? DEFAULT_INTERVAL_MS;
+  const { client, release } = await connectSampler(options);
+  try {
+    await client.query(tagged("SET application_name = 'auditpipe-estimate'"));
+    const setup = await readSetup(client, options);
+    const { useStatements, catalog, log, warnings } = setup;
+    const nested = await nestedTracking(client, {
+      statements: useStatements,
+      requested: options.trackNested ?? false,
+      tag: tagged,
+    });
+    const { interval, load } = await watchInterval(client, options, useStatements, nested);
+    const visible = useStatements ? await foreignKeyVisibility(client, catalog) : () => true;
+    const rates = workloadRates(
+      interval,
+      catalog,
+      { useStatements, visible, privileges: setup.privileges, unreadable: setup.unreadable },
+      warnings,
+    );
+    const notes = [...rates.notes, ...nestedNotes(nested.tracking, rates.statements, catalog)];
+    const workload: Workload = {
+      transactionsPerSec: rates.transactionsPerSec,
+      statements: rates.statements,
+      nestedStatements: nested.tracking.mode,
+      foreignKeys: catalog.foreignKeys,
+      tableInsertsPerSec: rates.tableInsertsPerSec,
+      sessionsPerSec: rates.sessionsPerSec,
+      ...(rates.clients > 0 ? { clients: rates.clients } : {}),
+      ...(rates.meanStatementMs === undefined ? {} : { meanStatementMs: rates.meanStatementMs }),
+      load,
+      log,
+      notes,
+    };
+    return {
+      takenAt: new Date().toISOString(),
+      intervalSec: interval.seconds,
+      database: log.database,
+      workload,
+      catalog,
+      settings: setup.settings,
+      currentConfig: setup.config,
+      statementStats: useStatements,
+      nested: nested.tracking,
+      warnings,
+    };
+  } catch (error) {
+    throw sampleError("sample", error);
+  } finally {
+    release();
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Connects the sampler's client; `release` stops listening for the abort. The connection's
+ * password is never logged or returned.
+ */
+async function connectSampler(options: SampleOptions): Promise<{ client: pg.Client; release: () => void }> {
   const client = await newPgClient(
     typeof options.connection === "string"
       ? { connectionString: options.connection }
@@ -611,200 +460,161 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   const endOnAbort = (): void => {
     if (!options.trackNested) client.end().catch(() => {});
   };
+  const release = (): void => options.signal?.removeEventListener("abort", endOnAbort);
   options.signal?.addEventListener("abort", endOnAbort, { once: true });
   if (options.signal?.aborted) endOnAbort();
   try {
     await client.connect();
   } catch (error) {
-    options.signal?.removeEventListener("abort", endOnAbort);
+    release();
     throw sampleError("connect", error);
   }
-  try {
-    await client.query(tagged("SET application_name = 'auditpipe-estimate'"));
-    const warnings: string[] = [];
-    const privileges = await readPrivileges(client, tagged);
-    const settings = await readSettings(client);
-    const unreadable = unreadableSettings(SETTINGS, settings, privileges);
-    if (unreadable.length > 0)
-      warnings.push(
-        `role ${privileges.role} cannot read ${unreadable.join(", ")} (${grantSql([READ_ALL_SETTINGS], privileges.role)}, or sample as a superuser): what depends on ${unreadable.length > 1 ? "them" : "it"} is not checked`,
-      );
-    const preload = preloadWarning(settings, privileges);
-    if (preload) warnings.push(preload);
-    const useStatements = await statementsAvailable(client, warnings);
-    const catalog = await readCatalog(client);
-    const log = await logContext(
-      client,
-      settings,
-      options.constantLength ?? 4,
-      useStatements,
-      privileges,
-      warnings,
+  return { client, release };
+}
+
+/** What the sampler reads once before the interval: settings, privileges, catalog, log context. */
+interface Setup {
+  privileges: Privileges;
+  settings: Record<string, string>;
+  /** The settings this role cannot read. */
+  unreadable: string[];
+  useStatements: boolean;
+  catalog: Catalog;
+  log: LogContext;
+  config: AuditConfig;
+  warnings: string[];
+}
+
+async function readSetup(client: pg.Client, options: SampleOptions): Promise<Setup> {
+  const warnings: string[] = [];
+  const privileges = await readPrivileges(client, tagged);
+  const settings = await readSettings(client);
+  const unreadable = unreadableSettings(SETTINGS, settings, privileges);
+  if (unreadable.length > 0)
+    warnings.push(
+      `role ${privileges.role} cannot read ${unreadable.join(", ")} (${grantSql([READ_ALL_SETTINGS], privileges.role)}, or sample as a superuser): what depends on ${unreadable.length > 1 ? "them" : "it"} is not checked`,
     );
-    const config = await currentConfig(client, settings);
+  const preload = preloadWarning(settings, privileges);
+  if (preload) warnings.push(preload);
+  const useStatements = await statementsAvailable(client, warnings);
+  const catalog = await readCatalog(client);
+  const log = await logContext(
+    client,
+    settings,
+    options.constantLength ?? 4,
+    useStatements,
+    privileges,
+    warnings,
+  );
+  const config = await currentConfig(client, settings);
+  return { privileges, settings, unreadable, useStatements, catalog, log, config, warnings };
+}
 
-    const nested = await nestedTracking(client, {
-      statements: useStatements,
-      requested: options.trackNested ?? false,
-      tag: tagged,
-    });
-    const columns = { toplevel: nested.toplevelColumn, nested: nested.tracking.mode === "counted" };
-    let before: Snapshot;
-    let after: Snapshot;
-    let started: number;
-    const clientCounts: number[] = [];
-    let clientsHidden = false;
-    const observed: Observed = new Map();
-    let transactionBlocksSeen = false;
-    let inTransaction = false;
-    const probe = new ServerLoadProbe(options.load);
-    let load: ServerLoad;
-    try {
-      await probe.start(client);
-      before = await snapshot(client, useStatements, columns);
-      started = Date.now();
-      // The polls run in a transaction so the sampler adds one every few seconds, not four a
-      // second, to the transactions it counts (renewed so no transaction_timeout ends it); each
-      // poll clears the statistics snapshot the transaction caches.
-      await client.query(tagged("BEGIN"));
-      inTransaction = true;
-      let began = Date.now();
-      options.onProgress?.(0, interval);
-      while (Date.now() - started < interval) {
-        if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
-        await sleep(Math.min(ACTIVITY_POLL_MS, interval - (Date.now() - started)), options.signal);
-        if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
-        if (Date.now() - began > POLL_TRANSACTION_MS) {
-          await client.query(tagged("COMMIT"));
-          await client.query(tagged("BEGIN"));
-          began = Date.now();
-        }
-        await client.query(tagged("SELECT pg_stat_clear_snapshot()"));
-        const a = await client.query(
-          tagged(`SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND state NOT IN ('idle'))::int AS n,
-                         count(*) FILTER (WHERE backend_type IS NULL AND query = '${HIDDEN_QUERY}'
-                                            AND usename IS NOT NULL)::int AS hidden,
-                         count(*) FILTER (WHERE backend_type = 'client backend' AND (state = 'idle in transaction'
-                                            OR (state = 'active' AND xact_start < query_start)))::int AS in_block
-                    FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()`),
-        );
-        clientCounts.push(a.rows[0].n);
-        if (a.rows[0].hidden > 0) clientsHidden = true;
-        if (a.rows[0].in_block > 0) transactionBlocksSeen = true;
-        if (useStatements) await observeTexts(client, observed);
-        await probe.poll(client);
-        options.onProgress?.(Math.min(interval, Date.now() - started), interval);
+/**
+ * The interval: a snapshot, `intervalMs` of polls of pg_stat_activity and the server's load,
+ * another snapshot. A setting switched for the sample (`nested`) is put back before anything
+ * else can fail, on error or abort too.
+ */
+async function watchInterval(
+  client: pg.Client,
+  options: SampleOptions,
+  useStatements: boolean,
+  nested: Awaited<ReturnType<typeof nestedTracking>>,
+): Promise<{ interval: Interval; load: ServerLoad }> {
+  const total = options.intervalMs ?? DEFAULT_INTERVAL_MS;
+  const columns = { toplevel: nested.toplevelColumn, nested: nested.tracking.mode === "counted" };
+  const seen = { clientCounts: [] as number[], clientsHidden: false, transactionBlocksSeen: false };
+  const observed: Observed = new Map();
+  const probe = new ServerLoadProbe(options.load);
+  let inTransaction = false;
+  let before: Snapshot;
+  let after: Snapshot;
+  let started: number;
+  let load: ServerLoad;
+  try {
+    await probe.start(client);
+    before = await snapshot(client, useStatements, columns);
+    started = Date.now();
+    // The polls run in a transaction so the sampler adds one every few seconds, not four a
+    // second, to the transactions it counts (renewed so no transaction_timeout ends it); each
+    // poll clears the statistics snapshot the transaction caches.
+    await client.query(tagged("BEGIN"));
+    inTransaction = true;
+    let began = Date.now();
+    options.onProgress?.(0, total);
+    while (Date.now() - started < total) {
+      if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
+      await sleep(Math.min(ACTIVITY_POLL_MS, total - (Date.now() - started)), options.signal);
+      if (options.signal?.aborted) throw new Error("interrupted before the sample was complete");
+      if (Date.now() - began > POLL_TRANSACTION_MS) {
+        await client.query(tagged("COMMIT"));
+        await client.query(tagged("BEGIN"));
+        began = Date.now();
       }
-      await client.query(tagged("COMMIT"));
-      inTransaction = false;
-      after = await snapshot(client, useStatements, columns);
-      load = await probe.finish(client, delta(before.xacts, after.xacts));
-    } finally {
-      if (inTransaction) await client.query("ROLLBACK").catch(() => {});
-      // Put back before anything else can fail; on error or abort too.
-      await nested.restore();
+      await pollActivity(client, seen);
+      if (useStatements) await observeTexts(client, observed);
+      await probe.poll(client);
+      options.onProgress?.(Math.min(total, Date.now() - started), total);
     }
-    const seconds = (Date.now() - started) / 1000;
-
-    const owners = new Map(catalog.tables.map((t) => [t.qualified, t.owner]));
-    const members = new Map<string, boolean>();
-    if (useStatements) {
-      const pairs = await client.query(
-        tagged(`SELECT u.userid::text AS userid, o.owner, pg_has_role(u.userid, o.owner, 'MEMBER') AS m
-                  FROM (SELECT DISTINCT userid FROM pg_stat_statements) u, unnest($1::text[]) o(owner)`),
-        [[...new Set(owners.values())]],
-      );
-      for (const r of pairs.rows) members.set(`${r.userid}|${r.owner}`, r.m);
-    }
-    const visible = (userid: string, parent: string): boolean =>
-      members.get(`${userid}|${owners.get(parent)}`) ?? true;
-
-    const notes: string[] = [];
-    let statements: StatementLoad[];
-    let meanStatementMs: number | undefined;
-    if (useStatements) {
-      const s = statementLoads(before, after, seconds, catalog, visible, observed);
-      if (s.visibility.hiddenCalls > 0 && s.visibility.visibleCalls === 0)
-        throw blindSampleError(s.visibility, privileges, unreadable);
-      const hidden = hiddenStatementsWarning(s.visibility, privileges);
-      if (hidden) warnings.push(hidden);
-      statements = s.loads;
-      if (before.evictions !== null && after.evictions !== null && after.evictions > before.evictions)
-        warnings.push(
-          `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
-        );
-      if (transactionBlocksSeen) {
-        const bound = Math.max(1, ...clientCounts) + delta(before.sessions, after.sessions) + 1;
-        const fixed = preparedTransactionControl(
-          before,
-          after,
-          statements,
-          delta(before.xacts, after.xacts) / seconds,
-          seconds,
-          bound,
-        );
-        if (fixed.length > 0)
-          warnings.push(
-            `${fixed.join(" and ")} ran as prepared statements, which pg_stat_statements (PostgreSQL 15) counts once per session: taken as one per transaction`,
-          );
-      }
-      meanStatementMs = s.calls > 0 ? s.time / s.calls : undefined;
-      notes.push(
-        `pg_stat_statements over ${seconds.toFixed(1)} s: ${statements.length} statements${hidden ? " (others hidden from this role)" : ""}`,
-      );
-    } else {
-      statements = tableLoads(before, after, seconds, catalog);
-      notes.push(
-        `table statistics over ${seconds.toFixed(1)} s (no pg_stat_statements): one statement per table and operation, no BEGIN/COMMIT`,
-      );
-    }
-    const tableInsertsPerSec: Record<string, number> = {};
-    for (const t of catalog.tables) {
-      const key = `${t.schema}\u0000${t.name}`;
-      const ins = delta(before.tables.get(key)?.ins ?? 0, after.tables.get(key)?.ins ?? 0) / seconds;
-      if (ins > 0) tableInsertsPerSec[t.qualified] = ins;
-    }
-    // Hidden sessions' state is unknown, so the count of active clients is too.
-    const clients = clientCounts.length > 0 && !clientsHidden ? Math.max(...clientCounts) : 0;
-    if (nested.tracking.mode === "modelled") {
-      notes.push(
-        `modelled: statements run inside others are derived from the catalog (${nested.tracking.reason}); may miss ${MODELLED_MISSES}`,
-      );
-      const unseen = modelledMisses({ statements, nestedStatements: "modelled" }, catalog);
-      if (unseen.length > 0) notes.push(`not counted here: ${unseen.join("; ")}`);
-    } else
-      notes.push(
-        `counted: statements run inside others come from pg_stat_statements (${nested.tracking.reason})`,
-      );
-    const workload: Workload = {
-      transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
-      statements,
-      nestedStatements: nested.tracking.mode,
-      foreignKeys: catalog.foreignKeys,
-      tableInsertsPerSec,
-      sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
-      ...(clients > 0 ? { clients } : {}),
-      ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
-      load,
-      log,
-      notes,
-    };
-    return {
-      takenAt: new Date().toISOString(),
-      intervalSec: seconds,
-      database: log.database,
-      workload,
-      catalog,
-      settings,
-      currentConfig: config,
-      statementStats: useStatements,
-      nested: nested.tracking,
-      warnings,
-    };
-  } catch (error) {
-    throw sampleError("sample", error);
+    await client.query(tagged("COMMIT"));
+    inTransaction = false;
+    after = await snapshot(client, useStatements, columns);
+    load = await probe.finish(client, delta(before.xacts, after.xacts));
   } finally {
-    options.signal?.removeEventListener("abort", endOnAbort);
-    await client.end().catch(() => {});
+    if (inTransaction) await client.query("ROLLBACK").catch(() => {});
+    // Put back before anything else can fail; on error or abort too.
+    await nested.restore();
   }
+  const seconds = (Date.now() - started) / 1000;
+  return { interval: { before, after, seconds, ...seen, observed }, load };
+}
+
+/** One poll of pg_stat_activity: active clients, hidden sessions, sessions inside transaction blocks. */
+async function pollActivity(
+  client: pg.Client,
+  seen: { clientCounts: number[]; clientsHidden: boolean; transactionBlocksSeen: boolean },
+): Promise<void> {
+  await client.query(tagged("SELECT pg_stat_clear_snapshot()"));
+  const a = await client.query(
+    tagged(`SELECT count(*) FILTER (WHERE backend_type = 'client backend' AND state NOT IN ('idle'))::int AS n,
+                   count(*) FILTER (WHERE backend_type IS NULL AND query = '${HIDDEN_QUERY}'
+                                      AND usename IS NOT NULL)::int AS hidden,
+                   count(*) FILTER (WHERE backend_type = 'client backend' AND (state = 'idle in transaction'
+                                      OR (state = 'active' AND xact_start < query_start)))::int AS in_block
+              FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()`),
+  );
+  seen.clientCounts.push(a.rows[0].n);
+  if (a.rows[0].hidden > 0) seen.clientsHidden = true;
+  if (a.rows[0].in_block > 0) seen.transactionBlocksSeen = true;
+}
+
+/**
+ * Whether the role that ran a statement is a member of a table's owner: pgaudit logs the
+ * foreign-key checks on a parent table only for such sessions (unknown pairs count as visible).
+ */
+async function foreignKeyVisibility(
+  client: pg.Client,
+  catalog: Catalog,
+): Promise<(userid: string, parent: string) => boolean> {
+  const owners = new Map(catalog.tables.map((t) => [t.qualified, t.owner]));
+  const members = new Map<string, boolean>();
+  const pairs = await client.query(
+    tagged(`SELECT u.userid::text AS userid, o.owner, pg_has_role(u.userid, o.owner, 'MEMBER') AS m
+              FROM (SELECT DISTINCT userid FROM pg_stat_statements) u, unnest($1::text[]) o(owner)`),
+    [[...new Set(owners.values())]],
+  );
+  for (const r of pairs.rows) members.set(`${r.userid}|${r.owner}`, r.m);
+  return (userid, parent) => members.get(`${userid}|${owners.get(parent)}`) ?? true;
+}
+
+/** The notes that say how statements run inside others were counted, or what modelling them misses. */
+function nestedNotes(tracking: NestedTracking, statements: StatementLoad[], catalog: Catalog): string[] {
+  if (tracking.mode !== "modelled")
+    return [`counted: statements run inside others come from pg_stat_statements (${tracking.reason})`];
+  const notes = [
+    `modelled: statements run inside others are derived from the catalog (${tracking.reason}); may miss ${MODELLED_MISSES}`,
+  ];
+  const unseen = modelledMisses({ statements, nestedStatements: "modelled" }, catalog);
+  if (unseen.length > 0) notes.push(`not counted here: ${unseen.join("; ")}`);
+  return notes;
 }

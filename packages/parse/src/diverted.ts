@@ -63,6 +63,7 @@ class Relay {
   }
 }
 
+// Kept whole (~100 lines): a parser object whose state is this closure's variables, shared by its three short parts (lineDone, push, end).
 /** An incremental parser for the records PostgreSQL diverted into its stderr file (see above). */
 export function createDivertedParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
   const max = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;

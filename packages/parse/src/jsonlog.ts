@@ -258,6 +258,7 @@ class JsonlogParser implements LogParser {
     return -1;
   }
 
+  // Kept whole (~100 lines): the per-record hot path, one pass over the line's keys in PostgreSQL's order; split, the cursor would go through calls.
   /** The fast path: PostgreSQL's own layout. Undefined when the line needs JSON.parse. */
   private scan(buf: SliceBuffer, start: number, nl: number, end: number): LogRecord | undefined {
     const r = blankRecord(this.base + start, end - start);

@@ -1,75 +1,15 @@
 /**
- * Archives made by the real pipeline: a committed fixture log (written by a real PostgreSQL +
- * pgaudit) followed by FileSource and shipped by LocalDirSink, in small batches so an hour holds
- * many landing objects.
+ * Archives made by the real pipeline: testkit's shipFixture (a committed fixture log followed by
+ * FileSource and shipped in small batches), with this workspace's FileSource and LocalDirSink.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, join } from "node:path";
-import { gunzipSync } from "node:zlib";
 import type { LogFormat } from "@auditpipe/parse";
 import { LocalDirSink, type Sink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
-import { repoRoot, waitUntil } from "@auditpipe/testkit";
+import { fixtureShipper } from "@auditpipe/testkit";
 
-export const FIXTURES = join(repoRoot(), "fixtures", "cases");
+export { FIXTURE_CASES as FIXTURES, LATER } from "@auditpipe/testkit";
 
-/**
- * Ships `fixture` (a path under fixtures/cases) into the local-dir archive `dir`, or through `sink`;
- * resolves with the entries acknowledged, and the rows they make in the audit view (attempts too). `shiftHours` moves every timestamp of the real log by
- * whole hours (same byte lengths), for archives that span several hours: a fixture holds one.
- */
-export async function shipFixture(
-  fixture: string,
-  dir: string | Sink,
-  options: { format?: LogFormat; maxEntries?: number; shiftHours?: number } = {},
-): Promise<{ entries: number; rows: number }> {
-  const work = mkdtempSync(join(tmpdir(), "auditpipe-compact-ship-"));
-  try {
-    const logDir = join(work, "log");
-    mkdirSync(logDir);
-    const name = basename(fixture).replace(/\.gz$/, "");
-    let raw: Buffer = gunzipSync(readFileSync(join(FIXTURES, fixture)));
-    if (options.shiftHours) raw = shiftHours(raw, options.shiftHours);
-    writeFileSync(join(logDir, name), raw);
-    let acked = 0;
-    let attempts = 0;
-    const source = new FileSource({
-      logDir,
-      format: options.format ?? "csvlog",
-      pattern: name,
-      stateDir: join(work, "state"),
-      sink: typeof dir === "string" ? new LocalDirSink({ dir }) : dir,
-      batch: { maxEntries: options.maxEntries ?? 100 },
-      observer: {
-        sinkAck: (_name, entries) => (acked += entries),
-        // Statements refused before pgAudit logged them ship as lines of their own: rows of the audit view.
-        attempt: () => attempts++,
-      },
-    });
-    await source.start();
-    await waitUntil(
-      () => source.status().some((f) => f.read >= raw.length),
-      60_000,
-      () => `the source did not read ${fixture} to its end`,
-    );
-    await source.stop();
-    return { entries: acked, rows: acked + attempts };
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-  }
-}
-
-/** A clock far past every fixture's hour: every hour is closed. */
-export const LATER = Date.parse("2030-01-01T00:00:00Z");
-
-/** `YYYY-MM-DD HH:` timestamps (csvlog, stderr) and `YYYY-MM-DDTHH:` ones, moved by `hours`. */
-function shiftHours(raw: Buffer, hours: number): Buffer {
-  const text = raw
-    .toString("latin1")
-    .replace(/\b(\d{4}-\d{2}-\d{2})([ T])(\d{2}):/g, (_m, d: string, sep: string, h: string) => {
-      const t = new Date(Date.parse(`${d}T${h}:00:00Z`) + hours * 3_600_000).toISOString();
-      return `${t.slice(0, 10)}${sep}${t.slice(11, 13)}:`;
-    });
-  return Buffer.from(text, "latin1");
-}
+export const shipFixture: ReturnType<typeof fixtureShipper<Sink, LogFormat>> = fixtureShipper<
+  Sink,
+  LogFormat
+>(FileSource, LocalDirSink);

@@ -1,58 +1,20 @@
 import { type FSWatcher, watch } from "node:fs";
-import { type FileHandle, lstat, open, readdir, stat } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { open, stat } from "node:fs/promises";
 import type { LogFormat } from "@auditpipe/parse";
 import { Checkpointer, type FileCheckpoint, isFileSystemError } from "./_checkpoint.ts";
-import { destinationName, destinationRole, type FileRole } from "./_destinations.ts";
-import { collisionId, readFingerprint, readMarker, samePrefix } from "./_file-identity.ts";
-import { type Downstream, READ_BYTES, REPLACED, TrackedFile } from "./_tracked-file.ts";
+import type { FileRole } from "./_destinations.ts";
+import { describe, destinationOf, FileDiscovery } from "./_file-discovery.ts";
+import { readFingerprint, readMarker } from "./_file-identity.ts";
+import { type Downstream, READ_BYTES, REPLACED, type TrackedFile } from "./_tracked-file.ts";
+import {
+  DataLostReason,
+  type FileSourceHealth,
+  type FollowObserver,
+  givenUp,
+  type SourceLogger,
+  silentLogger,
+} from "./follow-reports.ts";
 import { globMatcher } from "./glob.ts";
-
-/** The small logger interface the file pipeline needs (pino fits). Messages never carry record text. */
-export interface SourceLogger {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-  error(obj: object, msg: string): void;
-}
-
-/**
- * Why bytes of a file were given up (FollowObserver.dataLost): each value is recorded as given
- * (metric labels, manifests), so they never change.
- */
-export const DataLostReason = {
-  /** The file was deleted (or left the pattern) before it was read to its end: while the source was stopped. */
-  DELETED: "deleted",
-  /**
-   * The file was truncated, or rewritten in place, before it was read to its end (copytruncate
-   * without a copy in the pattern, truncate-on-rotation, a tool rewriting it): while following it
-   * or while stopped.
-   */
-  TRUNCATED: "truncated",
-  /** One record was larger than the parser's limit (maxRecordBytes): skipped whole. */
-  RECORD_TOO_LARGE: "record-too-large",
-} as const;
-export type DataLostReason = (typeof DataLostReason)[keyof typeof DataLostReason];
-
-/** What the follower reports about files as it follows them; every method optional. */
-export interface FollowObserver {
-  bytesBehind?(file: string, bytes: number): void;
-  fileGone?(file: string): void;
-  truncation?(file: string): void;
-  /**
-   * Bytes `[from, to)` of a file will never be read: the one place every give-up is reported (and
-   * logged by the source, at warn). `to` is the end known when it was given up, so the range is
-   * a lower bound: what was appended after the last look, or written and replaced between two
-   * looks, is not known.
-   */
-  dataLost?(file: string, from: number, to: number, reason: DataLostReason): void;
-  checkpointSaved?(): void;
-  /**
-   * Saving checkpoints in `stateDir` failed with `code` (ENOSPC, EROFS, EMFILE, ...) and is retried
-   * with backoff; reading waits meanwhile (nothing is handed to the sink before its checkpoint is
-   * saved). Called on every failed attempt, and with `undefined` once a save succeeds again.
-   */
-  checkpointSaveFailed?(stateDir: string, code: string | undefined): void;
-}
 
 /**
  * How the follower opens a file's downstream (its lane of the pipeline): from `start` (the
@@ -116,25 +78,6 @@ export const DEFAULT_PATTERNS: Record<LogFormat, string> = {
 /** `format: "auto"`'s file names: every destination PostgreSQL writes to files. */
 export const AUTO_PATTERN = "*.{csv,json,log}";
 
-/** What FileSource reports about files and the directory it cannot read (logged, and in health()). */
-export const FileSourceErrorCode = {
-  /** A matching file could not be opened or read (permissions, I/O error): retried every scan. */
-  FILE_UNREADABLE: "AUDITPIPE_ERR_FILE_UNREADABLE",
-  /** The log directory could not be listed: nothing is taken as gone until a listing works again. */
-  LOG_DIR_UNLISTABLE: "AUDITPIPE_ERR_LOG_DIR_UNLISTABLE",
-} as const;
-export type FileSourceErrorCode = (typeof FileSourceErrorCode)[keyof typeof FileSourceErrorCode];
-
-/** What keeps the source from seeing every file now; empty when all is well. */
-export interface FileSourceHealth {
-  /** Checkpoints cannot be saved (the errno code, e.g. `ENOSPC`): reading waits and the save is retried. */
-  checkpoints?: string;
-  /** The directory listing failed (its errno code, e.g. `EACCES`); files already open are read on. */
-  listing?: string;
-  /** Matching files that could not be opened or read, with the errno code. */
-  unreadable: { path: string; code: string }[];
-}
-
 /**
  * Checkpoints that only record acknowledgements are saved at most this often while reading goes
  * on (and at once when the source goes idle): an acknowledged range not yet checkpointed is only
@@ -164,14 +107,6 @@ const COALESCE_MS = 20;
 const ORDER_WAIT_MS = 5_000;
 const STEADY_BYTES = 64 << 10;
 const STEADY_COALESCE_MS = 100;
-/**
- * Checkpoints dropped because their file left the directory are remembered (by device and inode)
- * this many at most: a file that comes back (a remount, an NFS hiccup, a directory moved away and
- * back) resumes where it was read instead of being read again from 0. A few hundred bytes each.
- */
-const FORGOTTEN_MAX = 4096;
-
-const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
 
 /**
  * The source stage of the file pipeline: follows one PostgreSQL log stream in a directory, every
@@ -179,11 +114,14 @@ const silentLogger: SourceLogger = { info() {}, warn() {}, error() {} };
  * truncate-on-rotation, feeding each file's bytes once, in order, to its downstream. It knows no
  * record and no sink: a file's checkpoint advances only when its downstream says the sink
  * acknowledged a range; a rotated file is drained to its end before it is let go, and a deleted
- * one through its open handle.
+ * one through its open handle. Which files there are, and which is which, FileDiscovery
+ * (_file-discovery.ts) finds; this class reads them and keeps their checkpoints.
  */
 export class FileFollower {
   private readonly files = new Map<string, TrackedFile>(); // by identity (TrackedFile.fingerprint)
   private readonly matches: (name: string) => boolean;
+  /** Lists the directory and hands the files it finds to this follower; made once checkpoints are loaded. */
+  private discovery!: FileDiscovery;
   private readonly observer: FollowObserver;
   private readonly logger: SourceLogger;
   private checkpoints!: Checkpointer;
@@ -196,27 +134,12 @@ export class FileFollower {
   /** A file appeared, vanished or was renamed since the last scan (inotify told us). */
   private dirChanged = true;
   private lastScan = 0;
-  private firstScan = true;
-  /** Why the last listing of the directory failed (errno code); undefined while listings work. */
-  private listingError: string | undefined;
-  /** Matching paths that could not be opened or read, with the errno code: retried every scan. */
-  private readonly unreadable = new Map<string, string>();
   private lastSave = 0;
   private readonly options: FileFollowerOptions;
   /** Aborted by stop(): a checkpoint save that fails then is not retried any more. */
   private readonly stopSignal = new AbortController();
   /** Why saving checkpoints fails now (errno code); undefined while saves work. */
   private saveFailure: string | undefined;
-  /** Paths truncated in place, or whose first line is being written: scanned on every pass until followed. */
-  private readonly awaitingFirstLine = new Set<string>();
-  /** The matching names of the last listing (siblings decide a file's role with `format: auto`). */
-  private listed = new Set<string>();
-  /** Files not read because another destination's file holds the same entries: device:inode → id. */
-  private readonly duplicates = new Map<string, string>();
-  /** Checkpoints dropped since this start (their file left the directory), by device:inode, oldest first. */
-  private readonly forgotten = new Map<string, FileCheckpoint>();
-  /** Files taken for deleted whose inode was listed again after their lane had ended: said once. */
-  private readonly backAfterEnd = new WeakSet<TrackedFile>();
 
   constructor(options: FileFollowerOptions) {
     this.options = options;
@@ -248,10 +171,34 @@ export class FileFollower {
       },
     });
     for (const warning of this.checkpoints.warnings) this.logger.warn({ stateDir }, warning);
-    for (const entry of this.checkpoints.entries()) this.fromLastRun.add(entry.fingerprint);
+    // Before the first save: discovery takes whether this is the first start, and the last run's files.
+    this.discovery = new FileDiscovery(
+      this.options,
+      this.matches,
+      this.files,
+      this.checkpoints,
+      {
+        open: (file, start, inflightEnds, resume, outcome, role) =>
+          this.options.downstream(
+            file,
+            start,
+            inflightEnds,
+            {
+              handingOver: () => this.writeAhead(file),
+              acknowledged: () => this.checkpoint(file),
+            },
+            resume,
+            outcome,
+            role,
+          ),
+        checkpoint: (file, position) => this.checkpoint(file, position),
+        truncated: (file) => this.truncated(file),
+      },
+      this.observer,
+      this.logger,
+    );
     // Record the first start at once: `from: end` applies to the files present now, never again.
     // Tried once: a state directory that refuses its first write ends the start with the reason.
-    this.fresh = this.checkpoints.fresh;
     await this.checkpoints.save({ once: true }).catch((error: unknown) => {
       if (!isFileSystemError(error)) throw error;
       throw new Error(`cannot save checkpoints in ${stateDir}: ${describe(error)}`, { cause: error });
@@ -322,15 +269,10 @@ export class FileFollower {
   health(): FileSourceHealth {
     return {
       ...(this.saveFailure ? { checkpoints: this.saveFailure } : {}),
-      ...(this.listingError ? { listing: this.listingError } : {}),
-      unreadable: [...this.unreadable].map(([path, code]) => ({ path, code })),
+      // Before start() nothing has been listed yet.
+      ...(this.discovery?.health() ?? { unreadable: [] }),
     };
   }
-
-  /** No state existed at start: the very first start, where `from: end` applies. */
-  private fresh = false;
-  /** Checkpoints of the last run whose file this run has not opened: gone, they went while stopped. */
-  private readonly fromLastRun = new Set<string>();
 
   private async run(): Promise<void> {
     try {
@@ -340,12 +282,12 @@ export class FileFollower {
         const poll = this.options.pollIntervalMs ?? 200;
         if (
           this.dirChanged ||
-          this.awaitingFirstLine.size > 0 ||
+          this.discovery.awaiting ||
           this.watchUnavailable ||
           Date.now() - this.lastScan >= poll
         ) {
           this.dirChanged = false;
-          await this.scan();
+          await this.discovery.scan();
           this.lastScan = Date.now();
         }
         let progressed = false;
@@ -362,14 +304,14 @@ export class FileFollower {
           (a, b) => a.mtimeMs - b.mtimeMs || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
         );
         const newest = new Map<string, TrackedFile>();
-        for (const f of byAge) if (!f.gone) newest.set(this.destinationOf(f.path), f);
+        for (const f of byAge) if (!f.gone) newest.set(destinationOf(this.options.format, f.path), f);
         // Destinations with a file not read to its end in this pass: newer files of it wait, so
         // one file's lane fills at a time. Read side by side, a backlog of N files held N open
         // batches (and, with the sink down, N ready ones): ~6 MB each.
         const behind = new Set<string>();
         for (const file of ordered) {
           if (this.stopping) break;
-          const group = this.destinationOf(file.path);
+          const group = destinationOf(this.options.format, file.path);
           if (behind.has(group) && !file.downstream.ended) {
             await file.downstream.deliver();
             continue;
@@ -378,7 +320,7 @@ export class FileFollower {
           // the outcome join in the order written.
           const older = byAge
             .slice(0, byAge.indexOf(file))
-            .filter((f) => this.destinationOf(f.path) === group);
+            .filter((f) => destinationOf(this.options.format, f.path) === group);
           const read = this.waitsForOlder(file, older, now) ? 0 : await file.read(now);
           if (read === REPLACED) {
             // Truncated or rewritten in place since the last read: finish the old content and
@@ -393,7 +335,7 @@ export class FileFollower {
             file.quiet(Date.now(), this.options.quietMs ?? 50);
             // Rotated away (a newer file exists) or deleted, read to the end and quiet: let it go.
             if (
-              (file.gone || file !== newest.get(this.destinationOf(file.path))) &&
+              (file.gone || file !== newest.get(destinationOf(this.options.format, file.path))) &&
               Date.now() - file.lastGrowth >= (this.options.quietMs ?? 50)
             ) {
               if (await this.confirmedEnd(file)) file.finish(Date.now());
@@ -475,392 +417,6 @@ export class FileFollower {
     });
   }
 
-  /** Lists the directory: new files are opened and tracked; vanished or replaced ones marked gone. */
-  private async scan(): Promise<void> {
-    const dir = this.options.logDir;
-    let listed: string[];
-    try {
-      listed = await readdir(dir);
-    } catch (error) {
-      // A failed listing says nothing about the files: taken as "no files", it let finished
-      // files' checkpoints go and read them again from 0. Open files are read on meanwhile.
-      const code = errnoCode(error);
-      if (this.listingError !== code)
-        this.logger.warn(
-          { dir, code: FileSourceErrorCode.LOG_DIR_UNLISTABLE, err: code },
-          "log directory cannot be listed; reading open files on and retrying",
-        );
-      this.listingError = code;
-      return;
-    }
-    await this.options.onListed?.();
-    if (this.listingError !== undefined) {
-      this.logger.info({ dir }, "log directory can be listed again");
-      this.listingError = undefined;
-    }
-    const names = listed.filter((n) => this.matches(n) && !n.endsWith(".gz")).sort();
-    this.listed = new Set(names);
-    const seen = new Set<string>();
-    const inodes = new Map<string, string>(); // path → device:inode
-    /** Paths that could not be looked at: what they hold is unknown, so nothing is taken as gone. */
-    const unknown = new Set<string>();
-    for (const name of names) {
-      const path = join(dir, name);
-      let info: Awaited<ReturnType<typeof stat>>;
-      try {
-        info = await stat(path);
-      } catch (error) {
-        if (errnoCode(error) !== "ENOENT") {
-          unknown.add(path);
-          this.markUnreadable(path, error);
-        } else if (!(await lstat(path).catch(() => undefined))) {
-          // Listed, then gone before this look: deleted just now, or the directory itself went
-          // (a remount, renamed away). Which one the next listing tells; this one proves nothing.
-          unknown.add(path);
-        }
-        continue;
-      }
-      if (!info.isFile()) continue;
-      inodes.set(path, inodeKey(info.dev, info.ino));
-    }
-    // Paths whose inode a tracked file holds need no look: the file is known. So is one taken for
-    // deleted and listed again (its content was not replaced in place): it is back.
-    const trackedInodes = new Map<string, TrackedFile>();
-    for (const file of this.files.values())
-      if (!file.gone) trackedInodes.set(inodeKey(file.dev, file.ino), file);
-    for (const file of this.files.values()) {
-      const key = inodeKey(file.dev, file.ino);
-      if (file.gone && !file.rewritten && !trackedInodes.has(key)) trackedInodes.set(key, file);
-    }
-    for (const [path, ino] of inodes) {
-      const duplicate = this.duplicates.get(ino);
-      if (duplicate) {
-        seen.add(duplicate);
-        continue;
-      }
-      const known = trackedInodes.get(ino);
-      if (known) {
-        seen.add(known.fingerprint);
-        this.awaitingFirstLine.delete(path);
-        if (known.gone) this.back(known, path);
-        else if (known.path !== path && !inodes.has(known.path)) known.path = path; // renamed
-        continue;
-      }
-      if (!(await this.discover(path, seen, inodes))) unknown.add(path);
-    }
-    for (const path of this.unreadable.keys())
-      if (!names.includes(basename(path))) this.markReadable(path, "no longer in the directory");
-    for (const path of this.awaitingFirstLine) if (!inodes.has(path)) this.awaitingFirstLine.delete(path);
-    for (const file of this.files.values()) {
-      if (file.gone) continue;
-      if (!unknown.has(file.path) && inodes.get(file.path) !== inodeKey(file.dev, file.ino)) {
-        // Deleted or replaced: keep reading through the open handle, then let it go.
-        file.gone = true;
-        this.logger.info(
-          { file: file.path },
-          "file removed or replaced; draining it through its open handle",
-        );
-      }
-      const { size } = await file.handle.stat();
-      // Shorter than what was read, or a different first line: truncated, or rewritten in place
-      // (truncate-on-rotation reusing the name) faster than a scan could see it shrink.
-      if (size < file.readPos || (!file.gone && (await readFingerprint(file.handle)) !== file.head)) {
-        await this.truncated(file);
-      }
-    }
-    // Only a listing where every matching file was identified tells which files are gone.
-    if (unknown.size === 0) this.pruneCheckpoints(seen, inodes);
-    this.firstScan = false;
-  }
-
-  /**
-   * A file taken for deleted is listed again, same device and inode (the directory went and came
-   * back): read on from where it was. If its lane has ended already, it is let go as usual (its
-   * checkpoint done at the position read) and the next scan follows it again from there; until
-   * then its path is known, so it is never taken for a new file and read from 0.
-   */
-  private back(file: TrackedFile, path: string): void {
-    file.path = path;
-    if (!file.downstream.ended) {
-      file.gone = false;
-      this.logger.info({ file: path, position: file.readPos }, "file back in the directory; reading on");
-    } else if (!this.backAfterEnd.has(file)) {
-      this.backAfterEnd.add(file);
-      this.logger.info(
-        { file: path, position: file.readPos },
-        "file back in the directory after it was drained; followed again from there once let go",
-      );
-    }
-  }
-
-  /** A path that cannot be opened or read: reported once (and again if the reason changes), retried. */
-  private markUnreadable(path: string, error: unknown): void {
-    const code = errnoCode(error);
-    if (this.unreadable.get(path) === code) return;
-    this.unreadable.set(path, code);
-    this.logger.warn(
-      { file: path, code: FileSourceErrorCode.FILE_UNREADABLE, err: code },
-      "log file cannot be read; following the other files and retrying it",
-    );
-  }
-
-  private markReadable(path: string, why: string): void {
-    if (!this.unreadable.delete(path)) return;
-    this.logger.info({ file: path }, `log file no longer unreadable: ${why}`);
-  }
-
-  /**
-   * A path no tracked file holds: a new log file, a copy of a known one, or a finished one. False
-   * when the file could not be opened or read (reported, and tried again next scan).
-   */
-  private async discover(path: string, seen: Set<string>, inodes: Map<string, string>): Promise<boolean> {
-    let handle: FileHandle | undefined;
-    try {
-      let fingerprint: string | undefined;
-      try {
-        handle = await open(path, "r");
-        fingerprint = await readFingerprint(handle);
-      } catch (error) {
-        this.markUnreadable(path, error);
-        return false;
-      }
-      this.markReadable(path, "it is read now");
-      if (fingerprint === undefined) {
-        // First line not written yet: the next scan looks again. One being written, or a file
-        // just truncated in place, is looked at on every pass (its new content may be replaced soon).
-        if ((await handle.stat()).size > 0) this.awaitingFirstLine.add(path);
-        return true;
-      }
-      this.awaitingFirstLine.delete(path);
-      const { size, ino, dev, mtimeMs } = await handle.stat();
-      for (const tracked of this.files.values()) {
-        if (tracked.gone || tracked.head !== fingerprint) continue;
-        if (await this.isCopyOf(handle, size, tracked)) {
-          seen.add(tracked.fingerprint);
-          tracked.aliases.add(path); // the same content under another name (copytruncate's copy)
-          return true;
-        }
-        tracked.aliases.delete(path); // taken for a copy while it held only the shared first lines
-      }
-      const checkpoint =
-        (await this.checkpointOf(fingerprint, dev, ino, path, inodes)) ??
-        this.remembered(fingerprint, dev, ino);
-      const role = this.roleOf(path);
-      if (checkpoint?.duplicateOf !== undefined || role === undefined) {
-        this.skipDuplicate(path, checkpoint, fingerprint, dev, ino, seen);
-        return true;
-      }
-      const id = checkpoint?.fingerprint ?? this.newId(path, fingerprint, dev, ino);
-      if (this.files.has(id)) {
-        // Rewritten in place with the same first line while its old content still drains: the
-        // new content gets its own id once the old one is let go.
-        this.awaitingFirstLine.add(path);
-        return true;
-      }
-      seen.add(id);
-      let start = 0;
-      let inflightEnds: number[] = [];
-      let resume = { from: 0, held: [] as number[] };
-      let outcome: unknown;
-      if (checkpoint) {
-        const intact =
-          size >= checkpoint.position &&
-          (await readMarker(handle, checkpoint.position)) === checkpoint.marker;
-        if (!intact) {
-          this.observer.truncation?.(path);
-          this.logger.warn(
-            { file: path },
-            "file no longer holds what its checkpoint says was read; reading it again from the start",
-          );
-          if (!checkpoint.done)
-            this.givenUp(
-              { path, id: checkpoint.fingerprint },
-              checkpoint.position,
-              checkpoint.size,
-              DataLostReason.TRUNCATED,
-              "truncated or rewritten while the source was stopped",
-            );
-        } else if (checkpoint.done && size === checkpoint.position) {
-          this.options.finished?.(checkpoint.outcome, role);
-          return true; // finished earlier and unchanged
-        } else {
-          start = checkpoint.position;
-          inflightEnds = Checkpointer.inflightEnds(checkpoint);
-          resume = Checkpointer.resumePoint(checkpoint);
-          outcome = checkpoint.outcome;
-        }
-      } else if (this.firstScan && this.fresh && this.options.from === "end") {
-        start = size;
-      }
-      if (resume.held.length === 0) resume = { from: start, held: [] };
-      const file = new TrackedFile(path, handle, ino, id, resume.from, Date.now(), (followed) =>
-        this.options.downstream(
-          followed,
-          start,
-          inflightEnds,
-          {
-            handingOver: () => this.writeAhead(followed),
-            acknowledged: () => this.checkpoint(followed),
-          },
-          resume,
-          outcome,
-          role,
-        ),
-      );
-      file.mtimeMs = mtimeMs;
-      file.size = size;
-      file.dev = dev;
-      file.head = fingerprint;
-      handle = undefined; // owned by the tracked file now
-      this.files.set(id, file);
-      this.fromLastRun.delete(id);
-      this.logger.info(
-        {
-          file: path,
-          fingerprint: id,
-          from: start,
-          size,
-          ...(this.options.format === "auto" ? { format: role.diverted ? "diverted" : role.format } : {}),
-        },
-        role.diverted
-          ? "following file for the csvlog/jsonlog records PostgreSQL diverted into it"
-          : "following file",
-      );
-      if (!checkpoint || checkpoint.position !== start) this.checkpoint(file, start);
-      return true;
-    } finally {
-      await handle?.close();
-    }
-  }
-
-  /** Which of PostgreSQL's destination streams a file belongs to (with `format: auto`, by its name). */
-  private destinationOf(path: string): string {
-    return this.options.format === "auto" ? destinationName(basename(path)).extension : "";
-  }
-
-  /**
-   * How a file is read; undefined for a jsonlog file beside a csvlog file of the same name (both
-   * destinations on: the same entries, read once from the csvlog file).
-   */
-  private roleOf(path: string): FileRole | undefined {
-    if (this.options.format !== "auto") return { format: this.options.format, diverted: false };
-    return destinationRole(basename(path), this.listed);
-  }
-
-  /** A file whose entries another destination's file holds: not read; said once, and kept so across restarts. */
-  private skipDuplicate(
-    path: string,
-    checkpoint: FileCheckpoint | undefined,
-    head: string,
-    dev: number,
-    ino: number,
-    seen: Set<string>,
-  ): void {
-    const id = checkpoint?.fingerprint ?? this.newId(path, head, dev, ino, false);
-    const { stem } = destinationName(basename(path));
-    const original = checkpoint?.duplicateOf ?? `${stem}.csv`;
-    this.duplicates.set(inodeKey(dev, ino), id);
-    seen.add(id);
-    if (!checkpoint) {
-      this.checkpoints.set({
-        fingerprint: id,
-        path,
-        position: 0,
-        marker: "",
-        inflightEnd: null,
-        done: true,
-        duplicateOf: original,
-        ...(id !== head ? { head } : {}),
-        dev,
-        ino,
-      });
-    }
-    this.logger.info(
-      { file: path, duplicateOf: original },
-      "PostgreSQL writes this file's entries to the csvlog file of the same name too (both destinations on): shipping them from the csvlog file only",
-    );
-  }
-
-  /**
-   * Whether a file that starts with a followed file's first line is a copy of it (copytruncate):
-   * the same bytes as far as both go, or the followed file is truncated already (its copy then
-   * holds the rest). Otherwise it is another file that happens to start with the same line.
-   */
-  private async isCopyOf(handle: FileHandle, size: number, tracked: TrackedFile): Promise<boolean> {
-    const now = await tracked.handle.stat();
-    if (now.size < tracked.readPos || (await readFingerprint(tracked.handle)) !== tracked.head) return true;
-    return samePrefix(handle, tracked.handle, Math.min(size, now.size));
-  }
-
-  /**
-   * The checkpoint of a file not followed now. Its own (same first line, device and inode) if there
-   * is one; otherwise one with the same first line whose file is no longer in the directory with
-   * that line (moved, or copied by copytruncate while stopped), or that recorded no inode (older
-   * state). The marker check that follows tells whether the content still is what was read.
-   */
-  private async checkpointOf(
-    head: string,
-    dev: number,
-    ino: number,
-    path: string,
-    inodes: Map<string, string>,
-  ): Promise<FileCheckpoint | undefined> {
-    // The common case without a list walk (every finished file in the directory comes here at every scan).
-    const byHead = this.checkpoints.get(head);
-    if (byHead && !this.files.has(head) && byHead.ino === ino && byHead.dev === dev) return byHead;
-    const candidates = this.checkpoints
-      .entries()
-      .filter((c) => (c.head ?? c.fingerprint) === head && !this.files.has(c.fingerprint));
-    const own = candidates.find((c) => c.ino === ino && c.dev === dev);
-    if (own) return own;
-    for (const c of candidates) {
-      if (c.ino === undefined || c.dev === undefined) return c;
-      const holder = [...inodes].find(([, key]) => key === inodeKey(c.dev!, c.ino!))?.[0];
-      if (holder === undefined || holder === path) return c;
-      const handle = await open(holder, "r").catch(() => undefined);
-      if (!handle) continue;
-      try {
-        if ((await readFingerprint(handle).catch(() => undefined)) !== head) return c;
-      } finally {
-        await handle.close();
-      }
-    }
-    return undefined;
-  }
-
-  /**
-   * The checkpoint dropped when a file of this first line, device and inode left the directory:
-   * it is back, and its checkpoint with it (the marker check that follows tells whether it still
-   * holds what was read). Undefined if there is none, or its id is in use again.
-   */
-  private remembered(head: string, dev: number, ino: number): FileCheckpoint | undefined {
-    const key = inodeKey(dev, ino);
-    const entry = this.forgotten.get(key);
-    if (!entry || (entry.head ?? entry.fingerprint) !== head) return undefined;
-    this.forgotten.delete(key);
-    if (this.files.has(entry.fingerprint) || this.checkpoints.get(entry.fingerprint)) return undefined;
-    const { modified: _, ...rest } = entry;
-    this.checkpoints.set(rest);
-    this.logger.info(
-      { file: entry.path, position: entry.position },
-      "file back in the directory; its checkpoint is taken up again",
-    );
-    return this.checkpoints.get(entry.fingerprint);
-  }
-
-  /** The identity of a file seen for the first time: its first line's hash, unless that is taken. */
-  private newId(path: string, head: string, dev: number, ino: number, warn = true): string {
-    const taken = this.files.has(head) || this.checkpoints.get(head) !== undefined;
-    if (!taken) return head;
-    const id = collisionId(head, dev, ino);
-    if (warn)
-      this.logger.warn(
-        { file: path, fingerprint: head, id },
-        "file starts with the same line as another log file (a short log_line_prefix?); told apart by its inode",
-      );
-    return id;
-  }
-
   /**
    * The file is shorter than what was read: truncated (copytruncate, truncate-on-rotation). If a
    * copy of the old content exists, finish reading from the copy; the path is then a new file.
@@ -886,7 +442,8 @@ export class FileFollower {
       }
       await handle.close();
     }
-    this.givenUp(
+    givenUp(
+      { observer: this.observer, logger: this.logger },
       { path: file.path, id: file.fingerprint },
       file.readPos,
       file.size,
@@ -896,7 +453,7 @@ export class FileFollower {
     file.gone = true;
     file.rewritten = true;
     file.finish(Date.now());
-    this.awaitingFirstLine.add(file.path);
+    this.discovery.awaitFirstLine(file.path);
   }
 
   /** A file's batches are about to go to the sink: every in-flight end is saved first (write-ahead). */
@@ -998,85 +555,6 @@ export class FileFollower {
     this.logger.info({ file: file.path, position: file.acked }, "file finished");
   }
 
-  /**
-   * Checkpoints of files no longer in the directory are dropped (called only after a listing in
-   * which every matching file was identified). One not finished is a file deleted, or truncated
-   * or replaced, while the source was stopped or before it was opened: what it held past the
-   * checkpoint is given up, and said so.
-   */
-  private pruneCheckpoints(seen: Set<string>, inodes: Map<string, string>): void {
-    for (const entry of this.checkpoints.entries()) {
-      if (seen.has(entry.fingerprint) || this.files.has(entry.fingerprint)) continue;
-      // The name still there holds other content: truncated or replaced, then written anew.
-      const replaced = inodes.has(entry.path);
-      if (!entry.done && replaced) this.observer.truncation?.(entry.path);
-      if (!entry.done)
-        this.givenUp(
-          { path: entry.path, id: entry.fingerprint },
-          entry.position,
-          entry.size,
-          replaced ? DataLostReason.TRUNCATED : DataLostReason.DELETED,
-          replaced
-            ? "truncated or replaced before it was read to the end"
-            : "gone before it was read to the end",
-          // A file of the last run's, gone before this run opened it: what PostgreSQL wrote to it
-          // while the source was stopped is unknown, a gap of unknown length.
-          this.fromLastRun.has(entry.fingerprint),
-        );
-      this.checkpoints.delete(entry.fingerprint);
-      this.fromLastRun.delete(entry.fingerprint);
-      if (entry.dev !== undefined && entry.ino !== undefined) this.forget(entry);
-    }
-  }
-
-  /** Keeps a dropped checkpoint in memory (see FORGOTTEN_MAX), the oldest let go first. */
-  private forget(entry: FileCheckpoint): void {
-    const key = inodeKey(entry.dev!, entry.ino!);
-    this.forgotten.delete(key);
-    this.forgotten.set(key, entry);
-    if (this.forgotten.size > FORGOTTEN_MAX) this.forgotten.delete(this.forgotten.keys().next().value!);
-  }
-
-  /**
-   * Bytes of a file that will never be read: from `from` to at least `knownEnd` (the size last
-   * seen; what was appended after that, or written and replaced between two looks, is unknown).
-   * Reported to the observer and logged at warn with the range, its reason and the file's id (the
-   * source id of its object keys); a range known to be empty is logged at info only, unless the
-   * file went while the source was stopped (`whileStopped`): then what followed is unknown.
-   */
-  private givenUp(
-    file: { path: string; id: string },
-    from: number,
-    knownEnd: number | undefined,
-    reason: DataLostReason,
-    why: string,
-    whileStopped = false,
-  ): void {
-    const to = Math.max(from, knownEnd ?? from);
-    const fields = { file: file.path, sourceId: file.id, from, to, bytes: to - from, reason };
-    if (to === from && whileStopped) {
-      // Read to its last seen end, but not finished: what came after, while stopped, is unknown.
-      this.observer.dataLost?.(file.path, from, to, reason);
-      this.logger.warn(
-        fields,
-        `file ${why} while the source was stopped: what was written after byte ${from} (after the last look) is unknown and given up`,
-      );
-      return;
-    }
-    if (to === from) {
-      this.logger.info(
-        fields,
-        `file ${why}: nothing unread was seen (what was written after the last read is unknown)`,
-      );
-      return;
-    }
-    this.observer.dataLost?.(file.path, from, to, reason);
-    this.logger.warn(
-      fields,
-      `file ${why}: unread data from byte ${from} on is given up (at least ${to - from} bytes; what was written after the last look is unknown)`,
-    );
-  }
-
   private async shutdown(): Promise<void> {
     const now = Date.now();
     try {
@@ -1115,21 +593,7 @@ export class FileFollower {
   }
 }
 
-function inodeKey(dev: number, ino: number): string {
-  return `${dev}:${ino}`;
-}
-
 /** What a checkpoint records of a file's identity besides its key. */
 function identity(file: TrackedFile): Pick<FileCheckpoint, "head" | "dev" | "ino"> {
   return { ...(file.head !== file.fingerprint ? { head: file.head } : {}), dev: file.dev, ino: file.ino };
-}
-
-function errnoCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : describe(error);
-}
-
-function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
 }

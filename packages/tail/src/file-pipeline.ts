@@ -1,7 +1,8 @@
 /**
  * The file pipeline, composed: one PostgreSQL log stream from its directory to a sink.
  *
- *   FileFollower (file-follower.ts)       source: discover, follow, rotation, checkpoints on ack
+ *   FileFollower (file-follower.ts)       source: follow, rotation, checkpoints on ack;
+ *     FileDiscovery (_file-discovery.ts)  which files there are, and which is which
  *     → FileLane, one per file (_file-lane.ts):
  *         parse (@auditpipe/parse createParser) → decode (decodeAuditEntry)
  *         → meter (observer.entry, a tap) → redact → encode (@auditpipe/ship encodeEntry)
@@ -25,13 +26,13 @@ import {
 import type { FileRole } from "./_destinations.ts";
 import { FileLane, type LaneObserver } from "./_file-lane.ts";
 import { OutcomeStream } from "./_outcome-stream.ts";
+import { FileFollower } from "./file-follower.ts";
 import {
   DataLostReason,
-  FileFollower,
   type FileSourceHealth,
   type FollowObserver,
   type SourceLogger,
-} from "./file-follower.ts";
+} from "./follow-reports.ts";
 
 /** What the file pipeline reports as it goes; every method optional. The sidecar wires these to its meter. */
 export interface SourceObserver extends FollowObserver, LaneObserver, DeliveryObserver {}

@@ -1,19 +1,18 @@
 export { type BatchLimits, DEFAULT_BATCH_LIMITS } from "@auditpipe/ship";
 export type { FileCheckpoint } from "./_checkpoint.ts";
-export {
-  AUTO_PATTERN,
-  DataLostReason,
-  DEFAULT_PATTERNS,
-  FileSourceErrorCode,
-  type FileSourceHealth,
-  type SourceLogger,
-} from "./file-follower.ts";
+export { AUTO_PATTERN, DEFAULT_PATTERNS } from "./file-follower.ts";
 export {
   DEFAULT_OUTCOME_HOLD_MS,
   FileSource,
   type FileSourceOptions,
   type SourceObserver,
 } from "./file-pipeline.ts";
+export {
+  DataLostReason,
+  FileSourceErrorCode,
+  type FileSourceHealth,
+  type SourceLogger,
+} from "./follow-reports.ts";
 export {
   DEFAULT_COMMIT_MS,
   SyslogJournal,

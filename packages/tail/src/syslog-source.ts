@@ -155,6 +155,15 @@ const FRAMING_ERRORS: Record<FramingError, { code: string; reason: string }> = {
   truncated: { code: SyslogErrorCode.TRUNCATED_FRAME, reason: "TCP connection ended inside a syslog frame" },
 };
 
+/** What the listeners of one source share: its counters, its pause, where malformed frames go. */
+interface SourceState {
+  received: number;
+  malformed: number;
+  dropped: number;
+  paused: boolean;
+  reportMalformed(error: MalformedRecord, source: string): void;
+}
+
 /** Listens on every `listen` URL; rejects with a SyslogSourceError if any cannot be bound. */
 export async function startSyslogSource(options: SyslogSourceOptions): Promise<SyslogSource> {
   const addresses: ListenAddress[] = options.listen.map(parseListenUrl);
@@ -163,9 +172,6 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   const maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
   const flushAfterMs = options.flushAfterMs ?? DEFAULT_FLUSH_AFTER_MS;
   const onMalformed = options.onMalformed ?? (() => {});
-  const parserOptions: SyslogParserOptions = {};
-  if (options.prefix !== undefined) parserOptions.prefix = options.prefix;
-  if (options.ident !== undefined) parserOptions.ident = options.ident;
   const tcp: TcpBudget = {
     max: options.maxTcpConnections ?? tcpConnectionCap(openFileLimit()),
     idleTimeoutMs: options.tcpIdleTimeoutMs ?? DEFAULT_TCP_IDLE_TIMEOUT_MS,
@@ -173,13 +179,15 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
     refused: 0,
     idleClosed: 0,
   };
-  let received = 0;
-  let malformed = 0;
-  let dropped = 0;
-  let paused = false;
-  const reportMalformed = (error: MalformedRecord, source: string): void => {
-    malformed++;
-    onMalformed(error, source);
+  const state: SourceState = {
+    received: 0,
+    malformed: 0,
+    dropped: 0,
+    paused: false,
+    reportMalformed(error, source) {
+      state.malformed++;
+      onMalformed(error, source);
+    },
   };
 
   const listeners: Listener[] = [];
@@ -188,54 +196,11 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
     await Promise.all(listeners.map((l) => l.close()));
     for (const peers of peerSets) peers.endAll();
   };
-
   try {
     for (const address of addresses) {
-      // Filled in once bound; nothing can arrive before (binding resolves in the same turn).
-      let name = "";
-      /** Bytes received on this listener so far: where the next frame starts. */
-      let bytes = 0;
-      const malformedHere = (error: MalformedRecord): void => reportMalformed(error, name);
-      const { onMessage, onRecord } = options;
-      const peers = new Peers(() =>
-        onMessage
-          ? createSyslogReassembler(
-              { message: (m) => onMessage(m, { name, offset: m.offset }), malformed: malformedHere },
-              parserOptions,
-            )
-          : createSyslogRecordReassembler(
-              { record: (r) => onRecord(r, { name, offset: r.offset }), malformed: malformedHere },
-              parserOptions,
-            ),
-      );
-      const events: ListenerEvents = {
-        message(sender, message, size, connected) {
-          if (paused && !connected) {
-            dropped++; // UDP cannot wait; TCP read before the pause is taken in
-            return;
-          }
-          received++;
-          const offset = bytes;
-          bytes += size;
-          peers.push(sender, forParser(message), offset, size, connected);
-        },
-        framingError(error, size) {
-          if (error === "too-large") received++;
-          const offset = bytes;
-          bytes += size;
-          reportMalformed({ ...FRAMING_ERRORS[error], offset, size }, name);
-        },
-        senderGone(sender) {
-          peers.end(sender);
-        },
-      };
-      const listener =
-        address.protocol === "udp"
-          ? await listenUdp(address, maxFrameBytes, events)
-          : await listenTcp(address, maxFrameBytes, events, tcp);
-      name = listener.url;
-      listeners.push(listener);
-      peerSets.push(peers);
+      const bound = await bindListener(address, options, state, maxFrameBytes, tcp);
+      listeners.push(bound.listener);
+      peerSets.push(bound.peers);
     }
   } catch (error) {
     await closeAll();
@@ -246,13 +211,86 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
   // between flushAfterMs/2 and flushAfterMs after its last chunk.
   const timer = setInterval(
     () => {
-      if (paused) return;
+      if (state.paused) return;
       for (const peers of peerSets) peers.sweep();
     },
     Math.max(1, Math.floor(flushAfterMs / 2)),
   );
   timer.unref();
+  return sourceHandle(state, listeners, peerSets, tcp, async () => {
+    clearInterval(timer);
+    await closeAll();
+  });
+}
 
+/**
+ * Binds one listener, its frames counted in `state` and reassembled per sender by a Peers of its
+ * own; a record's offset is the count of bytes this listener had received before it.
+ */
+async function bindListener(
+  address: ListenAddress,
+  options: SyslogSourceOptions,
+  state: SourceState,
+  maxFrameBytes: number,
+  tcp: TcpBudget,
+): Promise<{ listener: Listener; peers: Peers }> {
+  const parserOptions: SyslogParserOptions = {};
+  if (options.prefix !== undefined) parserOptions.prefix = options.prefix;
+  if (options.ident !== undefined) parserOptions.ident = options.ident;
+  // Filled in once bound; nothing can arrive before (binding resolves in the same turn).
+  let name = "";
+  /** Bytes received on this listener so far: where the next frame starts. */
+  let bytes = 0;
+  const malformedHere = (error: MalformedRecord): void => state.reportMalformed(error, name);
+  const { onMessage, onRecord } = options;
+  const peers = new Peers(() =>
+    onMessage
+      ? createSyslogReassembler(
+          { message: (m) => onMessage(m, { name, offset: m.offset }), malformed: malformedHere },
+          parserOptions,
+        )
+      : createSyslogRecordReassembler(
+          { record: (r) => onRecord(r, { name, offset: r.offset }), malformed: malformedHere },
+          parserOptions,
+        ),
+  );
+  const events: ListenerEvents = {
+    message(sender, message, size, connected) {
+      if (state.paused && !connected) {
+        state.dropped++; // UDP cannot wait; TCP read before the pause is taken in
+        return;
+      }
+      state.received++;
+      const offset = bytes;
+      bytes += size;
+      peers.push(sender, forParser(message), offset, size, connected);
+    },
+    framingError(error, size) {
+      if (error === "too-large") state.received++;
+      const offset = bytes;
+      bytes += size;
+      state.reportMalformed({ ...FRAMING_ERRORS[error], offset, size }, name);
+    },
+    senderGone(sender) {
+      peers.end(sender);
+    },
+  };
+  const listener =
+    address.protocol === "udp"
+      ? await listenUdp(address, maxFrameBytes, events)
+      : await listenTcp(address, maxFrameBytes, events, tcp);
+  name = listener.url;
+  return { listener, peers };
+}
+
+/** The source's handle over its bound listeners; `stop` ends the sweep and closes them. */
+function sourceHandle(
+  state: SourceState,
+  listeners: Listener[],
+  peerSets: Peers[],
+  tcp: TcpBudget,
+  stop: () => Promise<void>,
+): SyslogSource {
   const udp = listeners.flatMap((l) => (l.udp ? [l.udp] : []));
   let kernelDropped = { value: 0, at: Number.NEGATIVE_INFINITY };
   const udpKernelDropped = (): number => {
@@ -268,12 +306,12 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
     instance: `${Date.now().toString(36)}-${randomBytes(6).toString("hex")}`,
     stats() {
       const s = {
-        received,
+        received: state.received,
         reassembled: 0,
         incomplete: 0,
-        malformed,
+        malformed: state.malformed,
         foreign: 0,
-        dropped,
+        dropped: state.dropped,
         tcpConnections: tcp.open,
         tcpConnectionLimit: tcp.max,
         tcpRefused: tcp.refused,
@@ -290,21 +328,20 @@ export async function startSyslogSource(options: SyslogSourceOptions): Promise<S
       return s;
     },
     pause() {
-      paused = true;
+      state.paused = true;
       for (const l of listeners) l.pause();
     },
     resume() {
-      paused = false;
+      state.paused = false;
       for (const l of listeners) l.resume();
     },
     get paused() {
-      return paused;
+      return state.paused;
     },
     close() {
       closing ??= (async () => {
-        clearInterval(timer);
         kernelDropped.at = Number.NEGATIVE_INFINITY; // the last figures, read as the sockets close
-        await closeAll();
+        await stop();
       })();
       return closing;
     },

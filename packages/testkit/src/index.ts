@@ -24,6 +24,14 @@ export {
   startRsyslog,
 } from "./rsyslog.ts";
 export {
+  FIXTURE_CASES,
+  type FixtureSource,
+  type FixtureSourceOptions,
+  fixtureShipper,
+  LATER,
+  type ShipFixtureOptions,
+} from "./ship-fixture.ts";
+export {
   bucketContents,
   duplicates,
   type ShippedKeyFields,

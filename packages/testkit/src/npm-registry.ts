@@ -43,13 +43,8 @@ export function npmEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-/**
- * Starts a real npm registry (verdaccio, a devDependency of testkit) on a free loopback port with
- * its own storage. Packages in `localPackages` are published here; all others are proxied from
- * the registry npm already uses, so an install resolves real dependencies as a user's would.
- */
-export async function startNpmRegistry(options: NpmRegistryOptions): Promise<NpmRegistry> {
-  refuseInUnitTier("startNpmRegistry");
+/** verdaccio's launcher script, from the package testkit depends on. */
+function verdaccioBin(): string {
   let verdaccioPackage: string;
   try {
     verdaccioPackage = createRequire(import.meta.url).resolve("verdaccio/package.json");
@@ -57,19 +52,18 @@ export async function startNpmRegistry(options: NpmRegistryOptions): Promise<Npm
     throw new Error(`verdaccio is not installed (a devDependency of @auditpipe/testkit): ${SETUP_HINT}`);
   }
   const declared: string | Record<string, string> = JSON.parse(readFileSync(verdaccioPackage, "utf8")).bin;
-  const bin = join(
+  return join(
     dirname(verdaccioPackage),
     typeof declared === "string" ? declared : (declared.verdaccio ?? ""),
   );
-  const base = mkdtempSync(join(tmpdir(), "auditpipe-npm-registry-"));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}/`;
-  const local = options.localPackages
+}
+
+/** The registry's config: storage under `base`, `localPackages` published here, everything else proxied. */
+function verdaccioConfig(base: string, localPackages: readonly string[]): string {
+  const local = localPackages
     .map((name) => `  ${JSON.stringify(name)}:\n    access: $all\n    publish: $all\n`)
     .join("");
-  writeFileSync(
-    join(base, "config.yaml"),
-    `storage: ${JSON.stringify(join(base, "storage"))}
+  return `storage: ${JSON.stringify(join(base, "storage"))}
 auth:
   htpasswd:
     file: ${JSON.stringify(join(base, "htpasswd"))}
@@ -84,8 +78,35 @@ ${local}  "**":
     access: $all
     proxy: upstream
 log: { type: stdout, format: json, level: warn }
-`,
-  );
+`;
+}
+
+/** A user for `npm publish` (npm will not publish without credentials, even where anyone may): its npmrc. */
+async function publisherNpmrc(url: string, port: number, base: string): Promise<string> {
+  const response = await fetch(`${url}-/user/org.couchdb.user:testkit`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "testkit", password: "testkit-password", type: "user", roles: [] }),
+  });
+  const { token } = (await response.json()) as { token?: string };
+  if (!response.ok || !token) throw new Error(`verdaccio refused to create a user (HTTP ${response.status})`);
+  const npmrc = join(base, "npmrc");
+  writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
+  return npmrc;
+}
+
+/**
+ * Starts a real npm registry (verdaccio, a devDependency of testkit) on a free loopback port with
+ * its own storage. Packages in `localPackages` are published here; all others are proxied from
+ * the registry npm already uses, so an install resolves real dependencies as a user's would.
+ */
+export async function startNpmRegistry(options: NpmRegistryOptions): Promise<NpmRegistry> {
+  refuseInUnitTier("startNpmRegistry");
+  const bin = verdaccioBin();
+  const base = mkdtempSync(join(tmpdir(), "auditpipe-npm-registry-"));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/`;
+  writeFileSync(join(base, "config.yaml"), verdaccioConfig(base, options.localPackages));
   let child: ChildProcess | undefined;
   const output: string[] = [];
   const unregister = onExit(() => {
@@ -133,17 +154,7 @@ log: { type: stdout, format: json, level: warn }
     if (proc.exitCode !== null)
       throw new Error(`verdaccio exited at start (code ${proc.exitCode}):\n${output.join("")}`);
 
-    // A user for `npm publish` (npm will not publish without credentials, even where anyone may).
-    const response = await fetch(`${url}-/user/org.couchdb.user:testkit`, {
-      method: "PUT",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ name: "testkit", password: "testkit-password", type: "user", roles: [] }),
-    });
-    const { token } = (await response.json()) as { token?: string };
-    if (!response.ok || !token)
-      throw new Error(`verdaccio refused to create a user (HTTP ${response.status})`);
-    const npmrc = join(base, "npmrc");
-    writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
+    const npmrc = await publisherNpmrc(url, port, base);
 
     return {
       url,

@@ -129,12 +129,61 @@ export function acceptPrefixGuess(
 /** A file's name in messages and the report; standard input by that name. */
 const displayName = (file: string): string => (isStdin(file) ? "standard input" : file);
 
+type Flags = ReturnType<typeof parseCommand>["values"];
+
+/** What the flags ask for, checked, and the files they name. */
+interface AnalyzePlan {
+  format: (typeof FORMATS)[number];
+  miscLogged: boolean | undefined;
+  jobs: number;
+  files: string[];
+  /** The inputs' size, for the progress line and whether to read on every core. */
+  total: number;
+}
+
+/** What the run said as it went: the malformed records not shown, unreadable files, inputs cut short, outcome hints. */
+interface Heard {
+  shown: number;
+  hidden: number;
+  unreadable: [string, FileSummary][];
+  /** Inputs that ended early: the report covers what was read of them, and the exit is 1. */
+  cutShort: number;
+  outcomeHints: OutcomeHint[];
+}
+
 export async function analyzeCommand(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommand(ANALYZE, argv);
   if (values.help) {
     io.stdout(helpText(ANALYZE));
     return 0;
   }
+  const plan = await planAnalyze(values, positionals);
+  const heard: Heard = { shown: 0, hidden: 0, unreadable: [], cutShort: 0, outcomeHints: [] };
+  const coverage = new LogCoverage(
+    values["pgaudit-log"] === undefined ? undefined : String(values["pgaudit-log"]),
+  );
+  const showProgress = io.stderrIsTTY && plan.total >= PROGRESS_MIN_BYTES;
+  const options = analyzeOptions(plan, values, io, heard, coverage, showProgress);
+  // A large input is read on every core (analyze/parallel.ts): the same report, in less time.
+  // Standard input stays one reader (it cannot be cut into ranges), and so do .gz inputs: only
+  // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
+  const { files, jobs, total } = plan;
+  const parallel = jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f));
+  const report = parallel
+    ? await analyzeFilesParallel(files, {
+        ...options,
+        jobs,
+        keepMalformed: MALFORMED_SHOWN,
+        onMalformedNotShown: (count) => {
+          heard.hidden += count;
+        },
+      })
+    : await analyzeFiles(files, options);
+  if (showProgress) io.stderr("\n");
+  return reportAnalyze(report, plan, values, heard, coverage, io);
+}
+
+async function planAnalyze(values: Flags, positionals: string[]): Promise<AnalyzePlan> {
   const format = values.format as (typeof FORMATS)[number];
   if (positionals.length === 0)
     throw new UsageError(
@@ -144,77 +193,75 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   const jobs = values.jobs === undefined ? availableParallelism() : Number(values.jobs); // checked by parseCommand
   const files = await resolveFiles(positionals);
   const total = files.reduce((sum, f) => sum + inputSize(f), 0);
+  return { format, miscLogged, jobs, files, total };
+}
 
-  let shown = 0;
-  let hidden = 0;
-  const unreadable: [string, FileSummary][] = [];
-  /** Inputs that ended early: the report covers what was read of them, and the exit is 1. */
-  let cutShort = 0;
-  const coverage = new LogCoverage(
-    values["pgaudit-log"] === undefined ? undefined : String(values["pgaudit-log"]),
-  );
+/** The reader's options: what it reports goes to stderr (the first malformed records, progress) and into `heard` and `coverage`. */
+function analyzeOptions(
+  plan: AnalyzePlan,
+  values: Flags,
+  io: CommandIO,
+  heard: Heard,
+  coverage: LogCoverage,
+  showProgress: boolean,
+): AnalyzeOptions {
   const onMalformed = (file: string, error: MalformedRecord): void => {
     coverage.malformed(file, error);
-    if (shown < MALFORMED_SHOWN) {
-      shown++;
+    if (heard.shown < MALFORMED_SHOWN) {
+      heard.shown++;
       io.stderr(
         `analyze: malformed record skipped: ${file} at byte ${error.offset} (${error.size} bytes): ${error.code}: ${error.reason}\n`,
       );
     } else {
-      hidden++;
+      heard.hidden++;
     }
   };
   const started = Date.now();
   let lastDraw = 0;
-  const showProgress = io.stderrIsTTY && total >= PROGRESS_MIN_BYTES;
   const onProgress = (done: number, all: number): void => {
     const now = Date.now();
     if (now - lastDraw < 200 && done < all) return;
     lastDraw = now;
     io.stderr(`\r${progressLine(done, all, now - started)} `);
   };
-
-  let outcomeHints: OutcomeHint[] = [];
-  const options: AnalyzeOptions = {
-    format,
+  return {
+    format: plan.format,
     outcomes: {
-      ...(miscLogged === undefined ? {} : { miscLogged }),
+      ...(plan.miscLogged === undefined ? {} : { miscLogged: plan.miscLogged }),
       onEvent: (event, file) => coverage.event(event, file),
     },
     onOutcomeHints: (hints) => {
-      outcomeHints = hints;
+      heard.outcomeHints = hints;
     },
     ...(values.prefix === undefined ? {} : { prefix: String(values.prefix) }),
     onMalformed,
     onPrefixGuess: acceptPrefixGuess("analyze", io),
     onFileRead: (file, summary) => {
-      if (summary.records === 0 && summary.malformed > 0) unreadable.push([file, summary]);
+      if (summary.records === 0 && summary.malformed > 0) heard.unreadable.push([file, summary]);
     },
     onInputError: (file, error) => {
-      cutShort++;
+      heard.cutShort++;
       io.stderr(`analyze: ${describeInputError(file, error)}\n`);
     },
     ...(showProgress ? { onProgress } : {}),
   };
-  // A large input is read on every core (analyze/parallel.ts): the same report, in less time.
-  // Standard input stays one reader (it cannot be cut into ranges), and so do .gz inputs: only
-  // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
-  const parallel = jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f));
-  const report = parallel
-    ? await analyzeFilesParallel(files, {
-        ...options,
-        jobs,
-        keepMalformed: MALFORMED_SHOWN,
-        onMalformedNotShown: (count) => {
-          hidden += count;
-        },
-      })
-    : await analyzeFiles(files, options);
-  if (showProgress) io.stderr("\n");
-  if (hidden > 0) io.stderr(`analyze: … and ${hidden} more malformed records (counted in the report)\n`);
-  if (unreadable.length > 0) {
+}
+
+/** The report (text or JSON) and the exit code: 1 when a file could not be read at all, or to its end. */
+function reportAnalyze(
+  report: Awaited<ReturnType<typeof analyzeFiles>>,
+  plan: AnalyzePlan,
+  values: Flags,
+  heard: Heard,
+  coverage: LogCoverage,
+  io: CommandIO,
+): number {
+  const { files } = plan;
+  if (heard.hidden > 0)
+    io.stderr(`analyze: … and ${heard.hidden} more malformed records (counted in the report)\n`);
+  if (heard.unreadable.length > 0) {
     // A report of 0 entries from a file nothing was read from would pass for "no auditing".
-    for (const [file, summary] of unreadable)
+    for (const [file, summary] of heard.unreadable)
       io.stderr(
         `analyze: nothing in ${displayName(file)} could be read as ${summary.format} (${summary.malformed} malformed stretch${summary.malformed === 1 ? "" : "es"}, no log record): ${unreadableHint(summary, values.prefix !== undefined)}\n`,
       );
@@ -227,12 +274,12 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   });
   io.stdout(
     values.json
-      ? `${JSON.stringify({ ...report, outcomeHints, coverage: coverageReport }, null, 2)}\n`
-      : `${renderReport(report, files.map(displayName), outcomeHints)}\n${coverageText}`,
+      ? `${JSON.stringify({ ...report, outcomeHints: heard.outcomeHints, coverage: coverageReport }, null, 2)}\n`
+      : `${renderReport(report, files.map(displayName), heard.outcomeHints)}\n${coverageText}`,
   );
-  if (cutShort > 0) {
+  if (heard.cutShort > 0) {
     io.stderr(
-      `analyze: the report above covers what was read; ${cutShort === 1 ? "one input" : `${cutShort} inputs`} could not be read to the end (see above)\n`,
+      `analyze: the report above covers what was read; ${heard.cutShort === 1 ? "one input" : `${heard.cutShort} inputs`} could not be read to the end (see above)\n`,
     );
     return EXIT_FAILURE;
   }

@@ -104,6 +104,25 @@ function view(v: LiveVolume, url: string, sink: string, elapsed: number, pgEnv: 
   return lines.join("\n");
 }
 
+type Minio = Awaited<ReturnType<typeof import("@auditpipe/testkit")["startMinio"]>>;
+
+/** What the flags ask for, checked. */
+interface DemoPlan {
+  tps: number;
+  duration: number | undefined;
+  audit: string;
+  /** --sink DIR: where the objects stay after the demo. */
+  keptSink: string | undefined;
+  minio: boolean;
+}
+
+/** Where the demo ships: the sink's setting, and how the view names it. */
+interface DemoSink {
+  dir: string;
+  label: string;
+  kept: string | undefined;
+}
+
 export async function demoCommand(
   argv: string[],
   io: CommandIO & { stdoutIsTTY?: boolean },
@@ -113,45 +132,111 @@ export async function demoCommand(
     io.stdout(helpText(DEMO));
     return 0;
   }
-  const tps = Number(values.tps);
-  const duration = values.duration === undefined ? undefined : Number(values.duration);
-  const audit = String(values.audit);
-  for (const cls of audit.split(","))
-    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), AUDIT_CLASSES);
-
-  if (values.minio && values.sink)
-    throw new UsageError("demo: --sink and --minio exclude each other: pick one place to ship to");
-
+  const plan = planDemo(values);
   // The scratch server comes from the test kit: a repository checkout's dev dependency.
   const { startMinio, startPostgres } = await import("@auditpipe/testkit");
   const work = mkdtempSync(join(tmpdir(), "auditpipe-demo-"));
-  const minio = values.minio ? await startMinio({ buckets: ["audit"] }) : undefined;
+  const minio = plan.minio ? await startMinio({ buckets: ["audit"] }) : undefined;
   if (minio) {
     // The sink takes credentials from the AWS SDK's chain: here, this process's environment.
     process.env.AWS_ACCESS_KEY_ID = minio.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = minio.secretAccessKey;
     process.env.AWS_REGION = minio.region;
   }
-  const keptSink = values.sink === undefined ? undefined : String(values.sink);
-  const sinkDir = minio ? "s3://audit/demo" : (keptSink ?? join(work, "archive"));
-  const sinkLabel = minio
-    ? `s3://audit/demo on the scratch MinIO at ${minio.endpoint}`
-    : keptSink
-      ? keptSink
-      : `${sinkDir} (a temp directory, removed at the end; --sink DIR keeps the objects)`;
-  io.stderr(`demo: starting a scratch PostgreSQL 15 with pgaudit.log = '${audit}'...\n`);
+  const sink = demoSink(minio, plan.keptSink, work);
+  io.stderr(`demo: starting a scratch PostgreSQL 15 with pgaudit.log = '${plan.audit}'...\n`);
   const pg = await startPostgres({
     logDestination: ["csvlog"],
     rotationSizeKb: 10_240,
-    pgaudit: { log: audit },
+    pgaudit: { log: plan.audit },
     preloadLibraries: ["pg_stat_statements"], // so `auditpipe estimate` can sample it
   });
   let stopping = false;
   let load: Promise<unknown> = Promise.resolve();
   const logger = createLogger("warn", false);
-  // Ctrl-C in a terminal signals the whole process group, and `pnpm demo` forwards its own copy:
-  // the first signal stops the demo, later ones are ignored (a handler stays until the clean-up
-  // has ended, so no second SIGINT kills it half-way), and the demo exits 0.
+  const stop = stopSignals();
+  try {
+    await pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
+    const sidecar = await startSidecar(demoRunConfig(pg.dataDir, minio, sink.dir, work), logger);
+    // pgbench in short rounds, so stopping never waits long for it.
+    load = (async () => {
+      while (!stopping)
+        await pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "2", "-R", String(plan.tps)]).catch(() => {});
+    })();
+
+    const started = Date.now();
+    const tty = io.stdoutIsTTY === true;
+    const pgEnv = `PGHOST=${pg.socketDir} PGPORT=${pg.port} PGUSER=postgres PGDATABASE=postgres`;
+    await stop.everySecondUntil(() => {
+      const elapsed = (Date.now() - started) / 1000;
+      const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sink.label, elapsed, pgEnv);
+      io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
+      return plan.duration !== undefined && elapsed >= plan.duration;
+    });
+    stopping = true;
+    io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
+    await load;
+    await sidecar.stop();
+    io.stdout(await summary(sidecar.meter.snapshot(), minio, sink));
+    return 0;
+  } finally {
+    stopping = true;
+    await load;
+    await pg.stop();
+    await minio?.stop();
+    rmSync(work, { recursive: true, force: true });
+    stop.release();
+  }
+}
+
+function planDemo(values: Record<string, unknown>): DemoPlan {
+  const audit = String(values.audit);
+  for (const cls of audit.split(","))
+    oneOf("demo", "audit", cls.trim().replace(/^-/, "").toLowerCase(), AUDIT_CLASSES);
+  if (values.minio && values.sink)
+    throw new UsageError("demo: --sink and --minio exclude each other: pick one place to ship to");
+  return {
+    tps: Number(values.tps),
+    duration: values.duration === undefined ? undefined : Number(values.duration),
+    audit,
+    keptSink: values.sink === undefined ? undefined : String(values.sink),
+    minio: values.minio === true,
+  };
+}
+
+function demoSink(minio: Minio | undefined, kept: string | undefined, work: string): DemoSink {
+  const dir = minio ? "s3://audit/demo" : (kept ?? join(work, "archive"));
+  const label = minio
+    ? `s3://audit/demo on the scratch MinIO at ${minio.endpoint}`
+    : kept
+      ? kept
+      : `${dir} (a temp directory, removed at the end; --sink DIR keeps the objects)`;
+  return { dir, label, kept };
+}
+
+function demoRunConfig(pgdata: string, minio: Minio | undefined, sink: string, work: string): RunConfig {
+  return {
+    ...RunConfigSchema.parse({
+      pgdata,
+      sink,
+      state: join(work, "state"),
+      listen: "127.0.0.1:0",
+      logLevel: "warn",
+      ...(minio ? { s3Endpoint: minio.endpoint, s3ForcePathStyle: true } : {}),
+    }),
+    // Objects every few seconds, not once a minute as S3 defaults to: a demo shows them arriving.
+    batchMaxAgeMs: minio ? 5_000 : LOCAL_BATCH_MAX_AGE_MS,
+    listenSetting: "listen",
+  };
+}
+
+/**
+ * Ctrl-C in a terminal signals the whole process group, and `pnpm demo` forwards its own copy:
+ * the first signal stops the demo, later ones are ignored (a handler stays until `release`, after
+ * the clean-up, so no second SIGINT kills it half-way), and the demo exits 0.
+ */
+function stopSignals(): { everySecondUntil(tick: () => boolean): Promise<void>; release(): void } {
   let finish: (() => void) | undefined;
   /** A signal before the view runs (during start-up) stops the demo as soon as it has started. */
   let requested = false;
@@ -160,39 +245,12 @@ export async function demoCommand(
     finish?.();
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
-  try {
-    await pg.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
-    await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
-    const config: RunConfig = {
-      ...RunConfigSchema.parse({
-        pgdata: pg.dataDir,
-        sink: sinkDir,
-        state: join(work, "state"),
-        listen: "127.0.0.1:0",
-        logLevel: "warn",
-        ...(minio ? { s3Endpoint: minio.endpoint, s3ForcePathStyle: true } : {}),
-      }),
-      // Objects every few seconds, not once a minute as S3 defaults to: a demo shows them arriving.
-      batchMaxAgeMs: minio ? 5_000 : LOCAL_BATCH_MAX_AGE_MS,
-      listenSetting: "listen",
-    };
-    const sidecar = await startSidecar(config, logger);
-    // pgbench in short rounds, so stopping never waits long for it.
-    load = (async () => {
-      while (!stopping)
-        await pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "2", "-R", String(tps)]).catch(() => {});
-    })();
-
-    const started = Date.now();
-    const tty = io.stdoutIsTTY === true;
-    const pgEnv = `PGHOST=${pg.socketDir} PGPORT=${pg.port} PGUSER=postgres PGDATABASE=postgres`;
-    try {
-      await new Promise<void>((resolve) => {
+  return {
+    /** Calls `tick` every second until a signal, or until it returns true. */
+    everySecondUntil(tick) {
+      return new Promise<void>((resolve) => {
         const timer = setInterval(() => {
-          const elapsed = (Date.now() - started) / 1000;
-          const text = view(sidecar.meter.snapshot({ limit: 10 }), sidecar.url, sinkLabel, elapsed, pgEnv);
-          io.stdout(tty ? `\x1b[H\x1b[2J${text}\n` : `${text}\n\n`);
-          if (duration !== undefined && elapsed >= duration) finish?.();
+          if (tick()) finish?.();
         }, 1000);
         finish = (): void => {
           finish = undefined;
@@ -201,43 +259,31 @@ export async function demoCommand(
         };
         if (requested) finish();
       });
-      stopping = true;
-      io.stderr("demo: stopping pgbench, the sidecar and the scratch server...\n");
-      await load;
-      await sidecar.stop();
-      const final = sidecar.meter.snapshot();
-      const shipped = Object.values(final.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
-      let objects = "";
-      if (minio) {
-        const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
-        const listed = await minio
-          .client()
-          .send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
-        objects = ` in ${listed.KeyCount ?? 0} objects`;
-      }
-      io.stdout(
-        [
-          "",
-          `demo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}`,
-          `demo: ${num.format(shipped)} entries shipped${objects} to ${sinkLabel}`,
-          keptSink
-            ? `demo: the zstd NDJSON objects stay in ${keptSink} (zstdcat ${keptSink}/**/*.ndjson.zst | head)`
-            : minio
-              ? "demo: the scratch MinIO and its archive are removed with the demo; for an archive that stays, follow docs/archive.md's walkthrough (a MinIO of your own, or S3)"
-              : "demo: the objects were in a temp directory, removed with the demo: pnpm demo --sink DIR keeps them",
-          "",
-        ].join("\n"),
-      );
-    } finally {
-      finish = undefined;
-    }
-    return 0;
-  } finally {
-    stopping = true;
-    await load;
-    await pg.stop();
-    await minio?.stop();
-    rmSync(work, { recursive: true, force: true });
-    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+    },
+    release() {
+      for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+    },
+  };
+}
+
+/** The last lines: what was metered and shipped, and where the objects are. */
+async function summary(final: LiveVolume, minio: Minio | undefined, sink: DemoSink): Promise<string> {
+  const shipped = Object.values(final.pipeline.sinks).reduce((n, s) => n + s.entries, 0);
+  let objects = "";
+  if (minio) {
+    const { ListObjectsV2Command } = await import("@aws-sdk/client-s3");
+    const listed = await minio.client().send(new ListObjectsV2Command({ Bucket: "audit", Prefix: "demo/" }));
+    objects = ` in ${listed.KeyCount ?? 0} objects`;
   }
+  return [
+    "",
+    `demo: ${num.format(final.totals.entries)} audit entries (${formatBytes(final.totals.bytes)} of csvlog) metered; ${final.projection.gbPerDay === null ? `no projection (${final.projection.reason})` : `projected ${dec.format(final.projection.gbPerDay)} GB/day at this load`}`,
+    `demo: ${num.format(shipped)} entries shipped${objects} to ${sink.label}`,
+    sink.kept
+      ? `demo: the zstd NDJSON objects stay in ${sink.kept} (zstdcat ${sink.kept}/**/*.ndjson.zst | head)`
+      : minio
+        ? "demo: the scratch MinIO and its archive are removed with the demo; for an archive that stays, follow docs/archive.md's walkthrough (a MinIO of your own, or S3)"
+        : "demo: the objects were in a temp directory, removed with the demo: pnpm demo --sink DIR keeps them",
+    "",
+  ].join("\n");
 }

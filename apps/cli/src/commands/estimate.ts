@@ -163,7 +163,39 @@ export function intervalMs(value: string | boolean | string[] | undefined, comma
   return s * 1000;
 }
 
+type Flags = ReturnType<typeof parseFlags>["values"];
+
+/** What the flags ask for, checked before anything is sampled or read. */
+interface EstimatePlan {
+  logs: string[];
+  cost: ReturnType<typeof costOptions>;
+  given: GivenLoad;
+  calibration: Awaited<ReturnType<typeof import("../calibration.ts").loadCalibration>>;
+  configs: AuditConfig[];
+}
+
+/** What was estimated: from a workload (sampled or a file), from logs, or both. */
+interface EstimateResult {
+  workload: Workload | undefined;
+  sample: WorkloadSample | undefined;
+  estimates: ReturnType<typeof estimate>[];
+  fromLogs: Awaited<ReturnType<typeof estimateFromLogs>> | undefined;
+}
+
 export async function estimateCommand(argv: string[], io: CommandIO): Promise<number> {
+  const flags = parseEstimateFlags(argv);
+  if (flags.help) {
+    io.stdout(ESTIMATE_HELP);
+    return 0;
+  }
+  const plan = await planEstimate(flags);
+  const result = await runEstimate(plan, flags, io);
+  reportEstimate(result, plan, flags.json === true, io);
+  return 0;
+}
+
+/** The flags, and no positional argument. */
+function parseEstimateFlags(argv: string[]): Flags {
   const { values, positionals } = parseFlags("estimate", argv, {
     db: { type: "string" },
     workload: { type: "string" },
@@ -179,14 +211,16 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   });
-  if (values.help) {
-    io.stdout(ESTIMATE_HELP);
-    return 0;
-  }
+  if (values.help) return values;
   if (positionals.length > 0)
     throw new UsageError(
       `estimate: unexpected argument ${JSON.stringify(positionals[0])} (see auditpipe estimate --help)`,
     );
+  return values;
+}
+
+/** Every flag checked, in this order; the calibration file too, before a minute of sampling. */
+async function planEstimate(values: Flags): Promise<EstimatePlan> {
   const logs = await resolveFiles((values.log as string[] | undefined) ?? [], "estimate --log");
   if (values.db !== undefined && values.workload !== undefined)
     throw new UsageError("estimate: give --db or --workload, not both");
@@ -204,41 +238,17 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
       }
     },
   );
+  return { logs, cost, given, calibration, configs };
+}
 
+/** The workload (a file, or a sample of the database when no --log replaces it) estimated, and the logs read. */
+async function runEstimate(plan: EstimatePlan, values: Flags, io: CommandIO): Promise<EstimateResult> {
+  const { logs, cost, given, calibration, configs } = plan;
   let workload: Workload | undefined;
   let sample: WorkloadSample | undefined;
-  if (values.workload !== undefined) {
-    const file = String(values.workload);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(readFileSync(file, "utf8"));
-    } catch (error) {
-      throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
-    }
-    try {
-      workload = parseWorkload(raw);
-    } catch (error) {
-      throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
-    }
-  } else if (values.db !== undefined || logs.length === 0) {
-    // Ctrl-C while sampling ends the wait; the sampler puts pg_stat_statements.track back first.
-    const controller = new AbortController();
-    const onSignal = (): void => controller.abort();
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    try {
-      sample = await sampleWorkload({
-        ...(values.db === undefined ? {} : { connection: String(values.db) }),
-        intervalMs: intervalMs(values.interval, "estimate"),
-        onProgress: progressPrinter(io, "estimate"),
-        trackNested: values["track-nested"] === true,
-        signal: controller.signal,
-        load: given,
-      });
-    } finally {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-    }
+  if (values.workload !== undefined) workload = readWorkloadFile(String(values.workload));
+  else if (values.db !== undefined || logs.length === 0) {
+    sample = await sampleUntilSignal(values, given, io);
     workload = sample.workload;
     configs.unshift(sample.currentConfig);
     for (const w of sample.warnings) io.stderr(`estimate: ${w}\n`);
@@ -257,8 +267,49 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     logs.length > 0
       ? await estimateFromLogs(logs, workload || values.audit === undefined ? [] : configs, cost)
       : undefined;
+  return { workload, sample, estimates, fromLogs };
+}
 
-  if (values.json) {
+/** --workload FILE, read and checked. */
+function readWorkloadFile(file: string): Workload {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return parseWorkload(raw);
+  } catch (error) {
+    throw new UsageError(`estimate: --workload ${file}: ${(error as Error).message}`);
+  }
+}
+
+/** Samples the database; Ctrl-C ends the wait, and the sampler puts pg_stat_statements.track back first. */
+async function sampleUntilSignal(values: Flags, given: GivenLoad, io: CommandIO): Promise<WorkloadSample> {
+  const controller = new AbortController();
+  const onSignal = (): void => controller.abort();
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    return await sampleWorkload({
+      ...(values.db === undefined ? {} : { connection: String(values.db) }),
+      intervalMs: intervalMs(values.interval, "estimate"),
+      onProgress: progressPrinter(io, "estimate"),
+      trackNested: values["track-nested"] === true,
+      signal: controller.signal,
+      load: given,
+    });
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+/** The estimates as one JSON object, or as the workload's line, the tables and the logs' section. */
+function reportEstimate(result: EstimateResult, plan: EstimatePlan, json: boolean, io: CommandIO): void {
+  const { workload, sample, estimates, fromLogs } = result;
+  if (json) {
     io.stdout(
       `${JSON.stringify(
         {
@@ -277,7 +328,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
                 nestedStatements: nestedSummary(workload, sample),
                 notes: workload.notes,
                 load: workload.load ?? null,
-                calibration: calibration ? calibrationSummary(calibration) : null,
+                calibration: plan.calibration ? calibrationSummary(plan.calibration) : null,
               }
             : {}),
           estimates,
@@ -292,7 +343,7 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
         2,
       )}\n`,
     );
-    return 0;
+    return;
   }
   if (workload) {
     io.stdout(`${workloadLine(workload)}\n`);
@@ -301,6 +352,5 @@ export async function estimateCommand(argv: string[], io: CommandIO): Promise<nu
     if (estimates[0]) io.stdout(`${costInputs(estimates[0].pricePerGb, estimates[0].archive)}\n\n`);
     io.stdout(`${renderOverheadSection(estimates, workload.load)}\n`);
   }
-  if (fromLogs) io.stdout(`${workload ? "\n" : ""}${renderFromLogs(fromLogs, cost)}`);
-  return 0;
+  if (fromLogs) io.stdout(`${workload ? "\n" : ""}${renderFromLogs(fromLogs, plan.cost)}`);
 }

@@ -148,109 +148,161 @@ export function checkChain(
     // them: its link is checked too, its contents are not.
     const vouching = !inRange(m.hourMs) && before !== undefined && inRange(before.hourMs);
     if (!inRange(m.hourMs) && !vouching) return;
-    const stored = m.manifest;
-    if (typeof stored === "string") {
-      findings.push({
+    findings.push(...linkFindings(host, m, before, vouching, byKey));
+  });
+  findings.push(...forkFindings(chain, inRange));
+  return findings;
+}
+
+/** One manifest's findings: readable, where its key says, linked to the one `before` it (if any). */
+function linkFindings(
+  host: string,
+  m: StoredManifest,
+  before: StoredManifest | undefined,
+  vouching: boolean,
+  byKey: ReadonlySet<string>,
+): VerifyFinding[] {
+  const stored = m.manifest;
+  if (typeof stored === "string")
+    return [
+      {
         kind: "broken-chain",
         key: m.key,
         manifest: m.key,
-        reason: vouching
-          ? `not a readable manifest: ${stored}; it is what vouches for ${before.key}, the last verified one`
-          : `not a readable manifest: ${stored}`,
-      });
-      return;
-    }
-    if (
-      !vouching &&
-      (stored.host !== host || stored.hour !== hourLabel(m.hourMs) || (stored.sequence ?? 0) !== m.sequence)
-    )
-      findings.push({
-        kind: "reordered",
-        key: m.key,
-        manifest: m.key,
-        reason: `holds the manifest of host ${stored.host} hour ${stored.hour}${stored.sequence ? ` part ${stored.sequence}` : ""}: contents moved from another key`,
-      });
-    const prev = stored.previous;
-    if (!before) {
-      if (prev && byKey.has(prev.key))
-        findings.push({
-          kind: "reordered",
-          key: m.key,
-          manifest: m.key,
-          reason: `the oldest manifest links to ${prev.key}, which is not before it`,
-        });
-      else if (prev)
-        findings.push({
-          kind: "gap",
-          key: prev.key,
-          manifest: m.key,
-          reason: `the oldest manifest links to ${prev.key}, which is missing: earlier manifests were removed (if they expired on purpose, verify with a later --from)`,
-        });
-      return;
-    }
-    let gapReported = false;
-    if (!prev) {
-      findings.push({
-        kind: "broken-chain",
-        key: m.key,
-        manifest: m.key,
-        reason: `starts a new chain (previous is null) after ${before.key}`,
-      });
-    } else if (prev.key === before.key) {
-      if (prev.sha256 !== before.sha256)
-        findings.push({
+        reason:
+          vouching && before
+            ? `not a readable manifest: ${stored}; it is what vouches for ${before.key}, the last verified one`
+            : `not a readable manifest: ${stored}`,
+      },
+    ];
+  const findings: VerifyFinding[] = [];
+  if (
+    !vouching &&
+    (stored.host !== host || stored.hour !== hourLabel(m.hourMs) || (stored.sequence ?? 0) !== m.sequence)
+  )
+    findings.push({
+      kind: "reordered",
+      key: m.key,
+      manifest: m.key,
+      reason: `holds the manifest of host ${stored.host} hour ${stored.hour}${stored.sequence ? ` part ${stored.sequence}` : ""}: contents moved from another key`,
+    });
+  const prev = stored.previous;
+  if (!before) {
+    const first = oldestLinkFinding(m, prev, byKey);
+    return first ? [...findings, first] : findings;
+  }
+  const link = previousLinkFinding(m, before, prev, byKey);
+  if (link) findings.push(link);
+  // A missing link (a gap) is reported already; hours missing after the verified ones are outside the range.
+  if (link?.kind !== "gap") {
+    const order = sequenceFinding(m, before, vouching);
+    if (order) findings.push(order);
+  }
+  return findings;
+}
+
+/** The oldest manifest's link: to nothing, to one listed before it (reordered), or to one gone (expired?). */
+function oldestLinkFinding(
+  m: StoredManifest,
+  prev: { key: string } | null,
+  byKey: ReadonlySet<string>,
+): VerifyFinding | undefined {
+  if (prev && byKey.has(prev.key))
+    return {
+      kind: "reordered",
+      key: m.key,
+      manifest: m.key,
+      reason: `the oldest manifest links to ${prev.key}, which is not before it`,
+    };
+  if (prev)
+    return {
+      kind: "gap",
+      key: prev.key,
+      manifest: m.key,
+      reason: `the oldest manifest links to ${prev.key}, which is missing: earlier manifests were removed (if they expired on purpose, verify with a later --from)`,
+    };
+  return undefined;
+}
+
+/** `m`'s link to the manifest before it: none, the right one by key and hash, a missing one (gap), or another. */
+function previousLinkFinding(
+  m: StoredManifest,
+  before: StoredManifest,
+  prev: { key: string; sha256: string } | null,
+  byKey: ReadonlySet<string>,
+): VerifyFinding | undefined {
+  if (!prev)
+    return {
+      kind: "broken-chain",
+      key: m.key,
+      manifest: m.key,
+      reason: `starts a new chain (previous is null) after ${before.key}`,
+    };
+  if (prev.key === before.key)
+    return prev.sha256 !== before.sha256
+      ? {
           kind: "broken-chain",
           key: before.key,
           manifest: m.key,
           reason: `${m.key} names previous sha256 ${short(prev.sha256)}…, but ${before.key} hashes to ${short(before.sha256)}…: one of the two was rewritten`,
-        });
-    } else if (!byKey.has(prev.key)) {
-      gapReported = true;
-      findings.push({
-        kind: "gap",
-        key: prev.key,
-        manifest: m.key,
-        reason: `${m.key} links to ${prev.key}, which is missing: a manifest was removed`,
-      });
-    } else {
-      findings.push({
-        kind: "reordered",
-        key: m.key,
-        manifest: m.key,
-        reason: `links to ${prev.key}, but the manifest before it is ${before.key}`,
-      });
-    }
-    // Hours missing after the verified ones are outside the range; a missing link is reported above.
-    // After a partial manifest (a stop) the same hour continues with the next sequence.
-    const beforePartial = typeof before.manifest !== "string" && before.manifest.partial === true;
-    const follows = beforePartial
-      ? m.hourMs === before.hourMs && m.sequence === before.sequence + 1
-      : m.hourMs === before.hourMs + HOUR_MS && m.sequence === 0;
-    if (!gapReported && !vouching && !follows && beforePartial) {
-      findings.push({
-        kind: "gap",
-        key: m.key,
-        manifest: m.key,
-        reason: `${before.key} was written at a stop (partial), but the rest of its hour (${hourLabel(before.hourMs)}.${before.sequence + 1}) is not before ${m.key}: removed`,
-      });
-    } else if (!gapReported && !vouching && !follows && m.sequence > 0) {
-      findings.push({
-        kind: "reordered",
-        key: m.key,
-        manifest: m.key,
-        reason: `continues hour ${hourLabel(m.hourMs)} after ${before.key}, which is not a partial manifest of that hour`,
-      });
-    } else if (!gapReported && !vouching && !follows) {
-      const missingFrom = hourLabel(before.hourMs + HOUR_MS);
-      const missingTo = hourLabel(m.hourMs - HOUR_MS);
-      findings.push({
-        kind: "gap",
-        key: m.key,
-        manifest: m.key,
-        reason: `no manifest for ${missingFrom === missingTo ? missingFrom : `${missingFrom} … ${missingTo}`} before it: removed`,
-      });
-    }
-  });
+        }
+      : undefined;
+  if (!byKey.has(prev.key))
+    return {
+      kind: "gap",
+      key: prev.key,
+      manifest: m.key,
+      reason: `${m.key} links to ${prev.key}, which is missing: a manifest was removed`,
+    };
+  return {
+    kind: "reordered",
+    key: m.key,
+    manifest: m.key,
+    reason: `links to ${prev.key}, but the manifest before it is ${before.key}`,
+  };
+}
+
+/**
+ * Whether `m` is the next of `before` in time: the next hour's first manifest, or after a
+ * partial one (a stop) the same hour's next sequence. Not checked for the vouching manifest.
+ */
+function sequenceFinding(
+  m: StoredManifest,
+  before: StoredManifest,
+  vouching: boolean,
+): VerifyFinding | undefined {
+  const beforePartial = typeof before.manifest !== "string" && before.manifest.partial === true;
+  const follows = beforePartial
+    ? m.hourMs === before.hourMs && m.sequence === before.sequence + 1
+    : m.hourMs === before.hourMs + HOUR_MS && m.sequence === 0;
+  if (vouching || follows) return undefined;
+  if (beforePartial)
+    return {
+      kind: "gap",
+      key: m.key,
+      manifest: m.key,
+      reason: `${before.key} was written at a stop (partial), but the rest of its hour (${hourLabel(before.hourMs)}.${before.sequence + 1}) is not before ${m.key}: removed`,
+    };
+  if (m.sequence > 0)
+    return {
+      kind: "reordered",
+      key: m.key,
+      manifest: m.key,
+      reason: `continues hour ${hourLabel(m.hourMs)} after ${before.key}, which is not a partial manifest of that hour`,
+    };
+  const missingFrom = hourLabel(before.hourMs + HOUR_MS);
+  const missingTo = hourLabel(m.hourMs - HOUR_MS);
+  return {
+    kind: "gap",
+    key: m.key,
+    manifest: m.key,
+    reason: `no manifest for ${missingFrom === missingTo ? missingFrom : `${missingFrom} … ${missingTo}`} before it: removed`,
+  };
+}
+
+/** A manifest claimed as previous by two or more (one of them in range): a fork. */
+function forkFindings(chain: StoredManifest[], inRange: (hourMs: number) => boolean): VerifyFinding[] {
+  const findings: VerifyFinding[] = [];
   const claims = new Map<string, StoredManifest[]>();
   for (const m of chain) {
     if (typeof m.manifest === "string" || m.manifest.previous === null) continue;

@@ -93,75 +93,24 @@ async function verifyRechecked(options: VerifyOptions): Promise<VerifyReport> {
 }
 
 async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyReport; manifests: Set<string> }> {
-  const { client, bucket } = options;
   const prefix = normalizePrefix(options.prefix ?? "");
   const skew = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
   const now = (options.now?.() ?? new Date()).getTime();
-  const fromHour = options.from ? floorHour(options.from.getTime()) : Number.NEGATIVE_INFINITY;
-  const toMs = options.to ? options.to.getTime() : Number.POSITIVE_INFINITY;
-  const inRange = (hourMs: number): boolean => hourMs >= fromHour && hourMs <= toMs;
   const findings: VerifyFinding[] = [];
-
-  // Listing every manifest is cheap and gives the hours; with --from, the manifests older than
-  // each first one's predecessor are not downloaded unless something below needs them.
-  const listed = await listChains(client, bucket, prefix, options.host, findings);
-  const manifests = new Set([...listed.values()].flat().map((m) => m.key));
-  let loaded = await loadChains(client, bucket, listed, fromHour);
-  // With trusted keys, what an unsigned or forged manifest lists accounts for nothing.
-  let reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
-
-  // Every object an in-range manifest lists, downloaded and hashed (all in-range manifests are
-  // downloaded, so this set is final); compared with its newest listing further down.
-  const hashes = new Map<string, Hashed>();
-  const toCheck = [...reading.toCheck].sort();
-  await mapPool(toCheck, options.concurrency ?? DEFAULT_CONCURRENCY, async (key) => {
-    hashes.set(key, await hashObject(client, bucket, key));
-  });
-
-  const stored = await listObjects(client, bucket, prefix === "" ? "" : `${prefix}/`);
-  const manifestDir = joinKey(prefix, `${MANIFEST_DIR}/`);
-  const account = (r: ChainReading) => accountant(r, { prefix, manifestDir, host: options.host, skew });
-  // Manifests left out can still matter: one may list an object that would otherwise be extra
-  // (an old object copied in place), and a link into them may make a fork. Either is rare (a
-  // finding, or close to one): then read them all and report what a load of every manifest does.
-  if (
-    loaded.older.size > 0 &&
-    (reading.linksOlder ||
-      unvouchedSources(reading).length > 0 ||
-      stored.some((o) => account(reading)(o) === "extra"))
-  ) {
-    loaded = await loadOlder(client, bucket, loaded);
-    reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
-  }
+  const read = await readArchive(options, prefix, skew, findings);
+  const { loaded, reading, hashes, toCheck, stored, account } = read;
   findings.push(...reading.findings);
-  if (options.trustedKeys) findings.push(...checkSignatures(loaded.chains, inRange, options.trustedKeys));
+  if (options.trustedKeys)
+    findings.push(...checkSignatures(loaded.chains, read.inRange, options.trustedKeys));
   let nothingToVerify = emptyArchive(
     options.host,
     loaded,
     reading,
     stored,
-    { prefix, manifestDir, now, skew },
+    { prefix, manifestDir: read.manifestDir, now, skew },
     findings,
   );
-
-  let entries = 0;
-  let bytes = 0;
-  const dropped: DroppedObject[] = [];
-  const droppedInto = compactedInto(reading, hashes, options);
-  for (const key of toCheck) {
-    const listing = reading.latest.get(key) as Listing;
-    const hashed = hashes.get(key) ?? null;
-    if (!listing.object.compacted) entries += listing.object.entries; // a compacted file's rows are its sources' entries
-    bytes += hashed?.size ?? 0;
-    // Gone, but its rows are in an intact compacted file that names it: retention, not a loss.
-    const into = hashed || listing.object.compacted ? null : await droppedInto(listing.object);
-    if (into !== null) {
-      dropped.push({ key, into, manifest: listing.manifest });
-      continue;
-    }
-    const finding = await compareListed(options, listing, hashed);
-    if (finding) findings.push(finding);
-  }
+  const listedTotals = await checkListed(options, reading, hashes, toCheck, findings);
 
   // Every stored object no trusted manifest lists: extra within the verified hours and under a
   // closed chain, pending after an open chain's newest manifest, unverified after a gone one.
@@ -197,17 +146,120 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
   }
 
   findings.sort((a, b) => a.kind.localeCompare(b.kind) || a.key.localeCompare(b.key));
+  const pendingObjects = [...pending.values()].flat();
+  // Only open records so far (a first start): nothing is verified, the first listing is still due.
+  if (nothingToVerify === null && findings.length === 0 && toCheck.length === 0 && pendingObjects.length > 0)
+    nothingToVerify = firstListingDue(pendingObjects, options.host);
+  const report = verifyReport(options, prefix, reading, states, pending, {
+    objects: toCheck.length,
+    ...listedTotals,
+    findings,
+    nothingToVerify,
+  });
+  return { report, manifests: read.manifests };
+}
+
+/**
+ * The archive as the manifests describe it: every manifest listed (their keys), the chains loaded
+ * (with --from, older manifests only when something needs them) and read, every object an
+ * in-range manifest lists downloaded and hashed, and every object stored, listed.
+ */
+async function readArchive(options: VerifyOptions, prefix: string, skew: number, findings: VerifyFinding[]) {
+  const { client, bucket } = options;
+  const fromHour = options.from ? floorHour(options.from.getTime()) : Number.NEGATIVE_INFINITY;
+  const toMs = options.to ? options.to.getTime() : Number.POSITIVE_INFINITY;
+  const inRange = (hourMs: number): boolean => hourMs >= fromHour && hourMs <= toMs;
+  // Listing every manifest is cheap and gives the hours; with --from, the manifests older than
+  // each first one's predecessor are not downloaded unless something below needs them.
+  const listed = await listChains(client, bucket, prefix, options.host, findings);
+  const manifests = new Set([...listed.values()].flat().map((m) => m.key));
+  let loaded = await loadChains(client, bucket, listed, fromHour);
+  // With trusted keys, what an unsigned or forged manifest lists accounts for nothing.
+  let reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
+
+  // Every object an in-range manifest lists, downloaded and hashed (all in-range manifests are
+  // downloaded, so this set is final); compared with its newest listing further down.
+  const hashes = new Map<string, Hashed>();
+  const toCheck = [...reading.toCheck].sort();
+  await mapPool(toCheck, options.concurrency ?? DEFAULT_CONCURRENCY, async (key) => {
+    hashes.set(key, await hashObject(client, bucket, key));
+  });
+
+  const stored = await listObjects(client, bucket, prefix === "" ? "" : `${prefix}/`);
+  const manifestDir = joinKey(prefix, `${MANIFEST_DIR}/`);
+  const account = (r: ChainReading) => accountant(r, { prefix, manifestDir, host: options.host, skew });
+  // Manifests left out can still matter: one may list an object that would otherwise be extra
+  // (an old object copied in place), and a link into them may make a fork. Either is rare (a
+  // finding, or close to one): then read them all and report what a load of every manifest does.
+  if (
+    loaded.older.size > 0 &&
+    (reading.linksOlder ||
+      unvouchedSources(reading).length > 0 ||
+      stored.some((o) => account(reading)(o) === "extra"))
+  ) {
+    loaded = await loadOlder(client, bucket, loaded);
+    reading = readChains(loaded, inRange, untrustedManifests(loaded.chains, options.trustedKeys));
+  }
+  return { inRange, manifests, loaded, reading, hashes, toCheck, stored, manifestDir, account };
+}
+
+/**
+ * Each object an in-range manifest lists against its newest listing (findings onto `findings`),
+ * or, gone but in an intact compacted file that names it, dropped: with the entries and bytes checked.
+ */
+async function checkListed(
+  options: VerifyOptions,
+  reading: ChainReading,
+  hashes: Map<string, Hashed>,
+  toCheck: string[],
+  findings: VerifyFinding[],
+): Promise<{ entries: number; bytes: number; dropped: DroppedObject[] }> {
+  let entries = 0;
+  let bytes = 0;
+  const dropped: DroppedObject[] = [];
+  const droppedInto = compactedInto(reading, hashes, options);
+  for (const key of toCheck) {
+    const listing = reading.latest.get(key) as Listing;
+    const hashed = hashes.get(key) ?? null;
+    if (!listing.object.compacted) entries += listing.object.entries; // a compacted file's rows are its sources' entries
+    bytes += hashed?.size ?? 0;
+    // Gone, but its rows are in an intact compacted file that names it: retention, not a loss.
+    const into = hashed || listing.object.compacted ? null : await droppedInto(listing.object);
+    if (into !== null) {
+      dropped.push({ key, into, manifest: listing.manifest });
+      continue;
+    }
+    const finding = await compareListed(options, listing, hashed);
+    if (finding) findings.push(finding);
+  }
+  return { entries, bytes, dropped };
+}
+
+/** The report, from what was read and found (`findings` sorted). */
+function verifyReport(
+  options: VerifyOptions,
+  prefix: string,
+  reading: ChainReading,
+  states: Map<string, VerifiedChain["state"]>,
+  pending: Map<string, ListedObject[]>,
+  found: {
+    objects: number;
+    entries: number;
+    bytes: number;
+    dropped: DroppedObject[];
+    findings: VerifyFinding[];
+    nothingToVerify: NothingToVerify | null;
+  },
+): VerifyReport {
+  const { findings, nothingToVerify } = found;
   const counts = Object.fromEntries(FINDING_KINDS.map((k) => [k, 0])) as Record<FindingKind, number>;
   for (const f of findings) counts[f.kind]++;
   const pendingObjects = [...pending.values()].flat();
   const newestPending = Math.max(...pendingObjects.map((o) => o.lastModified.getTime()));
-  // Only open records so far (a first start): nothing is verified, the first listing is still due.
-  if (nothingToVerify === null && findings.length === 0 && toCheck.length === 0 && pendingObjects.length > 0)
-    nothingToVerify = firstListingDue(pendingObjects, options.host);
   const overall = overallWindow(reading);
-  const report: VerifyReport = {
+  return {
     ok: findings.length === 0 && nothingToVerify === null,
-    bucket,
+    bucket: options.bucket,
     prefix,
     chains: reading.chains.map(
       (c): VerifiedChain => withState(c, reading.windows.get(c.host), states, pending),
@@ -216,11 +268,11 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
       ? { from: new Date(overall.start).toISOString(), to: new Date(overall.end).toISOString() }
       : null,
     manifests: reading.manifests,
-    objects: toCheck.length,
-    entries,
-    bytes,
+    objects: found.objects,
+    entries: found.entries,
+    bytes: found.bytes,
     pending: pendingObjects.map((o) => o.key).sort(),
-    dropped: dropped.sort((a, b) => a.into.localeCompare(b.into) || a.key.localeCompare(b.key)),
+    dropped: found.dropped.sort((a, b) => a.into.localeCompare(b.into) || a.key.localeCompare(b.key)),
     pendingVerifiableAfter: Number.isFinite(newestPending)
       ? new Date(floorHour(newestPending) + HOUR_MS + DEFAULT_MANIFEST_GRACE_MS).toISOString()
       : null,
@@ -229,7 +281,6 @@ async function verifyOnce(options: VerifyOptions): Promise<{ report: VerifyRepor
     signatures: options.trustedKeys ? "verified" : "not checked",
     nothingToVerify,
   };
-  return { report, manifests };
 }
 
 /**

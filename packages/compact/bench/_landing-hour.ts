@@ -1,5 +1,6 @@
 /**
- * One host-hour of landing NDJSON for the compaction benchmarks: the reference csvlog (420k entries
+ * One host-hour of landing NDJSON for the compaction benchmarks (writer.bench.ts here,
+ * apps/cli/bench/compaction-memory.ts): the reference csvlog (420k entries
  * of a real PostgreSQL + pgaudit under pgbench) shipped by the real pipeline (FileSource into a
  * LocalDirSink) in the given codec. Built once into `.bench-data/landing-<codec>/` and reused
  * (temporary name first, so an interrupted build is not mistaken for a cache).
@@ -9,7 +10,7 @@ import { join } from "node:path";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
 import { repoRoot, waitUntil } from "@auditpipe/testkit";
-import { referenceData } from "../../../packages/parse/bench/_reference-data.ts";
+import { referenceData } from "../../parse/bench/_reference-data.ts";
 
 /** The archive directory of the shipped host-hour, building it first when missing. */
 export async function landingHour(compression: "gzip" | "zstd"): Promise<string> {

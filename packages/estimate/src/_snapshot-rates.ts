@@ -1,0 +1,327 @@
+/**
+ * What a sample's two reads of the statistics mean, without a connection: statement and table
+ * rates from two snapshots, the corrections pg_stat_statements needs (prepared BEGIN/COMMIT,
+ * foreign-key checks no session of the workload would be audited for), and the warnings and
+ * notes that say how they were counted. sample.ts does the reading.
+ */
+import { type Catalog, catalogLookup, SAMPLER_TAG } from "./_catalog.ts";
+import {
+  blindSampleError,
+  hiddenStatementsWarning,
+  type Privileges,
+  type StatementVisibility,
+} from "./_privileges.ts";
+import { riStatement } from "./_ri.ts";
+import { analyzeStatement } from "./_sql.ts";
+import type { StatementLoad } from "./types.ts";
+
+export interface StatRow {
+  key: string;
+  userid: string;
+  queryid: string;
+  toplevel: boolean;
+  query: string;
+  calls: number;
+  rows: number;
+  time: number;
+}
+
+export interface Snapshot {
+  statements: Map<string, StatRow> | null;
+  /** Calls of the rows pg_stat_statements hides from this role (no text, no queryid), by role. */
+  hiddenCalls: Map<string, number>;
+  tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
+  xacts: number;
+  /** pg_stat_statements_info.dealloc (14+): how often it evicted rows to make room; null when unknown. */
+  evictions: number | null;
+  sessions: number;
+}
+
+/** Per query id: sums of the running texts' bytes and double quotes, and how many were seen. */
+export type Observed = Map<string, { bytes: number; quotes: number; n: number }> & { unavailable?: boolean };
+
+export function delta(a: number, b: number): number {
+  return Math.max(0, b - a);
+}
+
+export function statementLoads(
+  before: Snapshot,
+  after: Snapshot,
+  seconds: number,
+  catalog: Catalog,
+  visible: (userid: string, parent: string) => boolean,
+  observed: Observed,
+): { loads: StatementLoad[]; time: number; calls: number; visibility: StatementVisibility } {
+  const lookup = catalogLookup(catalog);
+  const loads: StatementLoad[] = [];
+  let time = 0;
+  let calls = 0;
+  for (const [key, now] of after.statements ?? []) {
+    if (now.query.includes(SAMPLER_TAG)) continue;
+    const prev = before.statements?.get(key);
+    const dc = delta(prev?.calls ?? 0, now.calls);
+    if (dc <= 0) continue;
+    // A nested statement's time is inside the statement that ran it: counted once, at the top.
+    if (now.toplevel) time += delta(prev?.time ?? 0, now.time);
+    const ri = now.toplevel ? null : riStatement(now.query);
+    if (ri) {
+      loads.push({
+        text: ri.text,
+        callsPerSec: dc / seconds,
+        kind: ri.kind,
+        relations: [ri.relation],
+        rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
+        params: ri.params,
+        nested: true,
+      });
+      continue;
+    }
+    const shape = analyzeStatement(now.query, lookup);
+    const seen = now.toplevel ? observed.get(now.queryid) : undefined;
+    const inserted = shape.relations
+      .filter((r) => r.write === "INSERT" || r.write === "DELETE")
+      .map((r) => r.relation);
+    const fkParents = catalog.foreignKeys.filter(
+      (f) => inserted.includes(f.child) || inserted.includes(f.parent),
+    );
+    if (now.toplevel) calls += dc;
+    loads.push({
+      text: now.query,
+      callsPerSec: dc / seconds,
+      kind: shape.kind,
+      ...(shape.kind === "UTILITY" ? { command: shape.command } : {}),
+      relations: shape.relations,
+      rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
+      ...(shape.functions.length > 0 ? { functions: shape.functions } : {}),
+      ...(seen && shape.placeholders > 0
+        ? { observed: { bytes: seen.bytes / seen.n, quotes: seen.quotes / seen.n } }
+        : {}),
+      ...(now.toplevel ? {} : { nested: true }),
+      ...(fkParents.length > 0 && !fkParents.every((f) => visible(now.userid, f.parent))
+        ? { fkChecksVisible: false }
+        : {}),
+    });
+  }
+  dropInvisibleChecks(loads, catalog);
+  let hiddenCalls = 0;
+  let hiddenRoles = 0;
+  for (const [userid, now] of after.hiddenCalls) {
+    const d = delta(before.hiddenCalls.get(userid) ?? 0, now);
+    hiddenCalls += d;
+    if (d > 0) hiddenRoles++;
+  }
+  return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles } };
+}
+
+const TRANSACTION_CONTROL: Record<string, RegExp> = {
+  BEGIN: /^\s*(BEGIN|START\s+TRANSACTION)\s*;?\s*$/i,
+  COMMIT: /^\s*(COMMIT|END)\s*;?\s*$/i,
+};
+
+/**
+ * BEGIN and COMMIT sent through the extended protocol (prepared, as drivers and pgbench -M
+ * prepared do): pg_stat_statements 1.10 (PostgreSQL 15) zeroes a utility statement's query id
+ * after its first run, so a prepared one is counted once per session, not per call. Sessions
+ * were seen inside transaction blocks and the row grew by no more than the sessions could
+ * explain: its rate is the transaction rate. Returns the commands so adjusted.
+ */
+function preparedTransactionControl(
+  before: Snapshot,
+  after: Snapshot,
+  loads: StatementLoad[],
+  xactsPerSec: number,
+  seconds: number,
+  bound: number,
+): string[] {
+  const fixed: string[] = [];
+  for (const [command, pattern] of Object.entries(TRANSACTION_CONTROL)) {
+    const rows = [...(after.statements?.values() ?? [])].filter((r) => r.toplevel && pattern.test(r.query));
+    if (rows.length === 0) continue;
+    const calls = rows.reduce((n, r) => n + delta(before.statements?.get(r.key)?.calls ?? 0, r.calls), 0);
+    if (calls > bound || calls / seconds >= xactsPerSec * 0.5) continue;
+    const text = rows[0]!.query;
+    const existing = loads.find((l) => l.text === text && l.kind === "UTILITY");
+    if (existing) existing.callsPerSec = xactsPerSec;
+    else
+      loads.push({ text, callsPerSec: xactsPerSec, kind: "UTILITY", command, relations: [], rowsPerCall: 0 });
+    fixed.push(command);
+  }
+  return fixed;
+}
+
+/**
+ * Counted RI checks run as the table's owner, so pg_stat_statements cannot say whose statement
+ * fired them; pgaudit logs them only for a session user who is a member of the parent's owner.
+ * A check of a parent whose every top-level inserter is not such a member is dropped, as the
+ * model would not have fired it.
+ */
+function dropInvisibleChecks(loads: StatementLoad[], catalog: Catalog): void {
+  for (let i = loads.length - 1; i >= 0; i--) {
+    const l = loads[i]!;
+    const checked = l.relations[0];
+    if (!l.nested || l.kind !== "SELECT" || !checked?.locked) continue;
+    const children = new Set(
+      catalog.foreignKeys.filter((f) => f.parent === checked.relation).map((f) => f.child),
+    );
+    const firing = loads.filter(
+      (s) =>
+        !s.nested &&
+        s.relations.some((r) => (r.write === "INSERT" || r.write === "UPDATE") && children.has(r.relation)),
+    );
+    if (firing.length > 0 && firing.every((s) => s.fkChecksVisible === false)) loads.splice(i, 1);
+  }
+}
+
+/** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
+function tableLoads(before: Snapshot, after: Snapshot, seconds: number, catalog: Catalog): StatementLoad[] {
+  const out: StatementLoad[] = [];
+  for (const t of catalog.tables) {
+    const key = `${t.schema}\u0000${t.name}`;
+    const a = before.tables.get(key);
+    const b = after.tables.get(key);
+    if (!a || !b) continue;
+    const ins = delta(a.ins, b.ins) / seconds;
+    const upd = delta(a.upd, b.upd) / seconds;
+    const del = delta(a.del, b.del) / seconds;
+    const reads = Math.max(0, delta(a.scans, b.scans) / seconds - upd - del);
+    const name = t.qualified;
+    const cols = t.columns.map((c) => c.name);
+    const list = cols.slice(0, 6).join(", ");
+    if (reads > 0)
+      out.push({
+        text: `SELECT ${list} FROM ${name} WHERE ${cols[0] ?? "id"} = $1`,
+        callsPerSec: reads,
+        kind: "SELECT",
+        relations: [{ relation: name }],
+        rowsPerCall: 1,
+      });
+    if (ins > 0)
+      out.push({
+        text: `INSERT INTO ${name} (${list}) VALUES (${cols
+          .slice(0, 6)
+          .map((_, i) => `$${i + 1}`)
+          .join(", ")})`,
+        callsPerSec: ins,
+        kind: "INSERT",
+        relations: [{ relation: name, write: "INSERT" }],
+        rowsPerCall: 1,
+      });
+    if (upd > 0)
+      out.push({
+        text: `UPDATE ${name} SET ${cols[1] ?? "x"} = $1 WHERE ${cols[0] ?? "id"} = $2`,
+        callsPerSec: upd,
+        kind: "UPDATE",
+        relations: [{ relation: name, write: "UPDATE" }],
+        rowsPerCall: 1,
+      });
+    if (del > 0)
+      out.push({
+        text: `DELETE FROM ${name} WHERE ${cols[0] ?? "id"} = $1`,
+        callsPerSec: del,
+        kind: "DELETE",
+        relations: [{ relation: name, write: "DELETE" }],
+        rowsPerCall: 1,
+      });
+  }
+  return out;
+}
+
+/** What the sampler saw between its two reads of the statistics. */
+export interface Interval {
+  before: Snapshot;
+  after: Snapshot;
+  seconds: number;
+  /** Active client backends at each poll of pg_stat_activity. */
+  clientCounts: number[];
+  /** Whether some sessions' state was hidden from this role. */
+  clientsHidden: boolean;
+  /** Whether a session was seen inside a transaction block. */
+  transactionBlocksSeen: boolean;
+  observed: Observed;
+}
+
+/** The rates of a workload over a sample, and what was noticed on the way. */
+export interface Rates {
+  statements: StatementLoad[];
+  meanStatementMs?: number;
+  tableInsertsPerSec: Record<string, number>;
+  transactionsPerSec: number;
+  sessionsPerSec: number;
+  /** The most client backends seen active at once; 0 when unknown. */
+  clients: number;
+  notes: string[];
+}
+
+/**
+ * The workload's rates over an interval: from pg_stat_statements where `useStatements`, else
+ * one statement per table and operation. Warnings about the counts go onto `warnings`.
+ */
+export function workloadRates(
+  interval: Interval,
+  catalog: Catalog,
+  sampled: {
+    useStatements: boolean;
+    /** Whether a role's statements may see the parent table of a foreign key (pgaudit logs its checks then). */
+    visible: (userid: string, parent: string) => boolean;
+    privileges: Privileges;
+    unreadable: string[];
+  },
+  warnings: string[],
+): Rates {
+  const { before, after, seconds, clientCounts } = interval;
+  const notes: string[] = [];
+  let statements: StatementLoad[];
+  let meanStatementMs: number | undefined;
+  if (sampled.useStatements) {
+    const s = statementLoads(before, after, seconds, catalog, sampled.visible, interval.observed);
+    if (s.visibility.hiddenCalls > 0 && s.visibility.visibleCalls === 0)
+      throw blindSampleError(s.visibility, sampled.privileges, sampled.unreadable);
+    const hidden = hiddenStatementsWarning(s.visibility, sampled.privileges);
+    if (hidden) warnings.push(hidden);
+    statements = s.loads;
+    if (before.evictions !== null && after.evictions !== null && after.evictions > before.evictions)
+      warnings.push(
+        `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
+      );
+    if (interval.transactionBlocksSeen) {
+      const bound = Math.max(1, ...clientCounts) + delta(before.sessions, after.sessions) + 1;
+      const fixed = preparedTransactionControl(
+        before,
+        after,
+        statements,
+        delta(before.xacts, after.xacts) / seconds,
+        seconds,
+        bound,
+      );
+      if (fixed.length > 0)
+        warnings.push(
+          `${fixed.join(" and ")} ran as prepared statements, which pg_stat_statements (PostgreSQL 15) counts once per session: taken as one per transaction`,
+        );
+    }
+    meanStatementMs = s.calls > 0 ? s.time / s.calls : undefined;
+    notes.push(
+      `pg_stat_statements over ${seconds.toFixed(1)} s: ${statements.length} statements${hidden ? " (others hidden from this role)" : ""}`,
+    );
+  } else {
+    statements = tableLoads(before, after, seconds, catalog);
+    notes.push(
+      `table statistics over ${seconds.toFixed(1)} s (no pg_stat_statements): one statement per table and operation, no BEGIN/COMMIT`,
+    );
+  }
+  const tableInsertsPerSec: Record<string, number> = {};
+  for (const t of catalog.tables) {
+    const key = `${t.schema}\u0000${t.name}`;
+    const ins = delta(before.tables.get(key)?.ins ?? 0, after.tables.get(key)?.ins ?? 0) / seconds;
+    if (ins > 0) tableInsertsPerSec[t.qualified] = ins;
+  }
+  return {
+    statements,
+    ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
+    tableInsertsPerSec,
+    transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
+    sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
+    // Hidden sessions' state is unknown, so the count of active clients is too.
+    clients: clientCounts.length > 0 && !interval.clientsHidden ? Math.max(...clientCounts) : 0,
+    notes,
+  };
+}
