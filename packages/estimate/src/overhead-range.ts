@@ -6,6 +6,7 @@
  */
 
 import { calibrationQuality } from "./calibration-note.ts";
+import { wakeupsPerLine } from "./collector-cost.ts";
 import {
   type CalibratedCost,
   COLLECTOR_BOUND_WRITES,
@@ -13,7 +14,7 @@ import {
   HOOK_COST_US,
   LINE_COST_US,
   type OverheadCalibration,
-  predictAddedUs,
+  predictAddedSplit,
   SAME_DISK_FACTOR,
   t95,
   UNCALIBRATED_NOTE,
@@ -54,20 +55,23 @@ function calibratedAdded(
   lines: number,
   statements: number,
   logElsewhere: boolean,
+  linesPerSec: number,
 ): { added: Interval; offPath: number } {
   if (cal.cpu) {
-    const p = predictAddedUs(
+    // The collector prices a line at the rate this workload sends them at (collector-cost.ts).
+    const { added: p, collectorShare } = predictAddedSplit(
       { ...cal, cpu: cal.cpu },
       {
         linesPerTransaction: lines,
         auditedStatementsPerTransaction: statements,
         logElsewhere,
         baselineUsPerTransaction: 1,
+        linesPerSec,
       },
     );
     return {
       added: { low: Math.max(0, p.low), estimate: Math.max(0, p.estimate), high: Math.max(0, p.high) },
-      offPath: Math.min(1, Math.max(0, cal.cpu.loggerShare)),
+      offPath: collectorShare,
     };
   }
   // Wall time from TPS (older files, or a server bench could not see): the costs' ranges, widened by the residual.
@@ -124,19 +128,36 @@ export function overheadRange(input: OverheadInput): Overhead {
   const assumptions: string[] = [];
   const linesPerTxn = input.linesPerSec / tps;
   const stmtsPerTxn = statementsPerSec / tps;
-  const audited = input.auditing ? stmtsPerTxn : 0;
+  // pgaudit's hooks run on every statement once it is loaded: a server that loads it already pays
+  // for them in the CPU the sample measured, so they are not added again (the calibration's
+  // cost per statement is against a server without pgaudit).
+  const hooksAlready = w.pgauditLoaded === true;
+  const audited = input.auditing && !hooksAlready ? stmtsPerTxn : 0;
   const cal = input.calibration;
   let added: Interval;
   let offPath = 0;
   let cpuFloor: number;
   let floorSays: string;
   if (cal) {
-    ({ added, offPath } = calibratedAdded(cal, linesPerTxn, audited, !input.logOnDataDisk));
+    ({ added, offPath } = calibratedAdded(
+      cal,
+      linesPerTxn,
+      audited,
+      !input.logOnDataDisk,
+      input.linesPerSec,
+    ));
     assumptions.push(calibrationQuality(cal));
     const line = !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs;
     assumptions.push(
       `${linesPerTxn.toFixed(2)} log lines and ${audited.toFixed(2)} audited statements per transaction; measured ${cost(line)} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs` : ""}${cal.cpu ? `; ${(offPath * 100).toFixed(0)}% of it in the logging collector, beside the transactions` : ""}`,
     );
+    const collector = cal.cpu?.collector;
+    if (collector) {
+      const u = wakeupsPerLine(input.linesPerSec, collector.awakeUs);
+      assumptions.push(
+        `the logging collector: ${cost(collector.wakeupUs)} of CPU per wake-up and ${cost(collector.lineUs)} per line, awake ${collector.awakeUs.toFixed(0)} µs per wake-up; at this workload's ${Math.round(input.linesPerSec)} lines/s, ${u.toFixed(2)} wake-ups per line: ${(collector.lineUs.estimate + u * collector.wakeupUs.estimate).toFixed(1)} µs per line`,
+      );
+    }
     const perStatement = cal.cpu?.baselineServerUsPerStatement.low;
     cpuFloor = perStatement ? stmtsPerTxn * perStatement : stmtsPerTxn * (w.meanStatementMs ?? 0.1) * 1000;
     floorSays = perStatement
@@ -147,7 +168,7 @@ export function overheadRange(input: OverheadInput): Overhead {
     const highLine =
       LINE_COST_US.highOneClient +
       ((LINE_COST_US.highAt56 - LINE_COST_US.highOneClient) * Math.min(c - 1, 55)) / 55;
-    const hook = input.auditing ? HOOK_COST_US : { low: 0, high: 0 };
+    const hook = input.auditing && !hooksAlready ? HOOK_COST_US : { low: 0, high: 0 };
     const low = linesPerTxn * LINE_COST_US.low + stmtsPerTxn * hook.low;
     const high = linesPerTxn * highLine + stmtsPerTxn * hook.high;
     added = { low, estimate: Math.sqrt(low * high), high };
@@ -159,6 +180,10 @@ export function overheadRange(input: OverheadInput): Overhead {
     cpuFloor = stmtsPerTxn * ms * 1000;
     floorSays = `its ${stmtsPerTxn.toFixed(1)} statements' server time (${ms.toFixed(3)} ms each, pg_stat_statements)`;
   }
+  if (input.auditing && hooksAlready)
+    assumptions.push(
+      "pgaudit is loaded on this server already: its hooks' cost per statement is in the CPU sampled, not added again",
+    );
   const answer = answerFor({
     addedUs: added,
     offPathShare: offPath,

@@ -785,6 +785,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
       ...(clients > 0 ? { clients } : {}),
       ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
+      pgauditLoaded: Object.keys(settings).some((name) => name.startsWith("pgaudit.")),
       load,
       log,
       notes,

@@ -1,5 +1,7 @@
+export type { CollectorRun } from "./collector-fit.ts";
 export {
   fitCalibration,
+  fitCollectorCost,
   type OverheadPrediction,
   type PredictionInput,
   predictOverhead,

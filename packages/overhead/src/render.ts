@@ -89,6 +89,11 @@ export function renderFit(fit: CalibrationFit): string {
   if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
   if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
   if (fit.transactionCostUs) parts.push(`per transaction that logs ${c(fit.transactionCostUs)}`);
+  const k = fit.cpu?.collector;
+  if (k)
+    parts.push(
+      `(those in the backends;) the logging collector ${c(k.wakeupUs)} per wake-up and ${c(k.lineUs)} per line, awake ${fmt(k.awakeUs, 0)} µs per wake-up (at ${fmt(k.linesPerSec.low, 0)}–${fmt(k.linesPerSec.high, 0)} lines/s)`,
+    );
   if (fit.cpu)
     parts.push(
       `${(fit.cpu.loggerShare * 100).toFixed(0)}% of it in the logging collector; baseline ${fmt(fit.cpu.baselineServerUsPerStatement.estimate, 1)} µs per statement`,

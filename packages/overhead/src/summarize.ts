@@ -142,7 +142,7 @@ export function calibrationPoints(
     points.push({
       configuration: cell.configuration,
       workload: cell.workload,
-      clients: context.clients,
+      clients: workload.clients ?? context.clients,
       linesPerTransaction: lines,
       auditedStatementsPerTransaction: pgauditActive ? workload.statementsPerTransaction : 0,
       logElsewhere: variant ? !variant.logOnDataDisk : context.logElsewhere,
@@ -159,6 +159,9 @@ export function calibrationPoints(
         baselineServerUs: cpu.baselineServerUs,
         statementsPerTransaction: workload.statementsPerTransaction,
         baselineSamples: cpu.baselineSamples,
+        loggerSamples: cpu.loggerSamples,
+        linesPerSecSamples: cpu.tpsSamples.map((tps) => tps * lines),
+        ...(cpu.wakeupSamples ? { wakeupSamples: cpu.wakeupSamples } : {}),
       }),
     });
   }
