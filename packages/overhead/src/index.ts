@@ -1,4 +1,3 @@
-export type { CollectorRun } from "./collector-fit.ts";
 export {
   fitCalibration,
   fitCollectorCost,
@@ -6,6 +5,7 @@ export {
   type PredictionInput,
   predictOverhead,
 } from "./calibration.ts";
+export type { CollectorRun } from "./collector-fit.ts";
 export {
   AUDIT_ROLE,
   AUDIT_TABLE,

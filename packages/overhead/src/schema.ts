@@ -197,7 +197,14 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
       tables: z.array(z.string()),
     }),
   ),
-  workloads: z.array(z.object({ name: z.string(), description: z.string(), statementsPerTransaction: num })),
+  workloads: z.array(
+    z.object({
+      name: z.string(),
+      description: z.string(),
+      statementsPerTransaction: num,
+      clients: z.number().int().positive().optional(),
+    }),
+  ),
   variants: z
     .array(
       z.object({
