@@ -29,6 +29,8 @@ interface Seen {
   malformed: [string, MalformedRecord][];
   notShown: number;
   rereads: number;
+  /** Ranges joined as they were read (not held whole until the join reached them). */
+  joinedWhileRead: number;
   /** The join's events (coverage's input), with the place and time of their records. */
   events: [string, Record<string, unknown>][];
 }
@@ -46,6 +48,7 @@ async function read(
     malformed: [],
     notShown: 0,
     rereads: 0,
+    joinedWhileRead: 0,
     events: [],
   };
   const options: AnalyzeOptions = {
@@ -75,6 +78,9 @@ async function read(
         },
         onReread: () => {
           seen.rereads++;
+        },
+        onJoinWhileRead: () => {
+          seen.joinedWhileRead++;
         },
       })
     : await analyzeFiles(files, options);
@@ -118,6 +124,8 @@ describe("parallel analyze equals serial analyze", () => {
     for (const chunkBytes of [300, 4096, 65536]) {
       const parallel = await read([plain], base, { chunkBytes, inline: true });
       expectSame(serial, parallel);
+      // Read in this thread, every other range is joined as it is read, the others held whole.
+      expect(parallel.joinedWhileRead).toBeGreaterThan(0);
     }
     // A .gz file is read whole by one reader.
     expectSame(await read([gz], base), await read([gz], base, { chunkBytes: 300, inline: true }));

@@ -2,9 +2,14 @@
  * NDJSON in the shipped-record format, written by a WebAssembly encoder (wasm/ndjson.wat) instead
  * of JSON.stringify, which cost the sidecar ~1.7 µs an entry, more than parsing it. The writer
  * records each entry as ops (a key, a string, a number, null), its strings appended to one string
- * and its integers to a Float64Array; flush() copies them into the module's memory in one UTF-16
- * write, the module writes the lines, and they are appended to the writer's output, which take()
- * hands over. The bytes are JSON.stringify's, line for line (tested).
+ * and its integers to a Float64Array; flush() copies them into the module's memory in one write,
+ * the module writes the lines, and they are appended to the writer's output, which take() hands
+ * over. The bytes are JSON.stringify's, line for line (tested).
+ *
+ * The strings go in as bytes when every character is ASCII (audit text nearly always is): one
+ * UTF-8 write says so when it writes as many bytes as there are characters. Otherwise they go in
+ * again as UTF-16 code units, which the module encodes as UTF-8 itself (lone surrogates as
+ * JSON.stringify escapes them, where a UTF-8 write would replace them).
  *
  * The output grows in one buffer per take, sized from the last one: a new large Buffer per flush
  * cost more in page faults than the encoding (~1 ms for 2 MB), copying into a kept one ~0.1 ms.
@@ -141,7 +146,10 @@ const OPS_PER_ENTRY = 48;
 const WORST_BYTES_PER_UNIT = 6;
 /** Where the module's own constants end (see the .wat). */
 const RESERVED = 64;
-/** Bytes the module may write past the end of its output (it copies literals and numbers in 8-byte words). */
+/**
+ * Bytes the module may write past the end of its output (it copies literals and numbers in 8-byte
+ * words, ASCII strings in 16-byte ones: the last string's spill is at most 15 bytes).
+ */
 const OVERRUN_BYTES = 24;
 const PAGE = 65536;
 /** Memory above this is given back when a smaller encode comes (an oversized record has passed). */
@@ -154,7 +162,15 @@ interface WasmMemory {
 }
 interface NdjsonExports {
   memory: WasmMemory;
-  encode(ops: number, count: number, text: number, nums: number, lits: number, out: number): number;
+  encode(
+    ops: number,
+    count: number,
+    text: number,
+    nums: number,
+    lits: number,
+    out: number,
+    wide: 0 | 1,
+  ): number;
 }
 declare const WebAssembly: {
   Module: new (bytes: Uint8Array) => object;
@@ -244,6 +260,8 @@ export class NdjsonWriter {
   private holes = new Float64Array(1 << 10);
   private holeCount = 0;
   private fills = new Uint16Array(1 << 10);
+  /** Units encoded from bytes (ASCII) and from UTF-16, for tests: `[bytes, utf16]`. */
+  readonly encodedAs: [number, number] = [0, 0];
   /** Texts of marks whose text has no number (outcomeTextId 0), by mark: rare. */
   private unnumbered: Map<number, Buffer> | undefined;
 
@@ -645,7 +663,10 @@ export class NdjsonWriter {
     const opsAt = tableAt + 8 * this.literals.length;
     const numsAt = align(opsAt + 4 * this.opCount, 8);
     const textAt = align(numsAt + 8 * this.numCount, 16);
-    const outAt = align(textAt + 2 * units, 16);
+    // Room for the UTF-16 units, and at least 4 bytes more than one byte a unit: a UTF-8 write
+    // that stops short (a character that does not fit, at most 4 bytes) has then still written
+    // more bytes than there are units, so it cannot pass for ASCII.
+    const outAt = align(textAt + Math.max(2 * units, units + 4), 16);
     const likely = this.fixedBytes + this.strUnits + (this.strUnits >> 2) + 64 + OVERRUN_BYTES;
     try {
       this.encodeAt(litAt, tableAt, opsAt, numsAt, textAt, outAt, likely);
@@ -691,8 +712,13 @@ export class NdjsonWriter {
     new Int32Array(buffer, opsAt, this.opCount).set(this.ops.subarray(0, this.opCount));
     new Float64Array(buffer, numsAt, this.numCount).set(this.nums.subarray(0, this.numCount));
     const units = this.text.length;
-    if (units > 0) bytes.write(this.text, textAt, 2 * units, "utf16le");
-    const end = w.encode(opsAt, this.opCount, textAt, numsAt, tableAt, outAt);
+    let wide: 0 | 1 = 0;
+    if (units > 0 && bytes.write(this.text, textAt, outAt - textAt, "utf8") !== units) {
+      bytes.write(this.text, textAt, 2 * units, "utf16le");
+      wide = 1;
+    }
+    this.encodedAs[wide] += units;
+    const end = w.encode(opsAt, this.opCount, textAt, numsAt, tableAt, outAt, wide);
     if (this.markSlots.length > 0) {
       // Each MARK wrote the address of its hole into its nums slot.
       const nums = new Float64Array(buffer, numsAt, this.numCount);

@@ -55,6 +55,32 @@ describe("NdjsonWriter", () => {
       taken.push(last.ndjson);
       expect(entries).toBe(all.length);
       expect(Buffer.concat(taken).toString("utf8")).toBe(expected);
+      // One entry a flush: the ASCII ones went in as bytes, those with other characters as UTF-16.
+      if (flushEvery === 1) expect(writer.encodedAs.map((units) => units > 0)).toEqual([true, true]);
+    }
+  });
+
+  it("writes every ASCII character and every kind of other one alike as bytes and as UTF-16", () => {
+    const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)).join("");
+    const statements = [
+      ascii,
+      ascii.repeat(3).slice(5), // the 16-byte steps fall elsewhere
+      `${"x".repeat(31)}"${"y".repeat(15)}\\`,
+      `é${ascii}`,
+      "\u00ff\u0100\u07ff\u0800\uffff😀",
+      "lone \ud800 and \udfff surrogates, a pair split \ud83d",
+      "",
+    ];
+    for (const together of [false, true]) {
+      const records = statements.map((s, i) => record(s, `/log/${i}.csv`, i));
+      const writer = new NdjsonWriter();
+      for (const r of records) {
+        writer.addRecord(r);
+        if (!together) writer.flush();
+      }
+      expect(writer.take().ndjson.toString("utf8")).toBe(lines(records));
+      // Flushed one by one, the ASCII statements (and the empty one) go as bytes; together, as UTF-16.
+      expect(writer.encodedAs.map((units) => units > 0)).toEqual(together ? [false, true] : [true, true]);
     }
   });
 

@@ -3,8 +3,11 @@
 ;; the sidecar (~1.7 µs an entry); here the same bytes come out at a fraction of that.
 ;;
 ;; Input, laid out by NdjsonWriter (src/ndjson-writer.ts): ops (i32 words), the strings they name
-;; as UTF-16LE code units in one run (`text`), integers as f64 (`nums`), and a literal table
-;; (i32 address, i32 length per literal). An op is `code | arg << 3`:
+;; in one run (`text`), integers as f64 (`nums`), and a literal table (i32 address, i32 length per
+;; literal). `text` holds code units: UTF-16LE (2 bytes each) when encode's $wide is 1, or, when
+;; it is 0, bytes (the writer passes bytes only when every character is ASCII: half the memory to
+;; fill and to read, and Node writes a one-byte string as bytes without widening it). An op is
+;; `code | arg << 3`:
 ;;   0 LIT k   copy literal k (a key with its punctuation, `[`, `}\n`, ...)
 ;;   1 STR n   the next n code units as a JSON string: quoted, escaped as JSON.stringify escapes
 ;;             (\" \\ \b \f \n \r \t, other controls \u00xx, lone surrogates \udxxx), UTF-8
@@ -14,8 +17,9 @@
 ;;   5 MARK n  the address where the next byte goes, as an f64 into the next nums slot (the
 ;;             writer reads it back), then n bytes left for the writer to fill later
 ;; encode(...) returns the address after the last byte written at `out`. Literals and numbers are
-;; copied 8 bytes at a time, so up to 24 bytes past that address may be overwritten: the writer
-;; leaves room for them (OVERRUN_BYTES in src/ndjson-writer.ts).
+;; copied 8 bytes at a time, and byte strings 16 (see $escape8), so up to 24 bytes past that
+;; address may be overwritten: the writer leaves room for them (OVERRUN_BYTES in
+;; src/ndjson-writer.ts).
 ;;
 ;; Memory: 0..15 hex digits, 16..63 scratch for NUM; everything else is placed by the writer.
 (module
@@ -32,6 +36,58 @@
       (i32.load8_u (i32.and (i32.shr_u (local.get $c) (i32.const 4)) (i32.const 15))))
     (i32.store8 offset=5 (local.get $out) (i32.load8_u (i32.and (local.get $c) (i32.const 15))))
     (i32.add (local.get $out) (i32.const 6)))
+
+  ;; $c (a control character, `"` or `\`) escaped at $out: the two-character escapes, else \u00xx.
+  (func $special (param $c i32) (param $out i32) (result i32)
+    (local $d i32)
+    (if (i32.eq (local.get $c) (i32.const 34)) (then (local.set $d (i32.const 34))))
+    (if (i32.eq (local.get $c) (i32.const 92)) (then (local.set $d (i32.const 92))))
+    (if (i32.eq (local.get $c) (i32.const 8)) (then (local.set $d (i32.const 98))))
+    (if (i32.eq (local.get $c) (i32.const 12)) (then (local.set $d (i32.const 102))))
+    (if (i32.eq (local.get $c) (i32.const 10)) (then (local.set $d (i32.const 110))))
+    (if (i32.eq (local.get $c) (i32.const 13)) (then (local.set $d (i32.const 114))))
+    (if (i32.eq (local.get $c) (i32.const 9)) (then (local.set $d (i32.const 116))))
+    (if (local.get $d)
+      (then
+        (i32.store8 (local.get $out) (i32.const 92))
+        (i32.store8 offset=1 (local.get $out) (local.get $d))
+        (return (i32.add (local.get $out) (i32.const 2)))))
+    (call $unicode (local.get $c) (local.get $out)))
+
+  ;; The body of a JSON string: $n bytes at $src (ASCII), written at $out; returns the new $out.
+  ;; 16 bytes are loaded and stored at a time, up to the first that needs escaping or the end,
+  ;; so a short string (a role, a command) takes one step. The load may read up to 15 bytes past
+  ;; the text (memory the writer placed after it), the store may write up to 15 bytes past what
+  ;; is kept: the next write covers them, and the writer leaves room after the last.
+  (func $escape8 (param $src i32) (param $n i32) (param $out i32) (result i32)
+    (local $end i32) (local $left i32) (local $k i32) (local $v v128)
+    (local.set $end (i32.add (local.get $src) (local.get $n)))
+    (block $done
+      (loop $next
+        (local.set $left (i32.sub (local.get $end) (local.get $src)))
+        (br_if $done (i32.le_s (local.get $left) (i32.const 0)))
+        (local.set $v (v128.load align=1 (local.get $src)))
+        (v128.store align=1 (local.get $out) (local.get $v))
+        ;; how many bytes before the first control character, " or \ (or the end, or 16)
+        (local.set $k
+          (i32.ctz
+            (i32.or
+              (i8x16.bitmask
+                (v128.or
+                  (i8x16.lt_u (local.get $v) (v128.const i8x16 32 32 32 32 32 32 32 32 32 32 32 32 32 32 32 32))
+                  (v128.or
+                    (i8x16.eq (local.get $v) (v128.const i8x16 34 34 34 34 34 34 34 34 34 34 34 34 34 34 34 34))
+                    (i8x16.eq (local.get $v) (v128.const i8x16 92 92 92 92 92 92 92 92 92 92 92 92 92 92 92 92)))))
+              (i32.shl (i32.const 1)
+                (select (local.get $left) (i32.const 16) (i32.lt_u (local.get $left) (i32.const 16)))))))
+        (local.set $src (i32.add (local.get $src) (local.get $k)))
+        (local.set $out (i32.add (local.get $out) (local.get $k)))
+        (br_if $next (i32.eq (local.get $k) (i32.const 16)))
+        (br_if $done (i32.ge_u (local.get $src) (local.get $end)))
+        (local.set $out (call $special (i32.load8_u (local.get $src)) (local.get $out)))
+        (local.set $src (i32.add (local.get $src) (i32.const 1)))
+        (br $next)))
+    (local.get $out))
 
   ;; The body of a JSON string: $n code units at $src, written at $out; returns the new $out.
   (func $escape (param $src i32) (param $n i32) (param $out i32) (result i32)
@@ -78,21 +134,7 @@
                 (i32.store8 (local.get $out) (local.get $c))
                 (local.set $out (i32.add (local.get $out) (i32.const 1)))
                 (br $next)))
-            ;; the two-character escapes, else \u00xx
-            (local.set $d (i32.const 0))
-            (if (i32.eq (local.get $c) (i32.const 34)) (then (local.set $d (i32.const 34))))
-            (if (i32.eq (local.get $c) (i32.const 92)) (then (local.set $d (i32.const 92))))
-            (if (i32.eq (local.get $c) (i32.const 8)) (then (local.set $d (i32.const 98))))
-            (if (i32.eq (local.get $c) (i32.const 12)) (then (local.set $d (i32.const 102))))
-            (if (i32.eq (local.get $c) (i32.const 10)) (then (local.set $d (i32.const 110))))
-            (if (i32.eq (local.get $c) (i32.const 13)) (then (local.set $d (i32.const 114))))
-            (if (i32.eq (local.get $c) (i32.const 9)) (then (local.set $d (i32.const 116))))
-            (if (local.get $d)
-              (then
-                (i32.store8 (local.get $out) (i32.const 92))
-                (i32.store8 offset=1 (local.get $out) (local.get $d))
-                (local.set $out (i32.add (local.get $out) (i32.const 2))))
-              (else (local.set $out (call $unicode (local.get $c) (local.get $out)))))
+            (local.set $out (call $special (local.get $c) (local.get $out)))
             (br $next)))
         (if (i32.lt_u (local.get $c) (i32.const 0x800))
           (then
@@ -158,7 +200,7 @@
 
   (func (export "encode")
     (param $ops i32) (param $count i32) (param $text i32) (param $nums i32) (param $lits i32) (param $out i32)
-    (result i32)
+    (param $wide i32) (result i32)
     (local $end i32) (local $op i32) (local $arg i32) (local $at i32) (local $stop i32) (local $from i32)
     (local.set $end (i32.add (local.get $ops) (i32.shl (local.get $count) (i32.const 2))))
     (block $done
@@ -187,23 +229,29 @@
                 (br $next))
               ;; STR
               (i32.store8 (local.get $out) (i32.const 34))
-              (local.set $out (call $escape (local.get $text) (local.get $arg) (i32.add (local.get $out) (i32.const 1))))
+              (if (local.get $wide)
+                (then
+                  (local.set $out
+                    (call $escape (local.get $text) (local.get $arg) (i32.add (local.get $out) (i32.const 1)))))
+                (else
+                  (local.set $out
+                    (call $escape8 (local.get $text) (local.get $arg) (i32.add (local.get $out) (i32.const 1))))))
               (i32.store8 (local.get $out) (i32.const 34))
               (local.set $out (i32.add (local.get $out) (i32.const 1)))
-              (local.set $text (i32.add (local.get $text) (i32.shl (local.get $arg) (i32.const 1))))
+              (local.set $text (i32.add (local.get $text) (i32.shl (local.get $arg) (local.get $wide))))
               (br $next))
             ;; NUM
             (local.set $out (call $digits (f64.load (local.get $nums)) (local.get $out)))
             (local.set $nums (i32.add (local.get $nums) (i32.const 8)))
             (br $next))
-          ;; RAW
-          (local.set $stop (i32.add (local.get $text) (i32.shl (local.get $arg) (i32.const 1))))
+          ;; RAW (the low byte of each unit: ASCII either way)
+          (local.set $stop (i32.add (local.get $text) (i32.shl (local.get $arg) (local.get $wide))))
           (block $copied
             (loop $copy
               (br_if $copied (i32.ge_u (local.get $text) (local.get $stop)))
-              (i32.store8 (local.get $out) (i32.load16_u (local.get $text)))
+              (i32.store8 (local.get $out) (i32.load8_u (local.get $text)))
               (local.set $out (i32.add (local.get $out) (i32.const 1)))
-              (local.set $text (i32.add (local.get $text) (i32.const 2)))
+              (local.set $text (i32.add (local.get $text) (i32.shl (i32.const 1) (local.get $wide))))
               (br $copy)))
           (br $next))
         ;; NULL

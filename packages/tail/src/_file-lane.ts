@@ -91,6 +91,8 @@ export interface ResumePoint {
  * (80 full collections over a 240 MB file).
  */
 const PARSE_BYTES = 64 << 10;
+/** Backends whose session id a lane keeps a copy of (see sessionIdOf): more than one server has. */
+const MAX_SESSION_IDS = 4096;
 
 /**
  * One followed file's lane of the pipeline, stage after stage:
@@ -128,7 +130,12 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   private current: LogRecord | undefined;
   private currentOffset = 0;
   /** The last session id a handle took (detached). */
-  private lastSessionId: string | undefined;
+  /**
+   * The last session id of each backend, a detached copy, by pid (-1 without one): under load
+   * the sessions' records interleave, so the last id alone was a miss (and a copy) nearly every
+   * entry, and a map by the id itself hashes a new string each entry. Cleared when full.
+   */
+  private readonly sessionIds = new Map<number, string>();
 
   constructor(file: TrackedFile, options: FileLaneOptions) {
     this.file = file;
@@ -190,13 +197,18 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   /**
    * The record's session id, detached from the parser's text (see detached()): a handle lives
    * until its entry's outcome is decided, and in the snapshots taken meanwhile; a view would keep
-   * the parser's whole chunk alive with it. Consecutive entries of one session share one copy.
+   * the parser's whole chunk alive with it. The entries of one session share one copy.
    */
   private sessionIdOf(record: LogRecord): string | null {
     const id = record.sessionId;
     if (id === null) return null;
-    if (id !== this.lastSessionId) this.lastSessionId = detached(id);
-    return this.lastSessionId;
+    const pid = record.pid ?? -1;
+    const own = this.sessionIds.get(pid);
+    if (own === id) return own;
+    if (this.sessionIds.size >= MAX_SESSION_IDS) this.sessionIds.clear();
+    const copy = detached(id);
+    this.sessionIds.set(pid, copy);
+    return copy;
   }
 
   /** The first record: the lane takes the stream's join (or restores its own) and notes the state at its start. */

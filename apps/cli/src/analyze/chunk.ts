@@ -90,6 +90,76 @@ export type JoinState = OutcomeJoinSnapshot<EntryHandle>;
 export type HeldChunk = HeldRecords;
 
 /**
+ * A range's records as it is read: held (HeldRecords) until the join's state at its start is
+ * known, then joined as they come (`joinFrom`: what was held is replayed first and let go). A
+ * range whose state is known before it is read is never held: holding is what a worker costs
+ * beyond one thread (the columns survive the young generation; replaying them is a second pass).
+ */
+export class RangeRecords {
+  readonly index: number;
+  private held: HeldRecords | undefined;
+  private live: LiveJoin | undefined;
+  private readonly miscLogged: boolean | undefined;
+
+  constructor(index: number, format: LogFormat, miscLogged: boolean | undefined) {
+    this.index = index;
+    this.miscLogged = miscLogged;
+    this.held = new HeldRecords(index, format);
+  }
+
+  /** `offset`: the record's in the file. */
+  add(record: LogRecord, entry: AuditEntry | undefined, offset: number): void {
+    if (this.live === undefined) this.held!.add(record, entry, offset);
+    else this.live.record(record, entry, offset);
+  }
+
+  /** The join's state at the range's start is `state` (none for the stream's first range): join from here on. */
+  joinFrom(state: JoinState | undefined): void {
+    if (this.live !== undefined) throw new Error(`range ${this.index} is joined already`);
+    this.live = new LiveJoin(state, this.miscLogged);
+    this.held!.replay(this.live.join);
+    this.held = undefined;
+  }
+
+  /** Joining: what it gave (once the range is read). */
+  joined(): ChunkJoined | undefined {
+    return this.live?.result(this.index);
+  }
+
+  /** Not joined yet: the records held. */
+  heldRecords(): HeldChunk | undefined {
+    return this.held;
+  }
+}
+
+/** The join restored from a state, and what its decisions and events add up to. */
+class LiveJoin {
+  readonly tally = new VolumeTally();
+  readonly events: StreamEvent[] = [];
+  readonly join: OutcomeJoin<EntryHandle>;
+  /** The file offset of the record being joined live (undefined while replaying: the record has it). */
+  private at: number | undefined;
+
+  constructor(state: JoinState | undefined, miscLogged: boolean | undefined) {
+    this.join = restoreJoin(state, this.tally, miscLogged, (event) => {
+      // The record may be reused for the next one: its place and time are copied now.
+      const { offset, timestamp } = event.record;
+      this.events.push({ ...event, record: { ...blankRecord(this.at ?? offset, 0), timestamp } });
+    });
+  }
+
+  record(record: LogRecord, entry: AuditEntry | undefined, offset: number): void {
+    this.at = offset;
+    if (entry === undefined) this.join.record(record);
+    else this.join.record(record, entry, [entry.command, record.user, record.size]);
+  }
+
+  result(index: number): ChunkJoined {
+    return { index, state: this.join.snapshot(identity), tally: this.tally.state(), events: this.events };
+  }
+}
+
+/**
  * What joining a range gave: the join's state at its end, what its decisions add to the report,
  * and the events (server starts, setting changes…) its records made, in order.
  */
@@ -109,10 +179,11 @@ export async function readChunk(
   task: ChunkTask,
   progress: (bytes: number) => void = () => {},
   pause?: () => Promise<void>,
-): Promise<{ read: ChunkRead; held: HeldChunk }> {
+  held: RangeRecords = new RangeRecords(task.index, task.format, undefined),
+  started?: (start: number) => void,
+): Promise<ChunkRead> {
   const tally = new VolumeTally();
   const signs = noSigns();
-  const held = new HeldRecords(task.index, task.format);
   const shown: MalformedRecord[] = [];
   let hidden = 0;
   let records = 0;
@@ -123,6 +194,7 @@ export async function readChunk(
   };
 
   const start = task.gzip || task.exactStart ? task.start : firstEventAt(task, task.start);
+  started?.(start);
   /** The nominal end, and the first record or stretch at or after it (found while reading on). */
   const end = task.gzip ? Number.POSITIVE_INFINITY : task.end;
   let next = -1;
@@ -196,18 +268,15 @@ export async function readChunk(
     }
   }
   return {
-    read: {
-      index: task.index,
-      start,
-      end: next,
-      tally: tally.state(),
-      records,
-      malformed,
-      shown,
-      hidden,
-      signs,
-    },
-    held,
+    index: task.index,
+    start,
+    end: next,
+    tally: tally.state(),
+    records,
+    malformed,
+    shown,
+    hidden,
+    signs,
   };
 }
 
@@ -395,15 +464,9 @@ export class HeldRecords {
  * decisions made add to the report.
  */
 export function joinChunk(held: HeldChunk, state: JoinState | undefined, miscLogged?: boolean): ChunkJoined {
-  const tally = new VolumeTally();
-  const events: StreamEvent[] = [];
-  const join = restoreJoin(state, tally, miscLogged, (event) => {
-    // The record is reused for the next one: its place and time are copied now.
-    const { offset, timestamp } = event.record;
-    events.push({ ...event, record: { ...blankRecord(offset, 0), timestamp } });
-  });
-  held.replay(join);
-  return { index: held.index, state: join.snapshot(identity), tally: tally.state(), events };
+  const live = new LiveJoin(state, miscLogged);
+  held.replay(live.join);
+  return live.result(held.index);
 }
 
 /** The stream ended: what the join still holds is decided (log-ended, two-phase); returns what that adds. */

@@ -12,12 +12,17 @@
  * - The outcome join is not: it follows each session through the stream in order. Each range's
  *   records are kept, reduced to what the join reads, until the join's state at the range's
  *   start is known (OutcomeJoin snapshots, which restore to the same decisions); the range's
- *   reader then joins them and hands the state at its end on to the next range's reader.
+ *   reader then joins them and hands the state at its end on to the next range's reader. A
+ *   range whose state is known before its reader has read it to the end (the range before it was
+ *   joined meanwhile, and it starts where that one ended) is joined from there on as it is read:
+ *   its reader replays what it held and holds no more. Holding is most of what the threads cost
+ *   beyond one (the held columns outlive V8's young generation, and are read twice).
  *
  * Memory: per worker, the range it reads and at most MAX_HELD ranges read and not yet joined
- * (each ~1.2x its bytes as reduced records); the tallies hold one entry per distinct key
- * (class, command, audit type, object, user, database, SQLSTATE) per range until merged, and the
- * join what it holds in one thread (open sessions and transactions, bounded by its caps).
+ * (each ~1.2x its bytes as reduced records): bounded by the range size (DEFAULT_CHUNK_BYTES)
+ * and the number of workers, not by the input's size. The tallies hold one entry per distinct
+ * key (class, command, audit type, object, user, database, SQLSTATE) per range until merged, and
+ * the join what it holds in one thread (open sessions and transactions, bounded by its caps).
  */
 import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -33,6 +38,7 @@ import {
   type JoinState,
   joinChunk,
   PROBE_BYTES,
+  RangeRecords,
   readChunk,
 } from "./chunk.ts";
 import { type LoggingSigns, mergeSigns, noSigns, outcomeHints } from "./outcomes.ts";
@@ -59,19 +65,28 @@ export interface ParallelOptions extends AnalyzeOptions {
   onMalformedNotShown?: (count: number) => void;
   /** A range started elsewhere than where the range before it ended, and is read again from `from`. */
   onReread?: (file: string, from: number) => void;
+  /** A range's join started before it was read to its end (it was not held whole). */
+  onJoinWhileRead?: (file: string) => void;
 }
 
 /** Messages between the coordinator and a worker (_worker.ts). */
 export type ToWorker =
-  | { type: "read"; task: ChunkTask }
+  | { type: "read"; task: ChunkTask; join?: JoinFrom }
   | { type: "join"; index: number; state: JoinState | undefined }
   | { type: "drop"; index: number }
   | { type: "end" };
 export type FromWorker =
+  | { type: "started"; index: number; start: number }
   | { type: "read"; read: ChunkRead }
   | { type: "joined"; joined: ChunkJoined }
   | { type: "progress"; index: number; bytes: number }
   | { type: "error"; message: string };
+
+/** The join's state at a range's start, known before the range is read: it is read from `start` (where the range before ended) and joined as it is read. */
+export interface JoinFrom {
+  state: JoinState | undefined;
+  start: number;
+}
 
 /** Data every worker starts with. */
 export interface WorkerSetup {
@@ -161,6 +176,9 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
         for (const error of read.shown) options.onMalformed?.(task.file, error);
         if (read.hidden > 0) options.onMalformedNotShown?.(read.hidden);
       },
+      joinWhileRead(task) {
+        options.onJoinWhileRead?.(task.file);
+      },
       reread(task) {
         options.onReread?.(task.file, task.start);
         // Its bytes are read again: count them once.
@@ -190,6 +208,7 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
 
 interface Events {
   accepted(read: ChunkRead, task: ChunkTask): void;
+  joinWhileRead(task: ChunkTask): void;
   reread(task: ChunkTask): void;
   joined(joined: ChunkJoined): void;
   /** Every range joined: the join's final state per format. */
@@ -200,7 +219,8 @@ interface Events {
 interface Runner {
   /** Whether a range may be handed out now (`urgent`: the join waits for it). */
   canRead(urgent: boolean): boolean;
-  read(task: ChunkTask): void;
+  /** Reads a range; with `join`, returns whether it joins it as it reads (then it reports read, then joined). */
+  read(task: ChunkTask, join?: JoinFrom): boolean;
   join(index: number, state: JoinState | undefined): void;
   drop(index: number): void;
   /** The next thing a worker reports. */
@@ -230,8 +250,40 @@ async function coordinate(
   let joining = false;
   const states = new Map<LogFormat, JoinState>();
 
+  /**
+   * Where range `index` must start when every range before it is accepted and joined (the join's
+   * state at its start is known); undefined otherwise, or when nothing of it is left to read.
+   */
+  const knownStart = (index: number): number | undefined => {
+    if (joining || joined !== index || accepted !== index) return undefined;
+    const task = tasks[index]!;
+    const must = task.start === 0 ? 0 : expected.get(task.file)!;
+    return must < task.end ? must : undefined;
+  };
+  /** Where the ranges being read started (their readers said so before reading on). */
+  const started = new Map<number, number>();
+  /**
+   * The next range to join is being read from where the range before it ended, and the join's
+   * state there is known: its reader joins what it holds and the rest as it reads.
+   */
+  const joinWhileRead = (): void => {
+    const start = started.get(joined);
+    if (start === undefined || knownStart(joined) !== start) return;
+    started.delete(joined);
+    runner.join(joined, states.get(tasks[joined]!.format));
+    joining = true;
+    events.joinWhileRead(tasks[joined]!);
+  };
   const dispatch = (): void => {
-    while (queue.length > 0 && runner.canRead(queue[0]!.index === joined)) runner.read(queue.shift()!);
+    while (queue.length > 0 && runner.canRead(queue[0]!.index === joined)) {
+      const task = queue.shift()!;
+      const start = knownStart(task.index);
+      if (start === undefined) runner.read(task);
+      else if (runner.read(task, { state: states.get(task.format), start })) {
+        joining = true;
+        events.joinWhileRead(task);
+      }
+    }
   };
   const accept = (): void => {
     while (accepted < tasks.length && reads.has(accepted)) {
@@ -279,7 +331,11 @@ async function coordinate(
       case "progress":
         progress(message.index, message.bytes);
         break;
+      case "started":
+        started.set(message.index, message.start);
+        break;
       case "read":
+        started.delete(message.read.index);
         reads.set(message.read.index, message.read);
         accept();
         break;
@@ -293,6 +349,7 @@ async function coordinate(
       }
     }
     join();
+    joinWhileRead();
     dispatch();
   }
   events.ended([...states.values()]);
@@ -314,16 +371,26 @@ class InlineRunner implements Runner {
     return urgent || (this.out.length === 0 && this.held.size === 0 && this.buffered.length === 0);
   }
 
-  read(task: ChunkTask): void {
+  /** A range's known state is taken on every other range (tests: both ways of joining, and ranges read again). */
+  read(task: ChunkTask, join?: JoinFrom): boolean {
+    const live = join !== undefined && task.index % 2 === 0;
     this.out.push(async () => {
       const messages: FromWorker[] = [];
-      const { read, held } = await readChunk(task, (bytes) =>
-        messages.push({ type: "progress", index: task.index, bytes }),
+      const records = new RangeRecords(task.index, task.format, this.miscLogged);
+      if (live) records.joinFrom(join.state);
+      const read = await readChunk(
+        live ? { ...task, start: join.start, exactStart: true } : task,
+        (bytes) => messages.push({ type: "progress", index: task.index, bytes }),
+        undefined,
+        records,
       );
-      this.held.set(task.index, held);
       messages.push({ type: "read", read });
+      const joined = records.joined();
+      if (joined) messages.push({ type: "joined", joined });
+      else this.held.set(task.index, records.heldRecords()!);
       return messages;
     });
+    return live;
   }
 
   join(index: number, state: JoinState | undefined): void {
@@ -364,6 +431,8 @@ class ThreadRunner implements Runner {
   private readonly workers: { worker: Worker; reading: boolean; held: Set<number> }[] = [];
   /** Which worker holds a range read and not joined. */
   private readonly holder = new Map<number, number>();
+  /** Which worker is reading a range. */
+  private readonly reader = new Map<number, number>();
   private readonly inbox: FromWorker[] = [];
   private wake: (() => void) | undefined;
   private closing = false;
@@ -376,6 +445,7 @@ class ThreadRunner implements Runner {
       worker.on("message", (message: FromWorker) => {
         if (message.type === "read") {
           slot.reading = false;
+          this.reader.delete(message.read.index);
           slot.held.add(message.read.index);
           this.holder.set(message.read.index, i);
         } else if (message.type === "joined") {
@@ -406,14 +476,17 @@ class ThreadRunner implements Runner {
     return this.free(urgent) >= 0;
   }
 
-  read(task: ChunkTask): void {
+  read(task: ChunkTask, join?: JoinFrom): boolean {
     const i = this.free(true);
     this.workers[i]!.reading = true;
-    this.post(i, { type: "read", task });
+    this.reader.set(task.index, i);
+    this.post(i, join === undefined ? { type: "read", task } : { type: "read", task, join });
+    return join !== undefined;
   }
 
+  /** To the worker that holds the range, or that is reading it (it joins the rest as it reads). */
   join(index: number, state: JoinState | undefined): void {
-    this.post(this.holder.get(index)!, { type: "join", index, state });
+    this.post(this.holder.get(index) ?? this.reader.get(index)!, { type: "join", index, state });
   }
 
   drop(index: number): void {
