@@ -46,6 +46,12 @@ interface Run {
   bytes: number;
   serverUs: number;
   collectorUs: number;
+  /** Audit lines per second of wall time: the rate the collector receives them at. */
+  linesPerSec: number;
+  /** The collector's share of one core over the run (its utilisation). */
+  collectorBusy: number;
+  /** The collector's wake-ups per line. */
+  wakeupsPerLine: number;
 }
 const runs = new Map<string, Run[]>();
 try {
@@ -68,6 +74,7 @@ try {
         await admin.query("SELECT pg_reload_conf()");
         const start = await writeMarker(admin, logFile, null);
         const before = await serverCpu(pm);
+        const t0 = performance.now();
         const perClient = Math.round(transactions / clients);
         await server.pgbench([
           "-n",
@@ -80,6 +87,7 @@ try {
           String(perClient),
           "bench",
         ]);
+        const wallSec = (performance.now() - t0) / 1000;
         const after = before && (await serverCpuAfter(pm, before));
         const end = await writeMarker(admin, logFile, start!.end);
         const log = await countLogRange(start!.end, end!.start, "csvlog", undefined);
@@ -90,10 +98,16 @@ try {
           bytes: log.bytes / Math.max(1, log.auditEntries),
           serverUs: before && after ? ((after.totalSec - before.totalSec) * 1e6) / n : Number.NaN,
           collectorUs: before && after ? ((after.loggerSec - before.loggerSec) * 1e6) / n : Number.NaN,
+          linesPerSec: log.auditEntries / wallSec,
+          collectorBusy: before && after ? (after.loggerSec - before.loggerSec) / wallSec : Number.NaN,
+          wakeupsPerLine:
+            before && after
+              ? (after.loggerWakeups - before.loggerWakeups) / Math.max(1, log.auditEntries)
+              : Number.NaN,
         };
         runs.set(key, [...(runs.get(key) ?? []), run]);
         process.stderr.write(
-          `${key}: ${run.entries.toFixed(2)} entries/txn, server ${run.serverUs.toFixed(0)} µs/txn, collector ${run.collectorUs.toFixed(0)} µs/txn\n`,
+          `${key}: ${run.entries.toFixed(2)} entries/txn, server ${run.serverUs.toFixed(0)} µs/txn, collector ${run.collectorUs.toFixed(0)} µs/txn, ${run.linesPerSec.toFixed(0)} lines/s, ${run.wakeupsPerLine.toFixed(3)} wake-ups/line\n`,
         );
       }
     loads.push(loadavg()[0]!);
@@ -106,13 +120,13 @@ try {
     `${values.workload}, ${transactions} transactions per run, ${rounds} rounds; load average ${loads.map((l) => l.toFixed(1)).join(" → ")}\n\n`,
   );
   process.stdout.write(
-    "| clients, pgaudit.log | entries/txn | bytes/entry | server CPU µs/txn (median) | collector CPU µs/txn | collector CPU µs/line |\n|---|--:|--:|--:|--:|--:|\n",
+    "| clients, pgaudit.log | entries/txn | bytes/entry | server CPU µs/txn (median) | collector CPU µs/txn | collector CPU µs/line | lines/s | collector busy | wake-ups/line |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
   );
   for (const [key, list] of runs) {
     const entries = median(list.map((r) => r.entries));
     const collector = median(list.map((r) => r.collectorUs));
     process.stdout.write(
-      `| ${key} | ${entries.toFixed(2)} | ${entries > 0 ? median(list.map((r) => r.bytes)).toFixed(0) : "—"} | ${median(list.map((r) => r.serverUs)).toFixed(0)} | ${collector.toFixed(0)} | ${entries > 0 ? (collector / entries).toFixed(1) : "—"} |\n`,
+      `| ${key} | ${entries.toFixed(2)} | ${entries > 0 ? median(list.map((r) => r.bytes)).toFixed(0) : "—"} | ${median(list.map((r) => r.serverUs)).toFixed(0)} | ${collector.toFixed(0)} | ${entries > 0 ? (collector / entries).toFixed(1) : "—"} | ${median(list.map((r) => r.linesPerSec)).toFixed(0)} | ${(100 * median(list.map((r) => r.collectorBusy))).toFixed(1)}% | ${entries > 0 ? median(list.map((r) => r.wakeupsPerLine)).toFixed(3) : "—"} |\n`,
     );
   }
 } finally {

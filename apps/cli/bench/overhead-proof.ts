@@ -230,14 +230,16 @@ async function quickBench(busy: boolean, calibrationOut: string): Promise<BenchR
 /** What `from`'s fit predicts for `to`'s write and all, scaled to `to`'s state, against what `to` measured. */
 function travel(from: BenchReport, to: BenchReport, fromName: string, toName: string): TravelRow[] {
   const fit: CalibrationFit = from.calibration!;
-  const base = to.cells.find((c) => c.configuration === BASELINE)!;
+  const base = to.cells.find((c) => c.configuration === BASELINE && c.workload === to.workloads[0]!.name)!;
   const cpu = base.cpuUsPerTransaction!;
   const statements = to.workloads[0]!.statementsPerTransaction;
   return ["write", "all"].map((name) => {
-    const cell = to.cells.find((c) => c.configuration === name)!;
+    const cell = to.cells.find((c) => c.configuration === name && c.workload === base.workload)!;
     const baseLines = base.logRecordsPerTransaction;
+    const lines = Math.max(0, cell.logRecordsPerTransaction - baseLines);
     const input = {
-      linesPerTransaction: Math.max(0, cell.logRecordsPerTransaction - baseLines),
+      linesPerTransaction: lines,
+      linesPerSec: lines * cell.tps.median,
       auditedStatementsPerTransaction: statements,
       logElsewhere: !to.environment.logOnDataDisk,
       baselineUsPerTransaction: (to.options.clients * 1e6) / base.tps.median,

@@ -52,6 +52,8 @@ export function predictHeldOut(report: BenchReport, heldOut: string, workload = 
     logElsewhere: target.logElsewhere,
     baselineUsPerTransaction: (report.options.clients * 1e6) / base.tps.median,
     baselineCpuUsPerTransaction: cpu.server + cpu.client,
+    // The collector prices a line at the rate the held-out cell sent them at.
+    linesPerSec: target.linesPerTransaction * cell.tps.median,
   };
   return {
     configuration: heldOut,

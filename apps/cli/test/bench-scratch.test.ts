@@ -10,7 +10,8 @@ describe("auditpipe bench --quick on a scratch server", () => {
     const work = mkdtempSync(join(tmpdir(), "auditpipe-bench-test-"));
     const calibrationFile = join(work, "calibration.json");
     try {
-      // --quick's matrix (none, read, write, all, log_statement × tpcb) with short runs, so the test is fast.
+      // --quick's matrix (none, read, write, all, log_statement × tpcb, then none and all at 8
+      // clients) with short runs, so the test is fast.
       const { code, stdout, stderr } = await runCli([
         "bench",
         "--quick",
@@ -42,7 +43,17 @@ describe("auditpipe bench --quick on a scratch server", () => {
         "all",
         "log_statement",
       ]);
-      expect(report.runs).toHaveLength(10);
+      expect(report.runs).toHaveLength(14);
+      expect(report.workloads.map((w) => [w.name, w.clients])).toEqual([
+        ["tpcb", undefined],
+        ["tpcb@8", 8],
+      ]);
+      expect(
+        report.runs
+          .filter((r) => r.workload === "tpcb@8")
+          .map((r) => r.configuration)
+          .sort(),
+      ).toEqual(["all", "all", "none", "none"]);
       // Interleaved: never the same configuration twice in a row.
       for (let i = 1; i < report.runs.length; i++)
         expect(report.runs[i]!.configuration).not.toBe(report.runs[i - 1]!.configuration);
@@ -65,7 +76,9 @@ describe("auditpipe bench --quick on a scratch server", () => {
           expect(run.log.records / run.transactions).toBeCloseTo(7, 0);
         }
       }
-      expect(report.cells).toHaveLength(5);
+      expect(report.cells).toHaveLength(7);
+      // The collector's wake-ups are counted in every run (its voluntary context switches).
+      for (const run of report.runs) expect(run.cpu?.loggerWakeups).toBeGreaterThanOrEqual(0);
       const all = report.cells.find((c) => c.configuration === "all")!;
       expect(all.overhead).not.toBeNull();
       expect(all.overhead!.low).toBeLessThanOrEqual(all.overhead!.median);
@@ -79,7 +92,21 @@ describe("auditpipe bench --quick on a scratch server", () => {
         "write",
         "all",
         "log_statement",
+        "all",
       ]);
+      expect(calibration.points.at(-1)).toMatchObject({ workload: "tpcb@8", clients: 8 });
+      // Version 3: the collector fitted apart, from every run's collector CPU, line rate and wake-ups.
+      expect(calibration.version).toBe(3);
+      const collector = calibration.fit.cpu?.collector;
+      expect(collector).toBeDefined();
+      expect(collector!.wakeupUs.estimate).toBeGreaterThanOrEqual(0);
+      expect(collector!.lineUs.estimate).toBeGreaterThanOrEqual(0);
+      expect(collector!.awakeUs).toBeGreaterThanOrEqual(0);
+      for (const p of calibration.points) {
+        expect(p.loggerSamples).toHaveLength(2);
+        expect(p.wakeupSamples).toHaveLength(2);
+        expect(p.linesPerSecSamples!.every((r) => r > 0)).toBe(true);
+      }
       expect(calibration.host).toBe(report.environment.host);
     } finally {
       rmSync(work, { recursive: true, force: true });

@@ -71,9 +71,18 @@ describe("the calibrated overhead, on real servers", () => {
 
   it("writes a physical calibration: no negative cost, no interval below zero, at a reference state", () => {
     const file = calibrationSchema.parse(JSON.parse(readFileSync(calibrationFile, "utf8")));
-    expect(file.version).toBe(2);
+    expect(file.version).toBe(3);
     expect(calibrationProblem(file)).toBeNull();
     const fit = file.fit;
+    // The collector fitted apart (per wake-up, per line, awake time), every value physical.
+    const collector = fit.cpu!.collector!;
+    for (const c of [collector.wakeupUs, collector.lineUs]) {
+      expect(c.low).toBeGreaterThanOrEqual(0);
+      expect(c.low).toBeLessThanOrEqual(c.estimate);
+      expect(c.high).toBeGreaterThanOrEqual(c.estimate);
+    }
+    expect(collector.awakeUs).toBeGreaterThanOrEqual(0);
+    expect(collector.linesPerSec.high).toBeGreaterThan(collector.linesPerSec.low);
     for (const c of [fit.lineCostUs, fit.statementCostUs, fit.transactionCostUs])
       if (c) {
         expect(c.estimate).toBeGreaterThanOrEqual(0);

@@ -50,6 +50,17 @@ export function procStat(pid: number | "self", proc = "/proc"): ProcStat | null 
   };
 }
 
+/**
+ * Times the process gave up its core of its own accord (/proc/PID/status'
+ * voluntary_ctxt_switches): for the logging collector, which sleeps on its pipe between reads,
+ * each is one wake-up. Null when the process is gone or not visible.
+ */
+export function voluntarySwitches(pid: number, proc = "/proc"): number | null {
+  const text = read(`${proc}/${pid}/status`);
+  const m = text && /^voluntary_ctxt_switches:\s*(\d+)/m.exec(text);
+  return m ? Number(m[1]) : null;
+}
+
 /** The process's command line with NULs between arguments; "" when unreadable. */
 export function commandLine(pid: number, proc = "/proc"): string {
   return read(`${proc}/${pid}/cmdline`) ?? "";

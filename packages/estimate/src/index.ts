@@ -11,6 +11,11 @@ export {
   sampledStatement,
 } from "./advise.ts";
 export { calibrationQuality, overheadBasis } from "./calibration-note.ts";
+export {
+  type CollectorCost,
+  collectorUsPerTransaction,
+  wakeupsPerLine,
+} from "./collector-cost.ts";
 export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
 export {
   type ArchiveCost,
@@ -59,6 +64,7 @@ export {
   TICKS_PER_SEC,
   unixPeerPids,
   uptimeSec,
+  voluntarySwitches,
 } from "./host-cpu.ts";
 export { auditCsv, type EstimateOptions, estimate, meanDigits } from "./model.ts";
 export { modelledMisses } from "./modelled-misses.ts";
@@ -72,11 +78,13 @@ export {
   type CostFeatures,
   type CpuCostModel,
   calibratedOverhead,
+  collectorRate,
   costFeature,
   HOOK_COST_US,
   type IntervalLevel,
   LINE_COST_US,
   type OverheadCalibration,
+  predictAddedSplit,
   predictAddedUs,
   SAME_DISK_FACTOR,
   stateScale,

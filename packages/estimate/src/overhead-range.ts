@@ -6,6 +6,7 @@
  */
 
 import { calibrationQuality } from "./calibration-note.ts";
+import { wakeupsPerLine } from "./collector-cost.ts";
 import {
   type CalibratedCost,
   COLLECTOR_BOUND_WRITES,
@@ -13,7 +14,7 @@ import {
   HOOK_COST_US,
   LINE_COST_US,
   type OverheadCalibration,
-  predictAddedUs,
+  predictAddedSplit,
   SAME_DISK_FACTOR,
   t95,
   UNCALIBRATED_NOTE,
@@ -54,20 +55,23 @@ function calibratedAdded(
   lines: number,
   statements: number,
   logElsewhere: boolean,
+  linesPerSec: number,
 ): { added: Interval; offPath: number } {
   if (cal.cpu) {
-    const p = predictAddedUs(
+    // The collector prices a line at the rate this workload sends them at (collector-cost.ts).
+    const { added: p, collectorShare } = predictAddedSplit(
       { ...cal, cpu: cal.cpu },
       {
         linesPerTransaction: lines,
         auditedStatementsPerTransaction: statements,
         logElsewhere,
         baselineUsPerTransaction: 1,
+        linesPerSec,
       },
     );
     return {
       added: { low: Math.max(0, p.low), estimate: Math.max(0, p.estimate), high: Math.max(0, p.high) },
-      offPath: Math.min(1, Math.max(0, cal.cpu.loggerShare)),
+      offPath: collectorShare,
     };
   }
   // Wall time from TPS (older files, or a server bench could not see): the costs' ranges, widened by the residual.
@@ -89,85 +93,124 @@ function calibratedAdded(
   };
 }
 
-/** The overhead of one configuration on the workload. */
-export function overheadRange(input: OverheadInput): Overhead {
-  const w = input.workload;
-  const tps = w.transactionsPerSec;
-  const statementsPerSec = w.statements.reduce((sum, s) => sum + s.callsPerSec, 0);
-  const clients = w.clients ?? 0;
-  if (tps <= 0 || statementsPerSec <= 0 || input.linesPerSec <= 0) {
-    return {
-      throughput: ZERO,
-      addedCpuUs: ZERO,
-      cpuBound: ZERO,
-      latencyMs: ZERO,
-      latencyShare: tps > 0 && clients > 0 ? ZERO : null,
-      regime: {
-        kind: "none",
-        reason:
-          tps <= 0 || statementsPerSec <= 0
-            ? "no transactions in the workload: nothing to slow down"
-            : "this configuration writes nothing on this workload: it adds nothing",
-        transactionCpuUs: 0,
-        transactionCpuSource: "floor",
-      },
-      linesPerSec: input.linesPerSec,
-      collectorBound: false,
-      confidence: "high",
-      assumptions: [
+/** What a configuration that writes nothing (or a workload without transactions) costs: 0, not a range. */
+function nothingAdded(
+  input: OverheadInput,
+  tps: number,
+  statementsPerSec: number,
+  clients: number,
+): Overhead {
+  return {
+    throughput: ZERO,
+    addedCpuUs: ZERO,
+    cpuBound: ZERO,
+    latencyMs: ZERO,
+    latencyShare: tps > 0 && clients > 0 ? ZERO : null,
+    regime: {
+      kind: "none",
+      reason:
         tps <= 0 || statementsPerSec <= 0
           ? "no transactions in the workload: nothing to slow down"
-          : "writes nothing on this workload: no log line, so no cost (pgaudit's hooks, once it is loaded, are the server's already)",
-      ],
-    };
-  }
-  const assumptions: string[] = [];
-  const linesPerTxn = input.linesPerSec / tps;
-  const stmtsPerTxn = statementsPerSec / tps;
-  const audited = input.auditing ? stmtsPerTxn : 0;
-  const cal = input.calibration;
-  let added: Interval;
-  let offPath = 0;
-  let cpuFloor: number;
-  let floorSays: string;
-  if (cal) {
-    ({ added, offPath } = calibratedAdded(cal, linesPerTxn, audited, !input.logOnDataDisk));
-    assumptions.push(calibrationQuality(cal));
-    const line = !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs;
+          : "this configuration writes nothing on this workload: it adds nothing",
+      transactionCpuUs: 0,
+      transactionCpuSource: "floor",
+    },
+    linesPerSec: input.linesPerSec,
+    collectorBound: false,
+    confidence: "high",
+    assumptions: [
+      tps <= 0 || statementsPerSec <= 0
+        ? "no transactions in the workload: nothing to slow down"
+        : "writes nothing on this workload: no log line, so no cost (pgaudit's hooks, once it is loaded, are the server's already)",
+    ],
+  };
+}
+
+/** The added CPU per transaction, the collector's share, and the CPU-bound floor with what it rests on. */
+interface Costs {
+  added: Interval;
+  offPath: number;
+  cpuFloor: number;
+  floorSays: string;
+}
+
+/** A calibration's costs for this workload (collector priced at its line rate), with the assumptions they rest on. */
+function calibratedCosts(
+  cal: OverheadCalibration,
+  input: OverheadInput,
+  perTxn: { lines: number; statements: number; audited: number },
+  assumptions: string[],
+): Costs {
+  const { lines: linesPerTxn, statements: stmtsPerTxn, audited } = perTxn;
+  const { added, offPath } = calibratedAdded(
+    cal,
+    linesPerTxn,
+    audited,
+    !input.logOnDataDisk,
+    input.linesPerSec,
+  );
+  assumptions.push(calibrationQuality(cal));
+  const line = !input.logOnDataDisk && cal.lineCostElsewhereUs ? cal.lineCostElsewhereUs : cal.lineCostUs;
+  assumptions.push(
+    `${linesPerTxn.toFixed(2)} log lines and ${audited.toFixed(2)} audited statements per transaction; measured ${cost(line)} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs` : ""}${cal.cpu ? `; ${(offPath * 100).toFixed(0)}% of it in the logging collector, beside the transactions` : ""}`,
+  );
+  const collector = cal.cpu?.collector;
+  if (collector) {
+    const u = wakeupsPerLine(input.linesPerSec, collector.awakeUs);
     assumptions.push(
-      `${linesPerTxn.toFixed(2)} log lines and ${audited.toFixed(2)} audited statements per transaction; measured ${cost(line)} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs` : ""}${cal.cpu ? `; ${(offPath * 100).toFixed(0)}% of it in the logging collector, beside the transactions` : ""}`,
+      `the logging collector: ${cost(collector.wakeupUs)} of CPU per wake-up and ${cost(collector.lineUs)} per line, awake ${collector.awakeUs.toFixed(0)} µs per wake-up; at this workload's ${Math.round(input.linesPerSec)} lines/s, ${u.toFixed(2)} wake-ups per line: ${(collector.lineUs.estimate + u * collector.wakeupUs.estimate).toFixed(1)} µs per line`,
     );
-    const perStatement = cal.cpu?.baselineServerUsPerStatement.low;
-    cpuFloor = perStatement ? stmtsPerTxn * perStatement : stmtsPerTxn * (w.meanStatementMs ?? 0.1) * 1000;
-    floorSays = perStatement
+  }
+  const perStatement = cal.cpu?.baselineServerUsPerStatement.low;
+  const w = input.workload;
+  return {
+    added,
+    offPath,
+    cpuFloor: perStatement ? stmtsPerTxn * perStatement : stmtsPerTxn * (w.meanStatementMs ?? 0.1) * 1000,
+    floorSays: perStatement
       ? `its ${stmtsPerTxn.toFixed(1)} statements at the calibration's cheapest ${perStatement.toFixed(1)} µs each (a floor: heavier statements make the share smaller)`
-      : `its ${stmtsPerTxn.toFixed(1)} statements' server time`;
-  } else {
-    const c = Math.max(1, clients);
-    const highLine =
-      LINE_COST_US.highOneClient +
-      ((LINE_COST_US.highAt56 - LINE_COST_US.highOneClient) * Math.min(c - 1, 55)) / 55;
-    const hook = input.auditing ? HOOK_COST_US : { low: 0, high: 0 };
-    const low = linesPerTxn * LINE_COST_US.low + stmtsPerTxn * hook.low;
-    const high = linesPerTxn * highLine + stmtsPerTxn * hook.high;
-    added = { low, estimate: Math.sqrt(low * high), high };
-    assumptions.push(UNCALIBRATED_NOTE);
-    assumptions.push(
-      `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} statements per transaction; ${LINE_COST_US.low}–${highLine.toFixed(1)} µs per line (digoal, 2018, at 56 clients: 23 µs), ${hook.low}–${hook.high} µs of pgaudit hooks per statement`,
-    );
-    const ms = w.meanStatementMs ?? 0.1;
-    cpuFloor = stmtsPerTxn * ms * 1000;
-    floorSays = `its ${stmtsPerTxn.toFixed(1)} statements' server time (${ms.toFixed(3)} ms each, pg_stat_statements)`;
-  }
-  const answer = answerFor({
-    addedUs: added,
-    offPathShare: offPath,
-    transactionsPerSec: tps,
-    clients,
-    load: w.load,
-    cpuFloorUs: cpuFloor,
-  });
-  let throughput = answer.throughput;
+      : `its ${stmtsPerTxn.toFixed(1)} statements' server time`,
+  };
+}
+
+/** The public measurements' costs (no calibration), with the assumptions they rest on. */
+function uncalibratedCosts(
+  input: OverheadInput,
+  perTxn: { lines: number; statements: number; hooks: boolean },
+  assumptions: string[],
+): Costs {
+  const { lines: linesPerTxn, statements: stmtsPerTxn } = perTxn;
+  const w = input.workload;
+  const c = Math.max(1, w.clients ?? 0);
+  const highLine =
+    LINE_COST_US.highOneClient +
+    ((LINE_COST_US.highAt56 - LINE_COST_US.highOneClient) * Math.min(c - 1, 55)) / 55;
+  const hook = perTxn.hooks ? HOOK_COST_US : { low: 0, high: 0 };
+  const low = linesPerTxn * LINE_COST_US.low + stmtsPerTxn * hook.low;
+  const high = linesPerTxn * highLine + stmtsPerTxn * hook.high;
+  assumptions.push(UNCALIBRATED_NOTE);
+  assumptions.push(
+    `${linesPerTxn.toFixed(2)} log lines and ${stmtsPerTxn.toFixed(2)} statements per transaction; ${LINE_COST_US.low}–${highLine.toFixed(1)} µs per line (digoal, 2018, at 56 clients: 23 µs), ${hook.low}–${hook.high} µs of pgaudit hooks per statement`,
+  );
+  const ms = w.meanStatementMs ?? 0.1;
+  return {
+    added: { low, estimate: Math.sqrt(low * high), high },
+    offPath: 0,
+    cpuFloor: stmtsPerTxn * ms * 1000,
+    floorSays: `its ${stmtsPerTxn.toFixed(1)} statements' server time (${ms.toFixed(3)} ms each, pg_stat_statements)`,
+  };
+}
+
+/**
+ * The throughput range past the collector-bound onset (digoal's losses bound it), and, uncalibrated
+ * with logs on the data disk, Gold Lapel's factor on its high end.
+ */
+function boundedThroughput(
+  answer: Interval,
+  input: OverheadInput,
+  assumptions: string[],
+): { throughput: Interval; collectorBound: boolean } {
+  let throughput = answer;
   const writes = input.linesPerSec * Math.max(1, Math.ceil(input.bytesPerLine / PIPE_PAYLOAD));
   const collectorBound = writes >= COLLECTOR_BOUND_WRITES.onset;
   if (collectorBound) {
@@ -183,12 +226,52 @@ export function overheadRange(input: OverheadInput): Overhead {
       `${Math.round(writes)} pipe writes/s: in the range where digoal (2018) saw the logging collector's pipe become the bottleneck (−8% to −70% at 56 clients)`,
     );
   }
-  if (!cal && input.logOnDataDisk) {
+  if (!input.calibration && input.logOnDataDisk) {
     throughput = { ...throughput, high: Math.min(0.95, throughput.high * SAME_DISK_FACTOR) };
     assumptions.push(
       "logs on the data disk: high bound x1.87 (Gold Lapel's pgAudit benchmarks: a separate log volume halved session-ALL overhead)",
     );
   }
+  return { throughput, collectorBound };
+}
+
+/** The overhead of one configuration on the workload. */
+export function overheadRange(input: OverheadInput): Overhead {
+  const w = input.workload;
+  const tps = w.transactionsPerSec;
+  const statementsPerSec = w.statements.reduce((sum, s) => sum + s.callsPerSec, 0);
+  const clients = w.clients ?? 0;
+  if (tps <= 0 || statementsPerSec <= 0 || input.linesPerSec <= 0)
+    return nothingAdded(input, tps, statementsPerSec, clients);
+  const assumptions: string[] = [];
+  const linesPerTxn = input.linesPerSec / tps;
+  const stmtsPerTxn = statementsPerSec / tps;
+  // pgaudit's hooks run on every statement once it is loaded: a server that loads it already pays
+  // for them in the CPU the sample measured, so they are not added again (the calibration's
+  // cost per statement is against a server without pgaudit).
+  const hooksAlready = w.pgauditLoaded === true;
+  const audited = input.auditing && !hooksAlready ? stmtsPerTxn : 0;
+  const cal = input.calibration;
+  const { added, offPath, cpuFloor, floorSays } = cal
+    ? calibratedCosts(cal, input, { lines: linesPerTxn, statements: stmtsPerTxn, audited }, assumptions)
+    : uncalibratedCosts(
+        input,
+        { lines: linesPerTxn, statements: stmtsPerTxn, hooks: input.auditing && !hooksAlready },
+        assumptions,
+      );
+  if (input.auditing && hooksAlready)
+    assumptions.push(
+      "pgaudit is loaded on this server already: its hooks' cost per statement is in the CPU sampled, not added again",
+    );
+  const answer = answerFor({
+    addedUs: added,
+    offPathShare: offPath,
+    transactionsPerSec: tps,
+    clients,
+    load: w.load,
+    cpuFloorUs: cpuFloor,
+  });
+  const { throughput, collectorBound } = boundedThroughput(answer.throughput, input, assumptions);
   const source = answer.cpuMeasured
     ? "measured"
     : w.load?.busy != null && w.load.cores != null

@@ -43,6 +43,8 @@ export const COLLECTOR_LOSS: { low: number; high: number } = { low: 0.08, high: 
  */
 export const SAME_DISK_FACTOR = 1.87;
 
+import { type CollectorCost, collectorUsPerTransaction } from "./collector-cost.ts";
+
 /** A cost fitted by `auditpipe bench`: at the cells' medians, and at their interval ends. */
 export interface CalibratedCost {
   estimate: number;
@@ -89,8 +91,17 @@ export interface CpuCostModel {
   covariance: number[][];
   /** Runs per configuration behind each point: the size of measurement the interval is for. */
   runs: number;
-  /** The logging collector's share of the added server time (off the backends' path). */
+  /**
+   * The logging collector's share of the added server time (off the backends' path), over the
+   * calibration's runs. With `collector`, the share is computed per prediction instead.
+   */
   loggerShare: number;
+  /**
+   * Version 3: the logging collector's CPU apart, per wake-up and per line (collector-cost.ts);
+   * the columns' coefficients are then the backends' alone. Absent (older files): one cost per
+   * line for both, the collector's share `loggerShare`.
+   */
+  collector?: CollectorCost;
   /** Server CPU µs per statement of the calibration's baseline workload. */
   baselineServerUsPerStatement: CalibratedCost;
   /** The machine's state the coefficients are at (baseline µs per statement); absent in older files. */
@@ -219,6 +230,12 @@ export interface CalibratedInput {
   targetUsPerStatement?: number;
   /** The intervals' coverage; default 0.95. */
   level?: IntervalLevel;
+  /**
+   * Log lines per second the collector receives at the load predicted for (the sampled
+   * workload's): what a line costs it (collector-cost.ts). Absent: the calibration's own rates'
+   * middle (its geometric mean).
+   */
+  linesPerSec?: number;
 }
 
 interface Range {
@@ -249,9 +266,27 @@ const MEDIAN_EFFICIENCY = Math.PI / 2;
 export function predictAddedUs(
   c: OverheadCalibration & { cpu: CpuCostModel },
   input: CalibratedInput,
-  options: { perTransaction?: boolean } = {},
+  options: { perTransaction?: boolean; collector?: boolean } = {},
 ): Range {
-  const { columns, coefficients, covariance, runs } = c.cpu;
+  return predictAddedSplit(c, input, options).added;
+}
+
+/** The collector's line rate a prediction prices at: the input's, else the calibration's middle. */
+export function collectorRate(collector: CollectorCost, input: { linesPerSec?: number }): number {
+  return input.linesPerSec ?? Math.sqrt(collector.linesPerSec.low * collector.linesPerSec.high);
+}
+
+/**
+ * predictAddedUs, and the logging collector's share of the estimate (off the backends' path):
+ * computed at the input's line rate with a version-3 calibration, the calibration's
+ * `loggerShare` otherwise.
+ */
+export function predictAddedSplit(
+  c: OverheadCalibration & { cpu: CpuCostModel },
+  input: CalibratedInput,
+  options: { perTransaction?: boolean; collector?: boolean } = {},
+): { added: Range; collectorShare: number } {
+  const { columns, coefficients, covariance, runs, collector } = c.cpu;
   // A calibration that measured one placement only uses its cost for both.
   const logElsewhere = columns.includes("lines")
     ? input.logElsewhere && columns.includes("linesElsewhere")
@@ -263,14 +298,35 @@ export function predictAddedUs(
       : costFeature(name as CostColumn, features),
   );
   const k = stateScale(c, input);
-  const estimate = k * x.reduce((sum, v, i) => sum + v * coefficients[i]!, 0);
+  const backends = x.reduce((sum, v, i) => sum + v * coefficients[i]!, 0);
   let variance = 0;
   for (let i = 0; i < x.length; i++)
     for (let j = 0; j < x.length; j++) variance += x[i]! * x[j]! * covariance[i]![j]!;
   const sigma = c.residualStdErrUs ?? 0;
   variance += (MEDIAN_EFFICIENCY * sigma * sigma) / Math.max(1, runs);
+  let logger = 0;
+  if (collector && options.collector !== false) {
+    const p = collectorUsPerTransaction(
+      collector,
+      input.linesPerTransaction,
+      collectorRate(collector, input),
+    );
+    logger = p.estimate;
+    variance +=
+      p.variance +
+      (MEDIAN_EFFICIENCY * collector.residualStdErrUs ** 2 * (input.linesPerTransaction > 0 ? 1 : 0)) /
+        Math.max(1, runs);
+  }
+  const estimate = k * (backends + logger);
   const half = k * tQuantile(input.level ?? 0.95, c.degreesOfFreedom) * Math.sqrt(Math.max(0, variance));
-  return { low: estimate - half, estimate, high: estimate + half };
+  const collectorShare = collector
+    ? options.collector === false
+      ? 0
+      : backends + logger > 0
+        ? logger / (backends + logger)
+        : 0
+    : Math.min(1, Math.max(0, c.cpu.loggerShare));
+  return { added: { low: estimate - half, estimate, high: estimate + half }, collectorShare };
 }
 
 /**
@@ -298,14 +354,18 @@ function cpuCalibratedOverhead(
   c: OverheadCalibration & { cpu: CpuCostModel },
   input: CalibratedInput,
 ): CalibratedOverhead {
-  const added = predictAddedUs(c, input);
-  // With idle cores there is no contention for the collector's wake-ups to cause.
-  const onPathAdded = predictAddedUs(c, input, { perTransaction: false });
+  const { added, collectorShare } = predictAddedSplit(c, input);
+  // With idle cores there is no contention for the collector's wake-ups to cause, and the
+  // collector runs on a core of its own: only the backends' part is on the path.
+  const onPathAdded = predictAddedUs(c, input, {
+    perTransaction: false,
+    ...(c.cpu.collector ? { collector: false } : {}),
+  });
   const cpu0 =
     input.baselineCpuUsPerTransaction ??
     (input.statementsPerTransaction ?? input.auditedStatementsPerTransaction) *
       c.cpu.baselineServerUsPerStatement.low;
-  const onPath = 1 - Math.min(1, Math.max(0, c.cpu.loggerShare));
+  const onPath = c.cpu.collector ? 1 : 1 - collectorShare;
   const t0 = input.baselineUsPerTransaction;
   const cpuBound = {
     low: fraction(cpu0, added.low),

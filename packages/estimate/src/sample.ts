@@ -417,6 +417,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       sessionsPerSec: rates.sessionsPerSec,
       ...(rates.clients > 0 ? { clients: rates.clients } : {}),
       ...(rates.meanStatementMs === undefined ? {} : { meanStatementMs: rates.meanStatementMs }),
+      pgauditLoaded: Object.keys(setup.settings).some((name) => name.startsWith("pgaudit.")),
       load,
       log,
       notes,

@@ -151,6 +151,12 @@ export interface Workload {
   clients?: number;
   /** Mean server time per statement in ms (pg_stat_statements), for the overhead model. */
   meanStatementMs?: number;
+  /**
+   * Whether the server already loads pgaudit (its pgaudit.* settings are defined: pgaudit loads
+   * only through shared_preload_libraries). Its hooks then run on every statement already, so
+   * their cost per statement is in the sampled CPU and is not added again. Absent: not loaded.
+   */
+  pgauditLoaded?: boolean;
   log: LogContext;
   /**
    * Where the statements run inside others come from: `counted` (pg_stat_statements tracked

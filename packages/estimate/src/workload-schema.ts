@@ -163,6 +163,12 @@ export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   sessionsPerSec: z.number().nonnegative().optional(),
   clients: z.number().int().nonnegative().optional(),
   meanStatementMs: z.number().nonnegative().optional(),
+  pgauditLoaded: z
+    .boolean()
+    .optional()
+    .describe(
+      "Whether the server already loads pgaudit (shared_preload_libraries): its hooks' cost per statement is then in its CPU already.",
+    ),
   log: logContext.default(() => ({ ...DEFAULT_LOG_CONTEXT })),
   nestedStatements: z.enum(["counted", "modelled"]).optional(),
   load: serverLoadSchema.optional(),

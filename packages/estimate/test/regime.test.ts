@@ -3,6 +3,7 @@ import {
   closedLoop,
   fitLoop,
   lossAt,
+  type OverheadCalibration,
   overheadRange,
   percent,
   type ServerLoad,
@@ -190,5 +191,73 @@ describe("a configuration's overhead", () => {
     expect(percent(-0.00001)).toBe("0.0%");
     expect(percent(-0)).toBe("0.0%");
     expect(percent(0.1234)).toBe("12.3%");
+  });
+
+  /** A CPU calibration of 2 µs per line and 4.5 µs per statement in pgaudit's hooks, exactly (no noise). */
+  const CAL: OverheadCalibration = {
+    host: "test",
+    createdAt: "2026-11-28T00:00:00Z",
+    lineCostUs: { estimate: 2, low: 2, high: 2 },
+    lineCostElsewhereUs: null,
+    statementCostUs: { estimate: 4.5, low: 4.5, high: 4.5 },
+    residualStdErrUs: 0,
+    degreesOfFreedom: 10,
+    cpu: {
+      columns: ["lines", "statements"],
+      coefficients: [2, 4.5],
+      covariance: [
+        [0, 0],
+        [0, 0],
+      ],
+      runs: 3,
+      loggerShare: 0,
+      baselineServerUsPerStatement: { estimate: 50, low: 50, high: 50 },
+    },
+  };
+  const writing = (workload: Workload, linesPerSec: number, calibration = CAL) =>
+    overheadRange({
+      workload,
+      entriesPerSec: linesPerSec,
+      linesPerSec,
+      bytesPerLine: 300,
+      auditing: true,
+      logOnDataDisk: true,
+      calibration,
+    });
+
+  it("adds pgaudit's hooks per statement only where the server does not load pgaudit already", () => {
+    // 1 statement and 1 line per transaction: 2 µs for the line, 4.5 for the hooks.
+    expect(writing(WORKLOAD, 1000).addedCpuUs.estimate).toBeCloseTo(6.5, 9);
+    const loaded = writing({ ...WORKLOAD, pgauditLoaded: true }, 1000);
+    expect(loaded.addedCpuUs.estimate).toBeCloseTo(2, 9);
+    expect(loaded.assumptions.join("\n")).toContain("pgaudit is loaded on this server already");
+  });
+
+  it("prices the collector's lines at the workload's line rate (a version-3 calibration)", () => {
+    const cal: OverheadCalibration = {
+      ...CAL,
+      cpu: {
+        ...CAL.cpu!,
+        collector: {
+          wakeupUs: { estimate: 20, low: 20, high: 20 },
+          lineUs: { estimate: 3, low: 3, high: 3 },
+          awakeUs: 100,
+          covariance: [
+            [0, 0],
+            [0, 0],
+          ],
+          residualStdErrUs: 0,
+          degreesOfFreedom: 5,
+          linesPerSec: { low: 1000, high: 10000 },
+        },
+      },
+    };
+    const w = { ...WORKLOAD, pgauditLoaded: true };
+    // 1 line per transaction: backends 2 µs; the collector 3 + 20 / (1 + λ · 100 µs).
+    const slow = writing(w, 1000, cal);
+    expect(slow.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 20 / 1.1, 9);
+    const fast = writing({ ...w, transactionsPerSec: 10000 }, 10000, cal);
+    expect(fast.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 20 / 2, 9);
+    expect(fast.assumptions.join("\n")).toMatch(/10000 lines\/s, 0\.50 wake-ups per line/);
   });
 });

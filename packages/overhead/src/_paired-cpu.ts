@@ -22,12 +22,23 @@ export function cpuPerTransaction(run: RunResult): PerTransaction | null {
   return { server: us(run.cpu.serverSec), logger: us(run.cpu.loggerSec), client: us(run.cpu.clientSec) };
 }
 
+/** The logging collector's wake-ups per transaction of one run; null where not measured (older reports). */
+function wakeupsPerTransaction(run: RunResult | undefined): number | null {
+  return run?.cpu?.loggerWakeups !== undefined && run.transactions > 0
+    ? run.cpu.loggerWakeups / run.transactions
+    : null;
+}
+
 export interface PairedRun {
   round: number;
   /** Server CPU µs per transaction the configuration added over the baseline at that moment. */
   addedServerUs: number;
   /** The logging collector's part of it. */
   addedLoggerUs: number;
+  /** The collector's wake-ups per transaction over the baseline's; null where not measured. */
+  addedLoggerWakeups: number | null;
+  /** The run's TPS (with its lines per transaction, the rate the collector received lines at). */
+  tps: number;
   /** The baseline's server CPU µs per transaction. */
   baselineServerUs: number;
   /** The baseline's server + pgbench CPU µs per transaction. */
@@ -58,6 +69,18 @@ function baselineAt(baseline: readonly RunResult[], run: RunResult): PerTransact
   return a ?? z ?? null;
 }
 
+/** The baseline's collector wake-ups per transaction nearest a run in the plan (its own lines are few: checkpoints, autovacuum). */
+function nearestWakeups(baseline: readonly RunResult[], run: RunResult): number | null {
+  let best: RunResult | undefined;
+  for (const b of baseline)
+    if (
+      wakeupsPerTransaction(b) !== null &&
+      (!best || Math.abs(b.index - run.index) < Math.abs(best.index - run.index))
+    )
+      best = b;
+  return wakeupsPerTransaction(best);
+}
+
 /**
  * One pair per run of the configuration that has CPU times, against the baseline at the same
  * moment (the load of other work drifts over seconds: see baselineAt). pgbench's own time is in
@@ -73,10 +96,15 @@ export function pairRuns(baseline: readonly RunResult[], mine: readonly RunResul
     if (!c || !b) continue;
     const added = c.server - b.server;
     const total = b.server + b.client;
+    const mineWakeups = wakeupsPerTransaction(run);
+    const baseWakeups = nearestWakeups(measured, run);
     out.push({
       round: run.round,
       addedServerUs: added,
       addedLoggerUs: c.logger - b.logger,
+      addedLoggerWakeups:
+        mineWakeups !== null && baseWakeups !== null ? Math.max(0, mineWakeups - baseWakeups) : null,
+      tps: run.tps,
       baselineServerUs: b.server,
       baselineTotalUs: total,
       overhead: total + added > 0 ? added / (total + added) : 0,
@@ -128,6 +156,9 @@ export function cpuPointFields(
   addedLoggerUs: number;
   baselineServerUs: { median: number; low: number; high: number };
   baselineSamples: number[];
+  loggerSamples: number[];
+  wakeupSamples?: number[];
+  tpsSamples: number[];
 } | null {
   const pairs = pairRuns(baseline, mine);
   if (pairs.length === 0 || pairs.length < mine.length) return null;
@@ -138,6 +169,11 @@ export function cpuPointFields(
     addedUs: bootstrapMedian(samples, options),
     addedLoggerUs: median(pairs.map((p) => p.addedLoggerUs)),
     baselineSamples: pairs.map((p) => p.baselineServerUs),
+    loggerSamples: pairs.map((p) => p.addedLoggerUs),
+    tpsSamples: pairs.map((p) => p.tps),
+    ...(pairs.every((p) => p.addedLoggerWakeups !== null)
+      ? { wakeupSamples: pairs.map((p) => p.addedLoggerWakeups!) }
+      : {}),
     baselineServerUs: bootstrapMedian(
       baseServer.map((p) => p.server),
       options,

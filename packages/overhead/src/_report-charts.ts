@@ -43,8 +43,13 @@ function chartOptions(xTitle: string, yTitle: string): Record<string, unknown> {
   };
 }
 
-/** The cells in the report's order of configurations, variants, then workloads (the order the user asked for). */
+/**
+ * The cells in the report's order of configurations, variants, then workloads (the order the user
+ * asked for). A workload at other clients than the bench's (`--quick`'s `tpcb@8`, a second line
+ * rate for the calibration) is not charted: it is in the table and the calibration.
+ */
 function orderedCells(report: BenchReport): CellSummary[] {
+  const rateOnly = new Set(report.workloads.filter((w) => w.clients !== undefined).map((w) => w.name));
   const configOrder = report.configurations.map((c) => c.name);
   const variantOrder = report.variants.map((v) => v.name);
   const workloadOrder = report.workloads.map((w) => w.name);
@@ -52,7 +57,7 @@ function orderedCells(report: BenchReport): CellSummary[] {
     const i = list.indexOf(name);
     return i < 0 ? list.length : i;
   };
-  return [...report.cells].sort(
+  return [...report.cells.filter((c) => !rateOnly.has(c.workload))].sort(
     (a, b) =>
       rank(configOrder, a.configuration) - rank(configOrder, b.configuration) ||
       rank(variantOrder, a.variant) - rank(variantOrder, b.variant) ||

@@ -16,11 +16,14 @@
 import {
   type CalibratedInput,
   type CalibratedOverhead,
+  type CollectorCost,
   type CostColumn,
   calibratedOverhead,
+  collectorUsPerTransaction,
   costFeature,
   t95,
 } from "@auditpipe/estimate";
+import { type CollectorRun, fitCollector } from "./collector-fit.ts";
 import { seededRng } from "./rng.ts";
 import { DEFAULT_SEED, median } from "./stats.ts";
 import type { CalibrationCoefficient, CalibrationFit, CalibrationPoint, CpuCalibration } from "./types.ts";
@@ -137,7 +140,7 @@ function ols(rows: readonly Row[], keep: readonly number[]): { beta: number[]; s
  * one is noise, and a negative cost per transaction or per statement would make a configuration
  * that logs more look cheaper.
  */
-function nonNegativeFit(rows: readonly Row[], columns: readonly Column[]): number[] | null {
+function nonNegativeFit(rows: readonly Row[], columns: readonly string[]): number[] | null {
   const p = columns.length;
   let best: { beta: number[]; ssr: number } | null = null;
   for (let mask = 1; mask < 1 << p; mask++) {
@@ -159,7 +162,7 @@ function nonNegativeFit(rows: readonly Row[], columns: readonly Column[]): numbe
 /** The covariance of the non-negative fit's coefficients over resamples of the runs within each point. */
 function constrainedCovariance(
   data: readonly Row[],
-  columns: readonly Column[],
+  columns: readonly string[],
   points: number,
   seed: number,
 ): number[][] {
@@ -200,6 +203,41 @@ function runScales(points: readonly CalibrationPoint[]): {
 }
 
 /**
+ * The collector's costs (collector-fit.ts) when every point has its runs' collector CPU and line
+ * rates (bench from version 3 on); null otherwise (the columns then price both, as before).
+ */
+function collectorFitOf(
+  points: readonly CalibrationPoint[],
+  scale: (p: CalibrationPoint, i: number) => number,
+  seed: number,
+): CollectorCost | null {
+  if (!points.every((p) => p.loggerSamples && p.linesPerSecSamples)) return null;
+  const runs: CollectorRun[] = points.flatMap((p, pi) =>
+    p.loggerSamples!.map((y, i) => ({
+      lines: p.linesPerTransaction,
+      linesPerSec: p.linesPerSecSamples![i]!,
+      collectorUs: y * scale(p, i),
+      ...(p.wakeupSamples ? { wakeups: p.wakeupSamples[i]! } : {}),
+      point: pi,
+    })),
+  );
+  return fitCollectorCost(runs, points.length, seed);
+}
+
+/** The collector's costs from its runs (collector-fit.ts), with this file's constrained fit. */
+export function fitCollectorCost(
+  runs: readonly CollectorRun[],
+  points: number,
+  seed: number = DEFAULT_SEED,
+): CollectorCost | null {
+  return fitCollector(runs, points, {
+    nonNegative: nonNegativeFit,
+    covariance: (rows, columns, n) => constrainedCovariance(rows, columns, n, seed),
+    invert,
+  });
+}
+
+/**
  * The constrained fit over every run of every point. Each run's added time is first put at the
  * calibration's reference state of the machine: multiplied by (reference baseline µs per
  * statement) / (the baseline's µs per statement around that run), so a busy minute that makes
@@ -212,9 +250,17 @@ function fitRounds(
   seed: number,
 ): CalibrationFit | null {
   const { reference, scale } = runScales(points);
+  const collector = collectorFitOf(points, scale, seed);
+  // With the collector fitted apart, the columns price the backends' part alone.
+  const backendsOf = (p: CalibrationPoint, i: number, y: number): number =>
+    collector ? y - p.loggerSamples![i]! : y;
   const rowsFor = (cols: Column[]): Row[] =>
     points.flatMap((p, pi) =>
-      p.samples!.map((y, i) => ({ x: cols.map((c) => featureOf(p, c)), y: y * scale(p, i), point: pi })),
+      p.samples!.map((y, i) => ({
+        x: cols.map((c) => featureOf(p, c)),
+        y: backendsOf(p, i, y) * scale(p, i),
+        point: pi,
+      })),
     );
   // What the points cannot tell apart goes: the per-transaction cost first, then the statements'.
   let columns = initial;
@@ -250,13 +296,21 @@ function fitRounds(
     return { estimate: beta[i]!, low: Math.max(0, beta[i]! - half), high: beta[i]! + half };
   };
   const medians = points.map((pt) => median(pt.samples!.map((y, i) => y * scale(pt, i))));
-  const predicted = points.map((pt) => columns.reduce((s, c, i) => s + featureOf(pt, c) * beta[i]!, 0));
+  const predicted = points.map(
+    (pt) =>
+      columns.reduce((s, c, i) => s + featureOf(pt, c) * beta[i]!, 0) +
+      (collector
+        ? collectorUsPerTransaction(collector, pt.linesPerTransaction, median(pt.linesPerSecSamples ?? [0]))
+            .estimate
+        : 0),
+  );
   const cpu: CpuCalibration = {
     columns,
     coefficients: beta,
     covariance,
     runs: Math.min(...points.map((pt) => pt.samples!.length)),
     loggerShare: loggerShare(points),
+    ...(collector ? { collector } : {}),
     baselineServerUsPerStatement: baselinePerStatement(points),
     ...(reference > 0
       ? {

@@ -1,9 +1,11 @@
 export {
   fitCalibration,
+  fitCollectorCost,
   type OverheadPrediction,
   type PredictionInput,
   predictOverhead,
 } from "./calibration.ts";
+export type { CollectorRun } from "./collector-fit.ts";
 export {
   AUDIT_ROLE,
   AUDIT_TABLE,

@@ -27,6 +27,11 @@ export interface PlanOptions {
   warmup?: boolean;
   /** The mitigation variants each configuration runs under (a cell each); none when absent. */
   variants?: (configuration: string) => readonly string[];
+  /**
+   * The configurations a workload runs, where not all of them (bench --quick's `all` at 8
+   * clients, a second line rate, runs with its baseline only).
+   */
+  configurationsOf?: (workload: string) => readonly string[] | undefined;
 }
 
 /**
@@ -65,7 +70,10 @@ const sameCell = (a: Cell | undefined, b: Cell | undefined): boolean =>
  * first two swap.
  */
 export function planRuns(options: PlanOptions): PlannedRun[] {
-  const cells = cellsOf(options.configurations, options.workloads, options.variants);
+  const only = options.configurationsOf;
+  const cells = cellsOf(options.configurations, options.workloads, options.variants).filter(
+    (c) => only?.(c.workload)?.includes(c.configuration) ?? true,
+  );
   const out: PlannedRun[] = [];
   if (cells.length === 0 || options.runs < 1) return out;
   if (options.warmup ?? true) out.push({ ...cells[0]!, index: -1, round: -1, warmup: true });

@@ -85,10 +85,15 @@ export function renderTable(cells: readonly CellSummary[]): string {
 export function renderFit(fit: CalibrationFit): string {
   const c = (x: { estimate: number; low: number; high: number }): string =>
     `${fmt(x.estimate, 2)} µs [${fmt(x.low, 2)} … ${fmt(x.high, 2)}]`;
-  const parts = [`per log line ${c(fit.lineCostUs)}`];
+  const k = fit.cpu?.collector;
+  const parts = [`${k ? "backends: " : ""}per log line ${c(fit.lineCostUs)}`];
   if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
   if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
   if (fit.transactionCostUs) parts.push(`per transaction that logs ${c(fit.transactionCostUs)}`);
+  if (k)
+    parts.push(
+      `the logging collector: ${c(k.wakeupUs)} per wake-up and ${c(k.lineUs)} per line, awake ${fmt(k.awakeUs, 0)} µs per wake-up (at ${fmt(k.linesPerSec.low, 0)}–${fmt(k.linesPerSec.high, 0)} lines/s)`,
+    );
   if (fit.cpu)
     parts.push(
       `${(fit.cpu.loggerShare * 100).toFixed(0)}% of it in the logging collector; baseline ${fmt(fit.cpu.baselineServerUsPerStatement.estimate, 1)} µs per statement`,

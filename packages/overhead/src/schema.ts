@@ -45,6 +45,17 @@ const cpuCalibration = z.object({
   baselineServerUsPerStatement: coefficient,
   referenceUsPerStatement: num.positive().optional(),
   relative: z.object({ coefficients: z.array(num), covariance: z.array(z.array(num)) }).optional(),
+  collector: z
+    .object({
+      wakeupUs: coefficient,
+      lineUs: coefficient,
+      awakeUs: num,
+      covariance: z.tuple([z.tuple([num, num]), z.tuple([num, num])]),
+      residualStdErrUs: num,
+      degreesOfFreedom: z.number().int(),
+      linesPerSec: z.object({ low: num, high: num }),
+    })
+    .optional(),
 });
 
 const fit = z.object({
@@ -82,6 +93,9 @@ const point = z.object({
   baselineServerUs: interval.optional(),
   statementsPerTransaction: num.optional(),
   baselineSamples: z.array(num).optional(),
+  loggerSamples: z.array(num).optional(),
+  linesPerSecSamples: z.array(num).optional(),
+  wakeupSamples: z.array(num).optional(),
 });
 
 const run = z.object({
@@ -104,7 +118,13 @@ const run = z.object({
   }),
   auditTable: z.object({ rows: z.number().int(), bytes: z.number().int() }).nullable(),
   cpu: z
-    .object({ serverSec: num, loggerSec: num, clientSec: num, machineBusySec: num.nullable().optional() })
+    .object({
+      serverSec: num,
+      loggerSec: num,
+      loggerWakeups: num.optional(),
+      clientSec: num,
+      machineBusySec: num.nullable().optional(),
+    })
     .nullable()
     .optional(),
   walBytes: num,
@@ -177,7 +197,14 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
       tables: z.array(z.string()),
     }),
   ),
-  workloads: z.array(z.object({ name: z.string(), description: z.string(), statementsPerTransaction: num })),
+  workloads: z.array(
+    z.object({
+      name: z.string(),
+      description: z.string(),
+      statementsPerTransaction: num,
+      clients: z.number().int().positive().optional(),
+    }),
+  ),
   variants: z
     .array(
       z.object({
@@ -196,12 +223,16 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
   notes: z.array(z.string()),
 });
 
-/** The calibration file versions this code reads: 2 is the constrained fit at a reference state; 1 came before. */
-export const CALIBRATION_VERSIONS: readonly number[] = [1, 2];
+/**
+ * The calibration file versions this code reads: 3 fits the logging collector apart (per wake-up,
+ * per line); 2 is the constrained fit at a reference state; 1 came before. 1 and 2 are read as
+ * they were (one cost per line, the collector's share `loggerShare`) if their values are physical.
+ */
+export const CALIBRATION_VERSIONS: readonly number[] = [1, 2, 3];
 
 export const calibrationSchema: z.ZodType<Calibration> = z.object({
   kind: z.literal("auditpipe-calibration"),
-  version: z.union([z.literal(1), z.literal(2)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(3)]),
   createdAt: z.string(),
   host: z.string(),
   environment,
@@ -255,6 +286,40 @@ export function calibrationProblem(c: Calibration): { path: string; message: str
       return { path: "fit.cpu.loggerShare", message: `is ${cpu.loggerShare}: a share is from 0 to 1` };
     if (!(cpu.baselineServerUsPerStatement.estimate > 0))
       return { path: "fit.cpu.baselineServerUsPerStatement.estimate", message: "must be above 0 µs" };
+    const problem = cpu.collector && collectorProblem(cpu.collector);
+    if (problem) return problem;
   }
+  if (c.version >= 3 && cpu && !cpu.collector && c.points.some((p) => p.loggerSamples))
+    return {
+      path: "fit.cpu.collector",
+      message: "is missing: a version-3 calibration whose runs measured the collector fits its costs apart",
+    };
+  return null;
+}
+
+/** A collector fit's unphysical value (calibrationProblem), with its path; null when physical. */
+function collectorProblem(k: NonNullable<Calibration["fit"]["cpu"]>["collector"] & object): {
+  path: string;
+  message: string;
+} | null {
+  for (const name of ["wakeupUs", "lineUs"] as const) {
+    const cost = k[name];
+    const path = `fit.cpu.collector.${name}`;
+    if (!(cost.estimate >= 0 && Number.isFinite(cost.estimate)))
+      return { path: `${path}.estimate`, message: `is ${cost.estimate}: a cost cannot be negative` };
+    if (cost.low > cost.estimate || cost.high < cost.estimate || cost.low < 0)
+      return {
+        path,
+        message: `its interval [${cost.low}, ${cost.high}] does not hold its estimate ${cost.estimate} or goes below 0`,
+      };
+  }
+  if (!(k.awakeUs >= 0 && Number.isFinite(k.awakeUs)))
+    return { path: "fit.cpu.collector.awakeUs", message: `is ${k.awakeUs}: a time cannot be negative` };
+  if (!(k.covariance[0][0] >= 0 && k.covariance[1][1] >= 0))
+    return { path: "fit.cpu.collector.covariance", message: "a variance must be 0 or more" };
+  if (!(k.residualStdErrUs >= 0))
+    return { path: "fit.cpu.collector.residualStdErrUs", message: "must be 0 or more" };
+  if (!(k.linesPerSec.low > 0 && k.linesPerSec.high >= k.linesPerSec.low))
+    return { path: "fit.cpu.collector.linesPerSec", message: "must be a range of line rates above 0" };
   return null;
 }

@@ -126,7 +126,8 @@ export function calibrationPoints(
     const base = cells.find((c) => c.workload === cell.workload && c.configuration === BASELINE);
     const lines = Math.max(0, cell.logRecordsPerTransaction - (base?.logRecordsPerTransaction ?? 0));
     const pgauditActive = config.kind === "pgaudit-session" || config.kind === "pgaudit-object";
-    const added = (f: number): number => (f * context.clients * 1e6) / cell.tps.median;
+    const clients = workload.clients ?? context.clients;
+    const added = (f: number): number => (f * clients * 1e6) / cell.tps.median;
     const runsOf = (configuration: string, variant?: string): RunResult[] =>
       (context.runs ?? []).filter(
         (r) =>
@@ -142,7 +143,7 @@ export function calibrationPoints(
     points.push({
       configuration: cell.configuration,
       workload: cell.workload,
-      clients: context.clients,
+      clients,
       linesPerTransaction: lines,
       auditedStatementsPerTransaction: pgauditActive ? workload.statementsPerTransaction : 0,
       logElsewhere: variant ? !variant.logOnDataDisk : context.logElsewhere,
@@ -159,6 +160,9 @@ export function calibrationPoints(
         baselineServerUs: cpu.baselineServerUs,
         statementsPerTransaction: workload.statementsPerTransaction,
         baselineSamples: cpu.baselineSamples,
+        loggerSamples: cpu.loggerSamples,
+        linesPerSecSamples: cpu.tpsSamples.map((tps) => tps * lines),
+        ...(cpu.wakeupSamples ? { wakeupSamples: cpu.wakeupSamples } : {}),
       }),
     });
   }

@@ -2,6 +2,7 @@
  * The bench report (`auditpipe bench --json`, schema version 1) and the calibration file
  * (`--calibration-out`). Stable: fields are only ever added; docs/bench.md documents each one.
  */
+import type { CollectorCost } from "@auditpipe/estimate";
 import type { LogDestination, LogPlacement } from "./mitigations.ts";
 import type { OverheadInterval } from "./stats.ts";
 
@@ -55,6 +56,8 @@ export interface RunCpu {
   serverSec: number;
   /** The logging collector's share of serverSec. */
   loggerSec: number;
+  /** The logging collector's wake-ups during the run (voluntary context switches); absent in older reports. */
+  loggerWakeups?: number;
   /** pgbench's own time. */
   clientSec: number;
   /**
@@ -165,6 +168,8 @@ export interface WorkloadInfo {
   name: string;
   description: string;
   statementsPerTransaction: number;
+  /** pgbench clients when not the bench's `--clients` (bench --quick's `all` at 8 clients: a second line rate). */
+  clients?: number;
 }
 
 export interface CalibrationCoefficient {
@@ -206,6 +211,12 @@ export interface CpuCalibration {
    * travels to a machine in another state, scaled by its own baseline µs per statement.
    */
   relative?: { coefficients: number[]; covariance: number[][] };
+  /**
+   * Version 3: the logging collector's CPU apart (per wake-up, per line, how long it stays awake;
+   * @auditpipe/estimate's collector-cost.ts); the columns' coefficients are then the backends'
+   * alone. Absent: one cost per line for both (files before it, or runs without the collector's ticks).
+   */
+  collector?: CollectorCost;
 }
 
 export interface CalibrationFit {
@@ -257,12 +268,22 @@ export interface CalibrationPoint {
   statementsPerTransaction?: number;
   /** CPU basis: the baseline's server µs per transaction around each run (in `samples`' order). */
   baselineSamples?: number[];
+  /** CPU basis: the collector's added µs per transaction of each run (in `samples`' order); absent before version 3. */
+  loggerSamples?: number[];
+  /** CPU basis: the log lines per second the collector received in each run (added lines × the run's TPS). */
+  linesPerSecSamples?: number[];
+  /** CPU basis: the collector's added wake-ups per transaction of each run; absent where not measured. */
+  wakeupSamples?: number[];
 }
 
 export interface Calibration {
   kind: "auditpipe-calibration";
-  /** 2: the constrained fit at a reference state of the machine; 1: files before it (read if their values are physical). */
-  version: 1 | 2;
+  /**
+   * 3: the logging collector's CPU fitted apart, per wake-up and per line (`fit.cpu.collector`);
+   * 2: the constrained fit at a reference state of the machine; 1: files before it. Versions 1
+   * and 2 are read as before (one cost per line) if their values are physical.
+   */
+  version: 1 | 2 | 3;
   createdAt: string;
   host: string;
   environment: Environment;

@@ -144,3 +144,60 @@ describe("what makes a calibration file unusable", () => {
     expect(calibrationProblem(r2)).toMatchObject({ path: "fit.r2" });
   });
 });
+
+describe("a version-3 calibration's collector", () => {
+  const cpu = {
+    columns: ["lines"],
+    coefficients: [10],
+    covariance: [[1]],
+    runs: 3,
+    loggerShare: 0.3,
+    baselineServerUsPerStatement: { estimate: 50, low: 45, high: 55 },
+  };
+  const collector = {
+    wakeupUs: { estimate: 16.6, low: 2.7, high: 30.5 },
+    lineUs: { estimate: 3.3, low: 0, high: 11.6 },
+    awakeUs: 123,
+    covariance: [
+      [29, -17],
+      [-17, 10],
+    ] as [[number, number], [number, number]],
+    residualStdErrUs: 21.4,
+    degreesOfFreedom: 5,
+    linesPerSec: { low: 910, high: 9476 },
+  };
+  const v3 = (c: Partial<typeof collector>): Calibration => ({
+    ...valid,
+    version: 3,
+    fit: { ...valid.fit, cpu: { ...cpu, collector: { ...collector, ...c } } },
+  });
+
+  it("is read when physical, and names the field when not", () => {
+    expect(calibrationProblem(v3({}))).toBeNull();
+    expect(calibrationProblem(v3({ wakeupUs: { estimate: -1, low: -3, high: 1 } }))).toMatchObject({
+      path: "fit.cpu.collector.wakeupUs.estimate",
+    });
+    expect(calibrationProblem(v3({ lineUs: { estimate: 3, low: -1, high: 5 } }))).toMatchObject({
+      path: "fit.cpu.collector.lineUs",
+    });
+    expect(calibrationProblem(v3({ awakeUs: -5 }))).toMatchObject({ path: "fit.cpu.collector.awakeUs" });
+    expect(calibrationProblem(v3({ linesPerSec: { low: 0, high: 10 } }))).toMatchObject({
+      path: "fit.cpu.collector.linesPerSec",
+    });
+  });
+
+  it("leaves a version-2 file as it was: one cost per line, the collector's share", () => {
+    const v2: Calibration = { ...valid, fit: { ...valid.fit, cpu } };
+    expect(calibrationProblem(v2)).toBeNull();
+    const p = predictOverhead(v2.fit, {
+      linesPerTransaction: 4,
+      auditedStatementsPerTransaction: 0,
+      logElsewhere: false,
+      baselineUsPerTransaction: 1000,
+      baselineCpuUsPerTransaction: 1000,
+      linesPerSec: 50_000,
+    });
+    // 4 lines at 10 µs whatever the rate.
+    expect(p.addedUs.estimate).toBeCloseTo(40, 9);
+  });
+});

@@ -11,6 +11,7 @@ import {
   processIds,
   procStat,
   TICKS_PER_SEC,
+  voluntarySwitches,
 } from "@auditpipe/estimate";
 
 export { postmasterOf };
@@ -24,6 +25,8 @@ export interface ServerCpu {
   totalSec: number;
   /** The logging collector's own time, seconds. */
   loggerSec: number;
+  /** The logging collector's wake-ups so far (its voluntary context switches: it sleeps on its pipe). */
+  loggerWakeups: number;
   /** Live children's PIDs. */
   children: number[];
 }
@@ -33,18 +36,27 @@ function scan(postmaster: number): ServerCpu | null {
   if (!first) return null;
   let total = first.ownTicks + first.reapedTicks;
   let logger = 0;
+  let wakeups = 0;
   const children: number[] = [];
   for (const pid of processIds()) {
     const s = procStat(pid);
     if (!s || s.ppid !== postmaster) continue;
     children.push(pid);
     total += s.ownTicks + s.reapedTicks;
-    if (commandLine(pid).startsWith("postgres: logger")) logger += s.ownTicks;
+    if (commandLine(pid).startsWith("postgres: logger")) {
+      logger += s.ownTicks;
+      wakeups += voluntarySwitches(pid) ?? 0;
+    }
   }
   // A child reaped during the scan moves its time into the postmaster's: read again.
   const second = procStat(postmaster);
   if (!second || second.reapedTicks !== first.reapedTicks) return null;
-  return { totalSec: total / TICKS_PER_SEC, loggerSec: logger / TICKS_PER_SEC, children };
+  return {
+    totalSec: total / TICKS_PER_SEC,
+    loggerSec: logger / TICKS_PER_SEC,
+    loggerWakeups: wakeups,
+    children,
+  };
 }
 
 /** The server's CPU time now (a consistent reading: retried while children are being reaped). */

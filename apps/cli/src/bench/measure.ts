@@ -225,6 +225,7 @@ export async function measureRun(
         ? {
             serverSec: cpuAfter.totalSec - cpuBefore.totalSec,
             loggerSec: cpuAfter.loggerSec - cpuBefore.loggerSec,
+            loggerWakeups: cpuAfter.loggerWakeups - cpuBefore.loggerWakeups,
             clientSec,
             machineBusySec:
               machineBefore !== null && machineAfter !== null ? machineAfter - machineBefore : null,

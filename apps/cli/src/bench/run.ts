@@ -5,6 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { cpus } from "node:os";
 import { join } from "node:path";
 import {
   AUDIT_ROLE,
@@ -62,6 +63,28 @@ export interface BenchOptions {
   quick: boolean;
   workDir: string;
   perRunOverheadSec: number;
+  /**
+   * A second line rate for the calibration (bench --quick): the first workload again at
+   * `clients`, running only `configs` (its baseline among them). The collector's cost per line
+   * falls as lines arrive faster, so it is fitted at more than one rate.
+   */
+  rateCells?: { clients: number; configs: ConfigurationName[] } | null;
+}
+
+/** The workload a rate cell runs under: the first workload's, at other clients, under its own name. */
+export function withRateCells(
+  workloads: BenchOptions["workloads"],
+  rate: BenchOptions["rateCells"],
+): BenchOptions["workloads"] {
+  const first = workloads[0];
+  if (!rate || !first) return workloads;
+  return [
+    ...workloads,
+    {
+      info: { ...first.info, name: `${first.info.name}@${rate.clients}`, clients: rate.clients },
+      args: first.args,
+    },
+  ];
 }
 
 /** pgbench from PostgreSQL 15's Debian directory (or AUDITPIPE_PG_BINDIR), else the PATH's. */
@@ -104,23 +127,33 @@ async function twoLargestTables(client: pg.Client): Promise<string[]> {
 
 const PGBENCH_TABLES = ["pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"];
 
-export async function runBench(
-  o: BenchOptions,
-  io: CommandIO,
-): Promise<{ report: BenchReport; points: CalibrationPoint[]; failed: boolean }> {
-  const startedAt = new Date();
-  const pgbenchBin = pgbenchBinary();
-  let pgbenchVersion = "unknown";
+/** What the run loop needs to know about the plan: the variants each configuration runs under. */
+interface RunPlan {
+  variants: Mitigation[];
+  variantsOf: (configuration: string) => Mitigation[];
+  plan: PlannedRun[];
+  planned: number;
+}
+
+/** pgbench's version string; a missing pgbench stops the bench with the command that installs it. */
+function pgbenchVersionOf(pgbenchBin: string): string {
   try {
-    pgbenchVersion = execFileSync(pgbenchBin, ["--version"], { encoding: "utf8" }).trim();
+    return execFileSync(pgbenchBin, ["--version"], { encoding: "utf8" }).trim();
   } catch {
     throw new Error(
       `pgbench not found (${pgbenchBin}): apt-get install -y postgresql-15 (or set AUDITPIPE_PG_BINDIR)`,
     );
   }
+}
+
+/** Ctrl-C and SIGTERM stop the runs (what was measured is still reported); `detach` removes the handlers. */
+function interruptOn(io: CommandIO): {
+  controller: AbortController;
+  interruption: () => string | null;
+  detach: () => void;
+} {
   const controller = new AbortController();
   let interruption: string | null = null;
-  let failed = false;
   const onSignal = (): void => {
     if (!controller.signal.aborted) {
       interruption = "interrupted (Ctrl-C)";
@@ -132,7 +165,18 @@ export async function runBench(
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  return {
+    controller,
+    interruption: () => interruption,
+    detach: () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
 
+/** The interleaved plan (every cell under its variants, the rate cells' workload on its few configurations), announced with its duration. */
+function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
   const workloadNames = o.workloads.map((w) => w.info.name);
   // Each configuration under the variants that change something for it (mitigations.ts).
   const asked = mitigationVariants(o.mitigations);
@@ -141,12 +185,15 @@ export async function runBench(
   const variants: Mitigation[] = [];
   for (const v of o.configs.flatMap(variantsOf))
     if (!variants.some((x) => x.name === v.name)) variants.push(v);
+  const rateWorkload = o.rateCells ? o.workloads.find((w) => w.info.clients !== undefined) : undefined;
   const plan = planRuns({
     configurations: o.configs,
     workloads: workloadNames,
     runs: o.runs,
     warmup: o.warmupSec > 0,
     variants: (c) => variantsOf(c).map((v) => v.name),
+    configurationsOf: (w) =>
+      rateWorkload && w === rateWorkload.info.name ? o.rateCells!.configs : undefined,
   });
   const planned = plannedSeconds(plan, {
     durationSec: o.durationSec,
@@ -155,191 +202,303 @@ export async function runBench(
     setupSec: setupSeconds(o.scale),
   });
   const measuredRuns = plan.filter((r) => !r.warmup).length;
-  const cellCount = measuredRuns / o.runs;
+  const mainWorkloads = workloadNames.length - (rateWorkload ? 1 : 0);
+  const cellCount = (measuredRuns - (rateWorkload ? o.rateCells!.configs.length * o.runs : 0)) / o.runs;
   io.stderr(
-    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / workloadNames.length} combinations)` : ""} × ${workloadNames.length} workloads × ${o.runs} runs of ${o.durationSec} s = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
+    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / mainWorkloads} combinations)` : ""} × ${mainWorkloads} workloads × ${o.runs} runs of ${o.durationSec} s${rateWorkload ? ` + ${o.rateCells!.configs.join(" and ")} at ${o.rateCells!.clients} clients (a second line rate for the calibration)` : ""} = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
   );
+  return { variants, variantsOf, plan, planned };
+}
 
-  let target: BenchTarget | undefined;
-  const results: RunResult[] = [];
-  const configInfos: ConfigurationInfo[] = [];
-  let environment: BenchReport["environment"] | undefined;
-  let variantInfos: VariantInfo[] = [];
-  const loggingOf = (v: Mitigation): RunLogging => ({ destination: v.logDestination, dir: v.logDir });
-  let baseline: BenchReport["target"]["baseline"] = "pgaudit-not-loaded";
+const loggingOf = (v: Mitigation): RunLogging => ({ destination: v.logDestination, dir: v.logDir });
+
+/** What the set-up found: the configurations that can run here, what each is, and the server's environment. */
+interface Prepared {
+  configs: ConfigurationName[];
+  configInfos: ConfigurationInfo[];
+  environment: BenchReport["environment"];
+  variantInfos: VariantInfo[];
+  baseline: BenchReport["target"]["baseline"];
+  versionNum: number;
+  logPrefix: string;
+}
+
+/** The existing server's baseline, and the configurations it cannot run without pgaudit loaded. */
+function existingBaseline(
+  target: BenchTarget,
+  configs: ConfigurationName[],
+  notes: string[],
+): { configs: ConfigurationName[]; baseline: BenchReport["target"]["baseline"] } {
+  if (target.kind !== "existing") return { configs, baseline: "pgaudit-not-loaded" };
+  let kept = configs;
+  if (!target.pgauditAvailable) {
+    const dropped = configs.filter((c) => CONFIGURATIONS[c].preloadPgaudit);
+    kept = configs.filter((c) => !CONFIGURATIONS[c].preloadPgaudit);
+    if (dropped.length > 0)
+      notes.push(
+        `pgaudit is not in this server's shared_preload_libraries: ${dropped.join(", ")} not measured (loading it needs a restart bench does not do on an existing server)`,
+      );
+  }
+  notes.push(
+    target.pgauditAvailable
+      ? "existing server: the baseline is pgaudit loaded with nothing logged, so the cost of its hooks is inside the baseline"
+      : "existing server without pgaudit: the baseline has nothing audited",
+  );
+  return {
+    configs: kept,
+    baseline: target.pgauditAvailable ? "pgaudit-loaded-nothing-logged" : "pgaudit-not-loaded",
+  };
+}
+
+/** pgbench -i, the --init SQL, ANALYZE, the object-audit grants and the trigger's table: once, before any run. */
+async function initialiseTables(
+  o: BenchOptions,
+  target: BenchTarget,
+  configs: readonly ConfigurationName[],
+  pgbenchBin: string,
+  signal: AbortSignal,
+  io: CommandIO,
+): Promise<string[]> {
+  const client = await target.client();
+  const conn = target.pgbench();
+  io.stderr(`bench: pgbench -i -s ${o.scale}...\n`);
+  const init = await runPgbench(
+    pgbenchBin,
+    [...conn.args, "-i", "-q", "-s", String(o.scale)],
+    conn.env,
+    signal,
+  );
+  if (signal.aborted) throw new Error("interrupted");
+  if (init.code !== 0)
+    throw new Error(
+      `pgbench -i failed (exit ${init.code}): ${init.stderr.trim().split("\n").slice(-2).join(" | ")}`,
+    );
+  if (o.initSql) {
+    io.stderr("bench: running --init...\n");
+    await client.query(o.initSql);
+  }
+  await client.query("ANALYZE");
+  const largest = await twoLargestTables(client);
+  if (configs.includes("object")) {
+    const exists = await client.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [AUDIT_ROLE]);
+    if (!exists.rowCount) await client.query(`CREATE ROLE ${quoteIdent(AUDIT_ROLE)} NOLOGIN`);
+    for (const t of largest)
+      await client.query(
+        `GRANT SELECT, INSERT, UPDATE, DELETE ON ${quoteIdent(t)} TO ${quoteIdent(AUDIT_ROLE)}`,
+      );
+  }
+  if (configs.includes("trigger")) {
+    const [table, fn] = auditTriggerSql([]);
+    await client.query(table!);
+    await client.query(fn!);
+  }
+  return largest;
+}
+
+/** Everything before the first run: the target's baseline, its tables, what each configuration is, the environment, the syslog probe. */
+async function prepare(
+  o: BenchOptions,
+  target: BenchTarget,
+  p: RunPlan,
+  pgbenchBin: string,
+  pgbenchVersion: string,
+  notes: string[],
+  signal: AbortSignal,
+  io: CommandIO,
+): Promise<Prepared> {
+  const { configs, baseline } = existingBaseline(target, [...o.configs], notes);
+  const largest = await initialiseTables(o, target, configs, pgbenchBin, signal, io);
+  const configInfos: ConfigurationInfo[] = configs.map((name) => {
+    const spec = CONFIGURATIONS[name];
+    return {
+      name,
+      kind: spec.kind,
+      description: spec.description,
+      preloadPgaudit: spec.preloadPgaudit && target.kind === "scratch",
+      // As under its first variant; the variants table says what the others change.
+      settings: Object.fromEntries(
+        Object.entries(
+          desiredSettings(spec, spec.preloadPgaudit || target.kind === "existing", p.variantsOf(name)[0]!),
+        ).filter((e): e is [string, string] => e[1] !== null),
+      ),
+      tables: name === "object" ? largest : name === "trigger" ? PGBENCH_TABLES : [],
+    };
+  });
+  const client = await target.client();
+  const versionNum = Number(
+    (await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0]!.v,
+  );
+  const logPrefix = (await client.query<{ v: string }>("SELECT current_setting('log_line_prefix') AS v"))
+    .rows[0]!.v;
+  // Read before the syslog probe below restarts the server: the settings the first variant starts with.
+  const environment = await collectEnvironment(
+    client,
+    { dataDir: target.dataDir, logDir: target.logDir },
+    pgbenchVersion,
+  );
+  const syslogVariant = p.variants.find((v) => v.logDestination === "syslog");
+  if (syslogVariant && target.kind === "scratch" && o.syslogFile) {
+    // Before anything is measured: a daemon that loses PostgreSQL's messages ends the bench here.
+    await target.apply(
+      desiredSettings(CONFIGURATIONS.none, false, syslogVariant),
+      false,
+      loggingOf(syslogVariant),
+    );
+    await probeSyslog(await target.client(), o.syslogFile);
+  }
+  const variantInfos = p.variants.map((v) => ({
+    ...v,
+    ...logDirectoryOf(target.dataDir, target.logDirFor(loggingOf(v))),
+  }));
+  if (!(await target.logFile()))
+    notes.push("the server's log files are not readable from here: log entries and bytes were not measured");
+  return { configs, configInfos, environment, variantInfos, baseline, versionNum, logPrefix };
+}
+
+/** The planned runs in order (triggers on and off as the configuration needs); stops early when aborted. */
+async function runPlanned(
+  o: BenchOptions,
+  target: BenchTarget,
+  p: RunPlan,
+  prepared: Prepared,
+  pgbenchBin: string,
+  signal: AbortSignal,
+  io: CommandIO,
+  results: RunResult[],
+): Promise<void> {
+  const runPlan = p.plan.filter((r) => prepared.configs.includes(r.configuration as ConfigurationName));
+  const t0 = Date.now();
+  let done = 0;
+  let triggersOn = false;
+  for (const run of runPlan) {
+    if (signal.aborted) break;
+    const spec = CONFIGURATIONS[run.configuration as ConfigurationName];
+    const c = await target.client();
+    if ((spec.name === "trigger") !== triggersOn) {
+      const sql =
+        spec.name === "trigger"
+          ? auditTriggerSql(PGBENCH_TABLES).slice(2)
+          : dropAuditTriggerSql(PGBENCH_TABLES);
+      for (const s of sql) await c.query(s);
+      triggersOn = spec.name === "trigger";
+    }
+    const variant = p.variants.find((v) => v.name === run.variant)!;
+    const pgauditLoaded = target.kind === "existing" ? target.pgauditAvailable : spec.preloadPgaudit;
+    await target.apply(
+      desiredSettings(spec, pgauditLoaded, variant),
+      spec.preloadPgaudit,
+      target.kind === "scratch" ? loggingOf(variant) : undefined,
+    );
+    progress(io, run, done, runPlan.length, t0, p.planned);
+    const w = o.workloads.find((x) => x.info.name === run.workload)!;
+    const clients = w.info.clients ?? o.clients;
+    try {
+      const result = await measureRun(target, run, {
+        pgbenchBin,
+        workloadArgs: w.args,
+        clients,
+        // A rate cell's clients get pgbench's default threads for them (--jobs is for --clients).
+        jobs: w.info.clients ? Math.max(1, Math.min(clients, cpus().length)) : o.jobs,
+        durationSec: run.warmup ? o.warmupSec : o.durationSec,
+        workDir: o.workDir,
+        signal,
+        logPrefix:
+          variant.logDestination === "stderr" || variant.logDestination === "syslog"
+            ? prepared.logPrefix
+            : undefined,
+        serverVersionNum: prepared.versionNum,
+      });
+      if (!run.warmup) results.push({ ...result, variant: variant.name });
+    } catch (error) {
+      if (signal.aborted) break;
+      throw error;
+    }
+    done++;
+  }
+  if (io.stderrIsTTY) io.stderr("\n");
+  if (triggersOn && !signal.aborted)
+    for (const s of dropAuditTriggerSql(PGBENCH_TABLES)) await (await target.client()).query(s);
+}
+
+/** The notes the report ends with: what the server was, the variants, the calibration's scope, a busy machine. */
+function reportNotes(
+  o: BenchOptions,
+  p: RunPlan,
+  environment: BenchReport["environment"] | undefined,
+  fitted: boolean,
+): string[] {
   const notes: string[] = [];
-  let configs = [...o.configs];
+  const asked = mitigationVariants(o.mitigations);
+  if (!o.existing && environment && environment.settings.fsync === "off")
+    notes.push(
+      "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster; --durable turns them on): transactions are shorter than on a durable server, so logging is a larger share of each",
+    );
+  if (asked.length > 1)
+    notes.push(
+      `mitigations measured as variants (${asked.map((v) => v.name).join(", ")}): the baseline and the trigger log nothing during a run, so they ran once (${p.variantsOf("none")[0]!.name}) and every variant's overhead is against that one baseline; log_statement_once changes only pgaudit's configurations`,
+    );
+  if (p.variants.some((v) => v.logDestination === "syslog") && o.syslogFile)
+    notes.push(
+      `syslog: the entries and bytes are what the syslog daemon wrote to ${o.syslogFile} in that run, in its format; a daemon that rate-limits its local socket drops entries and the cost of writing them`,
+    );
+  if (fitted && new Set(p.variants.map((v) => v.logDestination)).size > 1)
+    notes.push(
+      `calibration: fitted on the ${p.variants[0]!.logDestination} cells only (a log line costs differently by destination; the model has one cost per line)`,
+    );
+  if (environment && environment.loadAverage > environment.cpus.count * 0.5)
+    notes.push(
+      `the machine was busy when the bench started (load ${environment.loadAverage.toFixed(2)} on ${environment.cpus.count} cores): expect wide intervals`,
+    );
+  return notes;
+}
+
+/**
+ * The bench: pgbench's version, the plan, the target (scratch or existing) prepared, the runs,
+ * then the cells, the calibration and the report. The server is always put back; an error or
+ * Ctrl-C after the set-up still reports what was measured.
+ */
+export async function runBench(
+  options: BenchOptions,
+  io: CommandIO,
+): Promise<{ report: BenchReport; points: CalibrationPoint[]; failed: boolean }> {
+  const startedAt = new Date();
+  const o = { ...options, workloads: withRateCells(options.workloads, options.rateCells) };
+  const pgbenchBin = pgbenchBinary();
+  const pgbenchVersion = pgbenchVersionOf(pgbenchBin);
+  const signals = interruptOn(io);
+  const { signal } = signals.controller;
+  const p = planBenchRuns(o, io);
+  let target: BenchTarget | undefined;
+  let prepared: Prepared | undefined;
+  let interruption: string | null = null;
+  let failed = false;
+  const results: RunResult[] = [];
+  const notes: string[] = [];
   try {
     target = o.existing
       ? await startExistingTarget({ ...o.existing, onNotice: (t) => io.stderr(`bench: ${t}`) })
       : await startScratchTarget({
-          logging: loggingOf(variants[0]!),
+          logging: loggingOf(p.variants[0]!),
           logDirElsewhere: o.logDirElsewhere,
           syslogFile: o.syslogFile,
           durable: o.durable,
           scale: o.scale,
         });
-    if (target.kind === "existing") {
-      if (target.pgauditAvailable) baseline = "pgaudit-loaded-nothing-logged";
-      else {
-        const dropped = configs.filter((c) => CONFIGURATIONS[c].preloadPgaudit);
-        configs = configs.filter((c) => !CONFIGURATIONS[c].preloadPgaudit);
-        if (dropped.length > 0)
-          notes.push(
-            `pgaudit is not in this server's shared_preload_libraries: ${dropped.join(", ")} not measured (loading it needs a restart bench does not do on an existing server)`,
-          );
-      }
-      notes.push(
-        target.pgauditAvailable
-          ? "existing server: the baseline is pgaudit loaded with nothing logged, so the cost of its hooks is inside the baseline"
-          : "existing server without pgaudit: the baseline has nothing audited",
-      );
-    }
-    const client = await target.client();
-    const conn = target.pgbench();
-    io.stderr(`bench: pgbench -i -s ${o.scale}...\n`);
-    const init = await runPgbench(
-      pgbenchBin,
-      [...conn.args, "-i", "-q", "-s", String(o.scale)],
-      conn.env,
-      controller.signal,
-    );
-    if (controller.signal.aborted) throw new Error("interrupted");
-    if (init.code !== 0)
-      throw new Error(
-        `pgbench -i failed (exit ${init.code}): ${init.stderr.trim().split("\n").slice(-2).join(" | ")}`,
-      );
-    if (o.initSql) {
-      io.stderr("bench: running --init...\n");
-      await client.query(o.initSql);
-    }
-    await client.query("ANALYZE");
-    const largest = await twoLargestTables(client);
-    if (configs.includes("object")) {
-      const exists = await client.query("SELECT 1 FROM pg_roles WHERE rolname = $1", [AUDIT_ROLE]);
-      if (!exists.rowCount) await client.query(`CREATE ROLE ${quoteIdent(AUDIT_ROLE)} NOLOGIN`);
-      for (const t of largest)
-        await client.query(
-          `GRANT SELECT, INSERT, UPDATE, DELETE ON ${quoteIdent(t)} TO ${quoteIdent(AUDIT_ROLE)}`,
-        );
-    }
-    if (configs.includes("trigger")) {
-      const [table, fn] = auditTriggerSql([]);
-      await client.query(table!);
-      await client.query(fn!);
-    }
-    for (const name of configs) {
-      const spec = CONFIGURATIONS[name];
-      configInfos.push({
-        name,
-        kind: spec.kind,
-        description: spec.description,
-        preloadPgaudit: spec.preloadPgaudit && target.kind === "scratch",
-        // As under its first variant; the variants table says what the others change.
-        settings: Object.fromEntries(
-          Object.entries(
-            desiredSettings(spec, spec.preloadPgaudit || target.kind === "existing", variantsOf(name)[0]!),
-          ).filter((e): e is [string, string] => e[1] !== null),
-        ),
-        tables: name === "object" ? largest : name === "trigger" ? PGBENCH_TABLES : [],
-      });
-    }
-    const versionNum = Number(
-      (await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")).rows[0]!.v,
-    );
-    const logPrefix = (await client.query<{ v: string }>("SELECT current_setting('log_line_prefix') AS v"))
-      .rows[0]!.v;
-    // Read before the syslog probe below restarts the server: the settings the first variant starts with.
-    const env = await collectEnvironment(
-      client,
-      { dataDir: target.dataDir, logDir: target.logDir },
-      pgbenchVersion,
-    );
-    const syslogVariant = variants.find((v) => v.logDestination === "syslog");
-    if (syslogVariant && target.kind === "scratch" && o.syslogFile) {
-      // Before anything is measured: a daemon that loses PostgreSQL's messages ends the bench here.
-      await target.apply(
-        desiredSettings(CONFIGURATIONS.none, false, syslogVariant),
-        false,
-        loggingOf(syslogVariant),
-      );
-      await probeSyslog(await target.client(), o.syslogFile);
-    }
-    variantInfos = variants.map((v) => ({
-      ...v,
-      ...logDirectoryOf(target!.dataDir, target!.logDirFor(loggingOf(v))),
-    }));
-    environment = env;
-    if (!(await target.logFile()))
-      notes.push(
-        "the server's log files are not readable from here: log entries and bytes were not measured",
-      );
-
-    const runPlan = plan.filter((r) => configs.includes(r.configuration as ConfigurationName));
-    const t0 = Date.now();
-    let done = 0;
-    const total = runPlan.length;
-    let triggersOn = false;
-    for (const run of runPlan) {
-      if (controller.signal.aborted) break;
-      const spec = CONFIGURATIONS[run.configuration as ConfigurationName];
-      const c = await target.client();
-      if ((spec.name === "trigger") !== triggersOn) {
-        const sql =
-          spec.name === "trigger"
-            ? auditTriggerSql(PGBENCH_TABLES).slice(2)
-            : dropAuditTriggerSql(PGBENCH_TABLES);
-        for (const s of sql) await c.query(s);
-        triggersOn = spec.name === "trigger";
-      }
-      const variant = variants.find((v) => v.name === run.variant)!;
-      const pgauditLoaded = target.kind === "existing" ? target.pgauditAvailable : spec.preloadPgaudit;
-      await target.apply(
-        desiredSettings(spec, pgauditLoaded, variant),
-        spec.preloadPgaudit,
-        target.kind === "scratch" ? loggingOf(variant) : undefined,
-      );
-      progress(io, run, done, total, t0, planned);
-      const w = o.workloads.find((x) => x.info.name === run.workload)!;
-      try {
-        const result = await measureRun(target, run, {
-          pgbenchBin,
-          workloadArgs: w.args,
-          clients: o.clients,
-          jobs: o.jobs,
-          durationSec: run.warmup ? o.warmupSec : o.durationSec,
-          workDir: o.workDir,
-          signal: controller.signal,
-          logPrefix:
-            variant.logDestination === "stderr" || variant.logDestination === "syslog"
-              ? logPrefix
-              : undefined,
-          serverVersionNum: versionNum,
-        });
-        if (!run.warmup) results.push({ ...result, variant: variant.name });
-      } catch (error) {
-        if (controller.signal.aborted) break;
-        throw error;
-      }
-      done++;
-    }
-    if (io.stderrIsTTY) io.stderr("\n");
-    if (triggersOn && !controller.signal.aborted)
-      for (const s of dropAuditTriggerSql(PGBENCH_TABLES)) await (await target.client()).query(s);
+    prepared = await prepare(o, target, p, pgbenchBin, pgbenchVersion, notes, signal, io);
+    await runPlanned(o, target, p, prepared, pgbenchBin, signal, io, results);
   } catch (error) {
-    if (!controller.signal.aborted) {
+    if (!signal.aborted) {
       failed = true;
       interruption = `stopped by an error: ${error instanceof Error ? error.message : String(error)}`;
       io.stderr(`bench: ${interruption}\n`);
     }
-    if (!environment) {
+    if (!prepared) {
       await target?.close().catch(() => {});
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      signals.detach();
       throw error;
     }
   } finally {
-    if (environment) {
+    if (prepared) {
       try {
         await target?.close();
       } catch (error) {
@@ -348,54 +507,55 @@ export async function runBench(
         );
         failed = true;
       }
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      signals.detach();
     }
   }
+  interruption ??= signals.interruption();
+  const { report, points } = summariseBench(o, p, prepared, results, {
+    startedAt,
+    interruption,
+    notes,
+  });
+  return { report, points, failed };
+}
 
-  const workloadInfos = o.workloads.map((w) => w.info);
+/** The cells, the calibration points and fit, and the report, from the runs measured. */
+function summariseBench(
+  o: BenchOptions,
+  p: RunPlan,
+  prepared: Prepared,
+  results: RunResult[],
+  run: { startedAt: Date; interruption: string | null; notes: string[] },
+): { report: BenchReport; points: CalibrationPoint[] } {
+  const { configs, configInfos, environment, variantInfos, baseline } = prepared;
+  const workloadNames = o.workloads.map((w) => w.info.name);
   const cells = summarizeCells(results, {
     configurations: configs,
     workloads: workloadNames,
-    variants: variants.map((v) => v.name),
+    variants: p.variants.map((v) => v.name),
     seed: o.seed,
   });
-  const points = calibrationPoints(cells, configInfos, workloadInfos, {
-    clients: o.clients,
-    logElsewhere: environment ? !environment.logOnDataDisk : false,
-    variants: variantInfos,
-    runs: results,
-    seed: o.seed,
-  });
+  const points = calibrationPoints(
+    cells,
+    configInfos,
+    o.workloads.map((w) => w.info),
+    {
+      clients: o.clients,
+      logElsewhere: !environment.logOnDataDisk,
+      variants: variantInfos,
+      runs: results,
+      seed: o.seed,
+    },
+  );
   const calibration = fitCalibration(points, { seed: o.seed });
-  if (!o.existing && environment && environment.settings.fsync === "off")
-    notes.push(
-      "the scratch server runs with fsync and synchronous_commit off (a throwaway cluster; --durable turns them on): transactions are shorter than on a durable server, so logging is a larger share of each",
-    );
-  if (asked.length > 1)
-    notes.push(
-      `mitigations measured as variants (${asked.map((v) => v.name).join(", ")}): the baseline and the trigger log nothing during a run, so they ran once (${variantsOf("none")[0]!.name}) and every variant's overhead is against that one baseline; log_statement_once changes only pgaudit's configurations`,
-    );
-  if (variants.some((v) => v.logDestination === "syslog") && o.syslogFile)
-    notes.push(
-      `syslog: the entries and bytes are what the syslog daemon wrote to ${o.syslogFile} in that run, in its format; a daemon that rate-limits its local socket drops entries and the cost of writing them`,
-    );
-  if (points.length > 0 && new Set(variants.map((v) => v.logDestination)).size > 1)
-    notes.push(
-      `calibration: fitted on the ${variants[0]!.logDestination} cells only (a log line costs differently by destination; the model has one cost per line)`,
-    );
-  if (environment && environment.loadAverage > environment.cpus.count * 0.5)
-    notes.push(
-      `the machine was busy when the bench started (load ${environment.loadAverage.toFixed(2)} on ${environment.cpus.count} cores): expect wide intervals`,
-    );
   const report: BenchReport = {
     schemaVersion: 1,
     tool: { name: "auditpipe", version: cliVersion() },
     command: o.command,
-    startedAt: startedAt.toISOString(),
+    startedAt: run.startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
-    complete: interruption === null,
-    interruption,
+    complete: run.interruption === null,
+    interruption: run.interruption,
     target: { kind: o.existing ? "existing" : "scratch", baseline },
     options: {
       scale: o.scale,
@@ -406,7 +566,7 @@ export async function runBench(
       warmupSec: o.warmupSec,
       seed: o.seed,
       logDestination: o.existing
-        ? (environment?.settings.log_destination ?? "unknown")
+        ? (environment.settings.log_destination ?? "unknown")
         : [...new Set(o.mitigations.logDestination)].join(","),
       logStatementOnce: o.mitigations.logStatementOnce.every(Boolean),
       logDirElsewhere: o.logDirElsewhere,
@@ -414,16 +574,16 @@ export async function runBench(
       durable: o.durable,
       syslogFile: o.syslogFile,
     },
-    environment: environment!,
+    environment,
     configurations: configInfos,
-    workloads: workloadInfos,
+    workloads: o.workloads.map((w) => w.info),
     variants: variantInfos,
     runs: results,
     cells,
     calibration,
-    notes,
+    notes: [...run.notes, ...reportNotes(o, p, environment, points.length > 0)],
   };
-  return { report, points, failed };
+  return { report, points };
 }
 
 function progress(

@@ -28,8 +28,9 @@ the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per co
 workload, runs interleaved in rotating order after a discarded warm-up. Without --db it starts a
 scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
 
-  --quick              about two minutes on 2 cores (longer on a busy machine): none, read, write,
-                       all, log_statement × tpcb × 3 runs of 6 s
+  --quick              about three minutes on 2 cores (longer on a busy machine): none, read, write,
+                       all, log_statement × tpcb × 3 runs of 6 s, then none and all at 8 clients
+                       (a second line rate for the logging collector's cost)
   --audit NAME         none, write, read, all, object (the two largest tables), log_statement
                        (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
                        repeatable or comma-separated; default all of them
@@ -76,11 +77,21 @@ nothing, run once; log_statement_once applies to pgaudit's configurations):
   -h, --help           this text
 `;
 
-const QUICK = {
+export const QUICK: {
+  configs: ConfigurationName[];
+  workloads: string[];
+  rateCells: { clients: number; configs: ConfigurationName[] };
+  duration: number;
+  runs: number;
+  warmup: number;
+} = {
   // read as well as write and all: the line cost, the per-transaction cost and the hooks' can
   // then be told apart (lines 1, 4, 7 with pgaudit; 7 without).
   configs: ["none", "read", "write", "all", "log_statement"] as ConfigurationName[],
   workloads: ["tpcb"],
+  // The collector's cost per line falls as lines arrive faster: `all` at 8 clients (with its
+  // baseline) gives the calibration a second line rate (packages/estimate/src/collector-cost.ts).
+  rateCells: { clients: 8, configs: ["none", "all"] as ConfigurationName[] },
   duration: 6,
   runs: 3,
   warmup: 5,
@@ -341,6 +352,7 @@ async function planBench(
       durable: values.durable === true,
       quick,
       perRunOverheadSec: PER_RUN_OVERHEAD_SEC,
+      rateCells: quick && configs.includes("all") && builtins[0] === "tpcb" ? QUICK.rateCells : null,
     },
     builtins,
     scripts,
@@ -460,7 +472,7 @@ function reportBench(
     } else {
       const calibration: Calibration = {
         kind: "auditpipe-calibration",
-        version: 2,
+        version: report.calibration.cpu?.collector ? 3 : 2,
         createdAt: report.finishedAt,
         host: report.environment.host,
         environment: report.environment,
