@@ -309,6 +309,73 @@ export class ServerLoadProbe {
     };
   }
 
+  /** The local clients' CPU seconds over the sample (one started during it counts whole). */
+  private clientSeconds(a: Snapshot, b: Snapshot): number {
+    let clientSec = 0;
+    for (const [pid, ticks] of b.clients) {
+      const before = a.clients.get(pid);
+      if (before !== undefined) clientSec += (ticks - before) / TICKS_PER_SEC;
+      else {
+        // Started during the sample: all of its time is the sample's.
+        const s = procStat(pid, this.proc);
+        if (s && this.bootSec !== null && s.startTicks / TICKS_PER_SEC >= this.bootSec)
+          clientSec += ticks / TICKS_PER_SEC;
+      }
+    }
+    return clientSec;
+  }
+
+  /**
+   * The cores this server may use (--cores, the cgroup's quota, or the machine's) and how busy
+   * they were over the sample (--cpu-busy, the cgroup's usage, or the machine's busy share).
+   */
+  private coresAndBusy(
+    a: Snapshot,
+    b: Snapshot,
+    machine: { busySec: number; totalSec: number; cpus: number },
+    seconds: number,
+    notes: string[],
+  ): Pick<ServerLoad, "source" | "cores" | "coresSource" | "busy" | "throttled"> & {
+    cores: number;
+    busy: number;
+  } {
+    const quota = this.quota();
+    const cg = quota ? cgroupCpu(quota.dir) : null;
+    const cgBefore = quota && a.cgroup && quota.dir === this.cgroupDir ? a.cgroup : null;
+    let cores: number;
+    let coresSource: string;
+    let busySec: number;
+    let source: ServerLoad["source"] = "host";
+    let throttled: number | null = null;
+    if (this.given.cores !== undefined) {
+      cores = this.given.cores;
+      coresSource = "--cores";
+    } else if (quota) {
+      cores = Math.min(quota.cores, machine.cpus);
+      coresSource = `cpu.max of the cgroup ${quota.dir.slice(this.cgroupRoot.length) || "/"}`;
+      source = "container";
+    } else {
+      cores = machine.cpus;
+      coresSource = "the machine's CPUs (/proc/stat)";
+    }
+    if (this.cgroupNote) notes.push(this.cgroupNote);
+    if (quota && cg && cgBefore && b.cgroup) {
+      busySec = b.cgroup.usageSec - cgBefore.usageSec;
+      const periods = b.cgroup.periods - cgBefore.periods;
+      throttled = periods > 0 ? (b.cgroup.throttledPeriods - cgBefore.throttledPeriods) / periods : 0;
+    } else {
+      // The machine's busy share applies to the cores this server may use.
+      busySec =
+        machine.totalSec > 0 ? (machine.busySec / machine.totalSec) * cores * seconds : machine.busySec;
+    }
+    let busy = Math.min(1, Math.max(0, busySec / (cores * seconds)));
+    if (this.given.cpuBusy !== undefined) {
+      busy = this.given.cpuBusy;
+      source = "given";
+    }
+    return { source, cores, coresSource, busy, throttled };
+  }
+
   async finish(client: pg.Client, transactions: number): Promise<ServerLoad> {
     const a = this.first!;
     const b = await this.snapshot(client);
@@ -352,62 +419,15 @@ export class ServerLoadProbe {
     }
 
     const serverSec = (b.tree.ticks - a.tree.ticks) / TICKS_PER_SEC - Math.max(0, b.sampler - a.sampler);
-    let clientSec = 0;
-    for (const [pid, ticks] of b.clients) {
-      const before = a.clients.get(pid);
-      if (before !== undefined) clientSec += (ticks - before) / TICKS_PER_SEC;
-      else {
-        // Started during the sample: all of its time is the sample's.
-        const s = procStat(pid, this.proc);
-        if (s && this.bootSec !== null && s.startTicks / TICKS_PER_SEC >= this.bootSec)
-          clientSec += ticks / TICKS_PER_SEC;
-      }
-    }
-    let run = 0;
-    let wait = 0;
-    for (const [pid, s] of b.tree.backends) {
-      const before = a.tree.backends.get(pid) ?? { runNs: 0, waitNs: 0 };
-      run += s.runNs - before.runNs;
-      wait += s.waitNs - before.waitNs;
-    }
-    const stretch = run > 0 ? (run + Math.max(0, wait)) / run : null;
+    const clientSec = this.clientSeconds(a, b);
+    const stretch = stretchOf(a.tree, b.tree);
     const ownSec = Math.max(0, b.own - a.own);
-
-    const quota = this.quota();
-    const cg = quota ? cgroupCpu(quota.dir) : null;
-    const cgBefore = quota && a.cgroup && quota.dir === this.cgroupDir ? a.cgroup : null;
-    let cores: number;
-    let coresSource: string;
-    let busySec: number;
-    let source: ServerLoad["source"] = "host";
-    let throttled: number | null = null;
-    const machineBusySec = b.machine.busySec - a.machine.busySec;
-    const machineTotalSec = b.machine.totalSec - a.machine.totalSec;
-    if (this.given.cores !== undefined) {
-      cores = this.given.cores;
-      coresSource = "--cores";
-    } else if (quota) {
-      cores = Math.min(quota.cores, b.machine.cpus);
-      coresSource = `cpu.max of the cgroup ${quota.dir.slice(this.cgroupRoot.length) || "/"}`;
-      source = "container";
-    } else {
-      cores = b.machine.cpus;
-      coresSource = "the machine's CPUs (/proc/stat)";
-    }
-    if (this.cgroupNote) notes.push(this.cgroupNote);
-    if (quota && cg && cgBefore && b.cgroup) {
-      busySec = b.cgroup.usageSec - cgBefore.usageSec;
-      const periods = b.cgroup.periods - cgBefore.periods;
-      throttled = periods > 0 ? (b.cgroup.throttledPeriods - cgBefore.throttledPeriods) / periods : 0;
-    } else {
-      // The machine's busy share applies to the cores this server may use.
-      busySec = machineTotalSec > 0 ? (machineBusySec / machineTotalSec) * cores * seconds : machineBusySec;
-    }
-    let busy = Math.min(1, Math.max(0, busySec / (cores * seconds)));
-    if (this.given.cpuBusy !== undefined) {
-      busy = this.given.cpuBusy;
-      source = "given";
-    }
+    const machine = {
+      busySec: b.machine.busySec - a.machine.busySec,
+      totalSec: b.machine.totalSec - a.machine.totalSec,
+      cpus: b.machine.cpus,
+    };
+    const { source, cores, coresSource, busy, throttled } = this.coresAndBusy(a, b, machine, seconds, notes);
     if (ended > 0)
       notes.push(
         `${ended} connection${ended === 1 ? "" : "s"} from this machine ended during the sample: ${ended === 1 ? "its client's" : "their clients'"} CPU is not counted (sample while the clients stay connected)`,
@@ -429,6 +449,18 @@ export class ServerLoadProbe {
       ...base,
     };
   }
+}
+
+/** How much longer than their time on a core the backends took (runnable, waiting for one). */
+function stretchOf(a: TreeCpu, b: TreeCpu): number | null {
+  let run = 0;
+  let wait = 0;
+  for (const [pid, s] of b.backends) {
+    const before = a.backends.get(pid) ?? { runNs: 0, waitNs: 0 };
+    run += s.runNs - before.runNs;
+    wait += s.waitNs - before.waitNs;
+  }
+  return run > 0 ? (run + Math.max(0, wait)) / run : null;
 }
 
 function shares(w: WaitShares): WaitShares {

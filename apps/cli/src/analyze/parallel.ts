@@ -232,6 +232,9 @@ interface Runner {
  * Hands out ranges in order, accepts each once the one before it in its file is accepted (reading
  * it again from where that one ended when it started elsewhere), and passes the join's state from
  * each range to the next.
+ *
+ * Kept whole (~120 lines): one state machine whose steps (dispatch, accept, join) share the queue,
+ * the accepted and joined counters and the join's states; apart, each would take all of them.
  */
 async function coordinate(
   tasks: ChunkTask[],

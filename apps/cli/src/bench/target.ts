@@ -288,6 +288,45 @@ export async function connectExisting(
   return { admin, statePath, restored };
 }
 
+/** Where the server writes its logs: the data directory, the log directory, the file formats. */
+async function logLocation(
+  admin: pg.Client,
+): Promise<{ dataDir: string; logDir: string; formats: ("csvlog" | "jsonlog" | "stderr")[] }> {
+  const setting = async (name: string): Promise<string> =>
+    (await admin.query<{ v: string }>("SELECT current_setting($1) AS v", [name])).rows[0]!.v;
+  const dataDir = await setting("data_directory");
+  const logDirSetting = await setting("log_directory");
+  const logDir = isAbsolute(logDirSetting) ? logDirSetting : join(dataDir, logDirSetting);
+  const destinations = await setting("log_destination");
+  const formats = (["csvlog", "jsonlog", "stderr"] as const).filter((f) => destinations.includes(f));
+  return { dataDir, logDir, formats };
+}
+
+/** ALTER SYSTEM each setting, reload, and wait until a new session sees them all. */
+async function applySettings(
+  admin: pg.Client,
+  connection: ExistingOptions["connection"],
+  wanted: Record<string, string | null>,
+): Promise<void> {
+  for (const [name, value] of Object.entries(wanted)) await admin.query(alterSystem(name, value));
+  await admin.query("SELECT pg_reload_conf()");
+  // The reload reaches new sessions once the postmaster has read the file: wait for it.
+  const expect = Object.entries(wanted).filter(([, v]) => v !== null);
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const probe = new pg.Client(adminConfig(connection, BENCH_DATABASE));
+    await probe.connect();
+    const now = await showAll(
+      probe,
+      expect.map(([n]) => n),
+    ).finally(() => probe.end().catch(() => {}));
+    if (expect.every(([n, v]) => normalise(now[n]) === normalise(v))) return;
+    if (Date.now() > deadline)
+      throw new Error(`settings did not take effect after pg_reload_conf(): ${JSON.stringify(now)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function startExistingTarget(options: ExistingOptions): Promise<BenchTarget> {
   const { admin, statePath, restored } = await connectExisting(options);
   if (restored)
@@ -320,14 +359,7 @@ export async function startExistingTarget(options: ExistingOptions): Promise<Ben
     await saveRestoreState(statePath, state);
     await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(BENCH_DATABASE)} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
-    const dataDir = (await admin.query<{ v: string }>("SELECT current_setting('data_directory') AS v"))
-      .rows[0]!.v;
-    const logDirSetting = (await admin.query<{ v: string }>("SELECT current_setting('log_directory') AS v"))
-      .rows[0]!.v;
-    const logDir = isAbsolute(logDirSetting) ? logDirSetting : join(dataDir, logDirSetting);
-    const destinations = (await admin.query<{ v: string }>("SELECT current_setting('log_destination') AS v"))
-      .rows[0]!.v;
-    const formats = (["csvlog", "jsonlog", "stderr"] as const).filter((f) => destinations.includes(f));
+    const { dataDir, logDir, formats } = await logLocation(admin);
     let client: pg.Client | undefined;
     const connect = async (): Promise<pg.Client> => {
       if (!client) {
@@ -364,25 +396,7 @@ export async function startExistingTarget(options: ExistingOptions): Promise<Ben
         },
       }),
       client: connect,
-      async apply(wanted) {
-        for (const [name, value] of Object.entries(wanted)) await admin.query(alterSystem(name, value));
-        await admin.query("SELECT pg_reload_conf()");
-        // The reload reaches new sessions once the postmaster has read the file: wait for it.
-        const expect = Object.entries(wanted).filter(([, v]) => v !== null);
-        const deadline = Date.now() + 15_000;
-        for (;;) {
-          const probe = new pg.Client(adminConfig(options.connection, BENCH_DATABASE));
-          await probe.connect();
-          const now = await showAll(
-            probe,
-            expect.map(([n]) => n),
-          ).finally(() => probe.end().catch(() => {}));
-          if (expect.every(([n, v]) => normalise(now[n]) === normalise(v))) return;
-          if (Date.now() > deadline)
-            throw new Error(`settings did not take effect after pg_reload_conf(): ${JSON.stringify(now)}`);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      },
+      apply: (wanted) => applySettings(admin, options.connection, wanted),
       async logFile() {
         return currentLog(admin, dataDir, formats);
       },

@@ -124,20 +124,12 @@ function childArgv(o: CompactionOptions): string[] {
   ];
 }
 
-export function startCompaction(o: CompactionOptions): SidecarCompaction {
-  const journaledPath = join(o.stateDir, "compaction", "journaled.json");
-  const announcedPath = join(o.stateDir, "compaction", "announced.json");
-  let failures = 0;
-  let lastCode: string | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let child: ChildProcess | undefined;
-  let running: Promise<void> | undefined;
-  let stopped = false;
-  const runs = { ok: 0, failed: 0 };
-  let filesRecorded = 0;
-  const failuresByCode = new Map<string, number>();
-
-  const readState = async <T>(path: string): Promise<Record<string, T>> => {
+/** The sidecar's compaction state files: the SHA-256 journaled per hour, and those announced since. */
+function compactionState(stateDir: string) {
+  const dir = join(stateDir, "compaction");
+  const journaledPath = join(dir, "journaled.json");
+  const announcedPath = join(dir, "announced.json");
+  const read = async <T>(path: string): Promise<Record<string, T>> => {
     try {
       return JSON.parse(await readFile(path, "utf8")) as Record<string, T>;
     } catch (error) {
@@ -145,112 +137,216 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
       throw error;
     }
   };
-  const readJournaled = (): Promise<Record<string, string>> => readState<string>(journaledPath);
-  /** SHA-256s of files announced per hour and not confirmed yet by their own listing. */
-  const readAnnounced = (): Promise<Record<string, string[]>> => readState<string[]>(announcedPath);
-  const writeState = async (path: string, value: object): Promise<void> => {
-    await mkdir(join(o.stateDir, "compaction"), { recursive: true });
+  const write = async (path: string, value: object): Promise<void> => {
+    await mkdir(dir, { recursive: true });
     await writeFileDurably(path, `${JSON.stringify(value, null, 2)}\n`);
   };
-
-  /** The child's request: sign the new file into the chain before it overwrites the stored one. */
-  const announce = async (m: AnnounceRequest): Promise<AnnounceReply> => {
-    const { record, replaces } = m;
-    try {
-      const [journaled, announced] = await Promise.all([readJournaled(), readAnnounced()]);
-      const signed = [journaled[record.hour], ...(announced[record.hour] ?? [])];
-      if (!signed.includes(replaces))
-        return {
-          type: "rewrite-refused",
-          reason: `the stored file (sha256 ${replaces.slice(0, 12)}…) is not one this sidecar signed for ${record.hour}`,
-        };
-      await o.announce({ ...toCompactedFile(o.prefix, record), supersedes: replaces });
-      announced[record.hour] = [...new Set([...(announced[record.hour] ?? []), record.sha256])];
-      await writeState(announcedPath, announced);
-      o.logger.info(
-        { hour: record.hour, key: record.key, sha256: record.sha256, supersedes: replaces },
-        "compaction: rewrite of a compacted file announced in the signed chain before it is stored",
-      );
-      return { type: "rewrite-announced" };
-    } catch (error) {
-      return { type: "rewrite-refused", reason: (error as Error).message };
-    }
+  return {
+    journaled: (): Promise<Record<string, string>> => read<string>(journaledPath),
+    /** SHA-256s of files announced per hour and not confirmed yet by their own listing. */
+    announced: (): Promise<Record<string, string[]>> => read<string[]>(announcedPath),
+    writeJournaled: (value: Record<string, string>): Promise<void> => write(journaledPath, value),
+    writeAnnounced: (value: Record<string, string[]>): Promise<void> => write(announcedPath, value),
   };
+}
+type CompactionState = ReturnType<typeof compactionState>;
 
-  /** One child run: its report, or a thrown error with a code. */
-  const runChild = (): Promise<ChildPartition[]> =>
-    new Promise((resolve, reject) => {
-      const c = spawn(process.execPath, childArgv(o), {
-        stdio: ["ignore", "pipe", "pipe", "ipc"],
-        env: { ...process.env, AUDITPIPE_COMPACT_PARENT_PID: String(process.pid) },
-      });
-      child = c;
-      o.logger.info({ child: c.pid }, "compaction: child started");
-      let out = "";
-      let err = "";
-      c.stdout?.on("data", (d: Buffer) => {
-        out += d.toString("utf8");
-      });
-      c.stderr?.on("data", (d: Buffer) => {
-        err = (err + d.toString("utf8")).slice(-4_000);
-      });
-      c.on("message", (m: unknown) => {
-        if (!isAnnounceRequest(m)) return;
-        void announce(m).then((reply) => {
-          if (c.connected) c.send(reply);
-        });
-      });
-      c.on("error", reject);
-      c.on("close", (code, signal) => {
-        child = undefined;
-        let report: { partitions?: ChildPartition[] } | undefined;
-        try {
-          report = JSON.parse(out) as { partitions?: ChildPartition[] };
-        } catch {
-          report = undefined;
-        }
-        if (report?.partitions) {
-          resolve(report.partitions);
-          return;
-        }
-        const e = new Error(
-          `the compaction child ended (${signal ? `signal ${signal}` : `exit ${code}`}) without its report: ${err.trim().split("\n").pop() ?? ""}`,
-        ) as Error & { code: string };
-        e.code = COMPACT_CHILD_FAILED;
-        reject(e);
+/** The child's request: sign the new file into the chain before it overwrites the stored one. */
+async function announceRewrite(
+  o: CompactionOptions,
+  state: CompactionState,
+  m: AnnounceRequest,
+): Promise<AnnounceReply> {
+  const { record, replaces } = m;
+  try {
+    const [journaled, announced] = await Promise.all([state.journaled(), state.announced()]);
+    const signed = [journaled[record.hour], ...(announced[record.hour] ?? [])];
+    if (!signed.includes(replaces))
+      return {
+        type: "rewrite-refused",
+        reason: `the stored file (sha256 ${replaces.slice(0, 12)}…) is not one this sidecar signed for ${record.hour}`,
+      };
+    await o.announce({ ...toCompactedFile(o.prefix, record), supersedes: replaces });
+    announced[record.hour] = [...new Set([...(announced[record.hour] ?? []), record.sha256])];
+    await state.writeAnnounced(announced);
+    o.logger.info(
+      { hour: record.hour, key: record.key, sha256: record.sha256, supersedes: replaces },
+      "compaction: rewrite of a compacted file announced in the signed chain before it is stored",
+    );
+    return { type: "rewrite-announced" };
+  } catch (error) {
+    return { type: "rewrite-refused", reason: (error as Error).message };
+  }
+}
+
+/**
+ * One child run: its report, or a thrown error with a code. `onChild` learns the running child
+ * (undefined once it closed), so a stop can kill it.
+ */
+function runCompactionChild(
+  o: CompactionOptions,
+  announce: (m: AnnounceRequest) => Promise<AnnounceReply>,
+  onChild: (child: ChildProcess | undefined) => void,
+): Promise<ChildPartition[]> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, childArgv(o), {
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      env: { ...process.env, AUDITPIPE_COMPACT_PARENT_PID: String(process.pid) },
+    });
+    onChild(c);
+    o.logger.info({ child: c.pid }, "compaction: child started");
+    let out = "";
+    let err = "";
+    c.stdout?.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+    });
+    c.stderr?.on("data", (d: Buffer) => {
+      err = (err + d.toString("utf8")).slice(-4_000);
+    });
+    c.on("message", (m: unknown) => {
+      if (!isAnnounceRequest(m)) return;
+      void announce(m).then((reply) => {
+        if (c.connected) c.send(reply);
       });
     });
+    c.on("error", reject);
+    c.on("close", (code, signal) => {
+      onChild(undefined);
+      let report: { partitions?: ChildPartition[] } | undefined;
+      try {
+        report = JSON.parse(out) as { partitions?: ChildPartition[] };
+      } catch {
+        report = undefined;
+      }
+      if (report?.partitions) {
+        resolve(report.partitions);
+        return;
+      }
+      const e = new Error(
+        `the compaction child ended (${signal ? `signal ${signal}` : `exit ${code}`}) without its report: ${err.trim().split("\n").pop() ?? ""}`,
+      ) as Error & { code: string };
+      e.code = COMPACT_CHILD_FAILED;
+      reject(e);
+    });
+  });
+}
+
+/**
+ * Journals every compacted file of a child's report not journaled yet (counted in `stats` as it
+ * goes), then throws (with the first failure's code) when any host-hour failed.
+ */
+async function recordCompacted(
+  o: CompactionOptions,
+  state: CompactionState,
+  partitions: readonly ChildPartition[],
+  stats: Pick<CompactionStats, "filesRecorded">,
+): Promise<void> {
+  const journaled = await state.journaled();
+  for (const p of partitions) {
+    if (!p.record || (p.state !== "compacted" && p.state !== "compacted-now")) continue;
+    if (journaled[p.record.hour] === p.record.sha256) continue;
+    await o.record(toCompactedFile(o.prefix, p.record));
+    journaled[p.record.hour] = p.record.sha256;
+    await state.writeJournaled(journaled);
+    // Its own listing ends the hour's announcements: the stored file is the journaled one now.
+    const announced = await state.announced();
+    if (announced[p.record.hour]) {
+      delete announced[p.record.hour];
+      await state.writeAnnounced(announced);
+    }
+    stats.filesRecorded++;
+    o.logger.info(
+      { hour: p.record.hour, key: p.record.key, rows: p.record.rows, sha256: p.record.sha256 },
+      "compaction: Parquet file recorded in the manifest journal",
+    );
+  }
+  const failed = partitions.filter((p) => p.state === "failed");
+  if (failed.length > 0) {
+    const first = failed[0]?.error;
+    const e = new Error(
+      `${failed.length} host-hours failed to compact: ${first?.message ?? "unknown"}`,
+    ) as Error & {
+      code: string;
+    };
+    e.code = first?.code ?? COMPACT_CHILD_FAILED;
+    throw e;
+  }
+}
+
+/** What the sidecar's compaction has done so far, for its metrics and /readyz. */
+interface CompactionStats {
+  runs: { ok: number; failed: number };
+  /** Failed runs in a row (0 after a success). */
+  failures: number;
+  lastCode: string | undefined;
+  filesRecorded: number;
+  failuresByCode: Map<string, number>;
+}
+
+function registerCompactionMetrics(registry: Registry, stats: CompactionStats): void {
+  new Counter({
+    name: "auditpipe_compaction_runs_total",
+    help: "Compaction child runs of the sidecar, by result (ok, failed).",
+    labelNames: ["result"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ result: "ok" }, stats.runs.ok);
+      this.inc({ result: "failed" }, stats.runs.failed);
+    },
+  });
+  new Counter({
+    name: "auditpipe_compaction_failures_total",
+    help: "Failed compaction runs, by error code (docs/errors.md).",
+    labelNames: ["code"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [code, n] of stats.failuresByCode) this.inc({ code }, n);
+    },
+  });
+  new Counter({
+    name: "auditpipe_compaction_files_recorded_total",
+    help: "Parquet files this sidecar recorded in its manifest journal.",
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(stats.filesRecorded);
+    },
+  });
+  new Gauge({
+    name: "auditpipe_compaction_failing_runs",
+    help: `Failed compaction runs in a row (0 after a success); /readyz reports it from ${COMPACTION_FAILURES_BEFORE_UNREADY}.`,
+    registers: [registry],
+    collect() {
+      this.set(stats.failures);
+    },
+  });
+}
+
+export function startCompaction(o: CompactionOptions): SidecarCompaction {
+  const state = compactionState(o.stateDir);
+  const stats: CompactionStats = {
+    runs: { ok: 0, failed: 0 },
+    failures: 0,
+    lastCode: undefined,
+    filesRecorded: 0,
+    failuresByCode: new Map(),
+  };
+  let timer: NodeJS.Timeout | undefined;
+  let child: ChildProcess | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
 
   const runOnce = async (): Promise<void> => {
-    const partitions = await runChild();
-    const journaled = await readJournaled();
-    for (const p of partitions) {
-      if (!p.record || (p.state !== "compacted" && p.state !== "compacted-now")) continue;
-      if (journaled[p.record.hour] === p.record.sha256) continue;
-      await o.record(toCompactedFile(o.prefix, p.record));
-      journaled[p.record.hour] = p.record.sha256;
-      await writeState(journaledPath, journaled);
-      // Its own listing ends the hour's announcements: the stored file is the journaled one now.
-      const announced = await readAnnounced();
-      if (announced[p.record.hour]) {
-        delete announced[p.record.hour];
-        await writeState(announcedPath, announced);
-      }
-      filesRecorded++;
-      o.logger.info(
-        { hour: p.record.hour, key: p.record.key, rows: p.record.rows, sha256: p.record.sha256 },
-        "compaction: Parquet file recorded in the manifest journal",
-      );
-    }
-    const failed = partitions.filter((p) => p.state === "failed");
-    if (failed.length > 0) {
-      const first = failed[0]?.error;
-      const e = new Error(
-        `${failed.length} host-hours failed to compact: ${first?.message ?? "unknown"}`,
-      ) as Error & { code: string };
-      e.code = first?.code ?? COMPACT_CHILD_FAILED;
-      throw e;
-    }
+    const partitions = await runCompactionChild(
+      o,
+      (m) => announceRewrite(o, state, m),
+      (c) => {
+        child = c;
+      },
+    );
+    await recordCompacted(o, state, partitions, stats);
   };
 
   const schedule = (ms: number): void => {
@@ -258,20 +354,21 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
     timer = setTimeout(() => {
       running = runOnce().then(
         () => {
-          failures = 0;
-          lastCode = undefined;
-          runs.ok++;
+          stats.failures = 0;
+          stats.lastCode = undefined;
+          stats.runs.ok++;
           schedule(o.intervalMs);
         },
         (error: unknown) => {
-          failures++;
-          runs.failed++;
-          lastCode = (error as { code?: string }).code ?? COMPACT_CHILD_FAILED;
-          failuresByCode.set(lastCode, (failuresByCode.get(lastCode) ?? 0) + 1);
-          const retryMs = Math.min(o.intervalMs, backoffDelay(failures, RETRY_BASE_MS, o.intervalMs));
+          stats.failures++;
+          stats.runs.failed++;
+          const code = (error as { code?: string }).code ?? COMPACT_CHILD_FAILED;
+          stats.lastCode = code;
+          stats.failuresByCode.set(code, (stats.failuresByCode.get(code) ?? 0) + 1);
+          const retryMs = Math.min(o.intervalMs, backoffDelay(stats.failures, RETRY_BASE_MS, o.intervalMs));
           if (!stopped)
             o.logger.error(
-              { code: lastCode, failures, retryMs, err: { message: (error as Error).message } },
+              { code, failures: stats.failures, retryMs, err: { message: (error as Error).message } },
               "compaction failed; landing NDJSON is kept, retrying",
             );
           schedule(retryMs);
@@ -284,49 +381,10 @@ export function startCompaction(o: CompactionOptions): SidecarCompaction {
 
   return {
     problem: () =>
-      failures >= COMPACTION_FAILURES_BEFORE_UNREADY
-        ? `compaction failing (${lastCode}, ${failures} runs in a row); landing NDJSON is kept and retried`
+      stats.failures >= COMPACTION_FAILURES_BEFORE_UNREADY
+        ? `compaction failing (${stats.lastCode}, ${stats.failures} runs in a row); landing NDJSON is kept and retried`
         : undefined,
-    registerMetrics(registry) {
-      new Counter({
-        name: "auditpipe_compaction_runs_total",
-        help: "Compaction child runs of the sidecar, by result (ok, failed).",
-        labelNames: ["result"],
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc({ result: "ok" }, runs.ok);
-          this.inc({ result: "failed" }, runs.failed);
-        },
-      });
-      new Counter({
-        name: "auditpipe_compaction_failures_total",
-        help: "Failed compaction runs, by error code (docs/errors.md).",
-        labelNames: ["code"],
-        registers: [registry],
-        collect() {
-          this.reset();
-          for (const [code, n] of failuresByCode) this.inc({ code }, n);
-        },
-      });
-      new Counter({
-        name: "auditpipe_compaction_files_recorded_total",
-        help: "Parquet files this sidecar recorded in its manifest journal.",
-        registers: [registry],
-        collect() {
-          this.reset();
-          this.inc(filesRecorded);
-        },
-      });
-      new Gauge({
-        name: "auditpipe_compaction_failing_runs",
-        help: `Failed compaction runs in a row (0 after a success); /readyz reports it from ${COMPACTION_FAILURES_BEFORE_UNREADY}.`,
-        registers: [registry],
-        collect() {
-          this.set(failures);
-        },
-      });
-    },
+    registerMetrics: (registry) => registerCompactionMetrics(registry, stats),
     async stop() {
       stopped = true;
       clearTimeout(timer);

@@ -3,7 +3,7 @@ import type { OverheadCalibration } from "@auditpipe/estimate";
 import { LiveMeter } from "@auditpipe/meter";
 import type { LogFormat } from "@auditpipe/parse";
 import type { Logger } from "pino";
-import { Gauge, type Registry } from "prom-client";
+import { type Counter, Gauge, type Registry } from "prom-client";
 import { startCompaction } from "./compaction.ts";
 import type { RunConfig } from "./config.ts";
 import { CoverageRecorder, coverageBaseline } from "./coverage-recorder.ts";
@@ -17,7 +17,7 @@ import { sidecarReadiness } from "./readiness.ts";
 import { type RunningSidecar, shutdownSidecar } from "./shutdown.ts";
 import { type ConfiguredSink, createSink, redactionMode } from "./sinks.ts";
 import { type SourceWiring, startFileSource, startSyslog } from "./sources.ts";
-import { lockStateDir } from "./state-lock.ts";
+import { lockStateDir, type StateLock } from "./state-lock.ts";
 import { registerSyslogMetrics } from "./syslog-intake.ts";
 import { startWorkloadSampler } from "./workload-sampler.ts";
 
@@ -82,6 +82,140 @@ function registerSidecarMetrics(registry: Registry, sink: ConfiguredSink, runnin
 }
 
 /**
+ * The sink and, where it records coverage, its recorder; a failure closes what was opened and
+ * releases the state directory's lock.
+ */
+async function openArchive(
+  config: RunConfig,
+  logger: Logger,
+  tap: PipelineTap,
+  lock: StateLock,
+): Promise<{ sink: ConfiguredSink; coverage: CoverageRecorder | undefined }> {
+  const sink = await createSink(config, logger, tap).catch(async (error: unknown) => {
+    await lock.release();
+    throw error;
+  });
+  const coverage = sink.coverage
+    ? await CoverageRecorder.open(sink.coverage, config.state, logger).catch(async (error: unknown) => {
+        await sink.close();
+        await lock.release();
+        throw error;
+      })
+    : undefined;
+  const baseline = coverage ? coverageBaseline(config, logger) : undefined;
+  if (coverage && baseline !== undefined) coverage.configured(baseline);
+  return { sink, coverage };
+}
+
+/**
+ * The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics must
+ * not ship unmonitored, so a busy or unusable address ends the start-up here. Returns its URL.
+ */
+async function startApi(
+  config: RunConfig,
+  logger: Logger,
+  meter: LiveMeter,
+  calibration: OverheadCalibration | undefined,
+  running: RunningSidecar,
+  stopping: () => boolean,
+): Promise<string> {
+  const { tap, sink } = running;
+  const app = await buildApi({
+    meter,
+    logger,
+    estimator: {
+      lastSample: () => running.sampler?.lastSample(),
+      ...(calibration ? { calibration } : {}),
+    },
+    advisor: {
+      advice: () => {
+        const advice = tap.advisor.advice();
+        return advice.entries > 0 ? advice : undefined;
+      },
+    },
+    ...(config.apiToken ? { token: config.apiToken } : {}),
+    readiness: sidecarReadiness({
+      stopping,
+      tap,
+      sink,
+      syslog: () => running.syslog,
+      compaction: () => running.compaction?.problem(),
+    }),
+  });
+  let url: string;
+  try {
+    ({ url } = await listenApi(app, config.listen, config.apiToken, config.listenSetting));
+  } catch (error) {
+    await app.close();
+    await sink.close();
+    await running.lock.release();
+    throw error;
+  }
+  running.api = app;
+  logger.info({ url }, "API listening");
+  return url;
+}
+
+/** Compaction runs beside the sources in a child process of its own (run/compaction.ts). */
+function startSidecarCompaction(
+  config: RunConfig,
+  running: RunningSidecar,
+  meter: LiveMeter,
+  logger: Logger,
+): void {
+  const { compaction } = running.sink;
+  if (!compaction || config.compactMs <= 0) return;
+  running.compaction = startCompaction({
+    archive: config.sink,
+    prefix: compaction.prefix,
+    host: compaction.host,
+    s3: { endpoint: config.s3Endpoint, region: config.s3Region, forcePathStyle: config.s3ForcePathStyle },
+    stateDir: config.state,
+    intervalMs: config.compactMs,
+    record: compaction.record,
+    announce: compaction.announce,
+    logger: logger.child({ component: "compaction" }),
+  });
+  running.compaction.registerMetrics(meter.registry);
+}
+
+/** The file source, the syslog listeners and the workload sampler, each as configured. */
+async function startSources(
+  wiring: SourceWiring,
+  inputs: SidecarInputs,
+  running: RunningSidecar,
+  meter: LiveMeter,
+  /** Counts the reloads that change log_line_prefix (registerPrefixMetrics). */
+  prefixChanges: Counter,
+): Promise<void> {
+  const { config, logger } = wiring;
+  if (inputs.stream) {
+    const { stream } = inputs;
+    // stderr lines are read with the prefix in effect for their backend, through reloads that change it.
+    const filePrefix =
+      inputs.prefix !== undefined && (stream.format === "stderr" || stream.format === "auto")
+        ? await prefixHistory(inputs.prefix, config.state, prefixChanges, logger)
+        : inputs.prefix;
+    await startFileSource(wiring, { ...stream, prefix: filePrefix }, (files) => {
+      running.files = files;
+    });
+  }
+  if (config.syslog.length > 0) {
+    const { intake, ticker } = await startSyslog(wiring, meter);
+    running.syslog = intake;
+    running.timers.push(ticker);
+  }
+  // With --db the sidecar also samples its database, so the estimate routes answer on this server.
+  if (config.db)
+    running.sampler = startWorkloadSampler({
+      connection: config.db,
+      intervalMs: config.sampleIntervalMs,
+      logger,
+      calibration: inputs.calibration,
+    });
+}
+
+/**
  * The running sidecar: a file source (and syslog listeners) feeding the meter and the sink, and
  * the HTTP API with /metrics, /v1/volume, /healthz and /readyz. Composition only: the tap is in
  * pipeline-tap.ts, the sources in sources.ts, readiness in readiness.ts, the stop in shutdown.ts.
@@ -97,19 +231,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const lock = await lockStateDir(config.state);
   const meter = new LiveMeter();
   const tap: PipelineTap = createPipelineTap(meter, logger);
-  const sink = await createSink(config, logger, tap).catch(async (error: unknown) => {
-    await lock.release();
-    throw error;
-  });
-  const coverage = sink.coverage
-    ? await CoverageRecorder.open(sink.coverage, config.state, logger).catch(async (error: unknown) => {
-        await sink.close();
-        await lock.release();
-        throw error;
-      })
-    : undefined;
-  const baseline = coverage ? coverageBaseline(config, logger) : undefined;
-  if (coverage && baseline !== undefined) coverage.configured(baseline);
+  const { sink, coverage } = await openArchive(config, logger, tap, lock);
   tap.countsAttempts = sink.countsAttempts;
   const prefixChanges = registerPrefixMetrics(meter.registry);
   let stopping = false;
@@ -125,57 +247,8 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     compaction: undefined,
   };
   registerSidecarMetrics(meter.registry, sink, running);
-
-  // The API binds before any source starts: a sidecar that cannot serve /readyz and /metrics
-  // must not ship unmonitored, so a busy or unusable address ends the start-up here.
-  const app = await buildApi({
-    meter,
-    logger,
-    estimator: {
-      lastSample: () => running.sampler?.lastSample(),
-      ...(inputs.calibration ? { calibration: inputs.calibration } : {}),
-    },
-    advisor: {
-      advice: () => {
-        const advice = tap.advisor.advice();
-        return advice.entries > 0 ? advice : undefined;
-      },
-    },
-    ...(config.apiToken ? { token: config.apiToken } : {}),
-    readiness: sidecarReadiness({
-      stopping: () => stopping,
-      tap,
-      sink,
-      syslog: () => running.syslog,
-      compaction: () => running.compaction?.problem(),
-    }),
-  });
-  let url: string;
-  try {
-    ({ url } = await listenApi(app, config.listen, config.apiToken, config.listenSetting));
-  } catch (error) {
-    await app.close();
-    await sink.close();
-    await lock.release();
-    throw error;
-  }
-  running.api = app;
-  logger.info({ url }, "API listening");
-  // Compaction runs beside the sources in a child process of its own (run/compaction.ts).
-  if (sink.compaction && config.compactMs > 0) {
-    running.compaction = startCompaction({
-      archive: config.sink,
-      prefix: sink.compaction.prefix,
-      host: sink.compaction.host,
-      s3: { endpoint: config.s3Endpoint, region: config.s3Region, forcePathStyle: config.s3ForcePathStyle },
-      stateDir: config.state,
-      intervalMs: config.compactMs,
-      record: sink.compaction.record,
-      announce: sink.compaction.announce,
-      logger: logger.child({ component: "compaction" }),
-    });
-    running.compaction.registerMetrics(meter.registry);
-  }
+  const url = await startApi(config, logger, meter, inputs.calibration, running, () => stopping);
+  startSidecarCompaction(config, running, meter, logger);
   running.timers.push(setInterval(() => tap.malformedInput.tick(), MALFORMED_WINDOW_MS));
 
   const stop = async (): Promise<void> => {
@@ -183,12 +256,6 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     stopping = true;
     await shutdownSidecar(running);
   };
-  // A source that cannot start: stop what did, so the process ends instead of running on half-started.
-  const abortStart = async (error: unknown): Promise<never> => {
-    await stop().catch(() => {});
-    throw error;
-  };
-
   const wiring: SourceWiring = {
     config,
     prefix: inputs.prefix,
@@ -198,30 +265,10 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
     coverage,
     logger,
   };
-  if (inputs.stream) {
-    const { stream } = inputs;
-    // stderr lines are read with the prefix in effect for their backend, through reloads that change it.
-    const filePrefix =
-      inputs.prefix !== undefined && (stream.format === "stderr" || stream.format === "auto")
-        ? await prefixHistory(inputs.prefix, config.state, prefixChanges, logger).catch(abortStart)
-        : inputs.prefix;
-    await startFileSource(wiring, { ...stream, prefix: filePrefix }, (files) => {
-      running.files = files;
-    }).catch(abortStart);
-  }
-  if (config.syslog.length > 0) {
-    const { intake, ticker } = await startSyslog(wiring, meter).catch(abortStart);
-    running.syslog = intake;
-    running.timers.push(ticker);
-  }
-  // With --db the sidecar also samples its database, so the estimate routes answer on this server.
-  if (config.db)
-    running.sampler = startWorkloadSampler({
-      connection: config.db,
-      intervalMs: config.sampleIntervalMs,
-      logger,
-      calibration: inputs.calibration,
-    });
-
+  // A source that cannot start: stop what did, so the process ends instead of running on half-started.
+  await startSources(wiring, inputs, running, meter, prefixChanges).catch(async (error: unknown) => {
+    await stop().catch(() => {});
+    throw error;
+  });
   return { meter, url, stop };
 }
