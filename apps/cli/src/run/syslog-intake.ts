@@ -177,29 +177,40 @@ export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<S
 
 /** How often the receiver's losses are looked for and, if any grew, logged (once per period at most). */
 const LOSS_LOG_MS = 10_000;
+/** How often the losses are looked at: the first one is logged within a second of it. */
+const LOSS_CHECK_MS = 1_000;
 
 /**
  * Logs at warn, at most once per LOSS_LOG_MS, TCP connections the cap refused and UDP datagrams
- * the kernel dropped since the last time (both are also metrics).
+ * the kernel dropped since the last time (both are also metrics). Checked every second, so the
+ * first loss after a quiet spell is logged at once rather than up to LOSS_LOG_MS later.
  */
 function watchReceiverLosses(receiver: SyslogSource, logger: SourceLogger): NodeJS.Timeout {
   let refused = 0;
   let kernelDropped = 0;
+  let loggedAt = Number.NEGATIVE_INFINITY;
   const timer = setInterval(() => {
+    const now = Date.now();
+    // Within LOSS_LOG_MS of the last warning the counts keep adding up for the next one.
+    if (now - loggedAt < LOSS_LOG_MS) return;
     const s = receiver.stats();
-    if (s.tcpRefused > refused)
+    if (s.tcpRefused > refused) {
       logger.warn(
         { refused: s.tcpRefused - refused, open: s.tcpConnections, maxConnections: s.tcpConnectionLimit },
         "syslog TCP connections refused: the connection limit is reached (idle ones are closed after syslogTcpIdleTimeoutMs)",
       );
-    if (s.udpKernelDropped > kernelDropped)
+      loggedAt = now;
+    }
+    if (s.udpKernelDropped > kernelDropped) {
       logger.warn(
         { dropped: s.udpKernelDropped - kernelDropped, receiveBufferBytes: s.udpReceiveBufferBytes },
         "syslog UDP datagrams dropped by the kernel: the receive buffer was full (raise net.core.rmem_max, or use TCP)",
       );
+      loggedAt = now;
+    }
     refused = s.tcpRefused;
     kernelDropped = s.udpKernelDropped;
-  }, LOSS_LOG_MS);
+  }, LOSS_CHECK_MS);
   timer.unref();
   return timer;
 }
