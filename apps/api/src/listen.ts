@@ -31,17 +31,23 @@ export function parseListenAddress(listen: string, setting = "--listen"): { host
   return { host, port };
 }
 
-const loopback = new BlockList();
-loopback.addSubnet("127.0.0.0", 8, "ipv4");
-loopback.addAddress("::1", "ipv6");
-loopback.addSubnet("::ffff:127.0.0.0", 104, "ipv6");
+// Made on first use: a BlockList is a native handle, which `run`'s start-up snapshot cannot hold.
+let loopbackList: BlockList | undefined;
+function loopback(): BlockList {
+  if (loopbackList) return loopbackList;
+  loopbackList = new BlockList();
+  loopbackList.addSubnet("127.0.0.0", 8, "ipv4");
+  loopbackList.addAddress("::1", "ipv6");
+  loopbackList.addSubnet("::ffff:127.0.0.0", 104, "ipv6");
+  return loopbackList;
+}
 
 /** Only addresses that cannot be reached from another host; any other name may resolve anywhere. */
 export function isLoopback(host: string): boolean {
   if (host === "localhost") return true;
   const family = isIP(host);
-  if (family === 4) return loopback.check(host, "ipv4");
-  if (family === 6) return loopback.check(host, "ipv6");
+  if (family === 4) return loopback().check(host, "ipv4");
+  if (family === 6) return loopback().check(host, "ipv6");
   return false;
 }
 

@@ -11,6 +11,7 @@
 import { spawn } from "node:child_process";
 // A namespace import: a named one fails to link on a Node without it, before the version check below.
 import * as nodeModule from "node:module";
+import { fileURLToPath } from "node:url";
 
 /**
  * Heap limits for `run`: the in-flight batches (a few 10k-entry batches) plus the API fit in 128 MB
@@ -43,6 +44,16 @@ if (
   process.exit(1);
 }
 
+/**
+ * `--snapshot-blob FILE` to start `run` from its V8 start-up snapshot under these flags, or none
+ * (bin/run-snapshot.js): the bundle's modules are then deserialized, not loaded and run (~half of
+ * `run`'s start-up CPU).
+ */
+async function runSnapshotFlags(flags) {
+  const { snapshotFlags } = await import("./run-snapshot.js");
+  return snapshotFlags({ dist: fileURLToPath(new URL("../dist/", import.meta.url)), flags });
+}
+
 const argv = process.argv.slice(2);
 const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? "").split(/\s+/)];
 const chosen = given.some((flag) => flag.startsWith("--max-old-space-size"));
@@ -52,31 +63,27 @@ const maxOldSpace = Number(
   given.findLast((flag) => flag.startsWith("--max-old-space-size="))?.split("=")[1] ?? Number.NaN,
 );
 
-if (
-  reexec &&
-  chosen &&
-  maxOldSpace > 0 &&
-  !given.some((flag) => flag.startsWith("--initial-old-space-size")) &&
-  typeof process.execve === "function"
-) {
+if (reexec && chosen && typeof process.execve === "function") {
   // Heap limits in NODE_OPTIONS (the deploy recipes): still one process. Node refuses
   // --initial-old-space-size there, so the process replaces itself (same PID, same descriptors)
   // with one started with half the caller's limit as its initial old generation: V8 then marks
   // the small heap of a steadily fed sidecar half as often (docs/benchmarks.md, "CPU per entry").
+  // The new process starts from `run`'s snapshot where there is one (bin/run-snapshot.js).
   // Should the exec fail, this process runs the sidecar as it is.
-  try {
-    process.execve(
-      process.execPath,
-      [
-        process.execPath,
-        ...process.execArgv,
-        `--initial-old-space-size=${Math.floor(maxOldSpace / 2)}`,
-        process.argv[1],
-        ...argv,
-      ],
-      { ...process.env, AUDITPIPE_NO_REEXEC: "1" },
-    );
-  } catch {}
+  const flags = [
+    ...process.execArgv,
+    ...(maxOldSpace > 0 && !given.some((flag) => flag.startsWith("--initial-old-space-size"))
+      ? [`--initial-old-space-size=${Math.floor(maxOldSpace / 2)}`]
+      : []),
+  ];
+  const snapshot = await runSnapshotFlags(flags);
+  if (flags.length > process.execArgv.length || snapshot.length > 0)
+    try {
+      process.execve(process.execPath, [process.execPath, ...flags, ...snapshot, process.argv[1], ...argv], {
+        ...process.env,
+        AUDITPIPE_NO_REEXEC: "1",
+      });
+    } catch {}
 }
 
 // V8's code for the bundle and its libraries is kept in Node's compile cache (the OS temp
@@ -85,7 +92,9 @@ if (
 nodeModule.enableCompileCache?.();
 
 if (reexec && !chosen) {
-  const child = spawn(process.execPath, [...process.execArgv, ...RUN_HEAP_FLAGS, process.argv[1], ...argv], {
+  const flags = [...process.execArgv, ...RUN_HEAP_FLAGS];
+  const snapshot = await runSnapshotFlags(flags);
+  const child = spawn(process.execPath, [...flags, ...snapshot, process.argv[1], ...argv], {
     stdio: "inherit",
     // The child watches this pid: if the launcher is killed outright, it stops rather than run orphaned.
     env: { ...process.env, AUDITPIPE_NO_REEXEC: "1", AUDITPIPE_LAUNCHER_PID: String(process.pid) },

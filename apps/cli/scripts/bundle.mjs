@@ -9,8 +9,11 @@
 // runtime `dependencies` (docs/architecture.md, "Packaging").
 // Code splitting keeps each command in its own chunk: main.js loads a command's chunk only when it
 // runs, so `auditpipe --version` and `analyze` never load the AWS SDK, Fastify or node-postgres.
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { builtinModules } from "node:module";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { builtinModules, createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -84,6 +87,109 @@ const { metafile } = await build({
   chunkNames: "chunks/[name]-[hash]",
   logLevel: "warning",
 });
+
+/**
+ * dist/run-snapshot.cjs: `run` as one CommonJS file that requires only Node's built-ins, the entry
+ * of its V8 start-up snapshot (src/run-snapshot.ts; bin/run-snapshot.js builds the blob for the
+ * Node.js that runs it, and the launcher starts `run` from it). What a snapshot cannot hold is
+ * deferred here:
+ * - the runtime dependencies (AWS SDK, pg, ...): required, from the installed package, where they
+ *   are first imported (a snapshot has no dynamic import());
+ * - node:http, https and http2, whose native bindings cannot be serialized: loaded on first use;
+ *   the plain data Fastify reads while loading (STATUS_CODES, METHODS) is this Node's copy;
+ * - prom-client's process start time, which it takes when loaded: taken when the metric is made.
+ */
+const LAZY_BUILTINS = ["http", "https", "http2"];
+const nodeRequire = createRequire(import.meta.url);
+const snapshotDeferrals = {
+  name: "snapshot-deferrals",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) => {
+      const path = args.path;
+      const builtin = path.replace(/^node:/, "");
+      if (args.namespace === "lazy-builtin") return { path: `node:${builtin}`, external: true };
+      if (LAZY_BUILTINS.includes(builtin)) return { path: builtin, namespace: "lazy-builtin" };
+      if (path.startsWith("node:") || builtins.has(path.split("/")[0])) return { path, external: true };
+      if (runtime.has(packageName(path))) return { path, namespace: "runtime-dependency" };
+      return undefined;
+    });
+    b.onLoad({ filter: /.*/, namespace: "lazy-builtin" }, ({ path }) => {
+      const real = nodeRequire(`node:${path}`);
+      const keys = Object.keys(real);
+      const data = Object.fromEntries(
+        ["STATUS_CODES", "METHODS"].filter((k) => k in real).map((k) => [k, real[k]]),
+      );
+      return {
+        loader: "js",
+        contents: `let m;
+const load = () => (m ??= require("node:${path}"));
+const data = ${JSON.stringify(data)};
+const keys = ${JSON.stringify(keys)};
+module.exports = new Proxy({}, {
+  get: (_, k) => (Object.hasOwn(data, k) ? data[k] : load()[k]),
+  has: (_, k) => k in load(),
+  ownKeys: () => keys,
+  getOwnPropertyDescriptor: (_, k) =>
+    keys.includes(k) ? { configurable: true, enumerable: true, get: () => load()[k] } : undefined,
+});`,
+      };
+    });
+    b.onLoad({ filter: /.*/, namespace: "runtime-dependency" }, ({ path }) => ({
+      loader: "js",
+      contents: `module.exports = require("node:module").createRequire(globalThis.__auditpipeEntry)(${JSON.stringify(path)});`,
+    }));
+    b.onLoad({ filter: /prom-client[\\/]lib[\\/]metrics[\\/]processStartTime\.js$/ }, ({ path }) => {
+      const taken = "const startInSeconds = Math.round(Date.now() / 1000 - process.uptime());";
+      const source = readFileSync(path, "utf8");
+      if (!source.includes(taken)) throw new Error(`bundle: ${path} changed; check what it reads at load`);
+      return {
+        loader: "js",
+        contents: source
+          .replace(taken, "let startInSeconds;")
+          .replace(
+            "module.exports = (registry, config = {}) => {",
+            "module.exports = (registry, config = {}) => {\n\tstartInSeconds ??= Math.round(Date.now() / 1000 - process.uptime());",
+          ),
+      };
+    });
+  },
+};
+await build({
+  entryPoints: [join(CLI, "src", "run-snapshot.ts")],
+  outfile: join(CLI, "dist", "run-snapshot.cjs"),
+  bundle: true,
+  format: "cjs",
+  platform: "node",
+  target: "node22.15",
+  conditions: ["@auditpipe/source"],
+  plugins: [snapshotDeferrals],
+  define: { "import.meta.url": "globalThis.__auditpipeEntryUrl" },
+  legalComments: "none",
+  logLevel: "warning",
+});
+// The launcher keys a blob on this (with the Node.js binary and its flags): a blob built from
+// another build of the entry is never used.
+const snapshotEntry = readFileSync(join(CLI, "dist", "run-snapshot.cjs"));
+writeFileSync(
+  join(CLI, "dist", "run-snapshot.id"),
+  `${createHash("sha256").update(snapshotEntry).digest("hex").slice(0, 32)}\n`,
+);
+// A module that opens a handle or loads a native binding at load time breaks the snapshot: say
+// so here rather than have every start fall back to the slow path.
+{
+  const dir = mkdtempSync(join(tmpdir(), "auditpipe-snapshot-check-"));
+  try {
+    const r = spawnSync(
+      process.execPath,
+      ["--snapshot-blob", join(dir, "blob"), "--build-snapshot", join(CLI, "dist", "run-snapshot.cjs")],
+      { encoding: "utf8", timeout: 120_000, killSignal: "SIGKILL" },
+    );
+    if (r.status !== 0)
+      throw new Error(`bundle: dist/run-snapshot.cjs does not build a snapshot:\n${r.stderr.slice(-4000)}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 /**
  * dist/THIRD-PARTY-NOTICES.md: every third-party package whose code is in dist/, as name@version

@@ -1,5 +1,6 @@
 import type { CommandIO } from "./command-io.ts";
-import { EXIT_FAILURE, EXIT_USAGE, UsageError } from "./usage-error.ts";
+import { type Command, processIO, runWithExitStatus } from "./command-run.ts";
+import { EXIT_USAGE } from "./usage-error.ts";
 import { versionLine } from "./version.ts";
 
 export const HELP = `Usage: auditpipe <command> [flags]
@@ -19,8 +20,6 @@ Commands:
 
 Run 'auditpipe <command> --help' for a command's flags; 'auditpipe --version' for the version.
 `;
-
-type Command = (argv: string[], io: CommandIO) => Promise<number>;
 
 /**
  * Each command's module is imported when that command runs, never at start-up: `analyze` must not
@@ -43,14 +42,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import("./commands/serve.ts")).serveCommand,
 };
 
-const processIO: CommandIO = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-  stderrIsTTY: process.stderr.isTTY === true,
-};
-
 /** Runs the CLI; resolves with the exit code. Usage errors exit 2 with a message naming the flag. */
-export async function main(argv: string[], io: CommandIO = processIO): Promise<number> {
+export async function main(argv: string[], io: CommandIO = processIO()): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
     io.stdout(HELP);
@@ -65,15 +58,5 @@ export async function main(argv: string[], io: CommandIO = processIO): Promise<n
     io.stderr(`auditpipe: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
     return EXIT_USAGE;
   }
-  try {
-    const run = await load();
-    return await run(rest, io);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      io.stderr(`auditpipe ${error.message} [${error.code}]\n`);
-      return EXIT_USAGE;
-    }
-    io.stderr(`auditpipe ${command}: ${error instanceof Error ? error.message : String(error)}\n`);
-    return EXIT_FAILURE;
-  }
+  return runWithExitStatus(command, load, rest, io);
 }

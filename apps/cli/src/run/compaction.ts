@@ -101,8 +101,11 @@ export function toCompactedFile(prefix: string, r: NonNullable<ChildPartition["r
 
 /** The child's argv: the same entry point and loader flags as this process, its own heap limit. */
 function childArgv(o: CompactionOptions): string[] {
+  // Not `run`'s start-up snapshot either (--snapshot-blob FILE): the child runs `compact`.
   const inherited = process.execArgv.filter(
-    (f) => !/^--(max-old-space-size|max-semi-space-size|initial-old-space-size)=/.test(f),
+    (f, i, all) =>
+      !/^--(max-old-space-size|max-semi-space-size|initial-old-space-size)=|^--snapshot-blob(=|$)/.test(f) &&
+      all[i - 1] !== "--snapshot-blob",
   );
   const s3 = [
     ...(o.s3.endpoint ? ["--s3-endpoint", o.s3.endpoint] : []),

@@ -1,0 +1,131 @@
+// `run`'s V8 start-up snapshot, for the launcher (bin/auditpipe.js). Loading `run`'s modules is most
+// of its start-up CPU; a snapshot of the heap they leave (dist/run-snapshot.cjs, built by
+// scripts/bundle.mjs) is deserialized instead. A blob works only with the Node.js binary and flags
+// that built it, so it is built here, on the first start of `run` on each Node.js, into a cache
+// directory of this user's (like Node's compile cache), and looked up by a key of everything it
+// depends on: the entry's build, Node's version, binary and flags. Any doubt means no snapshot:
+// `run` then starts as it would without one.
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/**
+ * The cache directory: AUDITPIPE_SNAPSHOT_CACHE, else one of this user's in the OS temp directory.
+ * Undefined unless it is a directory (not a link) this user owns that no one else may write: a
+ * blob is code this process will run.
+ */
+export function snapshotDirectory(env = process.env) {
+  const uid = process.getuid?.();
+  const dir = env.AUDITPIPE_SNAPSHOT_CACHE || join(tmpdir(), `auditpipe-snapshot-${uid ?? "user"}`);
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const s = lstatSync(dir);
+    if (!s.isDirectory() || (uid !== undefined && s.uid !== uid) || (s.mode & 0o022) !== 0) return undefined;
+    return dir;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The node flags that start `run` from its snapshot (`--snapshot-blob FILE`), given the flags it
+ * runs under; the blob is built first if there is none yet (~0.3 s of CPU, once per Node.js and
+ * build). Empty, so `run` starts without a snapshot, when AUDITPIPE_DISABLE_SNAPSHOT=1, when the
+ * package has no snapshot entry, when the directory is unusable, or when building failed (once:
+ * `<blob>.failed` holds why, and no start tries again with the same key).
+ *
+ * @param {{ dist: string, flags: string[], env?: NodeJS.ProcessEnv, execPath?: string }} o
+ * @returns {string[]}
+ */
+export function snapshotFlags({ dist, flags, env = process.env, execPath = process.execPath }) {
+  if (env.AUDITPIPE_DISABLE_SNAPSHOT === "1") return [];
+  const entry = join(dist, "run-snapshot.cjs");
+  let build;
+  try {
+    build = readFileSync(join(dist, "run-snapshot.id"), "utf8").trim();
+  } catch {
+    return [];
+  }
+  const dir = snapshotDirectory(env);
+  if (!dir) return [];
+  let node;
+  try {
+    node = statSync(execPath);
+  } catch {
+    return [];
+  }
+  const key = createHash("sha256")
+    .update(
+      JSON.stringify([
+        build,
+        process.version,
+        process.platform,
+        process.arch,
+        execPath,
+        node.size,
+        node.mtimeMs,
+        flags,
+        env.NODE_OPTIONS ?? "",
+      ]),
+    )
+    .digest("hex")
+    .slice(0, 32);
+  const blob = join(dir, `run-${key}.blob`);
+  if (existsSync(blob)) return ["--snapshot-blob", blob];
+  if (existsSync(`${blob}.failed`)) return [];
+  // Built under another name and renamed: a start never sees half a blob, and two starts
+  // building at once each rename a whole one.
+  const partial = `${blob}.${process.pid}.partial`;
+  const r = spawnSync(execPath, [...flags, "--snapshot-blob", partial, "--build-snapshot", entry], {
+    stdio: ["ignore", "ignore", "pipe"],
+    encoding: "utf8",
+    env,
+    // A handle left open by the entry would keep the build from ever ending (~1 s normally).
+    timeout: 60_000,
+    killSignal: "SIGKILL",
+  });
+  try {
+    if (r.status === 0) {
+      renameSync(partial, blob);
+      prune(dir, blob);
+      return ["--snapshot-blob", blob];
+    }
+    writeFileSync(
+      `${blob}.failed`,
+      `${r.error?.message ?? `exit ${r.status ?? r.signal}`}\n${r.stderr ?? ""}`,
+    );
+  } catch {}
+  rmSync(partial, { force: true });
+  return [];
+}
+
+/** A month: a blob (~17 MB) made that long ago is for a Node.js or build likely gone by now. */
+const STALE_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * Removes the blobs, failure notes and leftovers of the directory made over a month ago, but
+ * `keep`: each upgrade of Node.js or auditpipe builds a new blob. One still in use is built again
+ * on its next start.
+ */
+function prune(dir, keep) {
+  const now = Date.now();
+  for (const name of readdirSync(dir)) {
+    const file = join(dir, name);
+    if (file === keep || !/^run-[0-9a-f]{32}\.blob/.test(name)) continue;
+    try {
+      if (now - statSync(file).mtimeMs > STALE_MS) rmSync(file, { force: true });
+    } catch {}
+  }
+}
