@@ -104,13 +104,17 @@ function memoryOf(pid: number): { peakMb: number; rssMb: number; workerPeakMb: n
   return { peakMb, rssMb, workerPeakMb };
 }
 
-/** User + system CPU seconds a process has used (/proc/<pid>/stat, clock ticks of 10 ms). */
+/**
+ * User + system CPU seconds a process and its descendants have used (/proc/<pid>/stat, clock ticks
+ * of 10 ms), the children they have waited for included (the launcher's build of `run`'s start-up
+ * snapshot on a first start).
+ */
 function cpuSeconds(pid: number): number {
   let seconds = 0;
   for (const p of processTree(pid)) {
     try {
       const fields = readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ");
-      seconds += (Number(fields[11]) + Number(fields[12])) / 100;
+      seconds += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / 100;
     } catch {}
   }
   return seconds;

@@ -249,13 +249,15 @@ if (only.includes("cpu")) {
   } finally {
     await minio.stop();
   }
-  // Start-up (local sink, empty log directory): a fresh compile cache, then the same one again.
+  // Start-up (local sink, empty log directory): a fresh compile cache and start-up snapshot
+  // directory (the first start builds the blob), then the same ones again.
   for (let round = 0; round < 3; round++)
     for (const { build, bin } of builds) {
       const cache = mkdtempSync(join(tmpdir(), "auditpipe-bench-compile-cache-"));
       try {
         for (const state of ["cold", "warm"] as const) {
-          const r = await sidecarStartCpu(3, { ...nodeOptions, NODE_COMPILE_CACHE: cache }, bin);
+          const caches = { NODE_COMPILE_CACHE: cache, AUDITPIPE_SNAPSHOT_CACHE: join(cache, "snapshot") };
+          const r = await sidecarStartCpu(3, { ...nodeOptions, ...caches }, bin);
           const kept = starts.findIndex((k) => k.build === build && k.cache === state);
           if (kept < 0) starts.push({ ...r, build, cache: state });
           else if (r.cpuToReady < starts[kept]!.cpuToReady) starts[kept] = { ...r, build, cache: state };
@@ -285,9 +287,11 @@ if (only.includes("cpu")) {
 }
 
 // Start-up alone (not in the default parts; the `cpu` part measures it too): `AUDITPIPE_BENCH_PIPELINE_PARTS=startup`.
-// Builds interleaved round by round, a fresh compile cache ("cold") then the same one ("warm"), `node -e ''` measured
-// between rounds; lowest CPU and median kept. AUDITPIPE_BENCH_STARTUP_ROUNDS (default 7) rounds;
-// AUDITPIPE_BENCH_STARTUP_ENV="A=1 B=2" adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1).
+// Builds interleaved round by round, a fresh compile cache and start-up snapshot directory ("cold": the first start
+// builds the blob, its CPU counted) then the same ones ("warm"), `node -e ''` measured between rounds; lowest CPU and
+// median kept. This build also runs without its snapshot (AUDITPIPE_DISABLE_SNAPSHOT=1), as a Node.js where it
+// cannot have one would. AUDITPIPE_BENCH_STARTUP_ROUNDS (default 7) rounds; AUDITPIPE_BENCH_STARTUP_ENV="A=1 B=2"
+// adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1).
 if (only.includes("startup")) {
   const before = round2(load());
   const rounds = Number(process.env.AUDITPIPE_BENCH_STARTUP_ROUNDS ?? 7);
@@ -299,8 +303,9 @@ if (only.includes("startup")) {
   );
   const nodeOptions = { NODE_OPTIONS: "--max-old-space-size=128 --max-semi-space-size=4", ...extraEnv };
   const baselineBin = process.env.AUDITPIPE_BENCH_BASELINE_BIN;
-  const builds: { build: string; bin?: string }[] = [
+  const builds: { build: string; bin?: string; env?: NodeJS.ProcessEnv }[] = [
     { build: "this build" },
+    { build: "this build, no snapshot", env: { AUDITPIPE_DISABLE_SNAPSHOT: "1" } },
     ...(baselineBin
       ? [{ build: process.env.AUDITPIPE_BENCH_BASELINE_NAME ?? "baseline", bin: baselineBin }]
       : []),
@@ -309,11 +314,12 @@ if (only.includes("startup")) {
   const nodeStarts: number[] = [];
   for (let round = 0; round < rounds; round++) {
     nodeStarts.push(commandCpuSeconds(process.execPath, ["-e", ""], 10));
-    for (const { build, bin } of round % 2 === 0 ? builds : [...builds].reverse()) {
+    for (const { build, bin, env } of round % 2 === 0 ? builds : [...builds].reverse()) {
       const cache = mkdtempSync(join(tmpdir(), "auditpipe-bench-compile-cache-"));
       try {
         for (const cacheState of ["cold", "warm"] as const) {
-          const r = await sidecarStartCpu(0, { ...nodeOptions, NODE_COMPILE_CACHE: cache }, bin);
+          const caches = { NODE_COMPILE_CACHE: cache, AUDITPIPE_SNAPSHOT_CACHE: join(cache, "snapshot") };
+          const r = await sidecarStartCpu(0, { ...nodeOptions, ...caches, ...env }, bin);
           all.push({
             build,
             cache: cacheState,
