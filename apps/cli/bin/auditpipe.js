@@ -8,6 +8,7 @@
 // starts itself again under one; signals are forwarded, the exit status is the child's. When the
 // caller did (NODE_OPTIONS, as the deploy recipes do), `run` replaces itself once (execve: same
 // PID, still one process) to add the initial old-generation size Node refuses in NODE_OPTIONS.
+// Either way `run` starts from its V8 start-up snapshot where it can (bin/run-snapshot.js).
 import { spawn } from "node:child_process";
 // A namespace import: a named one fails to link on a Node without it, before the version check below.
 import * as nodeModule from "node:module";
@@ -46,7 +47,7 @@ if (
 
 /**
  * `--snapshot-blob FILE` to start `run` from its V8 start-up snapshot under these flags, or none
- * (bin/run-snapshot.js): the bundle's modules are then deserialized, not loaded and run (~half of
+ * (bin/run-snapshot.js): the bundle's modules are then deserialized, not loaded and run (~40 % of
  * `run`'s start-up CPU).
  */
 async function runSnapshotFlags(flags) {

@@ -305,6 +305,11 @@ describe("the published auditpipe package, as a user installs it", () => {
           const children = readFileSync(`/proc/${tini}/task/${tini}/children`, "utf8").trim().split(/\s+/);
           expect(children).toHaveLength(1);
           expect(readFileSync(`/proc/${children[0]}/task/${children[0]}/children`, "utf8").trim()).toBe("");
+          // Started from `run`'s start-up snapshot, kept where the image's AUDITPIPE_SNAPSHOT_CACHE says.
+          const argv = readFileSync(`/proc/${children[0]}/cmdline`, "utf8").split("\0");
+          expect(argv[argv.indexOf("--snapshot-blob") + 1]).toMatch(
+            new RegExp(`^${join(installed, "snapshot")}/run-[0-9a-f]{32}\\.blob$`),
+          );
           const [node, ...check] = image.healthcheck.map(here);
           await exec(node === "node" ? process.execPath : node!, check, { cwd: work, env });
         });
