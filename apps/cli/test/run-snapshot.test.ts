@@ -4,6 +4,8 @@
  * it cannot have one; from the snapshot, `run` starts, answers, meters and stops as it does
  * without one. On the built package (`pnpm build` first).
  */
+
+import { spawnSync } from "node:child_process";
 import {
   chmodSync,
   mkdirSync,
@@ -131,6 +133,73 @@ describe("run from its start-up snapshot", () => {
       }
     }
     expect(blobs(shared)).toEqual([]);
+  });
+});
+
+/**
+ * Preloaded into a plain node that then loads dist/run-snapshot.cjs as the snapshot's build would:
+ * prints each read of the environment, the clock, the host or the process's identity made while it
+ * loads, with the stack frame that made it (those values would be the build's in every start).
+ */
+const RECORD_READS = `
+const entry = process.argv[2];
+const reads = new Set();
+const frame = () => (new Error().stack.split("\\n")[3] ?? "").trim();
+const watch = (obj, name, label) => {
+  const f = obj[name];
+  obj[name] = function (...a) { reads.add(label + " " + frame()); return f.apply(this, a); };
+  Object.assign(obj[name], f);
+};
+const env = process.env;
+process.env = new Proxy(env, {
+  get: (t, k) => { if (typeof k === "string") reads.add("env." + k + " " + frame()); return t[k]; },
+  has: (t, k) => { reads.add("env." + String(k) + " " + frame()); return k in t; },
+  ownKeys: (t) => { reads.add("env keys " + frame()); return Reflect.ownKeys(t); },
+});
+const os = require("node:os");
+for (const f of Object.keys(os)) if (typeof os[f] === "function") watch(os, f, "os." + f);
+for (const f of ["cwd", "uptime", "cpuUsage", "memoryUsage", "umask", "getuid", "geteuid"]) watch(process, f, "process." + f);
+watch(process, "hrtime", "hrtime");
+watch(process.hrtime, "bigint", "hrtime.bigint");
+watch(Date, "now", "Date.now");
+watch(performance, "now", "performance.now");
+watch(Math, "random", "Math.random");
+for (const p of ["pid", "ppid", "argv", "execArgv", "execPath", "title"]) {
+  const v = process[p];
+  Object.defineProperty(process, p, { configurable: true, get() { reads.add("process." + p + " " + frame()); return v; } });
+}
+require("node:v8").startupSnapshot.setDeserializeMainFunction = () => {};
+require(entry);
+process.env = env;
+process.stdout.write(JSON.stringify([...reads]));
+`;
+
+describe("dist/run-snapshot.cjs", () => {
+  it("reads nothing of the environment, the clock or the host while its modules load, but what is known harmless", () => {
+    const file = join(work, "record-reads.cjs");
+    writeFileSync(file, RECORD_READS);
+    const r = spawnSync(
+      process.execPath,
+      [file, join(import.meta.dirname, "..", "dist", "run-snapshot.cjs")],
+      {
+        encoding: "utf8",
+      },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const reads = (JSON.parse(r.stdout) as string[]).filter(
+      (read) =>
+        ![
+          // pino's defaults (pid, hostname) are replaced by createLogger's `base`; its start time
+          // serves only the isoTimeNano stamp, which the logger does not use.
+          /^(process\.pid|os\.hostname) .*\/pino\/pino\.js/,
+          /^(Date\.now|hrtime\.bigint) .*\/pino\/lib\/time\.js/,
+          // Debug switches of libraries `run` does not debug; Node's own colours of util.inspect.
+          /^env\.NODE_DEBUG .*\/semver\//,
+          /^env\.NODE_V8_COVERAGE .*\/thread-stream\//,
+          /^env\.(FORCE_COLOR|NO_COLOR|NODE_DISABLE_COLORS|TERM) .*node:internal\/util\/colors/,
+        ].some((known) => known.test(read)),
+    );
+    expect(reads).toEqual([]);
   });
 });
 
