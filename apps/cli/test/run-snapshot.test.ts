@@ -93,6 +93,18 @@ describe("run from its start-up snapshot", () => {
         30_000,
         () => "the meter did not count every entry",
       );
+      // What loads on first use from a snapshot start too: @fastify/swagger (a runtime dependency,
+      // required from the package) and the estimate routes' schemas.
+      expect(((await (await fetch(`${url}/docs/json`)).json()) as { openapi: string }).openapi).toMatch(
+        /^3\./,
+      );
+      const refused = await fetch(`${url}/v1/estimates`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ confgs: ["write"] }),
+      });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { field: string }).field).toBe("body.confgs");
       // prom-client takes the process start time when it loads: here, not when the blob was built.
       const metrics = await (await fetch(`${url}/metrics`)).text();
       const start = Number(/^auditpipe_process_start_time_seconds (\d+)/m.exec(metrics)?.[1]);
