@@ -9,7 +9,6 @@
 // caller did (NODE_OPTIONS, as the deploy recipes do), `run` replaces itself once (execve: same
 // PID, still one process) to add the initial old-generation size Node refuses in NODE_OPTIONS.
 // Either way `run` starts from its V8 start-up snapshot where it can (bin/run-snapshot.js).
-import { spawn } from "node:child_process";
 // A namespace import: a named one fails to link on a Node without it, before the version check below.
 import * as nodeModule from "node:module";
 import { fileURLToPath } from "node:url";
@@ -95,6 +94,8 @@ nodeModule.enableCompileCache?.();
 if (reexec && !chosen) {
   const flags = [...process.execArgv, ...RUN_HEAP_FLAGS];
   const snapshot = await runSnapshotFlags(flags);
+  // Imported here: the execve above and every other command do without it (~2.5 ms a start).
+  const { spawn } = await import("node:child_process");
   const child = spawn(process.execPath, [...flags, ...snapshot, process.argv[1], ...argv], {
     stdio: "inherit",
     // The child watches this pid: if the launcher is killed outright, it stops rather than run orphaned.
