@@ -26,6 +26,8 @@ export interface RunSettings {
   workloadArgs: string[];
   clients: number;
   jobs: number;
+  /** pgbench -R, transactions per second; absent: as fast as it goes. */
+  rate?: number;
   durationSec: number;
   /** Directory for pgbench's per-transaction logs. */
   workDir: string;
@@ -161,6 +163,7 @@ export async function measureRun(
       String(s.jobs),
       "-T",
       String(s.durationSec),
+      ...(s.rate === undefined ? [] : ["-R", String(s.rate)]),
       "-l",
       `--log-prefix=${prefix}`,
     ],
