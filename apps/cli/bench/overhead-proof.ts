@@ -13,10 +13,13 @@
  *   (c) a calibration taken under contention (a busy loop on every core) predicts the CPU-based
  *       overhead of write and all in a quiet bench run, and the quiet one predicts the busy run.
  *
- * It writes the tables between the `overhead-proof` markers of docs/estimator.md and the
- * `calibration-travels` markers of docs/bench.md, with the date, the machine and its load
- * average, and exits 1 if a check failed. Options: --only a,b,c; --runs N and --duration S of
- * the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample (default 30).
+ * It writes the tables between the `overhead-proof` markers of docs/estimator.md (when (a) and
+ * (b) both ran: the table holds both) and the `calibration-travels` markers of docs/bench.md,
+ * with the date, the machine and its load average, and exits 1 if a check failed. Options:
+ * --only a,b,c (or durable, cpu-bound, travels: `pnpm proof:overhead --only durable` re-runs (a)
+ * alone, about 16 minutes, and prints its table without touching the docs); --runs N and
+ * --duration S of the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample
+ * (default 30); --no-docs.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -44,7 +47,16 @@ const { values } = parseArgs({
     "no-docs": { type: "boolean", default: false },
   },
 });
-const parts = new Set(String(values.only).split(","));
+/** The parts by name as well as by letter. */
+const PART_NAMES: Record<string, string> = { durable: "a", "cpu-bound": "b", travels: "c" };
+const parts = new Set(
+  String(values.only)
+    .split(",")
+    .map((p) => PART_NAMES[p.trim()] ?? p.trim()),
+);
+for (const p of parts)
+  if (!["a", "b", "c"].includes(p))
+    throw new Error(`--only: a, b, c, durable, cpu-bound or travels, not ${p}`);
 const RUNS = String(values.runs);
 const DURATION = String(values.duration);
 const INTERVAL = Number(values.interval);
@@ -109,9 +121,10 @@ interface TravelRow {
  * the line cost the calibration takes as constant, and which falls when the collector is kept
  * busy (it reads what the pipe holds at each wake-up).
  */
-function collectorPerLine(report: BenchReport, configuration: string): number | null {
-  const cell = report.cells.find((c) => c.configuration === configuration);
-  const base = report.cells.find((c) => c.configuration === BASELINE);
+function collectorPerLine(report: BenchReport, configuration: string, workload?: string): number | null {
+  const at = (c: { workload: string }) => workload === undefined || c.workload === workload;
+  const cell = report.cells.find((c) => c.configuration === configuration && at(c));
+  const base = report.cells.find((c) => c.configuration === BASELINE && at(c));
   const lines = (cell?.logRecordsPerTransaction ?? 0) - (base?.logRecordsPerTransaction ?? 0);
   if (!cell?.cpuUsPerTransaction || !base?.cpuUsPerTransaction || lines <= 0) return null;
   return Math.max(0, cell.cpuUsPerTransaction.logger - base.cpuUsPerTransaction.logger) / lines;
@@ -271,7 +284,7 @@ const context = (what: string): string => {
 
 try {
   say(
-    `writes docs/estimator.md and docs/bench.md tables; about ${(parts.has("a") ? 12 : 0) + (parts.has("b") ? 12 : 0) + (parts.has("c") ? 8 : 0) + 3} minutes on 2 cores`,
+    `${values["no-docs"] || (parts.has("a") !== parts.has("b") && !parts.has("c")) ? "prints its tables" : "writes docs/estimator.md and docs/bench.md tables"}; about ${(parts.has("a") ? 12 : 0) + (parts.has("b") ? 12 : 0) + (parts.has("c") ? 8 : 0) + 4} minutes on 2 cores`,
   );
   const serverRows: ServerRow[] = [];
   let calibrationReport: BenchReport | null = null;
@@ -290,9 +303,16 @@ try {
       ),
     ].join("\n");
     const fit = calibrationReport.calibration;
-    const text = `${context(`calibration: bench --quick on a scratch server (${fit ? `R² ${fit.r2.toFixed(2)}, residual ${fit.residualStdErrUs?.toFixed(1) ?? "?"} µs per transaction; collector CPU per line there: write ${perLine(collectorPerLine(calibrationReport, "write"))}, all ${perLine(collectorPerLine(calibrationReport, "all"))}` : "no fit"}); bench --db: ${RUNS} runs of ${DURATION} s per configuration; the estimate sampled ${INTERVAL} s`)}\n\n${table}`;
+    const low = calibrationReport.workloads.find((w) => w.rate !== undefined);
+    const wakeups = fit?.cpu?.columns.indexOf("wakeups") ?? -1;
+    const lowRate = low
+      ? `, at ${low.rate} TPS (${low.name}) all ${perLine(collectorPerLine(calibrationReport, "all", low.name))}${wakeups >= 0 ? `; the backends' cost per collector wake-up ${fit!.cpu!.coefficients[wakeups]!.toFixed(1)} µs` : ""}`
+      : "";
+    const text = `${context(`calibration: bench --quick on a scratch server (${fit ? `R² ${fit.r2.toFixed(2)}, residual ${fit.residualStdErrUs?.toFixed(1) ?? "?"} µs per transaction; collector CPU per line there: write ${perLine(collectorPerLine(calibrationReport, "write"))}, all ${perLine(collectorPerLine(calibrationReport, "all"))}${lowRate}` : "no fit"}); bench --db: ${RUNS} runs of ${DURATION} s per configuration; the estimate sampled ${INTERVAL} s`)}\n\n${table}`;
     process.stdout.write(`\n${text}\n`);
-    if (!values["no-docs"]) rewriteDocSection("estimator.md", "overhead-proof", text);
+    // The docs' table holds (a) and (b): a run of one of them prints its rows and leaves the docs be.
+    if (!values["no-docs"] && parts.has("a") && parts.has("b"))
+      rewriteDocSection("estimator.md", "overhead-proof", text);
   }
   if (parts.has("c")) {
     say("(c) bench --quick with a busy loop on every core, then without");
