@@ -29,7 +29,7 @@ export interface PlanOptions {
   variants?: (configuration: string) => readonly string[];
   /**
    * The configurations a workload runs, where not all of them (bench --quick's `all` at 8
-   * clients, a second line rate, runs with its baseline only).
+   * clients and at 300 TPS, other line rates, run with their baseline only).
    */
   configurationsOf?: (workload: string) => readonly string[] | undefined;
   /** The rounds a workload runs in, where fewer than `runs` (bench --quick's rate cells: the first ones). */
