@@ -14,6 +14,7 @@ import {
   calibrationSchema,
   fitCalibration,
   predictOverhead,
+  renderFit,
 } from "@auditpipe/overhead";
 import { describe, expect, it } from "vitest";
 import { normals } from "./_synthetic.ts";
@@ -110,6 +111,7 @@ describe("the low fixed-rate cell in the calibration", () => {
     const collector = cpu.collector!;
     expect(collector.wakeupUs.estimate).toBeCloseTo(TRUTH.collectorWakeup, 0);
     expect(collector.lineUs.estimate).toBeCloseTo(TRUTH.collectorLine, 0);
+    expect(renderFit(fit)).toContain(`per collector wake-up they cause ${wakeup.toFixed(2)} µs`);
     expect(collector.awakeUs).toBeGreaterThan(TRUTH.awakeUs * 0.5);
     expect(collector.awakeUs).toBeLessThan(TRUTH.awakeUs * 2);
   });
