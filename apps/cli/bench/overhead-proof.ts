@@ -102,6 +102,17 @@ interface ServerRow {
   measuredCpu: { median: number; low: number; high: number } | null;
   /** The logging collector's CPU per log line bench measured (median run), µs; null without CPU times. */
   collectorUsPerLine: number | null;
+  /**
+   * What the CPU-bound share is made of, estimated and measured: the added server CPU µs per
+   * transaction, and the transaction's CPU µs (server and pgbench) it is a share of. A miss of
+   * the CPU-bound estimate is then in the one or the other.
+   */
+  cpuParts: {
+    addedUs: number;
+    measuredAddedUs: number | null;
+    transactionUs: number;
+    measuredTransactionUs: number | null;
+  };
   inside: boolean;
   narrow: boolean;
 }
@@ -131,6 +142,24 @@ function collectorPerLine(report: BenchReport, configuration: string, workload?:
 }
 
 const perLine = (us: number | null): string => (us === null ? "—" : `${us.toFixed(1)} µs`);
+
+/** The estimate's added CPU and transaction CPU for a configuration, beside what bench measured (medians). */
+function cpuPartsOf(
+  e: EstimateReport["estimates"][number]["overhead"],
+  report: BenchReport,
+  configuration: string,
+): ServerRow["cpuParts"] {
+  const cell = report.cells.find((c) => c.configuration === configuration)?.cpuUsPerTransaction;
+  const base = report.cells.find((c) => c.configuration === BASELINE)?.cpuUsPerTransaction;
+  return {
+    addedUs: e.addedCpuUs.estimate,
+    measuredAddedUs: cell && base ? cell.server - base.server : null,
+    transactionUs: e.regime.transactionCpuUs,
+    measuredTransactionUs: base ? base.server + base.client : null,
+  };
+}
+
+const us = (x: number | null): string => (x === null ? "—" : x.toFixed(0));
 
 /** (a) and (b): estimate a server under its pgbench load, then measure write and all there. */
 async function serverPart(part: "a" | "b", calibration: string): Promise<ServerRow[]> {
@@ -214,6 +243,7 @@ async function serverPart(part: "a" | "b", calibration: string): Promise<ServerR
         measuredTps: tps,
         measuredCpu: cell.overheadBasis === "cpu" ? cell.overhead : null,
         collectorUsPerLine: collectorPerLine(measured, name),
+        cpuParts: cpuPartsOf(e, measured, name),
         inside: tps.median >= t.low && tps.median <= t.high,
         narrow: (t.high - t.low) / 2 <= 0.05,
       };
@@ -295,11 +325,11 @@ try {
     if (parts.has("a")) serverRows.push(...(await serverPart("a", calibration)));
     if (parts.has("b")) serverRows.push(...(await serverPart("b", calibration)));
     const table = [
-      "| server | configuration | estimate: this server at this load [95%] | ± points | regime | measured: TPS lost [95%] | inside | ±5 points | estimate: if CPU-bound | measured: CPU-based | measured: collector CPU per line |",
-      "|---|---|--:|--:|---|--:|:-:|:-:|--:|--:|--:|",
+      "| server | configuration | estimate: this server at this load [95%] | ± points | regime | measured: TPS lost [95%] | inside | ±5 points | estimate: if CPU-bound | measured: CPU-based | measured: collector CPU per line | added CPU µs/txn: estimate / measured | transaction CPU µs: estimate / measured |",
+      "|---|---|--:|--:|---|--:|:-:|:-:|--:|--:|--:|--:|--:|",
       ...serverRows.map(
         (r) =>
-          `| ${r.part} | ${r.configuration} | ${interval(r.estimate, r.estimate.estimate)} | ${((r.estimate.high - r.estimate.low) * 50).toFixed(1)} | ${r.regime} | ${interval(r.measuredTps, r.measuredTps.median)} | ${r.inside ? "yes" : "**no**"} | ${r.narrow ? "yes" : "**no**"} | ${interval(r.cpuBound, r.cpuBound.estimate)} | ${r.measuredCpu ? interval(r.measuredCpu, r.measuredCpu.median) : "—"} | ${perLine(r.collectorUsPerLine)} |`,
+          `| ${r.part} | ${r.configuration} | ${interval(r.estimate, r.estimate.estimate)} | ${((r.estimate.high - r.estimate.low) * 50).toFixed(1)} | ${r.regime} | ${interval(r.measuredTps, r.measuredTps.median)} | ${r.inside ? "yes" : "**no**"} | ${r.narrow ? "yes" : "**no**"} | ${interval(r.cpuBound, r.cpuBound.estimate)} | ${r.measuredCpu ? interval(r.measuredCpu, r.measuredCpu.median) : "—"} | ${perLine(r.collectorUsPerLine)} | ${us(r.cpuParts.addedUs)} / ${us(r.cpuParts.measuredAddedUs)} | ${us(r.cpuParts.transactionUs)} / ${us(r.cpuParts.measuredTransactionUs)} |`,
       ),
     ].join("\n");
     const fit = calibrationReport.calibration;
