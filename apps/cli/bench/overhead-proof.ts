@@ -13,10 +13,13 @@
  *   (c) a calibration taken under contention (a busy loop on every core) predicts the CPU-based
  *       overhead of write and all in a quiet bench run, and the quiet one predicts the busy run.
  *
- * It writes the tables between the `overhead-proof` markers of docs/estimator.md and the
- * `calibration-travels` markers of docs/bench.md, with the date, the machine and its load
- * average, and exits 1 if a check failed. Options: --only a,b,c; --runs N and --duration S of
- * the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample (default 30).
+ * It writes the tables between the `overhead-proof` markers of docs/estimator.md (when (a) and
+ * (b) both ran: the table holds both) and the `calibration-travels` markers of docs/bench.md,
+ * with the date, the machine and its load average, and exits 1 if a check failed. Options:
+ * --only a,b,c (or durable, cpu-bound, travels: `pnpm proof:overhead --only durable` re-runs (a)
+ * alone, about 16 minutes, and prints its table without touching the docs); --runs N and
+ * --duration S of the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample
+ * (default 30); --no-docs.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -44,7 +47,16 @@ const { values } = parseArgs({
     "no-docs": { type: "boolean", default: false },
   },
 });
-const parts = new Set(String(values.only).split(","));
+/** The parts by name as well as by letter. */
+const PART_NAMES: Record<string, string> = { durable: "a", "cpu-bound": "b", travels: "c" };
+const parts = new Set(
+  String(values.only)
+    .split(",")
+    .map((p) => PART_NAMES[p.trim()] ?? p.trim()),
+);
+for (const p of parts)
+  if (!["a", "b", "c"].includes(p))
+    throw new Error(`--only: a, b, c, durable, cpu-bound or travels, not ${p}`);
 const RUNS = String(values.runs);
 const DURATION = String(values.duration);
 const INTERVAL = Number(values.interval);
@@ -90,6 +102,17 @@ interface ServerRow {
   measuredCpu: { median: number; low: number; high: number } | null;
   /** The logging collector's CPU per log line bench measured (median run), µs; null without CPU times. */
   collectorUsPerLine: number | null;
+  /**
+   * What the CPU-bound share is made of, estimated and measured: the added server CPU µs per
+   * transaction, and the transaction's CPU µs (server and pgbench) it is a share of. A miss of
+   * the CPU-bound estimate is then in the one or the other.
+   */
+  cpuParts: {
+    addedUs: number;
+    measuredAddedUs: number | null;
+    transactionUs: number;
+    measuredTransactionUs: number | null;
+  };
   inside: boolean;
   narrow: boolean;
 }
@@ -109,15 +132,34 @@ interface TravelRow {
  * the line cost the calibration takes as constant, and which falls when the collector is kept
  * busy (it reads what the pipe holds at each wake-up).
  */
-function collectorPerLine(report: BenchReport, configuration: string): number | null {
-  const cell = report.cells.find((c) => c.configuration === configuration);
-  const base = report.cells.find((c) => c.configuration === BASELINE);
+function collectorPerLine(report: BenchReport, configuration: string, workload?: string): number | null {
+  const at = (c: { workload: string }) => workload === undefined || c.workload === workload;
+  const cell = report.cells.find((c) => c.configuration === configuration && at(c));
+  const base = report.cells.find((c) => c.configuration === BASELINE && at(c));
   const lines = (cell?.logRecordsPerTransaction ?? 0) - (base?.logRecordsPerTransaction ?? 0);
   if (!cell?.cpuUsPerTransaction || !base?.cpuUsPerTransaction || lines <= 0) return null;
   return Math.max(0, cell.cpuUsPerTransaction.logger - base.cpuUsPerTransaction.logger) / lines;
 }
 
 const perLine = (us: number | null): string => (us === null ? "—" : `${us.toFixed(1)} µs`);
+
+/** The estimate's added CPU and transaction CPU for a configuration, beside what bench measured (medians). */
+function cpuPartsOf(
+  e: EstimateReport["estimates"][number]["overhead"],
+  report: BenchReport,
+  configuration: string,
+): ServerRow["cpuParts"] {
+  const cell = report.cells.find((c) => c.configuration === configuration)?.cpuUsPerTransaction;
+  const base = report.cells.find((c) => c.configuration === BASELINE)?.cpuUsPerTransaction;
+  return {
+    addedUs: e.addedCpuUs.estimate,
+    measuredAddedUs: cell && base ? cell.server - base.server : null,
+    transactionUs: e.regime.transactionCpuUs,
+    measuredTransactionUs: base ? base.server + base.client : null,
+  };
+}
+
+const us = (x: number | null): string => (x === null ? "—" : x.toFixed(0));
 
 /** (a) and (b): estimate a server under its pgbench load, then measure write and all there. */
 async function serverPart(part: "a" | "b", calibration: string): Promise<ServerRow[]> {
@@ -201,6 +243,7 @@ async function serverPart(part: "a" | "b", calibration: string): Promise<ServerR
         measuredTps: tps,
         measuredCpu: cell.overheadBasis === "cpu" ? cell.overhead : null,
         collectorUsPerLine: collectorPerLine(measured, name),
+        cpuParts: cpuPartsOf(e, measured, name),
         inside: tps.median >= t.low && tps.median <= t.high,
         narrow: (t.high - t.low) / 2 <= 0.05,
       };
@@ -271,7 +314,7 @@ const context = (what: string): string => {
 
 try {
   say(
-    `writes docs/estimator.md and docs/bench.md tables; about ${(parts.has("a") ? 12 : 0) + (parts.has("b") ? 12 : 0) + (parts.has("c") ? 8 : 0) + 3} minutes on 2 cores`,
+    `${values["no-docs"] || (parts.has("a") !== parts.has("b") && !parts.has("c")) ? "prints its tables" : "writes docs/estimator.md and docs/bench.md tables"}; about ${(parts.has("a") ? 12 : 0) + (parts.has("b") ? 12 : 0) + (parts.has("c") ? 8 : 0) + 4} minutes on 2 cores`,
   );
   const serverRows: ServerRow[] = [];
   let calibrationReport: BenchReport | null = null;
@@ -282,17 +325,24 @@ try {
     if (parts.has("a")) serverRows.push(...(await serverPart("a", calibration)));
     if (parts.has("b")) serverRows.push(...(await serverPart("b", calibration)));
     const table = [
-      "| server | configuration | estimate: this server at this load [95%] | ± points | regime | measured: TPS lost [95%] | inside | ±5 points | estimate: if CPU-bound | measured: CPU-based | measured: collector CPU per line |",
-      "|---|---|--:|--:|---|--:|:-:|:-:|--:|--:|--:|",
+      "| server | configuration | estimate: this server at this load [95%] | ± points | regime | measured: TPS lost [95%] | inside | ±5 points | estimate: if CPU-bound | measured: CPU-based | measured: collector CPU per line | added CPU µs/txn: estimate / measured | transaction CPU µs: estimate / measured |",
+      "|---|---|--:|--:|---|--:|:-:|:-:|--:|--:|--:|--:|--:|",
       ...serverRows.map(
         (r) =>
-          `| ${r.part} | ${r.configuration} | ${interval(r.estimate, r.estimate.estimate)} | ${((r.estimate.high - r.estimate.low) * 50).toFixed(1)} | ${r.regime} | ${interval(r.measuredTps, r.measuredTps.median)} | ${r.inside ? "yes" : "**no**"} | ${r.narrow ? "yes" : "**no**"} | ${interval(r.cpuBound, r.cpuBound.estimate)} | ${r.measuredCpu ? interval(r.measuredCpu, r.measuredCpu.median) : "—"} | ${perLine(r.collectorUsPerLine)} |`,
+          `| ${r.part} | ${r.configuration} | ${interval(r.estimate, r.estimate.estimate)} | ${((r.estimate.high - r.estimate.low) * 50).toFixed(1)} | ${r.regime} | ${interval(r.measuredTps, r.measuredTps.median)} | ${r.inside ? "yes" : "**no**"} | ${r.narrow ? "yes" : "**no**"} | ${interval(r.cpuBound, r.cpuBound.estimate)} | ${r.measuredCpu ? interval(r.measuredCpu, r.measuredCpu.median) : "—"} | ${perLine(r.collectorUsPerLine)} | ${us(r.cpuParts.addedUs)} / ${us(r.cpuParts.measuredAddedUs)} | ${us(r.cpuParts.transactionUs)} / ${us(r.cpuParts.measuredTransactionUs)} |`,
       ),
     ].join("\n");
     const fit = calibrationReport.calibration;
-    const text = `${context(`calibration: bench --quick on a scratch server (${fit ? `R² ${fit.r2.toFixed(2)}, residual ${fit.residualStdErrUs?.toFixed(1) ?? "?"} µs per transaction; collector CPU per line there: write ${perLine(collectorPerLine(calibrationReport, "write"))}, all ${perLine(collectorPerLine(calibrationReport, "all"))}` : "no fit"}); bench --db: ${RUNS} runs of ${DURATION} s per configuration; the estimate sampled ${INTERVAL} s`)}\n\n${table}`;
+    const low = calibrationReport.workloads.find((w) => w.rate !== undefined);
+    const wakeups = fit?.cpu?.columns.indexOf("wakeups") ?? -1;
+    const lowRate = low
+      ? `, at ${low.rate} TPS (${low.name}) all ${perLine(collectorPerLine(calibrationReport, "all", low.name))}${wakeups >= 0 ? `; the backends' cost per collector wake-up ${fit!.cpu!.coefficients[wakeups]!.toFixed(1)} µs` : ""}`
+      : "";
+    const text = `${context(`calibration: bench --quick on a scratch server (${fit ? `R² ${fit.r2.toFixed(2)}, residual ${fit.residualStdErrUs?.toFixed(1) ?? "?"} µs per transaction; collector CPU per line there: write ${perLine(collectorPerLine(calibrationReport, "write"))}, all ${perLine(collectorPerLine(calibrationReport, "all"))}${lowRate}` : "no fit"}); bench --db: ${RUNS} runs of ${DURATION} s per configuration; the estimate sampled ${INTERVAL} s`)}\n\n${table}`;
     process.stdout.write(`\n${text}\n`);
-    if (!values["no-docs"]) rewriteDocSection("estimator.md", "overhead-proof", text);
+    // The docs' table holds (a) and (b): a run of one of them prints its rows and leaves the docs be.
+    if (!values["no-docs"] && parts.has("a") && parts.has("b"))
+      rewriteDocSection("estimator.md", "overhead-proof", text);
   }
   if (parts.has("c")) {
     say("(c) bench --quick with a busy loop on every core, then without");

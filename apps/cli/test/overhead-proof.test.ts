@@ -54,14 +54,19 @@ afterAll(async () => {
 
 describe("the calibrated overhead, on real servers", () => {
   it("bench measured every run's CPU time, so its overheads are CPU-based, with the TPS-based beside them", () => {
+    const fixedRate = new Set(scratch.workloads.filter((w) => w.rate !== undefined).map((w) => w.name));
     for (const run of scratch.runs) {
       expect(run.cpu, `${run.configuration} round ${run.round}`).toBeTruthy();
       expect(run.cpu!.serverSec).toBeGreaterThan(0);
       expect(run.cpu!.clientSec).toBeGreaterThan(0);
-      // Only a logging configuration keeps the logging collector busy.
+      // Only a logging configuration keeps the logging collector busy. At 300 TPS for 2 s its
+      // few ms can fall between the clock ticks /proc counts in: there, over the cell's runs.
       if (run.configuration === "none") expect(run.cpu!.loggerSec).toBeLessThan(run.cpu!.serverSec * 0.02);
-      else expect(run.cpu!.loggerSec).toBeGreaterThan(0);
+      else if (!fixedRate.has(run.workload)) expect(run.cpu!.loggerSec).toBeGreaterThan(0);
     }
+    expect(fixedRate.size).toBe(1);
+    const lowRate = scratch.runs.filter((r) => fixedRate.has(r.workload) && r.configuration === "all");
+    expect(lowRate.reduce((s, r) => s + r.cpu!.loggerSec, 0)).toBeGreaterThan(0);
     for (const cell of scratch.cells.filter((c) => c.configuration !== "none")) {
       expect(cell.overheadBasis).toBe("cpu");
       expect(cell.tpsOverhead).toBeTruthy();
@@ -71,7 +76,8 @@ describe("the calibrated overhead, on real servers", () => {
 
   it("writes a physical calibration: no negative cost, no interval below zero, at a reference state", () => {
     const file = calibrationSchema.parse(JSON.parse(readFileSync(calibrationFile, "utf8")));
-    expect(file.version).toBe(3);
+    // 4 where the low-rate cell set the backends' cost per wake-up apart from the lines, else 3.
+    expect(file.version).toBe(file.fit.cpu?.columns.includes("wakeups") ? 4 : 3);
     expect(calibrationProblem(file)).toBeNull();
     const fit = file.fit;
     // The collector fitted apart (per wake-up, per line, awake time), every value physical.

@@ -43,7 +43,7 @@ export const COLLECTOR_LOSS: { low: number; high: number } = { low: 0.08, high: 
  */
 export const SAME_DISK_FACTOR = 1.87;
 
-import { type CollectorCost, collectorUsPerTransaction } from "./collector-cost.ts";
+import { type CollectorCost, collectorUsPerTransaction, wakeupsPerLine } from "./collector-cost.ts";
 
 /** A cost fitted by `auditpipe bench`: at the cells' medians, and at their interval ends. */
 export interface CalibratedCost {
@@ -54,16 +54,20 @@ export interface CalibratedCost {
 
 /**
  * What the calibrated model's coefficients multiply: log lines per transaction (on the data disk,
- * or elsewhere), statements pgaudit's hooks process per transaction, and transactions that log
+ * or elsewhere), statements pgaudit's hooks process per transaction, transactions that log
  * anything (the logging collector's wake-ups, which on a busy machine cost the backends more
- * than the lines do).
+ * than the lines do), and (version 4) the collector's wake-ups per transaction, lines · u(λ): a
+ * backend whose pipe write finds the collector asleep pays for waking it, which a calibration
+ * with a low fixed-rate cell (every line wakes it) tells apart from the line's own cost.
  */
-export type CostColumn = "lines" | "linesElsewhere" | "statements" | "transactions";
+export type CostColumn = "lines" | "linesElsewhere" | "statements" | "transactions" | "wakeups";
 
 export interface CostFeatures {
   linesPerTransaction: number;
   auditedStatementsPerTransaction: number;
   logElsewhere: boolean;
+  /** The collector's wake-ups per transaction, lines · u(λ) (collector-cost.ts); absent: 0. */
+  wakeupsPerTransaction?: number;
 }
 
 /**
@@ -75,6 +79,7 @@ export function costFeature(column: CostColumn, w: CostFeatures): number {
   if (column === "lines") return w.logElsewhere ? 0 : w.linesPerTransaction;
   if (column === "linesElsewhere") return w.logElsewhere ? w.linesPerTransaction : 0;
   if (column === "statements") return w.auditedStatementsPerTransaction;
+  if (column === "wakeups") return Math.max(0, w.wakeupsPerTransaction ?? 0);
   return Math.min(1, Math.max(0, w.linesPerTransaction));
 }
 
@@ -291,7 +296,13 @@ export function predictAddedSplit(
   const logElsewhere = columns.includes("lines")
     ? input.logElsewhere && columns.includes("linesElsewhere")
     : true;
-  const features: CostFeatures = { ...input, logElsewhere };
+  const features: CostFeatures = {
+    ...input,
+    logElsewhere,
+    wakeupsPerTransaction: collector
+      ? input.linesPerTransaction * wakeupsPerLine(collectorRate(collector, input), collector.awakeUs)
+      : 0,
+  };
   const x = columns.map((name) =>
     name === "transactions" && options.perTransaction === false
       ? 0

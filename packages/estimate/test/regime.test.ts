@@ -260,4 +260,40 @@ describe("a configuration's overhead", () => {
     expect(fast.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 20 / 2, 9);
     expect(fast.assumptions.join("\n")).toMatch(/10000 lines\/s, 0\.50 wake-ups per line/);
   });
+
+  it("adds what the backends pay per collector wake-up at the workload's line rate (a version-4 calibration)", () => {
+    const collector = {
+      wakeupUs: { estimate: 20, low: 20, high: 20 },
+      lineUs: { estimate: 3, low: 3, high: 3 },
+      awakeUs: 100,
+      covariance: [
+        [0, 0],
+        [0, 0],
+      ] as [[number, number], [number, number]],
+      residualStdErrUs: 0,
+      degreesOfFreedom: 5,
+      linesPerSec: { low: 1000, high: 10000 },
+    };
+    const cal: OverheadCalibration = {
+      ...CAL,
+      cpu: {
+        ...CAL.cpu!,
+        columns: ["lines", "statements", "wakeups"],
+        coefficients: [2, 4.5, 8],
+        covariance: [
+          [0, 0, 0],
+          [0, 0, 0],
+          [0, 0, 0],
+        ],
+        collector,
+      },
+    };
+    const w = { ...WORKLOAD, pgauditLoaded: true };
+    // 1 line per transaction, u = 1 / (1 + λ · 100 µs): backends 2 + 8·u; the collector 3 + 20·u.
+    const slow = writing(w, 1000, cal);
+    expect(slow.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 28 / 1.1, 9);
+    const fast = writing({ ...w, transactionsPerSec: 10000 }, 10000, cal);
+    expect(fast.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 28 / 2, 9);
+    expect(fast.assumptions.join("\n")).toContain("the backends 8.0 µs per wake-up they cause");
+  });
 });

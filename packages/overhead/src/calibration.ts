@@ -18,10 +18,12 @@ import {
   type CalibratedOverhead,
   type CollectorCost,
   type CostColumn,
+  type CostFeatures,
   calibratedOverhead,
   collectorUsPerTransaction,
   costFeature,
   t95,
+  wakeupsPerLine,
 } from "@auditpipe/estimate";
 import { type CollectorRun, fitCollector } from "./collector-fit.ts";
 import { seededRng } from "./rng.ts";
@@ -31,6 +33,16 @@ import type { CalibrationCoefficient, CalibrationFit, CalibrationPoint, CpuCalib
 type Column = CostColumn;
 
 const featureOf = (p: CalibrationPoint, column: Column): number => costFeature(column, p);
+
+/**
+ * A point's features with the collector's wake-ups per transaction as the fitted collector
+ * prices them at the point's line rate (lines · u(λ)), as an estimate will at its own rate.
+ */
+function withWakeups(p: CalibrationPoint, collector: CollectorCost | null): CalibrationPoint & CostFeatures {
+  if (!collector) return p;
+  const rate = median(p.linesPerSecSamples ?? [0]);
+  return { ...p, wakeupsPerTransaction: p.linesPerTransaction * wakeupsPerLine(rate, collector.awakeUs) };
+}
 
 /** Solves A x = b by Gaussian elimination with partial pivoting; null when A is singular. */
 export function solveLinear(a: number[][], b: number[]): number[] | null {
@@ -95,10 +107,13 @@ function loggerShare(points: readonly CalibrationPoint[]): number {
   return added > 0 ? Math.min(1, Math.max(0, logger / added)) : 0;
 }
 
-/** The baseline's server µs per statement: its median, and the lowest and highest interval ends. */
+/**
+ * The baseline's server µs per statement: its median, and the lowest and highest interval ends
+ * (as fast as pgbench goes: a fixed-rate point's baseline is dearer because of the rate).
+ */
 function baselinePerStatement(points: readonly CalibrationPoint[]): CalibrationCoefficient {
   const per = points
-    .filter((p) => p.baselineServerUs && (p.statementsPerTransaction ?? 0) > 0)
+    .filter((p) => p.baselineServerUs && (p.statementsPerTransaction ?? 0) > 0 && p.rate === undefined)
     .map((p) => {
       const n = p.statementsPerTransaction!;
       const b = p.baselineServerUs!;
@@ -184,19 +199,27 @@ function constrainedCovariance(
   );
 }
 
-/** Reference server µs per statement of each run's baseline (the machine's state at that moment). */
+/**
+ * Reference server µs per statement of each run's baseline (the machine's state at that moment).
+ * A fixed-rate point's runs stay as measured: interleaved with the rest, they saw the same
+ * machine, and their baseline is dearer because of the rate (scaling it away would hide the
+ * very cost the point is there to measure).
+ */
 function runScales(points: readonly CalibrationPoint[]): {
   reference: number;
   scale: (p: CalibrationPoint, i: number) => number;
 } {
   const perStatement = (p: CalibrationPoint, us: number): number =>
     us / Math.max(1, p.statementsPerTransaction ?? 1);
-  const all = points.flatMap((p) => (p.baselineSamples ?? []).map((b) => perStatement(p, b)));
+  const all = points
+    .filter((p) => p.rate === undefined)
+    .flatMap((p) => (p.baselineSamples ?? []).map((b) => perStatement(p, b)));
   const reference = all.length > 0 ? median(all) : 0;
   return {
     reference,
     scale: (p, i) => {
       const b = p.baselineSamples?.[i];
+      if (p.rate !== undefined) return 1;
       return reference > 0 && b !== undefined && b > 0 ? reference / perStatement(p, b) : 1;
     },
   };
@@ -254,22 +277,24 @@ function fitRounds(
   // With the collector fitted apart, the columns price the backends' part alone.
   const backendsOf = (p: CalibrationPoint, i: number, y: number): number =>
     collector ? y - p.loggerSamples![i]! : y;
+  const features = points.map((p) => withWakeups(p, collector));
   const rowsFor = (cols: Column[]): Row[] =>
     points.flatMap((p, pi) =>
       p.samples!.map((y, i) => ({
-        x: cols.map((c) => featureOf(p, c)),
+        x: cols.map((c) => costFeature(c, features[pi]!)),
         y: backendsOf(p, i, y) * scale(p, i),
         point: pi,
       })),
     );
-  // What the points cannot tell apart goes: the per-transaction cost first, then the statements'.
-  let columns = initial;
+  // What the points cannot tell apart goes: the per-wake-up cost first (without a collector fit
+  // or a rate that sets it apart), then the per-transaction cost, then the statements'.
+  let columns = collector ? initial : initial.filter((c) => c !== "wakeups");
   const gram = (cols: Column[]): number[][] | null => {
     const r = rowsFor(cols);
     return invert(cols.map((_, i) => cols.map((_, j) => r.reduce((s, row) => s + row.x[i]! * row.x[j]!, 0))));
   };
   let inverse = gram(columns);
-  for (const drop of ["transactions", "statements"] as const)
+  for (const drop of ["wakeups", "transactions", "statements"] as const)
     if (!inverse && columns.includes(drop)) {
       columns = columns.filter((c) => c !== drop);
       inverse = gram(columns);
@@ -297,8 +322,8 @@ function fitRounds(
   };
   const medians = points.map((pt) => median(pt.samples!.map((y, i) => y * scale(pt, i))));
   const predicted = points.map(
-    (pt) =>
-      columns.reduce((s, c, i) => s + featureOf(pt, c) * beta[i]!, 0) +
+    (pt, pi) =>
+      columns.reduce((s, c, i) => s + costFeature(c, features[pi]!) * beta[i]!, 0) +
       (collector
         ? collectorUsPerTransaction(collector, pt.linesPerTransaction, median(pt.linesPerSecSamples ?? [0]))
             .estimate
@@ -353,7 +378,10 @@ export function fitCalibration(
   if (!columns.includes("lines") && !columns.includes("linesElsewhere")) return null;
   const cpuBasis = points.every((p) => (p.samples?.length ?? 0) > 0);
   if (cpuBasis) {
-    const fit = fitRounds(points, [...columns, "transactions"], options.seed ?? DEFAULT_SEED);
+    // A fixed-rate point (every line wakes the collector) is what sets the wake-ups apart from the lines.
+    const rated = points.some((p) => p.rate !== undefined);
+    const initial: Column[] = [...columns, "transactions", ...(rated ? (["wakeups"] as const) : [])];
+    const fit = fitRounds(points, initial, options.seed ?? DEFAULT_SEED);
     if (fit) return fit;
   }
   // TPS basis: one point per cell; each interval end fitted the same way gives the coefficients' range.

@@ -29,9 +29,11 @@ export interface PlanOptions {
   variants?: (configuration: string) => readonly string[];
   /**
    * The configurations a workload runs, where not all of them (bench --quick's `all` at 8
-   * clients, a second line rate, runs with its baseline only).
+   * clients and at 300 TPS, other line rates, run with their baseline only).
    */
   configurationsOf?: (workload: string) => readonly string[] | undefined;
+  /** The rounds a workload runs in, where fewer than `runs` (bench --quick's rate cells: the first ones). */
+  roundsOf?: (workload: string) => number | undefined;
 }
 
 /**
@@ -81,7 +83,9 @@ export function planRuns(options: PlanOptions): PlannedRun[] {
   let previous: Cell | undefined;
   for (let round = 0; round < options.runs; round++) {
     const shift = round % cells.length;
-    const order = [...cells.slice(shift), ...cells.slice(0, shift)];
+    const order = [...cells.slice(shift), ...cells.slice(0, shift)].filter(
+      (c) => round < (options.roundsOf?.(c.workload) ?? options.runs),
+    );
     if (order.length > 1 && sameCell(previous, order[0])) [order[0], order[1]] = [order[1]!, order[0]!];
     for (const cell of order) out.push({ ...cell, index: index++, round, warmup: false });
     previous = order.at(-1);

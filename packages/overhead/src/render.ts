@@ -90,6 +90,11 @@ export function renderFit(fit: CalibrationFit): string {
   if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
   if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
   if (fit.transactionCostUs) parts.push(`per transaction that logs ${c(fit.transactionCostUs)}`);
+  const wakeups = fit.cpu?.columns.indexOf("wakeups") ?? -1;
+  if (wakeups >= 0)
+    parts.push(
+      `per collector wake-up they cause ${fmt(fit.cpu!.coefficients[wakeups]!, 2)} µs (at a low fixed rate)`,
+    );
   if (k)
     parts.push(
       `the logging collector: ${c(k.wakeupUs)} per wake-up and ${c(k.lineUs)} per line, awake ${fmt(k.awakeUs, 0)} µs per wake-up (at ${fmt(k.linesPerSec.low, 0)}–${fmt(k.linesPerSec.high, 0)} lines/s)`,

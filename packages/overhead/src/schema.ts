@@ -37,7 +37,7 @@ const interval = z.object({ median: num, low: num, high: num });
 const coefficient = z.object({ estimate: num, low: num, high: num });
 
 const cpuCalibration = z.object({
-  columns: z.array(z.enum(["lines", "linesElsewhere", "statements", "transactions"])).min(1),
+  columns: z.array(z.enum(["lines", "linesElsewhere", "statements", "transactions", "wakeups"])).min(1),
   coefficients: z.array(num),
   covariance: z.array(z.array(num)),
   runs: z.number().int().positive(),
@@ -84,6 +84,7 @@ const point = z.object({
   configuration: z.string(),
   workload: z.string(),
   clients: z.number().int().positive(),
+  rate: z.number().positive().optional(),
   linesPerTransaction: num,
   auditedStatementsPerTransaction: num,
   logElsewhere: z.boolean(),
@@ -203,6 +204,7 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
       description: z.string(),
       statementsPerTransaction: num,
       clients: z.number().int().positive().optional(),
+      rate: z.number().positive().optional(),
     }),
   ),
   variants: z
@@ -224,15 +226,17 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
 });
 
 /**
- * The calibration file versions this code reads: 3 fits the logging collector apart (per wake-up,
- * per line); 2 is the constrained fit at a reference state; 1 came before. 1 and 2 are read as
- * they were (one cost per line, the collector's share `loggerShare`) if their values are physical.
+ * The calibration file versions this code reads: 4 adds the backends' cost per collector wake-up
+ * (the `wakeups` column, fitted where a low fixed-rate cell measured it); 3 fits the logging
+ * collector apart (per wake-up, per line); 2 is the constrained fit at a reference state; 1 came
+ * before. 1 and 2 are read as they were (one cost per line, the collector's share `loggerShare`)
+ * if their values are physical; 3 as it was (no `wakeups` column).
  */
-export const CALIBRATION_VERSIONS: readonly number[] = [1, 2, 3];
+export const CALIBRATION_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 export const calibrationSchema: z.ZodType<Calibration> = z.object({
   kind: z.literal("auditpipe-calibration"),
-  version: z.union([z.literal(1), z.literal(2), z.literal(3)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
   createdAt: z.string(),
   host: z.string(),
   environment,

@@ -144,6 +144,7 @@ export function calibrationPoints(
       configuration: cell.configuration,
       workload: cell.workload,
       clients,
+      ...(workload.rate === undefined ? {} : { rate: workload.rate }),
       linesPerTransaction: lines,
       auditedStatementsPerTransaction: pgauditActive ? workload.statementsPerTransaction : 0,
       logElsewhere: variant ? !variant.logOnDataDisk : context.logElsewhere,

@@ -168,8 +168,13 @@ export interface WorkloadInfo {
   name: string;
   description: string;
   statementsPerTransaction: number;
-  /** pgbench clients when not the bench's `--clients` (bench --quick's `all` at 8 clients: a second line rate). */
+  /** pgbench clients when not the bench's `--clients` (bench --quick's rate cells: other line rates). */
   clients?: number;
+  /**
+   * pgbench -R: a fixed rate, transactions per second (bench --quick's `tpcb@300tps`: a low line
+   * rate, at which every line wakes the logging collector); absent: as fast as it goes.
+   */
+  rate?: number;
 }
 
 export interface CalibrationCoefficient {
@@ -188,7 +193,7 @@ export interface CalibrationCoefficient {
  * regimes' denominators (see docs/bench.md#calibration).
  */
 export interface CpuCalibration {
-  /** The fit's columns, in the covariance's order: "lines", "linesElsewhere", "statements", "transactions". */
+  /** The fit's columns, in the covariance's order: "lines", "linesElsewhere", "statements", "transactions", "wakeups". */
   columns: string[];
   /** The coefficients in that order, server CPU µs (the same values as the named costs). */
   coefficients: number[];
@@ -250,6 +255,12 @@ export interface CalibrationPoint {
   configuration: string;
   workload: string;
   clients: number;
+  /**
+   * pgbench -R the point ran at (bench --quick's `tpcb@300tps`); absent: as fast as it went. Its
+   * runs are not scaled to the reference state: their baseline costs more per statement because
+   * of the rate (every transaction wakes its backend), not because the machine was busier.
+   */
+  rate?: number;
   linesPerTransaction: number;
   auditedStatementsPerTransaction: number;
   logElsewhere: boolean;
@@ -279,11 +290,12 @@ export interface CalibrationPoint {
 export interface Calibration {
   kind: "auditpipe-calibration";
   /**
+   * 4: the backends' cost per collector wake-up as a column (`wakeups`, from a low fixed-rate cell);
    * 3: the logging collector's CPU fitted apart, per wake-up and per line (`fit.cpu.collector`);
    * 2: the constrained fit at a reference state of the machine; 1: files before it. Versions 1
    * and 2 are read as before (one cost per line) if their values are physical.
    */
-  version: 1 | 2 | 3;
+  version: 1 | 2 | 3 | 4;
   createdAt: string;
   host: string;
   environment: Environment;

@@ -37,6 +37,21 @@ describe("rotating interleaved order", () => {
     }
   });
 
+  it("runs a workload limited to fewer rounds in the first ones only (bench --quick's rate cells)", () => {
+    const plan = planRuns({
+      configurations: ["none", "all"],
+      workloads: ["tpcb", "tpcb@300tps"],
+      runs: 5,
+      warmup: false,
+      roundsOf: (w) => (w === "tpcb@300tps" ? 3 : undefined),
+    });
+    expect(plan.filter((r) => r.workload === "tpcb")).toHaveLength(10);
+    const rated = plan.filter((r) => r.workload === "tpcb@300tps");
+    expect(rated).toHaveLength(6);
+    expect(Math.max(...rated.map((r) => r.round))).toBe(2);
+    expect(plan.map((r) => r.index)).toEqual([...Array(16).keys()]);
+  });
+
   it("plans its duration: set-up, warm-up and every run with its overhead", () => {
     const plan = planRuns({ configurations: ["none", "all"], workloads: ["tpcb"], runs: 3 });
     expect(plannedSeconds(plan, { durationSec: 10, warmupSec: 5, perRunOverheadSec: 2, setupSec: 20 })).toBe(

@@ -26,6 +26,8 @@ export interface RunSettings {
   workloadArgs: string[];
   clients: number;
   jobs: number;
+  /** pgbench -R, transactions per second; absent: as fast as it goes. */
+  rate?: number;
   durationSec: number;
   /** Directory for pgbench's per-transaction logs. */
   workDir: string;
@@ -129,6 +131,27 @@ export function runPgbench(
   });
 }
 
+/** pgbench's arguments for a run: the connection, the script, -n, clients, threads, -T (-R), its per-transaction log. */
+function pgbenchArgs(connection: string[], s: RunSettings, logPrefix: string): string[] {
+  return [
+    ...connection,
+    ...s.workloadArgs,
+    "-n",
+    ...["-c", String(s.clients), "-j", String(s.jobs), "-T", String(s.durationSec)],
+    ...(s.rate === undefined ? [] : ["-R", String(s.rate)]),
+    "-l",
+    `--log-prefix=${logPrefix}`,
+  ];
+}
+
+/** The text of pgbench's per-transaction logs of a run (one file per thread), the files removed. */
+function takeTransactionLogs(prefix: string): string {
+  const logs = readdirSync(dirname(prefix)).filter((f) => f.startsWith(`${basename(prefix)}.`));
+  const text = logs.map((f) => readFileSync(join(dirname(prefix), f), "utf8")).join("");
+  for (const f of logs) rmSync(join(dirname(prefix), f), { force: true });
+  return text;
+}
+
 export async function measureRun(
   target: BenchTarget,
   planned: PlannedRun,
@@ -149,32 +172,13 @@ export async function measureRun(
   const machineBefore = machineBusySec();
   const startedAt = new Date();
   const t0 = performance.now();
-  const result = await runPgbench(
-    s.pgbenchBin,
-    [
-      ...conn.args,
-      ...s.workloadArgs,
-      "-n",
-      "-c",
-      String(s.clients),
-      "-j",
-      String(s.jobs),
-      "-T",
-      String(s.durationSec),
-      "-l",
-      `--log-prefix=${prefix}`,
-    ],
-    conn.env,
-    s.signal,
-  );
+  const result = await runPgbench(s.pgbenchBin, pgbenchArgs(conn.args, s, prefix), conn.env, s.signal);
   const wall = (performance.now() - t0) / 1000;
   // Before any query of ours, so the server's time is pgbench's transactions and nothing else.
   const cpuAfter = postmaster !== null && cpuBefore ? await serverCpuAfter(postmaster, cpuBefore) : null;
   const clientSec = reapedChildrenCpuSec() - clientBefore;
   const machineAfter = machineBusySec();
-  const logs = readdirSync(dirname(prefix)).filter((f) => f.startsWith(`${basename(prefix)}.`));
-  const latencyText = logs.map((f) => readFileSync(join(dirname(prefix), f), "utf8")).join("");
-  for (const f of logs) rmSync(join(dirname(prefix), f), { force: true });
+  const latencyText = takeTransactionLogs(prefix);
   if (s.signal.aborted) throw new Error("interrupted");
   const summary = parsePgbenchSummary(result.stdout);
   if (result.code !== 0 || !summary)

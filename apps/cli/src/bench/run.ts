@@ -64,26 +64,44 @@ export interface BenchOptions {
   workDir: string;
   perRunOverheadSec: number;
   /**
-   * A second line rate for the calibration (bench --quick): the first workload again at
-   * `clients`, running only `configs` (its baseline among them). The collector's cost per line
-   * falls as lines arrive faster, so it is fitted at more than one rate.
+   * Other line rates for the calibration (bench --quick): the first workload again at `clients`
+   * (at pgbench -R `rate` where given), running only `configs` (its baseline among them), in at
+   * most `rounds` rounds. The collector's cost per line falls as lines arrive faster, so it is
+   * fitted at more than one rate; at a low fixed rate every line wakes it.
    */
-  rateCells?: { clients: number; configs: ConfigurationName[] } | null;
+  rateCells?: RateCell[] | null;
 }
 
-/** The workload a rate cell runs under: the first workload's, at other clients, under its own name. */
+export interface RateCell {
+  clients: number;
+  /** pgbench -R, transactions per second; absent: as fast as it goes. */
+  rate?: number;
+  configs: ConfigurationName[];
+  rounds: number;
+}
+
+/** A rate cell's workload name: the first workload's, at its clients or its rate (`tpcb@8`, `tpcb@300tps`). */
+export const rateCellName = (workload: string, cell: RateCell): string =>
+  `${workload}@${cell.rate === undefined ? cell.clients : `${cell.rate}tps`}`;
+
+/** The workloads the rate cells run under: the first workload's, at other clients or rates, under their own names. */
 export function withRateCells(
   workloads: BenchOptions["workloads"],
-  rate: BenchOptions["rateCells"],
+  rates: BenchOptions["rateCells"],
 ): BenchOptions["workloads"] {
   const first = workloads[0];
-  if (!rate || !first) return workloads;
+  if (!rates || !first) return workloads;
   return [
     ...workloads,
-    {
-      info: { ...first.info, name: `${first.info.name}@${rate.clients}`, clients: rate.clients },
+    ...rates.map((cell) => ({
+      info: {
+        ...first.info,
+        name: rateCellName(first.info.name, cell),
+        clients: cell.clients,
+        ...(cell.rate === undefined ? {} : { rate: cell.rate }),
+      },
       args: first.args,
-    },
+    })),
   ];
 }
 
@@ -185,15 +203,17 @@ function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
   const variants: Mitigation[] = [];
   for (const v of o.configs.flatMap(variantsOf))
     if (!variants.some((x) => x.name === v.name)) variants.push(v);
-  const rateWorkload = o.rateCells ? o.workloads.find((w) => w.info.clients !== undefined) : undefined;
+  const first = o.workloads[0]?.info.name ?? "";
+  const rateOf = (w: string): RateCell | undefined =>
+    o.rateCells?.find((cell) => rateCellName(first, cell) === w);
   const plan = planRuns({
     configurations: o.configs,
     workloads: workloadNames,
     runs: o.runs,
     warmup: o.warmupSec > 0,
     variants: (c) => variantsOf(c).map((v) => v.name),
-    configurationsOf: (w) =>
-      rateWorkload && w === rateWorkload.info.name ? o.rateCells!.configs : undefined,
+    configurationsOf: (w) => rateOf(w)?.configs,
+    roundsOf: (w) => rateOf(w)?.rounds,
   });
   const planned = plannedSeconds(plan, {
     durationSec: o.durationSec,
@@ -202,10 +222,18 @@ function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
     setupSec: setupSeconds(o.scale),
   });
   const measuredRuns = plan.filter((r) => !r.warmup).length;
-  const mainWorkloads = workloadNames.length - (rateWorkload ? 1 : 0);
-  const cellCount = (measuredRuns - (rateWorkload ? o.rateCells!.configs.length * o.runs : 0)) / o.runs;
+  const rates = o.rateCells ?? [];
+  const rateRuns = plan.filter((r) => !r.warmup && rateOf(r.workload)).length;
+  const mainWorkloads = workloadNames.length - rates.length;
+  const cellCount = (measuredRuns - rateRuns) / o.runs;
+  const rateText = rates
+    .map(
+      (cell) =>
+        `${cell.configs.join(" and ")} at ${cell.clients} clients${cell.rate === undefined ? "" : ` at ${cell.rate} TPS`}`,
+    )
+    .join(", ");
   io.stderr(
-    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / mainWorkloads} combinations)` : ""} × ${mainWorkloads} workloads × ${o.runs} runs of ${o.durationSec} s${rateWorkload ? ` + ${o.rateCells!.configs.join(" and ")} at ${o.rateCells!.clients} clients (a second line rate for the calibration)` : ""} = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
+    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / mainWorkloads} combinations)` : ""} × ${mainWorkloads} workloads × ${o.runs} runs of ${o.durationSec} s${rates.length > 0 ? ` + ${rateText} (other line rates for the calibration, ${rateRuns} runs)` : ""} = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
   );
   return { variants, variantsOf, plan, planned };
 }
@@ -399,6 +427,7 @@ async function runPlanned(
         clients,
         // A rate cell's clients get pgbench's default threads for them (--jobs is for --clients).
         jobs: w.info.clients ? Math.max(1, Math.min(clients, cpus().length)) : o.jobs,
+        ...(w.info.rate === undefined ? {} : { rate: w.info.rate }),
         durationSec: run.warmup ? o.warmupSec : o.durationSec,
         workDir: o.workDir,
         signal,

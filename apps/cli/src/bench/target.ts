@@ -14,6 +14,7 @@ import {
   quoteIdent,
   quoteLiteral,
 } from "@auditpipe/overhead";
+import type { PostgresCluster } from "@auditpipe/testkit";
 import pg from "pg";
 import {
   clearRestoreState,
@@ -110,6 +111,68 @@ export interface ScratchOptions {
 }
 
 /** A scratch server from the test kit (a repository checkout's dev dependency, as the demo uses). */
+/** The scratch server's one client: connected on demand, forgotten on an error or a restart. */
+function scratchClient(cluster: PostgresCluster): {
+  connect: () => Promise<pg.Client>;
+  drop: () => Promise<void>;
+} {
+  let client: pg.Client | undefined;
+  return {
+    async connect() {
+      if (!client) {
+        const c = await cluster.connect({ database: BENCH_DATABASE });
+        c.on("error", () => {
+          if (client === c) client = undefined;
+        });
+        client = c;
+      }
+      return client;
+    },
+    async drop() {
+      const old = client;
+      client = undefined;
+      await old?.end().catch(() => {});
+    },
+  };
+}
+
+/**
+ * A run's settings on the scratch server, then a restart: every run starts from a fresh server,
+ * whatever it measures. pgaudit's settings can be written only while it is loaded (it refuses
+ * LOAD outside shared_preload_libraries): it is loaded first (a restart), then they are set.
+ */
+async function applyScratchSettings(
+  cluster: PostgresCluster,
+  db: ReturnType<typeof scratchClient>,
+  settings: Record<string, string | null>,
+  preload: { loaded: boolean; wanted: boolean },
+): Promise<void> {
+  const restart = async (): Promise<void> => {
+    await db.drop();
+    await cluster.restart();
+  };
+  const deferred = Object.entries(settings).filter(
+    ([name, value]) => name.startsWith("pgaudit.") && value !== null && !preload.loaded,
+  );
+  let c = await db.connect();
+  for (const [name, value] of Object.entries(settings)) {
+    if (deferred.some(([d]) => d === name)) continue;
+    // Without the library its settings are unknown to ALTER SYSTEM, and inert anyway.
+    if (name.startsWith("pgaudit.") && !preload.loaded) continue;
+    await c.query(alterSystem(name, value));
+  }
+  if (preload.wanted !== preload.loaded) {
+    await c.query(alterSystem("shared_preload_libraries", preload.wanted ? "pgaudit" : null));
+    preload.loaded = preload.wanted;
+  }
+  if (deferred.length > 0) {
+    await restart();
+    c = await db.connect();
+    for (const [name, value] of deferred) await c.query(alterSystem(name, value));
+  }
+  await restart();
+}
+
 export async function startScratchTarget(options: ScratchOptions): Promise<BenchTarget> {
   const { startPostgres } = await import("@auditpipe/testkit");
   const elsewhere = options.logDirElsewhere;
@@ -130,19 +193,9 @@ export async function startScratchTarget(options: ScratchOptions): Promise<Bench
   let logging = options.logging;
   const logDirFor = (l: RunLogging): string =>
     l.destination === "syslog" && options.syslogFile ? dirname(options.syslogFile) : dirOf(l.dir);
-  let client: pg.Client | undefined;
-  const connect = async (): Promise<pg.Client> => {
-    if (!client) {
-      const c = await cluster.connect({ database: BENCH_DATABASE });
-      c.on("error", () => {
-        if (client === c) client = undefined;
-      });
-      client = c;
-    }
-    return client;
-  };
+  const db = scratchClient(cluster);
   await cluster.query(`CREATE DATABASE ${quoteIdent(BENCH_DATABASE)}`);
-  let preloaded = true;
+  const preload = { loaded: true, wanted: true };
   return {
     kind: "scratch",
     database: BENCH_DATABASE,
@@ -154,7 +207,7 @@ export async function startScratchTarget(options: ScratchOptions): Promise<Bench
       args: ["-h", cluster.socketDir, "-p", String(cluster.port), "-U", "postgres"],
       env: { ...process.env, PGDATABASE: BENCH_DATABASE },
     }),
-    client: connect,
+    client: db.connect,
     async apply(wanted, preloadPgaudit, runLogging) {
       if (runLogging) logging = runLogging;
       const settings: Record<string, string | null> = {
@@ -163,35 +216,8 @@ export async function startScratchTarget(options: ScratchOptions): Promise<Bench
           ? { log_destination: runLogging.destination, log_directory: dirOf(runLogging.dir) }
           : {}),
       };
-      const restart = async (): Promise<void> => {
-        const old = client;
-        client = undefined;
-        await old?.end().catch(() => {});
-        await cluster.restart();
-      };
-      // pgaudit's settings can be written only while it is loaded (it refuses LOAD outside
-      // shared_preload_libraries): load it first, then set them.
-      const deferred = Object.entries(settings).filter(
-        ([name, value]) => name.startsWith("pgaudit.") && value !== null && !preloaded,
-      );
-      let c = await connect();
-      for (const [name, value] of Object.entries(settings)) {
-        if (deferred.some(([d]) => d === name)) continue;
-        // Without the library its settings are unknown to ALTER SYSTEM, and inert anyway.
-        if (name.startsWith("pgaudit.") && !preloaded) continue;
-        await c.query(alterSystem(name, value));
-      }
-      if (preloadPgaudit !== preloaded) {
-        await c.query(alterSystem("shared_preload_libraries", preloadPgaudit ? "pgaudit" : null));
-        preloaded = preloadPgaudit;
-      }
-      if (deferred.length > 0) {
-        await restart();
-        c = await connect();
-        for (const [name, value] of deferred) await c.query(alterSystem(name, value));
-      }
-      // Every run starts from a fresh server, whatever it measures: equal footing for all.
-      await restart();
+      preload.wanted = preloadPgaudit;
+      await applyScratchSettings(cluster, db, settings, preload);
     },
     async logFile() {
       if (logging.destination === "syslog") {
@@ -203,12 +229,10 @@ export async function startScratchTarget(options: ScratchOptions): Promise<Bench
           return null;
         }
       }
-      return currentLog(await connect(), cluster.dataDir, [logging.destination]);
+      return currentLog(await db.connect(), cluster.dataDir, [logging.destination]);
     },
     async close() {
-      const c = client;
-      client = undefined;
-      await c?.end().catch(() => {});
+      await db.drop();
       await cluster.stop();
     },
   };

@@ -11,7 +11,7 @@ import type {
   RunResult,
 } from "@auditpipe/overhead";
 import { oneOf, parseFlags } from "../args.ts";
-import type { BenchOptions, runBench as RunBench } from "../bench/run.ts";
+import type { BenchOptions, RateCell, runBench as RunBench } from "../bench/run.ts";
 import type { CommandIO } from "../command-io.ts";
 import { flagValue, wholeNumber } from "../flags.ts";
 import { invocation } from "../invocation.ts";
@@ -28,9 +28,10 @@ the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per co
 workload, runs interleaved in rotating order after a discarded warm-up. Without --db it starts a
 scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
 
-  --quick              about three minutes on 2 cores (longer on a busy machine): none, read, write,
-                       all, log_statement × tpcb × 3 runs of 6 s, then none and all at 8 clients
-                       (a second line rate for the logging collector's cost)
+  --quick              about three and a half minutes on 2 cores (longer on a busy machine): none,
+                       read, write, all, log_statement × tpcb × 3 runs of 6 s, then none and all
+                       at 8 clients and at 300 TPS from 2 clients (pgbench -R): other line rates
+                       for the logging collector's cost
   --audit NAME         none, write, read, all, object (the two largest tables), log_statement
                        (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
                        repeatable or comma-separated; default all of them
@@ -80,7 +81,7 @@ nothing, run once; log_statement_once applies to pgaudit's configurations):
 export const QUICK: {
   configs: ConfigurationName[];
   workloads: string[];
-  rateCells: { clients: number; configs: ConfigurationName[] };
+  rateCells: RateCell[];
   duration: number;
   runs: number;
   warmup: number;
@@ -90,8 +91,14 @@ export const QUICK: {
   configs: ["none", "read", "write", "all", "log_statement"] as ConfigurationName[],
   workloads: ["tpcb"],
   // The collector's cost per line falls as lines arrive faster: `all` at 8 clients (with its
-  // baseline) gives the calibration a second line rate (packages/estimate/src/collector-cost.ts).
-  rateCells: { clients: 8, configs: ["none", "all"] as ConfigurationName[] },
+  // baseline) gives the calibration a higher line rate, and at 300 TPS from 2 clients (pgbench -R)
+  // a low one, where every line wakes the collector as on a durable server at a few hundred
+  // TPS, so the cost of a wake-up is measured rather than extrapolated
+  // (packages/estimate/src/collector-cost.ts). Each in 3 rounds at most.
+  rateCells: [
+    { clients: 8, configs: ["none", "all"] as ConfigurationName[], rounds: 3 },
+    { clients: 2, rate: 300, configs: ["none", "all"] as ConfigurationName[], rounds: 3 },
+  ],
   duration: 6,
   runs: 3,
   warmup: 5,
@@ -472,7 +479,11 @@ function reportBench(
     } else {
       const calibration: Calibration = {
         kind: "auditpipe-calibration",
-        version: report.calibration.cpu?.collector ? 3 : 2,
+        version: report.calibration.cpu?.columns.includes("wakeups")
+          ? 4
+          : report.calibration.cpu?.collector
+            ? 3
+            : 2,
         createdAt: report.finishedAt,
         host: report.environment.host,
         environment: report.environment,
