@@ -358,11 +358,12 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     await context.close();
   });
 
-  it("is written after Ctrl-C too, marked incomplete, with the runs measured until then", async () => {
+  it("is written after Ctrl-C too, marked incomplete, with the runs measured until then; pgbench stopped, the JSON reports those runs, exit 130", async () => {
     const reportFile = join(work, "interrupted.html");
     const child = spawnCli([
       "bench",
       "--quick",
+      "--json",
       "--runs",
       "2",
       "--duration",
@@ -374,7 +375,11 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
       "--report",
       reportFile,
     ]);
+    let stdout = "";
     let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
     child.stderr.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
@@ -387,7 +392,14 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     );
     child.kill("SIGINT");
     expect(await exited, stderr).toBe(130);
+    expect(stderr).toContain("stopping after Ctrl-C");
     expect(stderr).toContain(`bench: report written to ${reportFile}`);
+    const report = benchReportSchema.parse(JSON.parse(stdout));
+    expect(report.complete).toBe(false);
+    expect(report.interruption).toMatch(/Ctrl-C/);
+    expect(report.runs.length).toBeGreaterThanOrEqual(2);
+    expect(report.runs.length).toBeLessThan(14); // --quick's 14 runs
+    for (const run of report.runs) expect(run.transactions).toBeGreaterThan(0);
 
     const { context, page, attempted, problems } = await openReport(browser, reportFile);
     expect(await page.locator("#incomplete").textContent()).toContain("Incomplete: interrupted (Ctrl-C).");
