@@ -62,7 +62,7 @@ const env = {
   AUDITPIPE_PYTHON: nowhere,
 };
 const vitest = [process.execPath, join(ROOT, "node_modules", "vitest", "vitest.mjs")];
-const vitestArgs = ["run", "--project", "unit", "--maxWorkers=100%", ...process.argv.slice(2)];
+const vitestArgs = ["run", "--project", "unit", "--maxWorkers=200%", ...process.argv.slice(2)];
 
 const isolate =
   process.getuid?.() === 0 &&

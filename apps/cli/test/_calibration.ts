@@ -1,7 +1,7 @@
 /**
  * A calibration file as `auditpipe bench --calibration-out` writes it, with round coefficients a
  * test can check arithmetic against: 10 µs per log line (8–12), statements not told apart. The
- * values are made up (this is an input file, not a log); bench-scratch.test.ts checks real ones.
+ * values are made up (this is an input file, not a log); bench-report.test.ts checks real ones.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

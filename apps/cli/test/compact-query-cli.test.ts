@@ -26,6 +26,7 @@ beforeAll(async () => {
   const sidecar = spawnSidecar([
     ...["--log-dir", logDir, "--format", "csvlog", "--sink", sink, "--state", join(work, "state")],
     ...["--listen", "127.0.0.1:0", "--batch-max-entries", "200"],
+    ...["--batch-max-age-ms", "100"], // the last batch not held a second
   ]);
   await sidecar.url();
   await waitUntil(

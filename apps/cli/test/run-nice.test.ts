@@ -51,6 +51,7 @@ it.each([
     join(work, "state"),
     "--listen",
     "127.0.0.1:0",
+    ...["--batch-max-age-ms", "100"], // ships within a tenth of a second, not a second
     ...flags,
   ]);
   const url = await sidecar.url();

@@ -51,6 +51,7 @@ it("run --redact literals,parameters ships redacted, marked records and meters t
     "127.0.0.1:0",
     "--redact",
     "literals,parameters",
+    ...["--batch-max-age-ms", "100"], // the last batch not held a second
   ]);
   const url = await sidecar.url();
   // What PostgreSQL logged: the audit entries and their records' bytes in the csvlog.

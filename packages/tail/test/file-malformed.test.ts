@@ -59,7 +59,7 @@ describe("FileSource and a damaged pgAudit payload", () => {
         format: "csvlog",
         stateDir: join(work!, "state"),
         sink: new LocalDirSink({ dir: join(work!, "sink") }),
-        batch: { maxEntries: 100 },
+        batch: { maxEntries: 100, maxAgeMs: 50 }, // the last batch is not held a second
         observer: {
           malformed: (_file, error) => void malformed.push(error),
           sinkAck: (_sink, n) => {

@@ -66,7 +66,7 @@ describe("FileSource with redaction", () => {
         stateDir: join(work, "state"),
         sink: new LocalDirSink({ dir: join(work, "sink") }),
         redact: mode,
-        batch: { maxEntries: 7 }, // several batches, several encoded pieces
+        batch: { maxEntries: 7, maxAgeMs: 50 }, // several batches, several encoded pieces; the last not held a second
         observer: {
           entry: (entry) => void metered.push(entry.statement),
           sinkAck: (_sink, entries) => {

@@ -36,8 +36,6 @@ const BROWSER_DRIVERS = ["playwright-core", "playwright"];
 /** Test files whose service the code under test starts, which no import of theirs shows. */
 export const SERVICE_IN_CODE_UNDER_TEST: Readonly<Record<string, string>> = {
   "apps/cli/test/demo.test.ts": "`auditpipe demo` starts a scratch PostgreSQL",
-  "apps/cli/test/bench-scratch.test.ts": "`auditpipe bench --quick` starts a scratch PostgreSQL",
-  "apps/cli/test/bench-interrupt.test.ts": "`auditpipe bench` starts a scratch PostgreSQL",
   "fixtures/test/generate.test.ts": "fixtures/generate starts PostgreSQL and rsyslog",
 };
 

@@ -163,7 +163,10 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
       if (requested) stopNow();
     });
   } finally {
-    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+    // Stopped by a signal, the handlers stay until the process exits: the launcher's forwarded
+    // copy of it can arrive after the stop (a busy machine schedules the launcher late), and
+    // with no handler left it would kill the process on its way out, exit 0 lost.
+    if (!requested) for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
   logger.info("stopped");
   logger.flush();

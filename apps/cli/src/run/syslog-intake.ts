@@ -69,78 +69,14 @@ export interface SyslogIntake {
 }
 
 export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<SyslogIntake> {
-  const { logger, observer } = options;
+  const { logger } = options;
   const checkpointDir = join(options.stateDir, SYSLOG_STATE_DIR);
   let source: SyslogSource | undefined;
-  const journal = await SyslogJournal.open({
-    dir: join(checkpointDir, JOURNAL_DIR),
-    checkpointDir,
-    maxBytes: options.maxBytes,
-    ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
-    onFull(full) {
-      if (full) {
-        source?.pause();
-        logger.warn(
-          { maxBytes: options.maxBytes },
-          "syslog journal full: TCP senders are held back and UDP is dropped until the sink catches up",
-        );
-      } else {
-        source?.resume();
-        logger.info({ maxBytes: options.maxBytes }, "syslog journal has room again: receiving");
-      }
-    },
-    onError(error, retry) {
-      logger.error({ err: describe(error), ...retry }, "syslog journal write failed; retrying");
-    },
-  });
-
-  const follower = new FileSource({
-    logDir: journal.dir,
-    format: "stderr",
-    pattern: SEGMENT_PATTERN,
-    prefix: options.prefix ?? DEFAULT_PREFIX,
-    stateDir: checkpointDir,
-    sink: options.sink,
-    ...(options.redact ? { redact: options.redact } : {}),
-    from: "beginning",
-    pollIntervalMs: options.pollIntervalMs,
-    batch: options.batch,
-    ...(options.outcome ? { outcome: options.outcome } : {}),
-    observer: {
-      ...observer,
-      fileGone(file) {
-        observer.fileGone?.(file);
-        journal.release(file);
-      },
-      checkpointSaved() {
-        observer.checkpointSaved?.();
-        journal
-          .collect()
-          .catch((error: unknown) =>
-            logger.warn({ err: describe(error) }, "could not delete an acknowledged syslog journal segment"),
-          );
-      },
-    },
-    logger,
-  });
+  const journal = await openJournal(options, checkpointDir, () => source);
+  const follower = followJournal(options, checkpointDir, journal);
   try {
     await follower.start();
-    source = await startSyslogSource({
-      listen: options.listen,
-      ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
-      flushAfterMs: MESSAGE_COMPLETE_MS,
-      tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
-      onMessage(message, from) {
-        if (!journal.append(message.lines))
-          options.onMalformed(from.name, {
-            code: ParseErrorCode.PREFIX_MISMATCH,
-            reason: "message does not start with log_line_prefix",
-            offset: from.offset,
-            size: message.size,
-          });
-      },
-      onMalformed: (error, listener) => options.onMalformed(listener, error),
-    });
+    source = await startReceiver(options, journal);
   } catch (error) {
     await follower.stop(0).catch(() => {});
     await journal.close();
@@ -173,6 +109,97 @@ export async function startSyslogIntake(options: SyslogIntakeOptions): Promise<S
       await follower.stop(waitMs);
     },
   };
+}
+
+/**
+ * The journal in `<state>/syslog/journal`; while it is full the receiver (`source()`, not yet
+ * started when the journal opens) is paused.
+ */
+function openJournal(
+  options: SyslogIntakeOptions,
+  checkpointDir: string,
+  source: () => SyslogSource | undefined,
+): Promise<SyslogJournal> {
+  const { logger } = options;
+  return SyslogJournal.open({
+    dir: join(checkpointDir, JOURNAL_DIR),
+    checkpointDir,
+    maxBytes: options.maxBytes,
+    ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
+    onFull(full) {
+      if (full) {
+        source()?.pause();
+        logger.warn(
+          { maxBytes: options.maxBytes },
+          "syslog journal full: TCP senders are held back and UDP is dropped until the sink catches up",
+        );
+      } else {
+        source()?.resume();
+        logger.info({ maxBytes: options.maxBytes }, "syslog journal has room again: receiving");
+      }
+    },
+    onError(error, retry) {
+      logger.error({ err: describe(error), ...retry }, "syslog journal write failed; retrying");
+    },
+  });
+}
+
+/** The FileSource that ships the journal's segments, releasing and deleting those it has finished. */
+function followJournal(
+  options: SyslogIntakeOptions,
+  checkpointDir: string,
+  journal: SyslogJournal,
+): FileSource {
+  const { logger, observer } = options;
+  return new FileSource({
+    logDir: journal.dir,
+    format: "stderr",
+    pattern: SEGMENT_PATTERN,
+    prefix: options.prefix ?? DEFAULT_PREFIX,
+    stateDir: checkpointDir,
+    sink: options.sink,
+    ...(options.redact ? { redact: options.redact } : {}),
+    from: "beginning",
+    pollIntervalMs: options.pollIntervalMs,
+    batch: options.batch,
+    ...(options.outcome ? { outcome: options.outcome } : {}),
+    observer: {
+      ...observer,
+      fileGone(file) {
+        observer.fileGone?.(file);
+        journal.release(file);
+      },
+      checkpointSaved() {
+        observer.checkpointSaved?.();
+        journal
+          .collect()
+          .catch((error: unknown) =>
+            logger.warn({ err: describe(error) }, "could not delete an acknowledged syslog journal segment"),
+          );
+      },
+    },
+    logger,
+  });
+}
+
+/** The listeners, each rebuilt message appended to the journal (one not matching the prefix reported as malformed). */
+function startReceiver(options: SyslogIntakeOptions, journal: SyslogJournal): Promise<SyslogSource> {
+  return startSyslogSource({
+    listen: options.listen,
+    ...(options.prefix !== undefined ? { prefix: options.prefix } : {}),
+    flushAfterMs: MESSAGE_COMPLETE_MS,
+    tcpIdleTimeoutMs: options.tcpIdleTimeoutMs,
+    onMessage(message, from) {
+      if (!journal.append(message.lines))
+        options.onMalformed(from.name, {
+          code: ParseErrorCode.PREFIX_MISMATCH,
+          reason: "message does not start with log_line_prefix",
+          offset: from.offset,
+          size: message.size,
+        });
+    },
+    onMalformed: (error, listener) => options.onMalformed(listener, error),
+  });
 }
 
 /** How often the receiver's losses are looked for and, if any grew, logged (once per period at most). */
