@@ -116,7 +116,7 @@ export async function cpuStages(file: string, rounds: number): Promise<CpuStage[
   const data = readFileSync(file);
   countEntries(data);
   const cases: { name: string; upTo: Stage; compression?: Compression }[] = [
-    { name: "parse: csvlog records, every field", upTo: "records" },
+    { name: "parse: csvlog records, the fields the sidecar reads", upTo: "records" },
     { name: "decode: the pgAudit payload", upTo: "payload" },
     { name: "meter: LiveMeter.entry", upTo: "meter" },
     { name: "advisor: one statement in 32", upTo: "advisor" },
