@@ -35,12 +35,18 @@ const COLUMNS_PG14 = 26;
 
 /** Reads PostgreSQL csvlog (23, 24 or 26 columns) from chunks split anywhere. */
 export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
-  return new CsvlogParser(sink, options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES);
+  return new CsvlogParser(
+    sink,
+    options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES,
+    options.omitUnreadFields === true,
+  );
 }
 
 class CsvlogParser implements LogParser {
   private readonly sink: RecordSink;
   private readonly maxRecordBytes: number;
+  /** Leave UNREAD_FIELDS null (ParserOptions.omitUnreadFields). */
+  private readonly omit: boolean;
   private readonly carry = new ByteCarry();
   /** Absolute source offset of the first byte of the carry (or of the chunk being parsed). */
   private base = 0;
@@ -63,9 +69,10 @@ class CsvlogParser implements LogParser {
   /** Whether the record being decoded is not UTF-8: its fields are decoded with escapes. */
   private escaped = false;
 
-  constructor(sink: RecordSink, maxRecordBytes: number) {
+  constructor(sink: RecordSink, maxRecordBytes: number, omit: boolean) {
     this.sink = sink;
     this.maxRecordBytes = maxRecordBytes;
+    this.omit = omit;
   }
 
   push(chunk: Uint8Array): void {
@@ -229,6 +236,8 @@ class CsvlogParser implements LogParser {
       this.asciiRecord = false;
       this.escaped = true;
     }
+    // One object shape either way; the fields of UNREAD_FIELDS stay null when omitted.
+    const all = !this.omit;
     const record: LogRecord = {
       offset: this.base + start,
       size: end - start,
@@ -239,25 +248,25 @@ class CsvlogParser implements LogParser {
       remoteHost: this.str(4),
       sessionId: this.str(5),
       sessionLine: this.int(6),
-      commandTag: this.str(7),
-      sessionStart: this.str(8),
+      commandTag: all ? this.str(7) : null,
+      sessionStart: all ? this.str(8) : null,
       virtualTransactionId: this.str(9),
-      transactionId: this.str(10),
+      transactionId: all ? this.str(10) : null,
       severity: this.str(11) ?? "",
       sqlState: this.str(12),
       message: this.str(13) ?? "",
-      detail: this.str(14),
-      hint: this.str(15),
-      internalQuery: this.str(16),
-      internalPosition: this.int(17),
-      context: this.str(18),
+      detail: all ? this.str(14) : null,
+      hint: all ? this.str(15) : null,
+      internalQuery: all ? this.str(16) : null,
+      internalPosition: all ? this.int(17) : null,
+      context: all ? this.str(18) : null,
       query: this.str(19),
-      queryPosition: this.int(20),
-      location: this.str(21),
+      queryPosition: all ? this.int(20) : null,
+      location: all ? this.str(21) : null,
       applicationName: this.str(22),
-      backendType: n >= COLUMNS_PG13 ? this.str(23) : null,
-      leaderPid: n === COLUMNS_PG14 ? this.int(24) : null,
-      queryId: n === COLUMNS_PG14 ? this.str(25) : null,
+      backendType: all && n >= COLUMNS_PG13 ? this.str(23) : null,
+      leaderPid: all && n === COLUMNS_PG14 ? this.int(24) : null,
+      queryId: all && n === COLUMNS_PG14 ? this.str(25) : null,
     };
     if (this.escaped) record.invalidUtf8 = true;
     this.sink.record(record);

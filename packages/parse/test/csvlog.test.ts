@@ -4,11 +4,19 @@ import {
   type LogRecord,
   ParseErrorCode,
   parseAuditPayload,
+  UNREAD_FIELDS,
 } from "@auditpipe/parse";
 import { beforeAll, describe, expect, it } from "vitest";
 import { collect, collectSamples, type Samples } from "./pg-samples.ts";
 
 const enc = (s: string): Buffer => Buffer.from(s, "utf8");
+
+/** A record as omitUnreadFields gives it: the fields of UNREAD_FIELDS null, the rest as read. */
+function withoutUnread(record: LogRecord): LogRecord {
+  const lean: LogRecord = { ...record };
+  for (const field of UNREAD_FIELDS) (lean as unknown as Record<string, null>)[field] = null;
+  return lean;
+}
 
 /** A PostgreSQL 14+ record (26 columns) with the given message (already csv-quoted by us). */
 function line26(n: number, message: string): string {
@@ -29,6 +37,14 @@ describe("csvlog on real pgaudit output", () => {
       const entry = parseAuditPayload(record.message);
       return entry ? [{ record, entry }] : [];
     });
+  });
+
+  it("with omitUnreadFields, leaves UNREAD_FIELDS null and reads every other field alike", () => {
+    const lean = collect(createCsvlogParser, [samples.csv], { omitUnreadFields: true });
+    expect(lean.malformed).toEqual([]);
+    expect(lean.records).toEqual(records.map(withoutUnread));
+    // Not vacuous: the sample's records fill fields the option leaves out.
+    expect(records.some((r) => r.sessionStart !== null && r.backendType !== null)).toBe(true);
   });
 
   const find = (statement: string): AuditEntry[] =>
@@ -133,6 +149,25 @@ describe("csvlog column sets and layout", () => {
       ["app", "client backend", null],
       ["psql", "client backend", "-123456789012345678"],
     ]);
+  });
+
+  it("reads every column set alike with omitUnreadFields, split anywhere, non-UTF-8 records too", () => {
+    const sqlAscii = Buffer.concat([
+      enc('2024-05-01 12:00:00.000 UTC,"u\\'),
+      Buffer.from([0xe9]),
+      enc(pg13.slice(30)),
+    ]);
+    const input = Buffer.concat([enc(pg12 + pg13 + line26(1, 'say "hi",\n\ud800 ok')), sqlAscii]);
+    for (const step of [input.length, 13, 1]) {
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < input.length; i += step) chunks.push(input.subarray(i, i + step));
+      const all = collect(createCsvlogParser, chunks);
+      const lean = collect(createCsvlogParser, chunks, { omitUnreadFields: true });
+      expect(all.malformed).toEqual([]);
+      expect(all.records).toHaveLength(4);
+      expect(all.records[3]).toMatchObject({ user: "u\\\\\\xe9", invalidUtf8: true });
+      expect(lean).toEqual({ records: all.records.map(withoutUnread), malformed: [] });
+    }
   });
 
   it("tolerates CRLF and keeps newlines inside quoted fields", () => {

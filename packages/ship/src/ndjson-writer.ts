@@ -245,6 +245,8 @@ export class NdjsonWriter {
   private readonly spares: Buffer[] = [];
   /** Literal texts by id, their UTF-8 bytes, and the ids of per-source literals by source name. */
   private literals: Buffer[] = FIXED_LITERALS.map((l) => Buffer.from(l));
+  /** Their lengths, by id: read for every literal added (a Buffer's length is a getter). */
+  private readonly literalBytes: number[] = this.literals.map((l) => l.length);
   private readonly sourceLiterals = new Map<string, number>();
   private lastSource: string | undefined;
   private lastSourceId = -1;
@@ -471,6 +473,7 @@ export class NdjsonWriter {
     this.first = null;
     if (this.sourceLiterals.size > MAX_SOURCE_LITERALS) {
       this.literals.length = FIXED_LITERALS.length;
+      this.literalBytes.length = FIXED_LITERALS.length;
       this.sourceLiterals.clear();
       this.lastSource = undefined;
     }
@@ -587,7 +590,7 @@ export class NdjsonWriter {
 
   private lit(id: number): void {
     this.ops[this.opCount++] = LIT | (id << 3);
-    this.fixedBytes += this.literals[id]!.length;
+    this.fixedBytes += this.literalBytes[id]!;
   }
 
   private str(s: string | null): void {
@@ -643,7 +646,9 @@ export class NdjsonWriter {
     let id = this.sourceLiterals.get(name);
     if (id === undefined) {
       id = this.literals.length;
-      this.literals.push(Buffer.from(`,"source":{"file":${JSON.stringify(name)},"offset":`));
+      const literal = Buffer.from(`,"source":{"file":${JSON.stringify(name)},"offset":`);
+      this.literals.push(literal);
+      this.literalBytes.push(literal.length);
       this.sourceLiterals.set(name, id);
     }
     this.lastSource = name;

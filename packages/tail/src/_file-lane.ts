@@ -9,6 +9,7 @@ import {
   type LogParser,
   type LogRecord,
   type MalformedRecord,
+  type ParserOptions,
   type PrefixHistory,
 } from "@auditpipe/parse";
 import {
@@ -27,7 +28,10 @@ import { type LaneHandle, type OutcomeLane, type OutcomeState, OutcomeStream } f
 import { ReplayBookkeeping } from "./_replay-bookkeeping.ts";
 import type { Downstream, TrackedFile } from "./_tracked-file.ts";
 
-/** What a lane reports as records pass; every method optional. The sidecar wires these to its meter. */
+/**
+ * What a lane reports as records pass; every method optional. The sidecar wires these to its meter.
+ * A csvlog record's fields in UNREAD_FIELDS (@auditpipe/parse) are null here: the lane does not make them.
+ */
 export interface LaneObserver {
   recordsRead?(source: string, count: number): void;
   /** The meter's tap: every audit entry, as decoded (before redaction). */
@@ -156,12 +160,14 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
       malformed: (error: MalformedRecord) => this.onMalformed(error),
       skipped: (offset: number, size: number) => this.batcher.extend(this.base + offset + size),
     };
-    const parserOptions =
+    // Nothing the lane hands records to (meter, join, advisor, encoder: see UNREAD_FIELDS) reads
+    // the fields omitted.
+    const parserOptions: ParserOptions =
       options.prefix === undefined
-        ? {}
+        ? { omitUnreadFields: true }
         : typeof options.prefix === "string"
-          ? { prefix: options.prefix }
-          : { prefixHistory: options.prefix };
+          ? { prefix: options.prefix, omitUnreadFields: true }
+          : { prefixHistory: options.prefix, omitUnreadFields: true };
     this.parser = options.diverted
       ? createDivertedParser(sink, parserOptions)
       : createParser(options.format, sink, parserOptions);
