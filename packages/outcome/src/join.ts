@@ -842,6 +842,11 @@ export class OutcomeJoin<H> {
 
   // ---- ranges (range.ts) ----------------------------------------------------------------------
 
+  /** (user, database) pairs known, before any record, to show MISC entries (see RangeJoin). */
+  knowMisc(pairs: Iterable<string>): void {
+    for (const pair of pairs) if (this.miscPairs.size < MAX_MISC_PAIRS) this.miscPairs.add(pair);
+  }
+
   /**
    * Session `key` as it stands right after a new transaction's first statement, written so that
    * two joins' sessions compare equal exactly when they decide the rest of the session alike

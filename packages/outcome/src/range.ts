@@ -43,6 +43,8 @@ export interface RangeJoinResult<J> {
   shapes: [string | number, string | null][];
   /** It did something whose outcome depends on other sessions (JoinWatch: prepared transactions, caps). */
   unsure: boolean;
+  /** The pairs it was told show MISC entries (the state at its start must know them). */
+  assumedPairs: readonly string[];
   /** Its entries waited for transaction control to be known in these (user, database) pairs and sessions. */
   awaitedPairs: string[];
   awaitedSessions: (string | number)[];
@@ -59,9 +61,17 @@ export class RangeJoin<H> {
   /** A session's last transaction id in its head (a new one starts a transaction). */
   private readonly lastVxid = new Map<string | number, string>();
 
-  constructor(options: OutcomeJoinOptions<H>) {
+  /**
+   * `miscPairs`: (user, database) pairs known to show MISC entries before the range (those of
+   * an earlier range's merged state: they only grow), so that its join need not wait on them.
+   */
+  constructor(options: OutcomeJoinOptions<H>, miscPairs: readonly string[] = []) {
     this.join = new OutcomeJoin<H>(options);
+    this.join.knowMisc(miscPairs);
+    this.assumed = miscPairs;
   }
+
+  private readonly assumed: readonly string[];
 
   /** The next record: joined here, or to be kept for the merge (see Route). */
   record(record: LogRecord, entry?: AuditEntry, handle?: H): Route {
@@ -114,6 +124,7 @@ export class RangeJoin<H> {
       state: this.join.snapshot(toJson),
       shapes: [...this.shapes],
       unsure: w.twoPhase || this.join.counts.capped > 0,
+      assumedPairs: this.assumed,
       awaitedPairs: [...w.awaitedPairs],
       awaitedSessions: [...w.awaitedSessions],
       peakPending: w.peakPending,
@@ -184,6 +195,7 @@ export function mergeRange<H, J>(
   // A MISC entry in one join settles what waits in the other's sessions of its user and database;
   // what waited in the range's own would not have where the state before knew transaction control.
   const known = new Set(start?.miscPairs);
+  if (range.assumedPairs.some((p) => !known.has(p))) return undefined;
   if ((w.awaitedPairs.size > 0 || awaitedBefore) && range.state.miscPairs.some((p) => !known.has(p)))
     return undefined;
   const pairs = new Set(end.miscPairs);

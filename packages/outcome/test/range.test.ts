@@ -89,11 +89,14 @@ function ranged(records: Rec[], cuts: number[]): { log: Log; refused: number } {
   const log: Log = { decisions: [], events: [] };
   const bounds = [0, ...cuts, records.length];
   let state: OutcomeJoinSnapshot<number> | undefined;
+  let earlier: OutcomeJoinSnapshot<number> | undefined;
   let refused = 0;
   for (let r = 0; r + 1 < bounds.length; r++) {
     const [from, to] = [bounds[r]!, bounds[r + 1]!];
     const own: Log = { decisions: [], events: [] };
-    const range = new RangeJoin<number>(options(own));
+    // Told the MISC pairs of the state a range earlier (what a reader knows when it starts).
+    const range = new RangeJoin<number>(options(own), earlier?.miscPairs);
+    earlier = state;
     const edge: [Route, number][] = [];
     for (let i = from; i < to; i++) {
       const { record, entry } = records[i]!;

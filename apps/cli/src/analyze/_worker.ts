@@ -18,7 +18,7 @@ port.on("message", (message: ToWorker) => {
     switch (message.type) {
       case "read": {
         const { task, join } = message;
-        const records = new RangeRecords(task.index, task.format, setup.miscLogged, join);
+        const records = new RangeRecords(task.index, task.format, setup.miscLogged, join, task.miscPairs);
         readChunk(
           join ? { ...task, start: join.start, exactStart: true } : task,
           (bytes) => post({ type: "progress", index: task.index, bytes }),

@@ -71,6 +71,8 @@ export interface ChunkTask {
   keepMalformed: number;
   /** How far before `start` its first record is looked for (PROBE_BYTES; tests set less). */
   probeBytes: number;
+  /** (user, database) pairs the join knew to show MISC entries when the range was handed out (RangeJoin). */
+  miscPairs?: string[];
 }
 
 /** What reading a range gave. */
@@ -113,12 +115,16 @@ export class RangeRecords {
   private readonly edge: HeldRecords | undefined;
   private readonly range: RangeJoin<EntryHandle> | undefined;
 
-  /** `from`: the join's state at the range's start, when known (none: the stream's first range). */
+  /**
+   * `from`: the join's state at the range's start, when known (none: the stream's first range);
+   * `miscPairs`: see ChunkTask.
+   */
   constructor(
     index: number,
     format: LogFormat,
     miscLogged: boolean | undefined,
     from?: { state: JoinState | undefined },
+    miscPairs?: string[],
   ) {
     this.index = index;
     if (from !== undefined) {
@@ -127,7 +133,7 @@ export class RangeRecords {
     }
     let range: RangeJoin<EntryHandle> | undefined;
     this.join = new Joiner((options) => {
-      range = new RangeJoin(options);
+      range = new RangeJoin(options, miscPairs);
       return range.join;
     }, miscLogged);
     this.range = range;

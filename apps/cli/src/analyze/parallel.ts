@@ -283,7 +283,9 @@ async function coordinate(
       rejoin = undefined;
     }
     while (queue.length > 0 && runner.canRead(queue[0]!.index === joined)) {
-      const task = queue.shift()!;
+      const next = queue.shift()!;
+      // The MISC pairs known so far: they only grow, so the range's start knows them too.
+      const task = { ...next, miscPairs: states.get(next.format)?.miscPairs };
       const start = knownStart(task.index);
       if (start === undefined) runner.read(task);
       else if (runner.read(task, { state: states.get(task.format), start })) {
@@ -388,7 +390,13 @@ class InlineRunner implements Runner {
     const live = join !== undefined && (join.again === true || task.index % 2 === 0);
     this.out.push(async () => {
       const messages: FromWorker[] = [];
-      const records = new RangeRecords(task.index, task.format, this.miscLogged, live ? join : undefined);
+      const records = new RangeRecords(
+        task.index,
+        task.format,
+        this.miscLogged,
+        live ? join : undefined,
+        task.miscPairs,
+      );
       const read = await readChunk(
         live ? { ...task, start: join.start, exactStart: true } : task,
         (bytes) => messages.push({ type: "progress", index: task.index, bytes }),
