@@ -12,20 +12,29 @@ const setup = workerData as WorkerSetup;
 const port = parentPort!;
 const held = new Map<number, HeldChunk>();
 const post = (message: FromWorker): void => port.postMessage(message);
+/** Progress is told every few MiB: a message costs a worker more than a read's parsing would suggest. */
+const PROGRESS_BYTES = 4 << 20;
 
 port.on("message", (message: ToWorker) => {
   try {
     switch (message.type) {
       case "read": {
         const { task, join } = message;
+        let unposted = 0;
         const records = new RangeRecords(task.index, task.format, setup.miscLogged, join, task.miscPairs);
         readChunk(
           join ? { ...task, start: join.start, exactStart: true } : task,
-          (bytes) => post({ type: "progress", index: task.index, bytes }),
+          (bytes) => {
+            unposted += bytes;
+            if (unposted < PROGRESS_BYTES) return;
+            post({ type: "progress", index: task.index, bytes: unposted });
+            unposted = 0;
+          },
           () => new Promise((resolve) => setImmediate(resolve)),
           records,
         ).then(
           (read) => {
+            if (unposted > 0) post({ type: "progress", index: task.index, bytes: unposted });
             post({ type: "read", read });
             const joined = records.joined();
             if (joined) post({ type: "joined", joined });
