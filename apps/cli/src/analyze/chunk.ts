@@ -391,11 +391,10 @@ export function firstEventAt(
 }
 
 /**
- * A range's records as the outcome join reads them, kept in columns rather than as objects: held
- * until the join's state is known, records as objects survived V8's young generation and cost
- * more to collect (and to copy) than to read. Strings are kept as the parser made them (views of
- * the text it decoded a read at a time, which they keep alive: about the range's size); a value
- * equal to the record before's is kept once.
+ * A range's edge (RangeJoin's records that wait for the join's state at the range's start), as
+ * the outcome join reads them, in columns with the route each was given. Strings are copies
+ * (detached()): a parser's are views of the text it decoded a read at a time, and a few kept
+ * would keep much of the range's text alive; a value equal to the record before's is kept once.
  */
 export class HeldRecords {
   readonly index: number;

@@ -48,8 +48,11 @@ import { type AnalyzeOptions, type FileSummary, fileStart } from "./read-logs.ts
 export const DEFAULT_CHUNK_BYTES: number = 16 << 20;
 /** Inputs smaller than this are read in this thread (a worker's start-up costs more than it saves). */
 export const PARALLEL_MIN_BYTES: number = 24 << 20;
-/** Ranges a worker holds read and not yet joined; it reads no further range until one is joined. */
-const MAX_HELD = 2;
+/**
+ * Ranges a worker holds read and not yet merged; it reads no further range until one is. A held
+ * range is its join's state and its edge (a few sessions' records), so a worker may run ahead.
+ */
+const MAX_HELD = 4;
 
 export interface ParallelOptions extends AnalyzeOptions {
   /** Worker threads; default the cores Node may use (availableParallelism). */
