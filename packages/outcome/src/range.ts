@@ -13,8 +13,10 @@
  * entries others wait on, prepared transactions, the caps; where it mattered, the merge refuses.
  * Server starts, stops and crashes end every session: they go to both joins.
  *
- * Memory: the edge is bounded by the sessions open at the range's start (a session's head ends
- * at its next BEGIN), not by the range's size. Pure: no I/O.
+ * Memory: the edge is bounded by the sessions open at the range's start and their unfinished
+ * transactions, not by the range's size — where the log carries virtual transaction ids (csvlog,
+ * jsonlog, `%v`). Without them only a BEGIN starts a session's part of the range's join: the
+ * records of a session that only runs single statements are all edge. Pure: no I/O.
  */
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { detached } from "@auditpipe/parse";
@@ -103,15 +105,21 @@ export class RangeJoin<H> {
     }
     if (key === null || this.owned.has(key)) return Route.JOIN;
     const vxid = record.virtualTransactionId;
-    if (vxid === null || vxid === "" || NO_XACT.test(vxid)) return Route.EDGE;
-    const last = this.lastVxid.get(key);
     const control = controlOf(entry).control;
+    // Without a transaction id (stderr without %v, syslog), only a BEGIN says a transaction starts.
+    if (vxid === null || vxid === "") return control === Control.BEGIN ? this.handOver(key) : Route.EDGE;
+    if (NO_XACT.test(vxid)) return Route.EDGE;
+    const last = this.lastVxid.get(key);
     const starts =
       control === Control.BEGIN || (control === Control.NONE && last !== undefined && last !== vxid);
     if (!starts) {
       if (last !== vxid) this.lastVxid.set(key, detached(vxid));
       return Route.EDGE;
     }
+    return this.handOver(key);
+  }
+
+  private handOver(key: string | number): Route {
     this.owned.add(key);
     this.lastVxid.delete(key);
     return Route.HAND_OVER;
