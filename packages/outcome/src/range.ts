@@ -22,7 +22,13 @@ import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { detached } from "@auditpipe/parse";
 import { MessageKind, messageKind } from "./_messages.ts";
 import { Control, controlOf } from "./_statement.ts";
-import { OutcomeJoin, type OutcomeJoinOptions, type OutcomeJoinSnapshot } from "./join.ts";
+import {
+  DEFAULT_MAX_PENDING,
+  DEFAULT_MAX_SESSIONS,
+  OutcomeJoin,
+  type OutcomeJoinOptions,
+  type OutcomeJoinSnapshot,
+} from "./join.ts";
 import type { StreamEvent } from "./types.ts";
 
 /** Where a record went: the range's join, the edge (kept by the caller for the merge), or both. */
@@ -192,13 +198,10 @@ export function mergeRange<H, J>(
   if (!same) return undefined;
   const end = join.snapshot(toJson);
   const w = join.watch;
-  const max = options.maxPending ?? Number.POSITIVE_INFINITY;
-  const maxSessions = options.maxSessions ?? Number.POSITIVE_INFINITY;
-  if (
-    w.twoPhase ||
-    w.peakPending + range.peakPending > max ||
-    w.peakSessions + range.peakSessions > maxSessions
-  )
+  const max = options.maxPending ?? DEFAULT_MAX_PENDING;
+  const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+  // (Prepared transactions on the edge alone are the serial join's: the range's own had none.)
+  if (w.peakPending + range.peakPending > max || w.peakSessions + range.peakSessions > maxSessions)
     return undefined;
   // A MISC entry in one join settles what waits in the other's sessions of its user and database;
   // what waited in the range's own would not have where the state before knew transaction control.
@@ -211,6 +214,9 @@ export function mergeRange<H, J>(
     return undefined;
   for (const p of range.state.miscPairs) pairs.add(p);
   if (pairs.size >= 10_000) return undefined;
+  // The edge's sessions, then the range's own: one join keeps them in the order each began. The
+  // order only decides which session the session cap lets go first: past it (DEFAULT_MAX_SESSIONS
+  // open at once) a later range may let another one go than one join in order would.
   const sessions = range.state.sessions.map(([key, s]): (typeof end.sessions)[number] => {
     const was = handed.get(key);
     return was === undefined

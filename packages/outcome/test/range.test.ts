@@ -53,8 +53,12 @@ interface Log {
   events: string[];
 }
 
+/** Caps for the joins (tests of the memory bound); none: the defaults. */
+let caps: { maxPending?: number; maxSessions?: number } = {};
+
 function options(log: Log): OutcomeJoinOptions<number> {
   return {
+    ...caps,
     decided: (h, outcome, sqlstate, reason) => log.decisions.push(`${h} ${outcome} ${sqlstate} ${reason}`),
     attempt: (r) => log.decisions.push(`attempt ${r.offset}`),
     event: (e) => log.events.push(`${e.record.offset} ${e.kind}`),
@@ -204,4 +208,23 @@ describe("a range joined on its own, merged at its edge", () => {
       expect(refused, `${refused} of ${merges} refused`).toBeLessThan(merges);
     },
   );
+
+  it("under small caps (entries undecided, sessions), decides as one join in order with the same caps", () => {
+    const expected = readExpected(join(DIR, "outcomes"));
+    const records = read(
+      readFixture(join(DIR, "outcomes"), "postgresql.csv.gz"),
+      "csvlog",
+      expected.settings.log_line_prefix,
+    );
+    for (const c of [{ maxPending: 4 }, { maxSessions: 2 }, { maxPending: 6, maxSessions: 3 }]) {
+      caps = c;
+      try {
+        const whole = serial(records);
+        for (let cut = 1; cut < records.length; cut++)
+          expectSame(whole, ranged(records, [cut]).log, `${JSON.stringify(c)}, cut at ${cut}`);
+      } finally {
+        caps = {};
+      }
+    }
+  });
 });
