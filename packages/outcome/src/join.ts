@@ -825,6 +825,7 @@ export class OutcomeJoin<H> {
       };
       this.sessions.set(own, s);
       if (this.sessions.size > this.watch.peakSessions) this.watch.peakSessions = this.sessions.size;
+      this.started?.(own);
     }
     this.lastKey = s.key;
     this.lastSession = s;
@@ -841,6 +842,13 @@ export class OutcomeJoin<H> {
   }
 
   // ---- ranges (range.ts) ----------------------------------------------------------------------
+
+  /** Told of every session it starts tracking (range.ts: where each begins, for the order of a merged state). */
+  onSessionStart(started: (key: string | number) => void): void {
+    this.started = started;
+  }
+
+  private started: ((key: string | number) => void) | undefined;
 
   /** (user, database) pairs known, before any record, to show MISC entries (see RangeJoin). */
   knowMisc(pairs: Iterable<string>): void {

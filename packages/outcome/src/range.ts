@@ -49,6 +49,13 @@ export interface RangeJoinResult<J> {
   state: OutcomeJoinSnapshot<J>;
   /** Per session taken over at a statement: its shape there (OutcomeJoin.shapeOf; null: none). */
   shapes: [string | number, string | null][];
+  /**
+   * Where things happened, by record number in the range: each edge record's, each hand-over's,
+   * and where each session of its state began (the order of a merged state's sessions).
+   */
+  edgeAt: number[];
+  handedAt: [string | number, number][];
+  bornAt: [string | number, number][];
   /** It did something whose outcome depends on other sessions (JoinWatch: prepared transactions, caps). */
   unsure: boolean;
   /** The pairs it was told show MISC entries (the state at its start must know them). */
@@ -68,6 +75,11 @@ export class RangeJoin<H> {
   private readonly shapes = new Map<string | number, string | null>();
   /** A session's last transaction id in its head (a new one starts a transaction). */
   private readonly lastVxid = new Map<string | number, string>();
+  /** Records given so far, and the numbers of those on the edge, of hand-overs and of session starts. */
+  private n = 0;
+  private readonly edgeAt: number[] = [];
+  private readonly handedAt = new Map<string | number, number>();
+  private readonly bornAt = new Map<string | number, number>();
 
   /**
    * `miscPairs`: (user, database) pairs known to show MISC entries before the range (those of
@@ -76,6 +88,7 @@ export class RangeJoin<H> {
   constructor(options: OutcomeJoinOptions<H>, miscPairs: readonly string[] = []) {
     this.join = new OutcomeJoin<H>(options);
     this.join.knowMisc(miscPairs);
+    this.join.onSessionStart((key) => this.bornAt.set(key, this.n));
     this.assumed = miscPairs;
   }
 
@@ -86,7 +99,12 @@ export class RangeJoin<H> {
     const key = record.sessionId ?? record.pid;
     const route = this.route(key, record, entry);
     if (route !== Route.EDGE) this.join.record(record, entry, handle);
-    if (route === Route.HAND_OVER) this.shapes.set(key!, this.join.shapeOf(key!) ?? null);
+    if (route !== Route.JOIN) this.edgeAt.push(this.n);
+    if (route === Route.HAND_OVER) {
+      this.shapes.set(key!, this.join.shapeOf(key!) ?? null);
+      this.handedAt.set(key!, this.n);
+    }
+    this.n++;
     return route;
   }
 
@@ -134,9 +152,13 @@ export class RangeJoin<H> {
   /** The range is read: what its join gives the merge. */
   result<J>(toJson: (handle: H) => J): RangeJoinResult<J> {
     const w = this.join.watch;
+    const state = this.join.snapshot(toJson);
     return {
-      state: this.join.snapshot(toJson),
+      state,
       shapes: [...this.shapes],
+      edgeAt: this.edgeAt,
+      handedAt: [...this.handedAt],
+      bornAt: state.sessions.map(([key]) => [key, this.bornAt.get(key)!]),
       unsure: w.twoPhase || this.join.counts.capped > 0,
       assumedPairs: this.assumed,
       awaitedPairs: [...w.awaitedPairs],
@@ -183,9 +205,20 @@ export function mergeRange<H, J>(
     start === undefined ? new OutcomeJoin<H>(edgeOptions) : OutcomeJoin.restore(start, edgeOptions, fromJson);
   const awaitedBefore = start?.sessions.some(([, s]) => s.awaiting.length > 0) ?? false;
   const shapes = new Map(range.shapes);
-  const handed = new Map<string | number, { misc: boolean; entries: number }>();
+  const handed = new Map<string | number, { misc: boolean; entries: number; place: number }>();
+  // Where each session stands in one join's order (its sessions map's: the order each began):
+  // those of the state at the start first, as they were, then by the record that began them.
+  const place = new Map<string | number, number>();
+  const n = start?.sessions.length ?? 0;
+  start?.sessions.forEach(([key], i) => {
+    place.set(key, i - n);
+  });
+  let at = 0;
+  join.onSessionStart((key) => place.set(key, at));
   let same = true;
+  let i = 0;
   edge((route, record, entry, handle) => {
+    at = range.edgeAt[i++]!;
     both = route !== Route.EDGE;
     join.record(record, entry, handle);
     both = false;
@@ -193,7 +226,7 @@ export function mergeRange<H, J>(
     const key = (record.sessionId ?? record.pid)!;
     const was = join.handOver(key);
     if (was === undefined || was.shape === undefined || was.shape !== shapes.get(key)) same = false;
-    else handed.set(key, was);
+    else handed.set(key, { ...was, place: place.get(key)! });
   });
   if (!same) return undefined;
   const end = join.snapshot(toJson);
@@ -214,18 +247,24 @@ export function mergeRange<H, J>(
     return undefined;
   for (const p of range.state.miscPairs) pairs.add(p);
   if (pairs.size >= 10_000) return undefined;
-  // The edge's sessions, then the range's own: one join keeps them in the order each began. The
-  // order only decides which session the session cap lets go first: past it (DEFAULT_MAX_SESSIONS
-  // open at once) a later range may let another one go than one join in order would.
-  const sessions = range.state.sessions.map(([key, s]): (typeof end.sessions)[number] => {
+  const handedAt = new Map(range.handedAt);
+  const bornAt = new Map(range.bornAt);
+  const sessions: [number, (typeof end.sessions)[number]][] = end.sessions.map((s) => [place.get(s[0])!, s]);
+  for (const [key, s] of range.state.sessions) {
     const was = handed.get(key);
-    return was === undefined
-      ? [key, s]
-      : [key, { ...s, misc: s.misc || was.misc, entries: was.entries + s.entries - 1 }];
-  });
+    const born = bornAt.get(key)!;
+    // Taken over: the session goes on where it stood (unless it ended and began again since).
+    if (was === undefined || born !== handedAt.get(key)) sessions.push([born, [key, s]]);
+    else
+      sessions.push([
+        was.place,
+        [key, { ...s, misc: s.misc || was.misc, entries: was.entries + s.entries - 1 }],
+      ]);
+  }
+  sessions.sort((a, b) => a[0] - b[0]);
   return {
     version: 1,
-    sessions: [...end.sessions, ...sessions],
+    sessions: sessions.map(([, s]) => s),
     miscPairs: [...pairs],
     prepared: end.prepared,
     finished: end.finished,

@@ -4,7 +4,8 @@
  * every record and into three at many pairs of places (a statement's entry and its outcome in
  * different ranges, a transaction across ranges, a backend that ends), and every capture twice
  * over as one stream (a server start ending the sessions open; session ids and pids that come
- * again), every decision, attempt and event compared; and the merge takes most of them (it refuses only where
+ * again), also under small caps (the sessions of a merged state in one join's order: the cap
+ * lets the same one go), every decision, attempt and event compared; and the merge takes most of them (it refuses only where
  * it cannot tell).
  */
 import { join } from "node:path";
@@ -187,7 +188,7 @@ describe("a range joined on its own, merged at its edge", () => {
   );
 
   it.each(["postgresql.csv.gz", "postgresql.log.gz"])(
-    "%s of every capture twice over, one stream: a server start ends the sessions open, their ids and pids come again",
+    "%s of every capture twice over, one stream: a server start ends the sessions open, their ids and pids come again; and so under a session cap",
     (file) => {
       const records = listCases(DIR).flatMap((name) => {
         const expected = readExpected(join(DIR, name));
@@ -195,17 +196,26 @@ describe("a range joined on its own, merged at its edge", () => {
         const one = read(readFixture(join(DIR, name), file), format, expected.settings.log_line_prefix);
         return [...one, ...one];
       });
-      const whole = serial(records);
-      let merges = 0;
-      let refused = 0;
-      for (let cut = 1; cut + 97 < records.length; cut += 3) {
-        const got = ranged(records, [cut, cut + 97]);
-        expectSame(whole, got.log, `cut at ${cut} and ${cut + 97}`);
-        merges += 3;
-        refused += got.refused;
+      for (const c of [{}, { maxSessions: 4 }]) {
+        caps = c;
+        try {
+          const whole = serial(records);
+          let merges = 0;
+          let refused = 0;
+          for (let cut = 1; cut < records.length; cut += 2)
+            for (const length of [5, 97]) {
+              if (cut + length >= records.length) continue;
+              const got = ranged(records, [cut, cut + length]);
+              expectSame(whole, got.log, `${JSON.stringify(c)}, cut at ${cut} and ${cut + length}`);
+              merges += 3;
+              refused += got.refused;
+            }
+          // Most ranges here hold a prepared transaction (every capture has one): joined again in order.
+          expect(refused, `${refused} of ${merges} refused`).toBeLessThan(merges);
+        } finally {
+          caps = {};
+        }
       }
-      // Most ranges here hold a prepared transaction (every capture has one): joined again in order.
-      expect(refused, `${refused} of ${merges} refused`).toBeLessThan(merges);
     },
   );
 
@@ -216,12 +226,20 @@ describe("a range joined on its own, merged at its edge", () => {
       "csvlog",
       expected.settings.log_line_prefix,
     );
-    for (const c of [{ maxPending: 4 }, { maxSessions: 2 }, { maxPending: 6, maxSessions: 3 }]) {
+    for (const c of [
+      { maxPending: 4 },
+      { maxSessions: 2 },
+      { maxSessions: 3 },
+      { maxPending: 6, maxSessions: 3 },
+    ]) {
       caps = c;
       try {
         const whole = serial(records);
         for (let cut = 1; cut < records.length; cut++)
           expectSame(whole, ranged(records, [cut]).log, `${JSON.stringify(c)}, cut at ${cut}`);
+        for (let a = 1; a < records.length; a += 4)
+          for (let b = a + 1; b < records.length; b += 4)
+            expectSame(whole, ranged(records, [a, b]).log, `${JSON.stringify(c)}, cut at ${a} and ${b}`);
       } finally {
         caps = {};
       }
