@@ -67,16 +67,32 @@ const NONE = "none";
 /** A breakdown as VolumeTallyState carries it: `[key, entries, bytes]`. */
 export type BreakdownState = [key: string, entries: number, bytes: number][];
 
+/** A breakdown's tally, with its key as the map keeps it (a copy: see detached()). */
+interface Kept extends Tally {
+  key: string;
+}
+
 class Counter {
-  readonly map: Map<string, Tally> = new Map();
+  readonly map: Map<string, Kept> = new Map();
+  /**
+   * The tally added to last: consecutive entries often share a key (a session's user and
+   * database, the audit type), and comparing a fresh string with its kept key costs less than
+   * hashing it for the map.
+   */
+  private last: Kept | undefined;
   add(key: string, bytes: number, entries = 1): void {
-    const tally = this.map.get(key);
-    if (tally) {
-      tally.entries += entries;
-      tally.bytes += bytes;
-    } else {
-      this.map.set(detached(key), { entries, bytes });
+    let tally = this.last;
+    if (tally === undefined || key !== tally.key) {
+      tally = this.map.get(key);
+      if (tally === undefined) {
+        const own = detached(key);
+        tally = { entries: 0, bytes: 0, key: own };
+        this.map.set(own, tally);
+      }
+      this.last = tally;
     }
+    tally.entries += entries;
+    tally.bytes += bytes;
   }
   state(): BreakdownState {
     return [...this.map].map(([key, t]) => [key, t.entries, t.bytes]);

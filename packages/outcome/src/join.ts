@@ -145,6 +145,24 @@ interface SessionSnapshot<J> {
   awaiting: [J, Outcome][];
 }
 
+/**
+ * What a join did that a join of a later range, started without the state before it, could not
+ * know to do the same way (range.ts): it then falls back to joining that range in order.
+ */
+export interface JoinWatch {
+  /**
+   * Entries waited for transaction control to be known: the (user, database) pairs and sessions
+   * they waited in (whether they had to depends on the MISC entries seen before).
+   */
+  awaitedPairs: Set<string>;
+  awaitedSessions: Set<string | number>;
+  /** A prepared transaction was prepared or finished (they cross sessions). */
+  twoPhase: boolean;
+  /** The most entries undecided, and sessions tracked, at once (the caps are shared). */
+  peakPending: number;
+  peakSessions: number;
+}
+
 /** Counters for what the join did, for reports and metrics. */
 export interface JoinCounts {
   /** Entries decided `unknown` because of the caps (memory bound). */
@@ -176,6 +194,14 @@ export class OutcomeJoin<H> {
   private readonly finished = new Map<string, Outcome>();
   private pending = 0;
   readonly counts: JoinCounts = { capped: 0, attempts: 0 };
+  /** What a range join (range.ts) checks before it takes this join's decisions for a serial pass's. */
+  readonly watch: JoinWatch = {
+    awaitedPairs: new Set(),
+    awaitedSessions: new Set(),
+    twoPhase: false,
+    peakPending: 0,
+    peakSessions: 0,
+  };
   private readonly options: OutcomeJoinOptions<H>;
   private readonly maxPending: number;
   private readonly maxSessions: number;
@@ -254,7 +280,7 @@ export class OutcomeJoin<H> {
       this.options.decided(handle, "unknown", null, UnknownReason.CAP);
       return;
     }
-    this.pending++;
+    if (++this.pending > this.watch.peakPending) this.watch.peakPending = this.pending;
     const vxid = vxidOf(record);
     const cur = s.cur;
     // More of the same statement: a substatement, another relation, a function body's statement.
@@ -360,11 +386,13 @@ export class OutcomeJoin<H> {
       case Control.COMMIT:
       case Control.PREPARE:
       case Control.ROLLBACK_UNCLEAR:
+        if (stmt.control === Control.PREPARE) this.watch.twoPhase = true;
         tx ??= this.open(s, vxid, false);
         tx.ending = stmt;
         break;
       case Control.COMMIT_PREPARED:
       case Control.ROLLBACK_PREPARED:
+        this.watch.twoPhase = true;
         // Runs outside any block, in a transaction of its own (inside one it fails).
         tx ??= this.open(s, vxid, false);
         tx.ending = stmt;
@@ -681,6 +709,8 @@ export class OutcomeJoin<H> {
       if (outcome === "unknown" || known) this.decideStmt(st, outcome, null, reason);
       else {
         st.done = true;
+        this.watch.awaitedPairs.add(pairOf(s));
+        this.watch.awaitedSessions.add(s.key);
         for (const h of st.handles.splice(0)) s.awaiting.push({ handle: h, outcome });
       }
     }
@@ -794,6 +824,8 @@ export class OutcomeJoin<H> {
         ended: false,
       };
       this.sessions.set(own, s);
+      if (this.sessions.size > this.watch.peakSessions) this.watch.peakSessions = this.sessions.size;
+      this.started?.(own);
     }
     this.lastKey = s.key;
     this.lastSession = s;
@@ -807,6 +839,63 @@ export class OutcomeJoin<H> {
     this.counts.capped += handles.length;
     for (const h of handles) this.decide(h, "unknown", null, UnknownReason.CAP);
     s.tx = null;
+  }
+
+  // ---- ranges (range.ts) ----------------------------------------------------------------------
+
+  /** Told of every session it starts tracking (range.ts: where each begins, for the order of a merged state). */
+  onSessionStart(started: (key: string | number) => void): void {
+    this.started = started;
+  }
+
+  private started: ((key: string | number) => void) | undefined;
+
+  /** (user, database) pairs known, before any record, to show MISC entries (see RangeJoin). */
+  knowMisc(pairs: Iterable<string>): void {
+    for (const pair of pairs) if (this.miscPairs.size < MAX_MISC_PAIRS) this.miscPairs.add(pair);
+  }
+
+  /**
+   * Session `key` as it stands right after a new transaction's first statement, written so that
+   * two joins' sessions compare equal exactly when they decide the rest of the session alike
+   * (statement order numbers relative to that statement); undefined when it is not so (the
+   * statement joined an open transaction, or others wait in it or in the session).
+   */
+  shapeOf(key: string | number): string | undefined {
+    const s = this.sessions.get(key);
+    const tx = s?.tx;
+    if (s === undefined || tx == null || s.awaiting.length > 0 || tx.aborted || tx.ending !== null)
+      return undefined;
+    const st = tx.stmts[0];
+    if (tx.stmts.length !== 1 || st !== s.cur || st.handles.length !== 1 || st.done) return undefined;
+    const sps = tx.savepoints.map((sp) => [sp.name, sp.seq - st.seq]);
+    return JSON.stringify([
+      s.user,
+      s.database,
+      tx.vxid,
+      tx.explicit,
+      sps,
+      st.id,
+      st.lastId,
+      st.key,
+      st.control,
+      st.name,
+      st.chain,
+    ]);
+  }
+
+  /**
+   * Session `key` goes on in another join (range.ts): let go here, its one undecided entry (see
+   * shapeOf) with it. Returns its shape and what the other join cannot know of it.
+   */
+  handOver(key: string | number): { shape: string | undefined; misc: boolean; entries: number } | undefined {
+    const s = this.sessions.get(key);
+    if (s === undefined) return undefined;
+    const shape = this.shapeOf(key);
+    this.sessions.delete(key);
+    s.ended = true;
+    if (shape !== undefined) this.pending--;
+    return { shape, misc: s.misc, entries: s.entries };
   }
 
   // ---- snapshots ----------------------------------------------------------------------------
@@ -915,6 +1004,8 @@ export class OutcomeJoin<H> {
       pending += hs.length;
     }
     join.pending = pending;
+    join.watch.peakPending = pending;
+    join.watch.peakSessions = join.sessions.size;
     Object.assign(join.counts, snapshot.counts);
     return join;
   }

@@ -1,8 +1,8 @@
 /**
- * A worker thread of parallel `analyze` (parallel.ts): reads the ranges it is given (chunk.ts),
- * keeps each one's records until told to join them, and joins them with the state it is sent.
- * Joins are what the other threads wait for: a range is read a few MiB at a time, so a join that
- * comes in meanwhile runs between two of them.
+ * A worker thread of parallel `analyze` (parallel.ts): reads and joins the ranges it is given
+ * (chunk.ts), keeps each one's edge until told the join's state at its start, and merges it with
+ * that state. Merges are what the other threads wait for: a range is read a MiB at a time, so a
+ * merge asked for meanwhile runs between two reads.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { type HeldChunk, joinChunk, RangeRecords, readChunk } from "./chunk.ts";
@@ -11,27 +11,30 @@ import type { FromWorker, ToWorker, WorkerSetup } from "./parallel.ts";
 const setup = workerData as WorkerSetup;
 const port = parentPort!;
 const held = new Map<number, HeldChunk>();
-/** The range being read: a join for it starts joining it as it is read. */
-let reading: RangeRecords | undefined;
 const post = (message: FromWorker): void => port.postMessage(message);
+/** Progress is told every few MiB: a message costs a worker more than a read's parsing would suggest. */
+const PROGRESS_BYTES = 4 << 20;
 
 port.on("message", (message: ToWorker) => {
   try {
     switch (message.type) {
       case "read": {
         const { task, join } = message;
-        const records = new RangeRecords(task.index, task.format, setup.miscLogged);
-        if (join) records.joinFrom(join.state);
-        reading = records;
+        let unposted = 0;
+        const records = new RangeRecords(task.index, task.format, setup.miscLogged, join, task.miscPairs);
         readChunk(
           join ? { ...task, start: join.start, exactStart: true } : task,
-          (bytes) => post({ type: "progress", index: task.index, bytes }),
+          (bytes) => {
+            unposted += bytes;
+            if (unposted < PROGRESS_BYTES) return;
+            post({ type: "progress", index: task.index, bytes: unposted });
+            unposted = 0;
+          },
           () => new Promise((resolve) => setImmediate(resolve)),
           records,
-          (start) => post({ type: "started", index: task.index, start }),
         ).then(
           (read) => {
-            reading = undefined;
+            if (unposted > 0) post({ type: "progress", index: task.index, bytes: unposted });
             post({ type: "read", read });
             const joined = records.joined();
             if (joined) post({ type: "joined", joined });
@@ -42,14 +45,11 @@ port.on("message", (message: ToWorker) => {
         return;
       }
       case "join": {
-        if (reading?.index === message.index) {
-          reading.joinFrom(message.state);
-          return;
-        }
         const records = held.get(message.index);
         if (records === undefined) throw new Error(`range ${message.index} is not held here`);
         held.delete(message.index);
-        post({ type: "joined", joined: joinChunk(records, message.state, setup.miscLogged) });
+        const joined = joinChunk(records, message.state, setup.miscLogged);
+        post(joined ? { type: "joined", joined } : { type: "refused", index: message.index });
         return;
       }
       case "drop":

@@ -1,7 +1,9 @@
 /**
  * One piece of a parallel `analyze` (parallel.ts): a byte range of a log file, read, parsed,
- * decoded and tallied on its own, its records kept (reduced to what the outcome join reads) until
- * the join's state at the range's start is known; then joined, handing the state at its end on.
+ * decoded, tallied and joined on its own: the outcome join starts without the state at the
+ * range's start (RangeJoin, @auditpipe/outcome), keeping only the range's edge (what each session
+ * logged before its first new transaction, reduced to what the join reads) until that state is
+ * known; then the edge is replayed on it and the state at the range's end handed on (mergeRange).
  *
  * Where a range starts: the first record (or malformed stretch) at or after its nominal start, as
  * a parser started up to PROBE_BYTES earlier sees it; where it ends: the first record at or after
@@ -18,9 +20,14 @@ import { createGunzip } from "node:zlib";
 import { VolumeTally, type VolumeTallyState } from "@auditpipe/meter/volume";
 import {
   mayMakeEvent,
+  mergeRange,
   type Outcome,
   OutcomeJoin,
+  type OutcomeJoinOptions,
   type OutcomeJoinSnapshot,
+  RangeJoin,
+  type RangeJoinResult,
+  Route,
   type StreamEvent,
   type UnknownReason,
 } from "@auditpipe/outcome";
@@ -29,6 +36,7 @@ import {
   blankRecord,
   createParser,
   decodeAuditEntry,
+  detached,
   type LogFormat,
   type LogParser,
   type LogRecord,
@@ -63,6 +71,8 @@ export interface ChunkTask {
   keepMalformed: number;
   /** How far before `start` its first record is looked for (PROBE_BYTES; tests set less). */
   probeBytes: number;
+  /** (user, database) pairs the join knew to show MISC entries when the range was handed out (RangeJoin). */
+  miscPairs?: string[];
 }
 
 /** What reading a range gave. */
@@ -86,66 +96,102 @@ export type EntryHandle = [command: string, user: string | null, bytes: number];
 
 export type JoinState = OutcomeJoinSnapshot<EntryHandle>;
 
-/** A range read and waiting for the join: its records (HeldRecords). */
-export type HeldChunk = HeldRecords;
+/** A range read and waiting for the join's state at its start: what its own join gave, and its edge. */
+export interface HeldChunk {
+  index: number;
+  result: RangeJoinResult<EntryHandle>;
+  tally: VolumeTallyState;
+  events: StreamEvent[];
+  edge: HeldRecords;
+}
 
 /**
- * A range's records as it is read: held (HeldRecords) until the join's state at its start is
- * known, then joined as they come (`joinFrom`: what was held is replayed first and let go). A
- * range whose state is known before it is read is never held: holding is what a worker costs
- * beyond one thread (the columns survive the young generation; replaying them is a second pass).
+ * A range's records as it is read: joined on their own (RangeJoin), the edge held; or, when the
+ * join's state at its start is known before it is read (`joinFrom`), joined from that state.
  */
 export class RangeRecords {
   readonly index: number;
-  private held: HeldRecords | undefined;
-  private live: LiveJoin | undefined;
-  private readonly miscLogged: boolean | undefined;
+  private readonly join: Joiner;
+  private readonly edge: HeldRecords | undefined;
+  private readonly range: RangeJoin<EntryHandle> | undefined;
 
-  constructor(index: number, format: LogFormat, miscLogged: boolean | undefined) {
+  /**
+   * `from`: the join's state at the range's start, when known (none: the stream's first range);
+   * `miscPairs`: see ChunkTask.
+   */
+  constructor(
+    index: number,
+    format: LogFormat,
+    miscLogged: boolean | undefined,
+    from?: { state: JoinState | undefined },
+    miscPairs?: string[],
+  ) {
     this.index = index;
-    this.miscLogged = miscLogged;
-    this.held = new HeldRecords(index, format);
+    if (from !== undefined) {
+      this.join = new Joiner((options) => restoreJoin(from.state, options), miscLogged);
+      return;
+    }
+    let range: RangeJoin<EntryHandle> | undefined;
+    this.join = new Joiner((options) => {
+      range = new RangeJoin(options, miscPairs);
+      return range.join;
+    }, miscLogged);
+    this.range = range;
+    this.edge = new HeldRecords(index, format);
   }
 
   /** `offset`: the record's in the file. */
   add(record: LogRecord, entry: AuditEntry | undefined, offset: number): void {
-    if (this.live === undefined) this.held!.add(record, entry, offset);
-    else this.live.record(record, entry, offset);
+    const range = this.range;
+    if (range === undefined) {
+      this.join.record(record, entry, offset);
+      return;
+    }
+    this.join.at = offset;
+    const route =
+      entry === undefined
+        ? range.record(record)
+        : range.record(record, entry, [entry.command, record.user, record.size]);
+    if (route !== Route.JOIN) this.edge!.add(record, entry, offset, route);
   }
 
-  /** The join's state at the range's start is `state` (none for the stream's first range): join from here on. */
-  joinFrom(state: JoinState | undefined): void {
-    if (this.live !== undefined) throw new Error(`range ${this.index} is joined already`);
-    this.live = new LiveJoin(state, this.miscLogged);
-    this.held!.replay(this.live.join);
-    this.held = undefined;
-  }
-
-  /** Joining: what it gave (once the range is read). */
+  /** Joined from a known state: what it gave (once the range is read). */
   joined(): ChunkJoined | undefined {
-    return this.live?.result(this.index);
+    return this.range === undefined ? this.join.result(this.index) : undefined;
   }
 
-  /** Not joined yet: the records held. */
+  /** Joined on its own: what the merge needs (once the range is read). */
   heldRecords(): HeldChunk | undefined {
-    return this.held;
+    if (this.range === undefined) return undefined;
+    return {
+      index: this.index,
+      result: this.range.result(identity),
+      tally: this.join.tally.state(),
+      events: this.join.events,
+      edge: this.edge!,
+    };
   }
 }
 
-/** The join restored from a state, and what its decisions and events add up to. */
-class LiveJoin {
+/** A join and what its decisions and events add up to. */
+class Joiner {
   readonly tally = new VolumeTally();
   readonly events: StreamEvent[] = [];
   readonly join: OutcomeJoin<EntryHandle>;
-  /** The file offset of the record being joined live (undefined while replaying: the record has it). */
-  private at: number | undefined;
+  /** The file offset of the record being joined (undefined while replaying: the record has it). */
+  at: number | undefined;
 
-  constructor(state: JoinState | undefined, miscLogged: boolean | undefined) {
-    this.join = restoreJoin(state, this.tally, miscLogged, (event) => {
-      // The record may be reused for the next one: its place and time are copied now.
-      const { offset, timestamp } = event.record;
-      this.events.push({ ...event, record: { ...blankRecord(this.at ?? offset, 0), timestamp } });
-    });
+  constructor(
+    make: (options: OutcomeJoinOptions<EntryHandle>) => OutcomeJoin<EntryHandle>,
+    miscLogged?: boolean,
+  ) {
+    this.join = make(
+      joinOptions(this.tally, miscLogged, (event) => {
+        // The record may be reused for the next one: its place and time are copied now.
+        const { offset, timestamp } = event.record;
+        this.events.push({ ...event, record: { ...blankRecord(this.at ?? offset, 0), timestamp } });
+      }),
+    );
   }
 
   record(record: LogRecord, entry: AuditEntry | undefined, offset: number): void {
@@ -180,7 +226,6 @@ export async function readChunk(
   progress: (bytes: number) => void = () => {},
   pause?: () => Promise<void>,
   held: RangeRecords = new RangeRecords(task.index, task.format, undefined),
-  started?: (start: number) => void,
 ): Promise<ChunkRead> {
   const tally = new VolumeTally();
   const signs = noSigns();
@@ -194,7 +239,6 @@ export async function readChunk(
   };
 
   const start = task.gzip || task.exactStart ? task.start : firstEventAt(task, task.start);
-  started?.(start);
   /** The nominal end, and the first record or stretch at or after it (found while reading on). */
   const end = task.gzip ? Number.POSITIVE_INFINITY : task.end;
   let next = -1;
@@ -240,32 +284,8 @@ export async function readChunk(
   } else if (start >= task.end) {
     next = start; // a record that began before this range covers all of it
   } else {
-    const fd = openSync(task.file, "r");
-    try {
-      const buf = Buffer.allocUnsafe(READ_BYTES);
-      let at = start;
-      while (at < task.end) {
-        const n = readSync(fd, buf, 0, Math.min(READ_BYTES, task.end - at), at);
-        if (n === 0) break;
-        parser.push(buf.subarray(0, n));
-        at += n;
-        progress(n);
-        if (pause) await pause();
-      }
-      // Past the end: until the parser shows where the next record starts (or the file ends).
-      while (next < 0 && at < task.size) {
-        const n = readSync(fd, buf, 0, Math.min(OVERRUN_BYTES, task.size - at), at);
-        if (n === 0) break;
-        parser.push(buf.subarray(0, n));
-        at += n;
-      }
-      if (next < 0) {
-        parser.end();
-        if (next < 0) next = at;
-      }
-    } finally {
-      closeSync(fd);
-    }
+    const at = await readPlain(task, start, parser, () => next >= 0, progress, pause);
+    if (next < 0) next = at;
   }
   return {
     index: task.index,
@@ -278,6 +298,43 @@ export async function readChunk(
     hidden,
     signs,
   };
+}
+
+/**
+ * Reads [start, end) of a plain file into `parser`, then on past the end until `found` (the parser
+ * gave the next record's start) or the file ends (the parser is then ended). Returns where it stopped.
+ */
+async function readPlain(
+  task: ChunkTask,
+  start: number,
+  parser: LogParser,
+  found: () => boolean,
+  progress: (bytes: number) => void,
+  pause: (() => Promise<void>) | undefined,
+): Promise<number> {
+  const fd = openSync(task.file, "r");
+  try {
+    const buf = Buffer.allocUnsafe(READ_BYTES);
+    let at = start;
+    while (at < task.end) {
+      const n = readSync(fd, buf, 0, Math.min(READ_BYTES, task.end - at), at);
+      if (n === 0) break;
+      parser.push(buf.subarray(0, n));
+      at += n;
+      progress(n);
+      if (pause) await pause();
+    }
+    while (!found() && at < task.size) {
+      const n = readSync(fd, buf, 0, Math.min(OVERRUN_BYTES, task.size - at), at);
+      if (n === 0) break;
+      parser.push(buf.subarray(0, n));
+      at += n;
+    }
+    if (!found()) parser.end();
+    return at;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function readGzip(file: string, parser: LogParser, progress: (bytes: number) => void): Promise<void> {
@@ -334,11 +391,10 @@ export function firstEventAt(
 }
 
 /**
- * A range's records as the outcome join reads them, kept in columns rather than as objects: held
- * until the join's state is known, records as objects survived V8's young generation and cost
- * more to collect (and to copy) than to read. Strings are kept as the parser made them (views of
- * the text it decoded a read at a time, which they keep alive: about the range's size); a value
- * equal to the record before's is kept once.
+ * A range's edge (RangeJoin's records that wait for the join's state at the range's start), as
+ * the outcome join reads them, in columns with the route each was given. Strings are copies
+ * (detached()): a parser's are views of the text it decoded a read at a time, and a few kept
+ * would keep much of the range's text alive; a value equal to the record before's is kept once.
  */
 export class HeldRecords {
   readonly index: number;
@@ -366,12 +422,13 @@ export class HeldRecords {
   private same<T extends string | null>(k: number, s: T): T {
     const last = this.last[k];
     if (s === last) return last as T;
-    this.last[k] = s;
-    return s;
+    const kept = own(s);
+    this.last[k] = kept;
+    return kept;
   }
 
-  /** `offset`: the record's in the file (the parser's is the range's). */
-  add(r: LogRecord, entry: AuditEntry | undefined, offset: number): void {
+  /** `offset`: the record's in the file (the parser's is the range's); `route`: RangeJoin's for it. */
+  add(r: LogRecord, entry: AuditEntry | undefined, offset: number, route: Route): void {
     const i = this.count++;
     if (i === this.flags.length) this.grow();
     const n = 3 * i;
@@ -379,21 +436,21 @@ export class HeldRecords {
     this.nums[n] = r.size;
     this.nums[n + 1] = r.pid ?? Number.NaN;
     this.strs.push(
-      r.sessionId,
-      r.virtualTransactionId,
+      own(r.sessionId),
+      own(r.virtualTransactionId),
       this.same(2, r.user),
       this.same(3, r.database),
       this.same(4, r.severity),
-      r.sqlState,
+      own(r.sqlState),
     );
     if (entry === undefined) {
-      this.flags[i] = 0;
-      this.plainStrs.push(r.message, r.query);
+      this.flags[i] = route << 1;
+      this.plainStrs.push(own(r.message), own(r.query));
       return;
     }
-    this.flags[i] = 1;
+    this.flags[i] = 1 | (route << 1);
     this.nums[n + 2] = entry.statementId;
-    this.entryStrs.push(this.same(6, entry.class), this.same(7, entry.command), entry.statement);
+    this.entryStrs.push(this.same(6, entry.class), this.same(7, entry.command), own(entry.statement));
   }
 
   private grow(): void {
@@ -406,10 +463,10 @@ export class HeldRecords {
   }
 
   /**
-   * Gives every record to `join`, in order, as a record and entry that hold what it reads (the
-   * same two objects each time: the join keeps nothing of them but their values).
+   * Gives every record to `visit`, in order, as a record and entry that hold what the join reads
+   * (the same two objects each time: the join keeps nothing of them but their values).
    */
-  replay(join: OutcomeJoin<EntryHandle>): void {
+  replay(visit: (route: Route, record: LogRecord, entry?: AuditEntry, handle?: EntryHandle) => void): void {
     const record = blankRecord(0, 0);
     const entry: AuditEntry = {
       auditType: "",
@@ -441,10 +498,12 @@ export class HeldRecords {
       const place = this.places.get(i);
       record.offset = place?.[0] ?? 0;
       record.timestamp = place?.[1] ?? null;
-      if (this.flags[i] === 0) {
+      const flags = this.flags[i]!;
+      const route = (flags >> 1) as Route;
+      if ((flags & 1) === 0) {
         record.message = plainStrs[p++]!;
         record.query = plainStrs[p++]!;
-        join.record(record);
+        visit(route, record);
         continue;
       }
       record.message = "";
@@ -453,44 +512,88 @@ export class HeldRecords {
       entry.command = entryStrs[e++]!;
       entry.statement = entryStrs[e++]!;
       entry.statementId = nums[n + 2]!;
-      join.record(record, entry, [entry.command, record.user, record.size]);
+      visit(route, record, entry, [entry.command, record.user, record.size]);
     }
   }
 }
 
+/** A string the edge keeps, copied off the parser's text (which it would keep alive: see detached()). */
+function own<T extends string | null>(s: T): T {
+  return (s === null ? null : detached(s)) as T;
+}
+
 /**
- * Joins a held range: the join restored from `state` (the state at the range's start; none for
- * the stream's first range) reads its records; returns the state at its end and what the
- * decisions made add to the report.
+ * Joins a range read on its own, now that the join's state at its start is known (none for the
+ * stream's first range): its edge replayed on that state and merged with what its own join gave
+ * (mergeRange). Undefined when the merge cannot tell: the range is then joined in order.
  */
-export function joinChunk(held: HeldChunk, state: JoinState | undefined, miscLogged?: boolean): ChunkJoined {
-  const live = new LiveJoin(state, miscLogged);
-  held.replay(live.join);
-  return live.result(held.index);
+export function joinChunk(
+  held: HeldChunk,
+  state: JoinState | undefined,
+  miscLogged?: boolean,
+): ChunkJoined | undefined {
+  const tally = new VolumeTally();
+  const events: StreamEvent[] = [];
+  // The replayed record is reused for the next one: the event keeps its place and time.
+  const options = joinOptions(tally, miscLogged, (event) => {
+    const { offset, timestamp } = event.record;
+    events.push({ ...event, record: { ...blankRecord(offset, 0), timestamp } });
+  });
+  const merged = mergeRange(
+    state,
+    held.result,
+    (visit) => held.edge.replay(visit),
+    options,
+    identity,
+    identity,
+  );
+  if (merged === undefined) return undefined;
+  tally.merge(held.tally);
+  return { index: held.index, state: merged, tally: tally.state(), events: inOrder(held.events, events) };
+}
+
+/** Two lists of events, each in file order, as one (stable: the range's own first at one place). */
+function inOrder(a: StreamEvent[], b: StreamEvent[]): StreamEvent[] {
+  if (b.length === 0) return a;
+  if (a.length === 0) return b;
+  const out: StreamEvent[] = [];
+  let j = 0;
+  for (const e of a) {
+    while (j < b.length && b[j]!.record.offset < e.record.offset) out.push(b[j++]!);
+    out.push(e);
+  }
+  while (j < b.length) out.push(b[j++]!);
+  return out;
 }
 
 /** The stream ended: what the join still holds is decided (log-ended, two-phase); returns what that adds. */
 export function endJoin(state: JoinState, miscLogged?: boolean): VolumeTallyState {
   const tally = new VolumeTally();
-  restoreJoin(state, tally, miscLogged).end();
+  restoreJoin(state, joinOptions(tally, miscLogged)).end();
   return tally.state();
 }
 
 const identity = (h: EntryHandle): EntryHandle => h;
 
-function restoreJoin(
-  state: JoinState | undefined,
+/** A join's decisions and attempts added to `tally`, its events to `event`. */
+function joinOptions(
   tally: VolumeTally,
   miscLogged: boolean | undefined,
   event?: (event: StreamEvent) => void,
-): OutcomeJoin<EntryHandle> {
-  const options = {
+): OutcomeJoinOptions<EntryHandle> {
+  return {
     ...(miscLogged === undefined ? {} : { miscLogged }),
     ...(event === undefined ? {} : { event }),
     decided: (h: EntryHandle, outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null) =>
       tally.addOutcomeOf(h[0], h[1], h[2], outcome, sqlstate, reason),
     attempt: (record: LogRecord) => tally.addAttempt(record),
   };
+}
+
+function restoreJoin(
+  state: JoinState | undefined,
+  options: OutcomeJoinOptions<EntryHandle>,
+): OutcomeJoin<EntryHandle> {
   return state === undefined
     ? new OutcomeJoin<EntryHandle>(options)
     : OutcomeJoin.restore(state, options, identity);

@@ -9,20 +9,20 @@
  *   from there. A .gz file is one range (one decompressing reader per file), and so is a syslog
  *   file (its parser gives a process's records out of file order).
  * - Tallies are sums, minimums and maximums of the ranges' (VolumeTally.merge).
- * - The outcome join is not: it follows each session through the stream in order. Each range's
- *   records are kept, reduced to what the join reads, until the join's state at the range's
- *   start is known (OutcomeJoin snapshots, which restore to the same decisions); the range's
- *   reader then joins them and hands the state at its end on to the next range's reader. A
- *   range whose state is known before its reader has read it to the end (the range before it was
- *   joined meanwhile, and it starts where that one ended) is joined from there on as it is read:
- *   its reader replays what it held and holds no more. Holding is most of what the threads cost
- *   beyond one (the held columns outlive V8's young generation, and are read twice).
+ * - The outcome join follows each session through the stream, but a session forgets its past
+ *   at its next transaction: each range is joined on its own as it is read (RangeJoin), keeping
+ *   only its edge (what sessions logged before their first new transaction in it), and merged
+ *   with the join's state at its start once the range before it is (mergeRange, in the worker
+ *   that read it): the same decisions and state as one join in order. Where the merge cannot
+ *   tell (a prepared transaction, MISC entries that other sessions wait on, the caps), the range
+ *   is read again joined from that state. A range whose state is known when it is handed out
+ *   (the first, a range read again) is joined from it as it is read.
  *
- * Memory: per worker, the range it reads and at most MAX_HELD ranges read and not yet joined
- * (each ~1.2x its bytes as reduced records): bounded by the range size (DEFAULT_CHUNK_BYTES)
- * and the number of workers, not by the input's size. The tallies hold one entry per distinct
- * key (class, command, audit type, object, user, database, SQLSTATE) per range until merged, and
- * the join what it holds in one thread (open sessions and transactions, bounded by its caps).
+ * Memory: per worker, the range it reads and at most MAX_HELD ranges read and not yet merged,
+ * each its own join's state and its edge: bounded by the sessions open and the records of a
+ * session's unfinished transaction, not by the range's size or the input's. The tallies hold one
+ * entry per distinct key (class, command, audit type, object, user, database, SQLSTATE) per range
+ * until merged, and the join its open sessions and transactions (bounded by its caps).
  */
 import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -48,8 +48,11 @@ import { type AnalyzeOptions, type FileSummary, fileStart } from "./read-logs.ts
 export const DEFAULT_CHUNK_BYTES: number = 16 << 20;
 /** Inputs smaller than this are read in this thread (a worker's start-up costs more than it saves). */
 export const PARALLEL_MIN_BYTES: number = 24 << 20;
-/** Ranges a worker holds read and not yet joined; it reads no further range until one is joined. */
-const MAX_HELD = 2;
+/**
+ * Ranges a worker holds read and not yet merged; it reads no further range until one is. A held
+ * range is its join's state and its edge (a few sessions' records), so a worker may run ahead.
+ */
+const MAX_HELD = 4;
 
 export interface ParallelOptions extends AnalyzeOptions {
   /** Worker threads; default the cores Node may use (availableParallelism). */
@@ -65,8 +68,10 @@ export interface ParallelOptions extends AnalyzeOptions {
   onMalformedNotShown?: (count: number) => void;
   /** A range started elsewhere than where the range before it ended, and is read again from `from`. */
   onReread?: (file: string, from: number) => void;
-  /** A range's join started before it was read to its end (it was not held whole). */
+  /** A range was joined as it was read, from the state known when it was handed out. */
   onJoinWhileRead?: (file: string) => void;
+  /** A range's merge could not tell (see the module comment): it is read again, joined in order. */
+  onRejoin?: (file: string) => void;
 }
 
 /** Messages between the coordinator and a worker (_worker.ts). */
@@ -76,9 +81,10 @@ export type ToWorker =
   | { type: "drop"; index: number }
   | { type: "end" };
 export type FromWorker =
-  | { type: "started"; index: number; start: number }
   | { type: "read"; read: ChunkRead }
   | { type: "joined"; joined: ChunkJoined }
+  /** The range's merge could not tell: it must be read again, joined from the state. */
+  | { type: "refused"; index: number }
   | { type: "progress"; index: number; bytes: number }
   | { type: "error"; message: string };
 
@@ -86,6 +92,8 @@ export type FromWorker =
 export interface JoinFrom {
   state: JoinState | undefined;
   start: number;
+  /** Its merge was refused: this read is for the join only (read and counted already). */
+  again?: boolean;
 }
 
 /** Data every worker starts with. */
@@ -179,6 +187,9 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
       joinWhileRead(task) {
         options.onJoinWhileRead?.(task.file);
       },
+      rejoin(task) {
+        options.onRejoin?.(task.file);
+      },
       reread(task) {
         options.onReread?.(task.file, task.start);
         // Its bytes are read again: count them once.
@@ -209,6 +220,7 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
 interface Events {
   accepted(read: ChunkRead, task: ChunkTask): void;
   joinWhileRead(task: ChunkTask): void;
+  rejoin(task: ChunkTask): void;
   reread(task: ChunkTask): void;
   joined(joined: ChunkJoined): void;
   /** Every range joined: the join's final state per format. */
@@ -263,23 +275,20 @@ async function coordinate(
     const must = task.start === 0 ? 0 : expected.get(task.file)!;
     return must < task.end ? must : undefined;
   };
-  /** Where the ranges being read started (their readers said so before reading on). */
-  const started = new Map<number, number>();
-  /**
-   * The next range to join is being read from where the range before it ended, and the join's
-   * state there is known: its reader joins what it holds and the rest as it reads.
-   */
-  const joinWhileRead = (): void => {
-    const start = started.get(joined);
-    if (start === undefined || knownStart(joined) !== start) return;
-    started.delete(joined);
-    runner.join(joined, states.get(tasks[joined]!.format));
-    joining = true;
-    events.joinWhileRead(tasks[joined]!);
-  };
+  /** Where accepted ranges started. */
+  const starts = new Map<number, number>();
+  /** A range whose merge was refused, to read again joined from the state, and those being read so. */
+  let rejoin: ChunkTask | undefined;
+  const again = new Set<number>();
   const dispatch = (): void => {
+    if (rejoin !== undefined && runner.canRead(true)) {
+      runner.read(rejoin, { state: states.get(rejoin.format), start: rejoin.start, again: true });
+      rejoin = undefined;
+    }
     while (queue.length > 0 && runner.canRead(queue[0]!.index === joined)) {
-      const task = queue.shift()!;
+      const next = queue.shift()!;
+      // The MISC pairs known so far: they only grow, so the range's start knows them too.
+      const task = { ...next, miscPairs: states.get(next.format)?.miscPairs };
       const start = knownStart(task.index);
       if (start === undefined) runner.read(task);
       else if (runner.read(task, { state: states.get(task.format), start })) {
@@ -296,6 +305,7 @@ async function coordinate(
       if (read.start === must) {
         events.accepted(read, task);
         expected.set(task.file, read.end);
+        starts.set(task.index, read.start);
       } else if (must >= task.end) {
         // The range before ran over all of this one: nothing of it is left to read.
         runner.drop(task.index);
@@ -332,17 +342,22 @@ async function coordinate(
       case "error":
         throw new Error(message.message);
       case "progress":
-        progress(message.index, message.bytes);
-        break;
-      case "started":
-        started.set(message.index, message.start);
+        if (!again.has(message.index)) progress(message.index, message.bytes);
         break;
       case "read":
-        started.delete(message.read.index);
+        if (again.has(message.read.index)) break; // read and counted the first time
         reads.set(message.read.index, message.read);
         accept();
         break;
+      case "refused": {
+        const task = tasks[message.index]!;
+        rejoin = { ...task, start: starts.get(task.index)!, exactStart: true };
+        again.add(task.index);
+        events.rejoin(task);
+        break;
+      }
       case "joined": {
+        again.delete(message.joined.index);
         const task = tasks[message.joined.index]!;
         states.set(task.format, message.joined.state);
         events.joined(message.joined);
@@ -352,7 +367,6 @@ async function coordinate(
       }
     }
     join();
-    joinWhileRead();
     dispatch();
   }
   events.ended([...states.values()]);
@@ -376,11 +390,16 @@ class InlineRunner implements Runner {
 
   /** A range's known state is taken on every other range (tests: both ways of joining, and ranges read again). */
   read(task: ChunkTask, join?: JoinFrom): boolean {
-    const live = join !== undefined && task.index % 2 === 0;
+    const live = join !== undefined && (join.again === true || task.index % 2 === 0);
     this.out.push(async () => {
       const messages: FromWorker[] = [];
-      const records = new RangeRecords(task.index, task.format, this.miscLogged);
-      if (live) records.joinFrom(join.state);
+      const records = new RangeRecords(
+        task.index,
+        task.format,
+        this.miscLogged,
+        live ? join : undefined,
+        task.miscPairs,
+      );
       const read = await readChunk(
         live ? { ...task, start: join.start, exactStart: true } : task,
         (bytes) => messages.push({ type: "progress", index: task.index, bytes }),
@@ -400,7 +419,8 @@ class InlineRunner implements Runner {
     this.out.push(async () => {
       const held = this.held.get(index)!;
       this.held.delete(index);
-      return [{ type: "joined", joined: joinChunk(held, state, this.miscLogged) }];
+      const joined = joinChunk(held, state, this.miscLogged);
+      return [joined ? { type: "joined", joined } : { type: "refused", index }];
     });
   }
 
@@ -434,8 +454,6 @@ class ThreadRunner implements Runner {
   private readonly workers: { worker: Worker; reading: boolean; held: Set<number> }[] = [];
   /** Which worker holds a range read and not joined. */
   private readonly holder = new Map<number, number>();
-  /** Which worker is reading a range. */
-  private readonly reader = new Map<number, number>();
   private readonly inbox: FromWorker[] = [];
   private wake: (() => void) | undefined;
   private closing = false;
@@ -448,12 +466,12 @@ class ThreadRunner implements Runner {
       worker.on("message", (message: FromWorker) => {
         if (message.type === "read") {
           slot.reading = false;
-          this.reader.delete(message.read.index);
           slot.held.add(message.read.index);
           this.holder.set(message.read.index, i);
-        } else if (message.type === "joined") {
-          slot.held.delete(message.joined.index);
-          this.holder.delete(message.joined.index);
+        } else if (message.type === "joined" || message.type === "refused") {
+          const index = message.type === "joined" ? message.joined.index : message.index;
+          slot.held.delete(index);
+          this.holder.delete(index);
         }
         this.push(message);
       });
@@ -482,14 +500,13 @@ class ThreadRunner implements Runner {
   read(task: ChunkTask, join?: JoinFrom): boolean {
     const i = this.free(true);
     this.workers[i]!.reading = true;
-    this.reader.set(task.index, i);
     this.post(i, join === undefined ? { type: "read", task } : { type: "read", task, join });
     return join !== undefined;
   }
 
-  /** To the worker that holds the range, or that is reading it (it joins the rest as it reads). */
+  /** To the worker that holds the range. */
   join(index: number, state: JoinState | undefined): void {
-    this.post(this.holder.get(index) ?? this.reader.get(index)!, { type: "join", index, state });
+    this.post(this.holder.get(index)!, { type: "join", index, state });
   }
 
   drop(index: number): void {
