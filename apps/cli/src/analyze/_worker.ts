@@ -1,69 +1,13 @@
-/**
- * A worker thread of parallel `analyze` (parallel.ts): reads and joins the ranges it is given
- * (chunk.ts), keeps each one's edge until told the join's state at its start, and merges it with
- * that state. Merges are what the other threads wait for: a range is read a MiB at a time, so a
- * merge asked for meanwhile runs between two reads.
- */
+/** A worker thread of parallel `analyze` (parallel.ts): a range reader (range-reader.ts) on its port. */
 import { parentPort, workerData } from "node:worker_threads";
-import { type HeldChunk, joinChunk, RangeRecords, readChunk } from "./chunk.ts";
-import type { FromWorker, ToWorker, WorkerSetup } from "./parallel.ts";
+import type { ToWorker, WorkerSetup } from "./parallel.ts";
+import { rangeReader } from "./range-reader.ts";
 
 const setup = workerData as WorkerSetup;
 const port = parentPort!;
-const held = new Map<number, HeldChunk>();
-const post = (message: FromWorker): void => port.postMessage(message);
-/** Progress is told every few MiB: a message costs a worker more than a read's parsing would suggest. */
-const PROGRESS_BYTES = 4 << 20;
+const handle = rangeReader(setup.miscLogged, (message) => port.postMessage(message));
 
 port.on("message", (message: ToWorker) => {
-  try {
-    switch (message.type) {
-      case "read": {
-        const { task, join } = message;
-        let unposted = 0;
-        const records = new RangeRecords(task.index, task.format, setup.miscLogged, join, task.miscPairs);
-        readChunk(
-          join ? { ...task, start: join.start, exactStart: true } : task,
-          (bytes) => {
-            unposted += bytes;
-            if (unposted < PROGRESS_BYTES) return;
-            post({ type: "progress", index: task.index, bytes: unposted });
-            unposted = 0;
-          },
-          () => new Promise((resolve) => setImmediate(resolve)),
-          records,
-        ).then(
-          (read) => {
-            if (unposted > 0) post({ type: "progress", index: task.index, bytes: unposted });
-            post({ type: "read", read });
-            const joined = records.joined();
-            if (joined) post({ type: "joined", joined });
-            else held.set(read.index, records.heldRecords()!);
-          },
-          (error: unknown) => post({ type: "error", message: describe(error) }),
-        );
-        return;
-      }
-      case "join": {
-        const records = held.get(message.index);
-        if (records === undefined) throw new Error(`range ${message.index} is not held here`);
-        held.delete(message.index);
-        const joined = joinChunk(records, message.state, setup.miscLogged);
-        post(joined ? { type: "joined", joined } : { type: "refused", index: message.index });
-        return;
-      }
-      case "drop":
-        held.delete(message.index);
-        return;
-      case "end":
-        port.close();
-        return;
-    }
-  } catch (error) {
-    post({ type: "error", message: describe(error) });
-  }
+  if (message.type === "end") port.close();
+  else handle(message);
 });
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
-}
