@@ -114,7 +114,7 @@ export function snapshotFlags({ dist, flags, env = process.env, execPath = proce
   return [];
 }
 
-/** A month: a blob (~17 MB) made that long ago is for a Node.js or build likely gone by now. */
+/** A month: a blob (~15 MB) made that long ago is for a Node.js or build likely gone by now. */
 const STALE_MS = 30 * 24 * 3600 * 1000;
 
 /**
