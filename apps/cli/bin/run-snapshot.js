@@ -5,7 +5,12 @@
 // directory of this user's (like Node's compile cache), and looked up by a key of everything it
 // depends on: the entry's build, Node's version, binary and flags. Any doubt means no snapshot:
 // `run` then starts as it would without one.
-import {
+import { createRequire } from "node:module";
+
+// Required, not imported: an ES module's import of node:fs builds its facade from every export,
+// loading node:fs/promises, its streams, Dir and the watchers (~1.5-3 ms of each start of `run`).
+const require = createRequire(import.meta.url);
+const {
   existsSync,
   lstatSync,
   mkdirSync,
@@ -15,9 +20,9 @@ import {
   rmSync,
   statSync,
   writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+} = require("node:fs");
+const { tmpdir } = require("node:os");
+const { join } = require("node:path");
 
 /**
  * The cache directory: AUDITPIPE_SNAPSHOT_CACHE, else one of this user's in the OS temp directory.
@@ -109,7 +114,7 @@ export function snapshotFlags({ dist, flags, env = process.env, execPath = proce
   return [];
 }
 
-/** A month: a blob (~17 MB) made that long ago is for a Node.js or build likely gone by now. */
+/** A month: a blob (~15 MB) made that long ago is for a Node.js or build likely gone by now. */
 const STALE_MS = 30 * 24 * 3600 * 1000;
 
 /**

@@ -14,6 +14,7 @@ import { pathToFileURL } from "node:url";
 import { startupSnapshot } from "node:v8";
 import { processIO, runWithExitStatus } from "./command-run.ts";
 import { runCommand } from "./commands/run.ts";
+import { RunConfigSchema } from "./run/config.ts";
 
 declare global {
   /** Where the bundle's require() of runtime dependencies resolves from (bundle.mjs): bin/auditpipe.js. */
@@ -21,6 +22,10 @@ declare global {
   /** What the bundle's `import.meta.url` reads (bundle.mjs): bin/auditpipe.js's URL. */
   var __auditpipeEntryUrl: string | undefined;
 }
+
+// zod compiles an object schema's parser (generated code) on its first parse: done here, on an
+// empty config (nothing read), so the blob holds it and `run` does not compile it at every start.
+RunConfigSchema.safeParse({});
 
 startupSnapshot.setDeserializeMainFunction(async () => {
   // As bin/auditpipe.js does: the code loaded later (the AWS SDK, the estimate answers) is cached.

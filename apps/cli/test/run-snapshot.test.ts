@@ -213,6 +213,20 @@ describe("dist/run-snapshot.cjs", () => {
     );
     expect(reads).toEqual([]);
   });
+
+  it("holds none of what run never executes: Fastify's default compilers, light-my-request, zod's other locales", () => {
+    // zod validates and serializes every route (the start test above: a 400 naming the field, the
+    // volume, /docs/json); the stubs left in their place throw, saying so, if ever called.
+    const entry = readFileSync(join(import.meta.dirname, "..", "dist", "run-snapshot.cjs"), "utf8");
+    for (const name of ["@fastify/ajv-compiler", "@fastify/fast-json-stringify-compiler", "light-my-request"])
+      expect(entry).toContain(`auditpipe: ${name} is not in run's start-up snapshot`);
+    for (const code of [
+      "node_modules/ajv/",
+      "node_modules/fast-json-stringify/index.js",
+      "zod/v4/locales/de.js",
+    ])
+      expect(entry).not.toContain(code);
+  });
 });
 
 describe("snapshotFlags (bin/run-snapshot.js)", () => {
