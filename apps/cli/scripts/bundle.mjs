@@ -11,7 +11,7 @@
 // runs, so `auditpipe --version` and `analyze` never load the AWS SDK, Fastify or node-postgres.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { builtinModules, createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, sep } from "node:path";
@@ -61,14 +61,20 @@ const dependencyGuard = {
   },
 };
 
-rmSync(join(CLI, "dist"), { recursive: true, force: true });
+// Built beside dist/ and swapped in at the end: tests and users running dist/ while another
+// process rebuilds it (the install test packs the CLI while other tests spawn it) never see it
+// half written or missing. Same depth as dist/, so the linked source maps' relative paths hold.
+const DIST = join(CLI, "dist");
+const STAGE = join(CLI, `dist-next-${process.pid}`);
+rmSync(STAGE, { recursive: true, force: true });
+process.on("exit", () => rmSync(STAGE, { recursive: true, force: true }));
 const { metafile } = await build({
   // The worker threads of a parallel `analyze` start from an entry of their own.
   entryPoints: {
     main: join(CLI, "src", "main.ts"),
     "analyze-worker": join(CLI, "src", "analyze", "_worker.ts"),
   },
-  outdir: join(CLI, "dist"),
+  outdir: STAGE,
   bundle: true,
   splitting: true,
   format: "esm",
@@ -175,7 +181,7 @@ module.exports = new Proxy({}, {
 };
 await build({
   entryPoints: [join(CLI, "src", "run-snapshot.ts")],
-  outfile: join(CLI, "dist", "run-snapshot.cjs"),
+  outfile: join(STAGE, "run-snapshot.cjs"),
   bundle: true,
   format: "cjs",
   platform: "node",
@@ -188,9 +194,9 @@ await build({
 });
 // The launcher keys a blob on this (with the Node.js binary and its flags): a blob built from
 // another build of the entry is never used.
-const snapshotEntry = readFileSync(join(CLI, "dist", "run-snapshot.cjs"));
+const snapshotEntry = readFileSync(join(STAGE, "run-snapshot.cjs"));
 writeFileSync(
-  join(CLI, "dist", "run-snapshot.id"),
+  join(STAGE, "run-snapshot.id"),
   `${createHash("sha256").update(snapshotEntry).digest("hex").slice(0, 32)}\n`,
 );
 // A module that opens a handle or loads a native binding at load time breaks the snapshot: say
@@ -200,7 +206,7 @@ writeFileSync(
   try {
     const r = spawnSync(
       process.execPath,
-      ["--snapshot-blob", join(dir, "blob"), "--build-snapshot", join(CLI, "dist", "run-snapshot.cjs")],
+      ["--snapshot-blob", join(dir, "blob"), "--build-snapshot", join(STAGE, "run-snapshot.cjs")],
       { encoding: "utf8", timeout: 120_000, killSignal: "SIGKILL" },
     );
     if (r.status !== 0)
@@ -252,7 +258,7 @@ const notices = [...roots]
 for (const n of notices)
   if (n.text === undefined) throw new Error(`bundle: ${n.id} is bundled but ships no LICENSE file`);
 writeFileSync(
-  join(CLI, "dist", "THIRD-PARTY-NOTICES.md"),
+  join(STAGE, "THIRD-PARTY-NOTICES.md"),
   [
     "# Third-party code in this package",
     "",
@@ -265,6 +271,20 @@ writeFileSync(
     ...notices.flatMap((n) => [`## ${n.id}`, "", `License: ${n.license}`, "", "```", n.text, "```", ""]),
   ].join("\n"),
 );
+
+// The swap: two renames, so dist/ is missing for an instant only, never partly written.
+{
+  const old = join(CLI, `dist-old-${process.pid}`);
+  let hadDist = true;
+  try {
+    renameSync(DIST, old);
+  } catch (error) {
+    if (error.code !== "ENOENT") throw error;
+    hadDist = false;
+  }
+  renameSync(STAGE, DIST);
+  if (hadDist) rmSync(old, { recursive: true, force: true });
+}
 
 // AUDITPIPE_BUNDLE_METAFILE=path writes esbuild's metafile there (what each chunk holds and why: esbuild's analyzer reads it).
 if (process.env.AUDITPIPE_BUNDLE_METAFILE)
