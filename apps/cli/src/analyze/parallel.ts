@@ -110,18 +110,15 @@ interface FilePlan {
 }
 
 /**
- * The volume report of `files` (the files of one log stream, in order), read on `jobs` threads:
- * the same report, file summaries and malformed stretches as analyzeFiles, in the same order.
- * Options that hand every entry to a callback (onEntry, outcomes.onOutcome/onAttempt) need one
- * thread: analyzeFiles serves them.
+ * What each file is (format, prefix: the prefix guess may refuse the input), found in this
+ * thread, and the ranges it is cut into: a gzip or syslog file is one range, read whole.
  */
-export async function analyzeFilesParallel(files: string[], options: ParallelOptions): Promise<VolumeReport> {
+async function planRanges(
+  files: string[],
+  options: ParallelOptions,
+): Promise<{ plans: FilePlan[]; tasks: ChunkTask[] }> {
   const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   const keepMalformed = options.keepMalformed ?? Number.POSITIVE_INFINITY;
-  const miscLogged = options.outcomes?.miscLogged;
-  const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
-
-  // What each file is (format, prefix: the prefix guess may refuse the input), in this thread.
   const plans: FilePlan[] = [];
   const tasks: ChunkTask[] = [];
   for (const file of files) {
@@ -151,7 +148,19 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
     }
     plans.push(plan);
   }
+  return { plans, tasks };
+}
 
+/**
+ * The volume report of `files` (the files of one log stream, in order), read on `jobs` threads:
+ * the same report, file summaries and malformed stretches as analyzeFiles, in the same order.
+ * Options that hand every entry to a callback (onEntry, outcomes.onOutcome/onAttempt) need one
+ * thread: analyzeFiles serves them.
+ */
+export async function analyzeFilesParallel(files: string[], options: ParallelOptions): Promise<VolumeReport> {
+  const miscLogged = options.outcomes?.miscLogged;
+  const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
+  const { plans, tasks } = await planRanges(files, options);
   const tally = new VolumeTally();
   const signs: LoggingSigns = noSigns();
   const prefixes = new Set<string>();
