@@ -1,5 +1,6 @@
 import {
   answerFor,
+  type CollectorCost,
   closedLoop,
   fitLoop,
   lossAt,
@@ -10,6 +11,20 @@ import {
   type Workload,
 } from "@auditpipe/estimate";
 import { describe, expect, it } from "vitest";
+
+/** A collector fit without noise: 20 µs a wake-up, 3 µs a line, awake 100 µs per wake-up. */
+const COLLECTOR: CollectorCost = {
+  wakeupUs: { estimate: 20, low: 20, high: 20 },
+  lineUs: { estimate: 3, low: 3, high: 3 },
+  awakeUs: 100,
+  covariance: [
+    [0, 0],
+    [0, 0],
+  ],
+  residualStdErrUs: 0,
+  degreesOfFreedom: 5,
+  linesPerSec: { low: 1000, high: 10000 },
+};
 
 /** A host where auditpipe sees PostgreSQL: what the sampler measures, over what a test sets. */
 function load(over: Partial<ServerLoad>): ServerLoad {
@@ -238,18 +253,7 @@ describe("a configuration's overhead", () => {
       ...CAL,
       cpu: {
         ...CAL.cpu!,
-        collector: {
-          wakeupUs: { estimate: 20, low: 20, high: 20 },
-          lineUs: { estimate: 3, low: 3, high: 3 },
-          awakeUs: 100,
-          covariance: [
-            [0, 0],
-            [0, 0],
-          ],
-          residualStdErrUs: 0,
-          degreesOfFreedom: 5,
-          linesPerSec: { low: 1000, high: 10000 },
-        },
+        collector: COLLECTOR,
       },
     };
     const w = { ...WORKLOAD, pgauditLoaded: true };
@@ -262,18 +266,7 @@ describe("a configuration's overhead", () => {
   });
 
   it("adds what the backends pay per collector wake-up at the workload's line rate (a version-4 calibration)", () => {
-    const collector = {
-      wakeupUs: { estimate: 20, low: 20, high: 20 },
-      lineUs: { estimate: 3, low: 3, high: 3 },
-      awakeUs: 100,
-      covariance: [
-        [0, 0],
-        [0, 0],
-      ] as [[number, number], [number, number]],
-      residualStdErrUs: 0,
-      degreesOfFreedom: 5,
-      linesPerSec: { low: 1000, high: 10000 },
-    };
+    const collector = COLLECTOR;
     const cal: OverheadCalibration = {
       ...CAL,
       cpu: {

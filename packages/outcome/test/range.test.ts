@@ -18,36 +18,9 @@ import {
   RangeJoin,
   type Route,
 } from "@auditpipe/outcome";
-import {
-  type AuditEntry,
-  createParser,
-  decodeAuditEntry,
-  type LogFormat,
-  type LogRecord,
-} from "@auditpipe/parse";
+import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { describe, expect, it } from "vitest";
-
-const DIR = join(import.meta.dirname, "..", "..", "..", "fixtures", "outcomes");
-
-type Rec = { record: LogRecord; entry?: AuditEntry };
-
-function read(bytes: Buffer, format: LogFormat, prefix: string): Rec[] {
-  const out: Rec[] = [];
-  const parser = createParser(
-    format,
-    {
-      record(record) {
-        const entry = decodeAuditEntry(record, () => {});
-        out.push(entry ? { record, entry } : { record });
-      },
-      malformed() {},
-    },
-    { prefix },
-  );
-  parser.push(bytes);
-  parser.end();
-  return out;
-}
+import { captures, DIR, type Rec, read } from "./_captures.ts";
 
 interface Log {
   decisions: string[];
@@ -148,16 +121,6 @@ function expectSame(whole: Log, got: Log, label: string): void {
   expect([...got.decisions].sort(), label).toEqual([...whole.decisions].sort());
   expect(got.events, label).toEqual(whole.events);
 }
-
-const captures = listCases(DIR).flatMap((name) => {
-  const expected = readExpected(join(DIR, name));
-  return ["postgresql.csv.gz", "postgresql.log.gz", "syslog-rfc5424.log.gz"].map((file) => ({
-    name,
-    file,
-    format: expected.formats[file]!.format,
-    prefix: expected.settings.log_line_prefix,
-  }));
-});
 
 describe("a range joined on its own, merged at its edge", () => {
   it.each(captures)(

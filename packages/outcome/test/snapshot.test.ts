@@ -4,36 +4,11 @@
  * stores it), restore, go on — and compare every decision, attempt and event.
  */
 import { join } from "node:path";
-import { listCases, readExpected, readFixture } from "@auditpipe/fixtures";
+import { readFixture } from "@auditpipe/fixtures";
 import { OutcomeJoin, type OutcomeJoinOptions } from "@auditpipe/outcome";
-import {
-  type AuditEntry,
-  createParser,
-  decodeAuditEntry,
-  type LogFormat,
-  type LogRecord,
-} from "@auditpipe/parse";
+import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { describe, expect, it } from "vitest";
-
-const DIR = join(import.meta.dirname, "..", "..", "..", "fixtures", "outcomes");
-
-function read(bytes: Buffer, format: LogFormat, prefix: string): { record: LogRecord; entry?: AuditEntry }[] {
-  const out: { record: LogRecord; entry?: AuditEntry }[] = [];
-  const parser = createParser(
-    format,
-    {
-      record(record) {
-        const entry = decodeAuditEntry(record, () => {});
-        out.push(entry ? { record, entry } : { record });
-      },
-      malformed() {},
-    },
-    { prefix },
-  );
-  parser.push(bytes);
-  parser.end();
-  return out;
-}
+import { captures, DIR, read } from "./_captures.ts";
 
 /** Runs the records through a join, restarting it from a JSON snapshot after record `cut`. */
 function run(records: { record: LogRecord; entry?: AuditEntry }[], cut: number | undefined): string[] {
@@ -55,16 +30,6 @@ function run(records: { record: LogRecord; entry?: AuditEntry }[], cut: number |
   j.end();
   return log;
 }
-
-const captures = listCases(DIR).flatMap((name) => {
-  const expected = readExpected(join(DIR, name));
-  return ["postgresql.csv.gz", "postgresql.log.gz", "syslog-rfc5424.log.gz"].map((file) => ({
-    name,
-    file,
-    format: expected.formats[file]!.format,
-    prefix: expected.settings.log_line_prefix,
-  }));
-});
 
 describe("OutcomeJoin snapshots", () => {
   it.each(captures)(
