@@ -27,7 +27,7 @@ import {
 } from "@auditpipe/estimate";
 import { type CollectorRun, fitCollector } from "./collector-fit.ts";
 import { seededRng } from "./rng.ts";
-import { DEFAULT_SEED, median } from "./stats.ts";
+import { DEFAULT_SEED, median, pointWeights, weighted } from "./stats.ts";
 import type { CalibrationCoefficient, CalibrationFit, CalibrationPoint, CpuCalibration } from "./types.ts";
 
 type Column = CostColumn;
@@ -260,6 +260,40 @@ export function fitCollectorCost(
   });
 }
 
+const dot = (x: readonly number[], beta: readonly number[]): number =>
+  x.reduce((s, v, i) => s + v * beta[i]!, 0);
+
+/** (XᵀX)⁻¹ of the rows; null when the columns are collinear. */
+const inverseGram = (rows: readonly Row[]): number[][] | null => {
+  const p = rows[0]?.x.length ?? 0;
+  return invert(
+    Array.from({ length: p }, (_, i) =>
+      Array.from({ length: p }, (_, j) => rows.reduce((s, row) => s + row.x[i]! * row.x[j]!, 0)),
+    ),
+  );
+};
+
+/**
+ * The non-negative fit again with each point weighed by its runs' scatter about the unweighted
+ * one (stats.ts pointWeights): the weighted rows, their (XᵀWX)⁻¹ and the coefficients.
+ */
+function weightedRefit(
+  raw: readonly Row[],
+  columns: readonly Column[],
+  points: number,
+): { data: Row[]; inverse: number[][]; beta: number[] } | null {
+  const unweighted = nonNegativeFit(raw, columns);
+  if (!unweighted) return null;
+  const weights = pointWeights(
+    raw.map((row) => ({ point: row.point, residual: row.y - dot(row.x, unweighted) })),
+    points,
+  );
+  const data = weighted(raw, weights);
+  const inverse = inverseGram(data);
+  const beta = inverse && nonNegativeFit(data, columns);
+  return inverse && beta ? { data, inverse, beta } : null;
+}
+
 /**
  * The constrained fit over every run of every point. Each run's added time is first put at the
  * calibration's reference state of the machine: multiplied by (reference baseline µs per
@@ -289,23 +323,20 @@ function fitRounds(
   // What the points cannot tell apart goes: the per-wake-up cost first (without a collector fit
   // or a rate that sets it apart), then the per-transaction cost, then the statements'.
   let columns = collector ? initial : initial.filter((c) => c !== "wakeups");
-  const gram = (cols: Column[]): number[][] | null => {
-    const r = rowsFor(cols);
-    return invert(cols.map((_, i) => cols.map((_, j) => r.reduce((s, row) => s + row.x[i]! * row.x[j]!, 0))));
-  };
-  let inverse = gram(columns);
+  let inverse = inverseGram(rowsFor(columns));
   for (const drop of ["wakeups", "transactions", "statements"] as const)
     if (!inverse && columns.includes(drop)) {
       columns = columns.filter((c) => c !== drop);
-      inverse = gram(columns);
+      inverse = inverseGram(rowsFor(columns));
     }
-  const data = rowsFor(columns);
-  const p = columns.length;
-  if (!inverse || data.length <= p) return null;
-  const beta = nonNegativeFit(data, columns);
-  if (!beta) return null;
+  const raw = rowsFor(columns);
+  if (!inverse || raw.length <= columns.length) return null;
+  const refit = weightedRefit(raw, columns, points.length);
+  if (!refit) return null;
+  const { data, beta } = refit;
+  inverse = refit.inverse;
   const free = beta.filter((b) => b > 0).length;
-  const ssr = data.reduce((s, row) => s + (row.y - row.x.reduce((t, v, i) => t + v * beta[i]!, 0)) ** 2, 0);
+  const ssr = data.reduce((s, row) => s + (row.y - dot(row.x, beta)) ** 2, 0);
   const df = Math.max(1, data.length - free);
   const variance = ssr / df;
   // Where no constraint binds, the least-squares covariance; where one does, resampling the runs
@@ -333,7 +364,8 @@ function fitRounds(
     columns,
     coefficients: beta,
     covariance,
-    runs: Math.min(...points.map((pt) => pt.samples!.length)),
+    // The runs a typical point had (bench --quick's rate cells run fewer rounds, and weigh less).
+    runs: Math.floor(median(points.map((pt) => pt.samples!.length))),
     loggerShare: loggerShare(points),
     ...(collector ? { collector } : {}),
     baselineServerUsPerStatement: baselinePerStatement(points),

@@ -13,6 +13,7 @@
  * the smallest residual). The residual is the prediction's, from the line rate alone.
  */
 import { type CollectorCost, t95, wakeupsPerLine } from "@auditpipe/estimate";
+import { pointWeights, weighted } from "./stats.ts";
 
 export interface CollectorRun {
   /** Added log lines per transaction. */
@@ -81,20 +82,75 @@ export function fitCollector(
   const logged = runs.filter((r) => r.lines > 0 && r.linesPerSec > 0);
   if (logged.length < 3) return null;
   const measured = logged.every((r) => r.wakeups !== undefined);
+  const first = fitWeighted(logged, measured, points, tools, null);
+  if (!first) return null;
+  // Refit with each point weighed by its scatter (stats.ts pointWeights): the fixed-rate point's
+  // collector CPU swings most, and its runs then count for what they know.
+  const weights = pointWeights(
+    logged.map((r, i) => ({ point: r.point, residual: first.residuals[i]! })),
+    points,
+  );
+  const fit = fitWeighted(logged, measured, points, tools, weights) ?? first;
+  const { beta, tau, variance, df, cov } = fit;
+  const t = t95(df);
+  const coefficient = (i: number) => {
+    const half = t * Math.sqrt(Math.max(0, cov[i]![i]!));
+    return { estimate: beta[i]!, low: Math.max(0, beta[i]! - half), high: beta[i]! + half };
+  };
+  const rates = logged.map((r) => r.linesPerSec);
+  return {
+    wakeupUs: coefficient(0),
+    lineUs: coefficient(1),
+    awakeUs: tau,
+    covariance: [
+      [cov[0]![0]!, cov[0]![1]!],
+      [cov[1]![0]!, cov[1]![1]!],
+    ],
+    residualStdErrUs: Math.sqrt(variance),
+    degreesOfFreedom: df,
+    linesPerSec: { low: Math.min(...rates), high: Math.max(...rates) },
+  };
+}
+
+interface WeightedCollectorFit {
+  beta: number[];
+  tau: number;
+  variance: number;
+  df: number;
+  cov: number[][];
+  /** Each run's residual, unweighted, from its line rate alone (as an estimate predicts). */
+  residuals: number[];
+}
+
+/** The collector's fit with each run weighed by its point's weight (all 1 when null). */
+function fitWeighted(
+  logged: readonly CollectorRun[],
+  measured: boolean,
+  points: number,
+  tools: CollectorFitTools,
+  weights: readonly number[] | null,
+): WeightedCollectorFit | null {
+  const w = weights ?? Array.from({ length: points }, () => 1);
   const rowsAt = (tau: number) =>
-    logged.map((r) => ({
-      x: [measured ? r.wakeups! : r.lines * wakeupsPerLine(r.linesPerSec, tau), r.lines],
-      y: r.collectorUs,
-      point: r.point,
-    }));
+    weighted(
+      logged.map((r) => ({
+        x: [measured ? r.wakeups! : r.lines * wakeupsPerLine(r.linesPerSec, tau), r.lines],
+        y: r.collectorUs,
+        point: r.point,
+      })),
+      w,
+    );
+  const modelled = (t: number) =>
+    weighted(
+      logged.map((r) => ({
+        x: [r.lines * wakeupsPerLine(r.linesPerSec, t), r.lines],
+        y: r.collectorUs,
+        point: r.point,
+      })),
+      w,
+    );
   const ssrOf = (rows: ReturnType<typeof rowsAt>, beta: number[]): number =>
     rows.reduce((s, r) => s + (r.y - r.x[0]! * beta[0]! - r.x[1]! * beta[1]!) ** 2, 0);
-  const modelled = (t: number) =>
-    logged.map((r) => ({
-      x: [r.lines * wakeupsPerLine(r.linesPerSec, t), r.lines],
-      y: r.collectorUs,
-      point: r.point,
-    }));
   let tau: number;
   let rows: ReturnType<typeof rowsAt>;
   let beta: number[] | null;
@@ -123,22 +179,9 @@ export function fitCollector(
     inverse && beta.every((b) => b > 0)
       ? inverse.map((row) => row.map((v) => v * variance))
       : tools.covariance(rows, COLUMNS, points);
-  const t = t95(df);
-  const coefficient = (i: number) => {
-    const half = t * Math.sqrt(Math.max(0, cov[i]![i]!));
-    return { estimate: beta[i]!, low: Math.max(0, beta[i]! - half), high: beta[i]! + half };
-  };
-  const rates = logged.map((r) => r.linesPerSec);
-  return {
-    wakeupUs: coefficient(0),
-    lineUs: coefficient(1),
-    awakeUs: tau,
-    covariance: [
-      [cov[0]![0]!, cov[0]![1]!],
-      [cov[1]![0]!, cov[1]![1]!],
-    ],
-    residualStdErrUs: Math.sqrt(variance),
-    degreesOfFreedom: df,
-    linesPerSec: { low: Math.min(...rates), high: Math.max(...rates) },
-  };
+  const b = beta;
+  const residuals = logged.map(
+    (r) => r.collectorUs - r.lines * wakeupsPerLine(r.linesPerSec, tau) * b[0]! - r.lines * b[1]!,
+  );
+  return { beta, tau, variance, df, cov, residuals };
 }

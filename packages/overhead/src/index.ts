@@ -74,6 +74,7 @@ export {
   median,
   type OverheadInterval,
   overheadInterval,
+  pointWeights,
   quantile,
   runsToResolve,
   SMALLEST_USEFUL_DIFFERENCE,

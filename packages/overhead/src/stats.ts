@@ -169,3 +169,41 @@ export function pairedOverheadInterval(
         : MIN_RUNS_FOR_SPREAD,
   };
 }
+
+/** How strongly a point's own scatter counts against the points' median, in runs (3 runs say little alone). */
+const WEIGHT_PRIOR_RUNS = 2;
+
+/**
+ * Each point's weight in the refit: the points' median mean squared residual over the point's
+ * own (its runs about the unweighted fit), that own shrunk toward the median by
+ * WEIGHT_PRIOR_RUNS. A point whose runs scatter several times more than the rest — bench
+ * --quick's fixed-rate point, a few hundred transactions a second whose CPU per transaction
+ * swings ±50 µs on a VM where the others swing ±10 — then counts for what it knows instead of
+ * setting the noise of every prediction, and the fit's residual is a typical run's (feasible
+ * weighted least squares). All 1 when the runs fit exactly.
+ */
+export function pointWeights(
+  residuals: ReadonlyArray<{ point: number; residual: number }>,
+  points: number,
+): number[] {
+  const own = Array.from({ length: points }, (_, pi) => {
+    const r = residuals.filter((x) => x.point === pi);
+    return { runs: r.length, meanSquare: r.reduce((s, x) => s + x.residual ** 2, 0) / Math.max(1, r.length) };
+  });
+  const typical = median(own.filter((o) => o.runs > 0).map((o) => o.meanSquare));
+  if (!(typical > 0)) return own.map(() => 1);
+  return own.map(
+    (o) => typical / ((o.runs * o.meanSquare + WEIGHT_PRIOR_RUNS * typical) / (o.runs + WEIGHT_PRIOR_RUNS)),
+  );
+}
+
+/** Rows scaled by the square root of their point's weight: least squares on them is the weighted fit. */
+export function weighted<R extends { x: number[]; y: number; point: number }>(
+  rows: readonly R[],
+  weights: readonly number[],
+): R[] {
+  return rows.map((row) => {
+    const k = Math.sqrt(weights[row.point] ?? 1);
+    return { ...row, x: row.x.map((v) => v * k), y: row.y * k };
+  });
+}
