@@ -19,10 +19,11 @@
  * --only a,b,c (or durable, cpu-bound, travels: `pnpm proof:overhead --only durable` re-runs (a)
  * alone, about 16 minutes, and prints its table without touching the docs); --runs N and
  * --duration S of the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample
- * (default 30); --no-docs.
+ * (default 30); --no-docs; --keep DIR: the calibration, bench reports and estimates as JSON into DIR
+ * (a later change to the fit can then be weighed against the same runs).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, hostname, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -45,6 +46,7 @@ const { values } = parseArgs({
     duration: { type: "string", default: "15" },
     interval: { type: "string", default: "30" },
     "no-docs": { type: "boolean", default: false },
+    keep: { type: "string" },
   },
 });
 /** The parts by name as well as by letter. */
@@ -206,6 +208,7 @@ async function serverPart(part: "a" | "b", calibration: string): Promise<ServerR
         ...["--audit", "write", "--audit", "all", "--calibration", calibration, "--json"],
       ]),
     ) as EstimateReport;
+    writeFileSync(join(work, `estimate-${part}.json`), JSON.stringify(estimate, null, 1));
     await load;
     loads.push(loadavg()[0]!);
     const measured: BenchReport = benchReportSchema.parse(
@@ -229,6 +232,7 @@ async function serverPart(part: "a" | "b", calibration: string): Promise<ServerR
       ),
     );
     loads.push(loadavg()[0]!);
+    writeFileSync(join(work, `bench-${part}.json`), JSON.stringify(measured, null, 1));
     return ["write", "all"].map((name) => {
       const e = estimate.estimates.find((x) => x.config === name)!.overhead;
       const cell = measured.cells.find((c) => c.configuration === name)!;
@@ -261,9 +265,9 @@ async function quickBench(busy: boolean, calibrationOut: string): Promise<BenchR
     ? cpus().map(() => spawn(process.execPath, ["-e", "for(;;){}"], { stdio: "ignore" }))
     : [];
   try {
-    return benchReportSchema.parse(
-      JSON.parse(await cli(["bench", "--quick", "--json", "--calibration-out", calibrationOut])),
-    );
+    const report = await cli(["bench", "--quick", "--json", "--calibration-out", calibrationOut]);
+    writeFileSync(calibrationOut.replace(/\.json$/, "-report.json"), report);
+    return benchReportSchema.parse(JSON.parse(report));
   } finally {
     for (const l of loops) l.kill("SIGKILL");
     loads.push(loadavg()[0]!);
@@ -369,6 +373,12 @@ try {
     if (!values["no-docs"]) rewriteDocSection("bench.md", "calibration-travels", text);
   }
 } finally {
+  if (values.keep) {
+    mkdirSync(values.keep, { recursive: true });
+    for (const name of readdirSync(work).filter((n) => n.endsWith(".json")))
+      cpSync(join(work, name), join(values.keep, name));
+    say(`kept the runs' JSON in ${values.keep}`);
+  }
   rmSync(work, { recursive: true, force: true });
 }
 say(failed ? "a check failed (see **no** above)" : "every check held");
