@@ -148,19 +148,26 @@ function ols(rows: readonly Row[], keep: readonly number[]): { beta: number[]; s
   return { beta, ssr };
 }
 
+/** The backends' fit keeps a cost per line in every subset it tries: what a line costs is what it is for. */
+const LINE_COLUMNS = ["lines", "linesElsewhere"];
+
 /**
  * Non-negative least squares: of the least-squares fits over every subset of the columns that
- * keeps a line column, the one with the smallest residual whose coefficients are all ≥ 0 (exact
+ * keeps one of `oneOf` (a line column, by default), the one with the smallest residual whose coefficients are all ≥ 0 (exact
  * for this few columns); the others are held at 0. A cost is never negative: a fit that wants
  * one is noise, and a negative cost per transaction or per statement would make a configuration
  * that logs more look cheaper.
  */
-function nonNegativeFit(rows: readonly Row[], columns: readonly string[]): number[] | null {
+function nonNegativeFit(
+  rows: readonly Row[],
+  columns: readonly string[],
+  oneOf: readonly string[] = LINE_COLUMNS,
+): number[] | null {
   const p = columns.length;
   let best: { beta: number[]; ssr: number } | null = null;
   for (let mask = 1; mask < 1 << p; mask++) {
     const keep = columns.map((_, i) => i).filter((i) => mask & (1 << i));
-    if (!keep.some((i) => columns[i] === "lines" || columns[i] === "linesElsewhere")) continue;
+    if (!keep.some((i) => oneOf.includes(columns[i]!))) continue;
     const fit = ols(rows, keep);
     if (!fit || fit.beta.some((b) => b < 0)) continue;
     if (!best || fit.ssr < best.ssr - 1e-9) {
@@ -180,13 +187,14 @@ function constrainedCovariance(
   columns: readonly string[],
   points: number,
   seed: number,
+  oneOf: readonly string[] = LINE_COLUMNS,
 ): number[][] {
   const rng = seededRng(seed);
   const byPoint = Array.from({ length: points }, (_, pi) => data.filter((r) => r.point === pi));
   const draws: number[][] = [];
   for (let b = 0; b < FIT_RESAMPLES; b++) {
     const sample = byPoint.flatMap((rows) => rows.map(() => rows[Math.floor(rng() * rows.length)]!));
-    const d = nonNegativeFit(sample, columns);
+    const d = nonNegativeFit(sample, columns, oneOf);
     if (d) draws.push(d);
   }
   const mean = columns.map((_, i) => draws.reduce((s, d) => s + d[i]!, 0) / Math.max(1, draws.length));
@@ -254,8 +262,10 @@ export function fitCollectorCost(
   seed: number = DEFAULT_SEED,
 ): CollectorCost | null {
   return fitCollector(runs, points, {
-    nonNegative: nonNegativeFit,
-    covariance: (rows, columns, n) => constrainedCovariance(rows, columns, n, seed),
+    // The collector may cost per wake-up alone: a subset without the per-line cost is a model too
+    // (it was skipped, and a fit whose per-line cost came out just below 0 fell back to lines only).
+    nonNegative: (rows, columns) => nonNegativeFit(rows, columns, columns),
+    covariance: (rows, columns, n) => constrainedCovariance(rows, columns, n, seed, columns),
     invert,
   });
 }

@@ -170,30 +170,32 @@ export function pairedOverheadInterval(
   };
 }
 
-/** How strongly a point's own scatter counts against the points' median, in runs (3 runs say little alone). */
+/** How strongly the points' median variance counts against a point's own, in runs (3 runs say little alone). */
 const WEIGHT_PRIOR_RUNS = 2;
 
 /**
- * Each point's weight in the refit: the points' median mean squared residual over the point's
- * own (its runs about the unweighted fit), that own shrunk toward the median by
- * WEIGHT_PRIOR_RUNS. A point whose runs scatter several times more than the rest — bench
- * --quick's fixed-rate point, a few hundred transactions a second whose CPU per transaction
- * swings ±50 µs on a VM where the others swing ±10 — then counts for what it knows instead of
- * setting the noise of every prediction, and the fit's residual is a typical run's (feasible
- * weighted least squares). All 1 when the runs fit exactly.
+ * Each point's weight in the refit: the points' median run-to-run variance over the point's own
+ * (its runs about their own mean, so a point the model misses keeps its weight and its miss stays
+ * in the residual), the own shrunk toward the median as if by WEIGHT_PRIOR_RUNS runs more. A
+ * point whose runs scatter several times more than the rest — bench --quick's fixed-rate point, a
+ * few hundred transactions a second whose CPU per transaction swings ±50 µs on a VM where the
+ * others swing ±10 — then counts for what it knows instead of setting the noise of every
+ * prediction (feasible weighted least squares). All 1 when no point's runs scatter.
  */
 export function pointWeights(
   residuals: ReadonlyArray<{ point: number; residual: number }>,
   points: number,
 ): number[] {
   const own = Array.from({ length: points }, (_, pi) => {
-    const r = residuals.filter((x) => x.point === pi);
-    return { runs: r.length, meanSquare: r.reduce((s, x) => s + x.residual ** 2, 0) / Math.max(1, r.length) };
+    const r = residuals.filter((x) => x.point === pi).map((x) => x.residual);
+    const mean = r.reduce((s, x) => s + x, 0) / Math.max(1, r.length);
+    const df = Math.max(0, r.length - 1);
+    return { df, variance: df > 0 ? r.reduce((s, x) => s + (x - mean) ** 2, 0) / df : 0 };
   });
-  const typical = median(own.filter((o) => o.runs > 0).map((o) => o.meanSquare));
+  const typical = median(own.filter((o) => o.df > 0).map((o) => o.variance));
   if (!(typical > 0)) return own.map(() => 1);
-  return own.map(
-    (o) => typical / ((o.runs * o.meanSquare + WEIGHT_PRIOR_RUNS * typical) / (o.runs + WEIGHT_PRIOR_RUNS)),
+  return own.map((o) =>
+    Math.min(1, typical / ((o.df * o.variance + WEIGHT_PRIOR_RUNS * typical) / (o.df + WEIGHT_PRIOR_RUNS))),
   );
 }
 

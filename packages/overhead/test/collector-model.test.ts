@@ -76,4 +76,30 @@ describe("the logging collector's cost per line, across line rates", () => {
     const constant = error((r) => perLine * r[1]);
     expect(model).toBeLessThan(constant);
   });
+
+  it("may cost per wake-up alone: a per-line cost just below 0 leaves the wake-ups, not the lines", () => {
+    // A bench --quick run (2026-12-07 08:15) whose runs fitted 9 µs a wake-up and a per-line cost
+    // a hair below 0: the fit skipped the wake-ups-only model and fell back to 5.2 µs a line, flat
+    // across line rates, so the collector's dearer lines at a few hundred TPS went unpriced.
+    const wakeupsOnly: CollectorRun[] = [
+      [1, 0.93],
+      [4, 3.05],
+      [7, 4.6],
+      [7, 2.7],
+      [7, 6.6],
+    ].flatMap(([lines, u], point) =>
+      [-1, 0, 1].map((noise) => ({
+        lines: lines!,
+        linesPerSec: 40_000 / u!,
+        collectorUs: 9 * u! * lines! - 0.1 * lines! + noise,
+        wakeups: u! * lines!,
+        point,
+      })),
+    );
+    const fit = fitCollectorCost(wakeupsOnly, 5)!;
+    expect(fit.lineUs.estimate).toBe(0);
+    expect(fit.wakeupUs.estimate).toBeGreaterThan(8.5);
+    expect(fit.wakeupUs.estimate).toBeLessThan(9.5);
+    expect(fit.wakeupUs.high).toBeGreaterThan(fit.wakeupUs.low);
+  });
 });

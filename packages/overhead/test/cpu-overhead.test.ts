@@ -217,17 +217,23 @@ describe("the CPU-basis calibration", () => {
     expect(width / evenWidth).toBeLessThan(1.6);
   });
 
-  it("weighs points by their scatter about the fit, shrunk toward the median (3 runs say little alone)", () => {
-    const residuals = [
-      ...[10, -10, 10].map((residual) => ({ point: 0, residual })),
-      ...[10, -10, 10].map((residual) => ({ point: 1, residual })),
-      ...[50, -50, 50].map((residual) => ({ point: 2, residual })),
-    ];
-    const w = pointWeights(residuals, 3);
+  it("weighs points by their runs' own scatter, shrunk toward the median, never above 1", () => {
+    const runs = (point: number, residuals: number[]) => residuals.map((residual) => ({ point, residual }));
+    const w = pointWeights(
+      [
+        ...runs(0, [10, -10, 0]),
+        ...runs(1, [10, -10, 0]),
+        ...runs(2, [50, -50, 0]),
+        ...runs(3, [40, 40, 40]),
+      ],
+      4,
+    );
     expect(w[0]).toBeCloseTo(1, 9);
     expect(w[1]).toBeCloseTo(1, 9);
-    // 25x the median's mean square over 3 runs, shrunk by 2 runs of the median: (3·25 + 2) / 5.
-    expect(w[2]).toBeCloseTo(5 / 77, 9);
+    // Variance 2500 against the median 100, over 2 degrees of freedom and 2 runs of the median: 100 / ((2·2500 + 2·100) / 4).
+    expect(w[2]).toBeCloseTo(1 / 13, 9);
+    // A point the model misses by 40 µs every run is not noisy: it keeps its weight, and its miss stays in the residual.
+    expect(w[3]).toBe(1);
     expect(pointWeights([{ point: 0, residual: 0 }], 2)).toEqual([1, 1]);
   });
 
