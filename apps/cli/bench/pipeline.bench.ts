@@ -291,7 +291,8 @@ if (only.includes("cpu")) {
 // builds the blob, its CPU counted) then the same ones ("warm"), `node -e ''` measured between rounds; lowest CPU and
 // median kept. This build also runs without its snapshot (AUDITPIPE_DISABLE_SNAPSHOT=1), as a Node.js where it
 // cannot have one would. AUDITPIPE_BENCH_STARTUP_ROUNDS (default 7) rounds; AUDITPIPE_BENCH_STARTUP_ENV="A=1 B=2"
-// adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1).
+// adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1). Each start runs the launcher as a command,
+// by its `#!` line, as the deploy recipes do (the `node` on PATH: pnpm's, node_modules/.bin/node).
 if (only.includes("startup")) {
   const before = round2(load());
   const rounds = Number(process.env.AUDITPIPE_BENCH_STARTUP_ROUNDS ?? 7);
@@ -319,7 +320,7 @@ if (only.includes("startup")) {
       try {
         for (const cacheState of ["cold", "warm"] as const) {
           const caches = { NODE_COMPILE_CACHE: cache, AUDITPIPE_SNAPSHOT_CACHE: join(cache, "snapshot") };
-          const r = await sidecarStartCpu(0, { ...nodeOptions, ...caches, ...env }, bin);
+          const r = await sidecarStartCpu(0, { ...nodeOptions, ...caches, ...env }, bin, true);
           all.push({
             build,
             cache: cacheState,
