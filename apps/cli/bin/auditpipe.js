@@ -42,7 +42,9 @@ ap_run_exec() {
   [ -n "$ap_id" ] && [ "$ap_id" = "$ap_build" ] && [ -f "$ap_blob" ] && [ -O "$ap_blob" ] || return 1
   # "sh" rather than "1": which of the two started it (apps/cli/test/run-exec-record.test.ts).
   export AUDITPIPE_NO_REEXEC=sh
-  exec "$ap_node" $ap_flags --snapshot-blob "$ap_blob" "$0" "$@"
+  # Absolute, as Node.js makes a script's path: `run` finds its package's dependencies from it.
+  case $0 in /*) ap_self=$0 ;; *) ap_self=$PWD/$0 ;; esac
+  exec "$ap_node" $ap_flags --snapshot-blob "$ap_blob" "$ap_self" "$@"
 }
 # pnpm's shim runs this file by sh as "$basedir/../auditpipe/bin/auditpipe.js" where it would run
 # "$basedir/node" on a `node` script: that node (in this repository, Node.js 24: scripts/link-node.mjs).

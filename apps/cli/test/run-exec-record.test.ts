@@ -5,7 +5,7 @@
  * own — unless anything it depends on changed, when it runs the launcher as before. On the built
  * package (`pnpm build` first).
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -21,6 +21,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
+import { waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript of the published bin/, without type declarations
 import { writeExecRecord } from "../bin/run-snapshot.js";
@@ -166,6 +167,44 @@ describe("bin/auditpipe.js's shell lines", () => {
       } finally {
         sidecar.child.kill("SIGKILL");
       }
+    }
+  });
+
+  it("give run its script's absolute path when started by a relative one: it finds its package's dependencies from it", async () => {
+    const dir = join(work, "relative");
+    mkdirSync(join(dir, "log"), { recursive: true });
+    start(env);
+    const child = spawn(
+      "sh",
+      [
+        ...["bin/auditpipe.js", "run", "--log-dir", join(dir, "log"), "--format", "csvlog"],
+        ...["--sink", join(dir, "sink"), "--state", join(dir, "state"), "--listen", "127.0.0.1:0"],
+      ],
+      { cwd: join(import.meta.dirname, ".."), env, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+    try {
+      await waitUntil(
+        () => /"url":"http:[^"]+"/.test(stderr) || child.exitCode !== null,
+        30_000,
+        () => stderr,
+      );
+      const url = /"url":"(http:[^"]+)"/.exec(stderr)![1];
+      expect(readFileSync(`/proc/${child.pid}/environ`, "utf8").split("\0")).toContain(
+        "AUDITPIPE_NO_REEXEC=sh",
+      );
+      const argv = readFileSync(`/proc/${child.pid}/cmdline`, "utf8").split("\0");
+      expect(argv[argv.indexOf("--snapshot-blob") + 2]).toBe(
+        join(import.meta.dirname, "..", "./bin/auditpipe.js"),
+      );
+      // @fastify/swagger, a runtime dependency required from the package on first use.
+      expect((await fetch(`${url}/docs/json`)).status).toBe(200);
+      child.kill("SIGTERM");
+      expect(await exited).toEqual({ code: 0, signal: null });
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 
