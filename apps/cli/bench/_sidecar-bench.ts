@@ -312,13 +312,19 @@ export async function sidecarStartCpu(
   env: NodeJS.ProcessEnv = {},
   /** Another build's bin/auditpipe.js (a baseline in the same run); this checkout's by default. */
   bin?: string,
+  /** The launcher run as a command, by its `#!` line (the deploy recipes), not given to node. */
+  direct = false,
 ): Promise<StartCpuResult> {
   const work = workDir("start");
   try {
     const logDir = join(work, "log");
     mkdirSync(logDir);
     const t0 = performance.now();
-    const sidecar = spawnSidecar(runArgs(work, logDir), env, { built: true, ...(bin ? { bin } : {}) });
+    const sidecar = spawnSidecar(runArgs(work, logDir), env, {
+      built: true,
+      direct,
+      ...(bin ? { bin } : {}),
+    });
     try {
       await sidecar.url();
       const toReady = (performance.now() - t0) / 1000;

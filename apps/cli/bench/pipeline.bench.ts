@@ -170,9 +170,10 @@ if (only.includes("rss")) {
     rss.push(r);
   }
   doc.rss = rss;
-  // Start-up CPU, best of three (a start is short: one slow start on a busy machine says little).
+  // Start-up CPU, best of three (a start is short: one slow start on a busy machine says little); the
+  // launcher run as a command, by its `#!` line, as the deploy recipes run it.
   const starts = [];
-  for (let i = 0; i < 3; i++) starts.push(await sidecarStartCpu(3, nodeOptions));
+  for (let i = 0; i < 3; i++) starts.push(await sidecarStartCpu(3, nodeOptions, undefined, true));
   doc.startCpu = starts.sort((a, b) => a.cpuToReady - b.cpuToReady)[0];
   console.log(`  sidecar start: ${JSON.stringify(doc.startCpu)}`);
   loads.rss = [before, round2(load())];
@@ -250,14 +251,15 @@ if (only.includes("cpu")) {
     await minio.stop();
   }
   // Start-up (local sink, empty log directory): a fresh compile cache and start-up snapshot
-  // directory (the first start builds the blob), then the same ones again.
+  // directory (the first start builds the blob), then the same ones again; the launcher run as a
+  // command, by its `#!` line, as the deploy recipes run it.
   for (let round = 0; round < 3; round++)
     for (const { build, bin } of builds) {
       const cache = mkdtempSync(join(tmpdir(), "auditpipe-bench-compile-cache-"));
       try {
         for (const state of ["cold", "warm"] as const) {
           const caches = { NODE_COMPILE_CACHE: cache, AUDITPIPE_SNAPSHOT_CACHE: join(cache, "snapshot") };
-          const r = await sidecarStartCpu(3, { ...nodeOptions, ...caches }, bin);
+          const r = await sidecarStartCpu(3, { ...nodeOptions, ...caches }, bin, true);
           const kept = starts.findIndex((k) => k.build === build && k.cache === state);
           if (kept < 0) starts.push({ ...r, build, cache: state });
           else if (r.cpuToReady < starts[kept]!.cpuToReady) starts[kept] = { ...r, build, cache: state };
@@ -291,7 +293,8 @@ if (only.includes("cpu")) {
 // builds the blob, its CPU counted) then the same ones ("warm"), `node -e ''` measured between rounds; lowest CPU and
 // median kept. This build also runs without its snapshot (AUDITPIPE_DISABLE_SNAPSHOT=1), as a Node.js where it
 // cannot have one would. AUDITPIPE_BENCH_STARTUP_ROUNDS (default 7) rounds; AUDITPIPE_BENCH_STARTUP_ENV="A=1 B=2"
-// adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1).
+// adds variables to every start (e.g. the launcher's AUDITPIPE_NO_REEXEC=1). Each start runs the launcher as a command,
+// by its `#!` line, as the deploy recipes do (the `node` on PATH: pnpm's, node_modules/.bin/node).
 if (only.includes("startup")) {
   const before = round2(load());
   const rounds = Number(process.env.AUDITPIPE_BENCH_STARTUP_ROUNDS ?? 7);
@@ -319,7 +322,7 @@ if (only.includes("startup")) {
       try {
         for (const cacheState of ["cold", "warm"] as const) {
           const caches = { NODE_COMPILE_CACHE: cache, AUDITPIPE_SNAPSHOT_CACHE: join(cache, "snapshot") };
-          const r = await sidecarStartCpu(0, { ...nodeOptions, ...caches, ...env }, bin);
+          const r = await sidecarStartCpu(0, { ...nodeOptions, ...caches, ...env }, bin, true);
           all.push({
             build,
             cache: cacheState,

@@ -49,10 +49,13 @@ export function snapshotDirectory(env = process.env) {
  * package has no snapshot entry, when the directory is unusable, or when building failed (once:
  * `<blob>.failed` holds why, and no start tries again with the same key).
  *
- * @param {{ dist: string, flags: string[], env?: NodeJS.ProcessEnv, execPath?: string }} o
+ * With `script` (the launcher, when it replaces itself with no node flags of its own), the blob's
+ * command line is also recorded for bin/auditpipe.js's shell lines (writeExecRecord).
+ *
+ * @param {{ dist: string, flags: string[], env?: NodeJS.ProcessEnv, execPath?: string, script?: string }} o
  * @returns {string[]}
  */
-export function snapshotFlags({ dist, flags, env = process.env, execPath = process.execPath }) {
+export function snapshotFlags({ dist, flags, env = process.env, execPath = process.execPath, script }) {
   if (env.AUDITPIPE_DISABLE_SNAPSHOT === "1") return [];
   const entry = join(dist, "run-snapshot.cjs");
   let build;
@@ -83,7 +86,11 @@ export function snapshotFlags({ dist, flags, env = process.env, execPath = proce
     ]),
   );
   const blob = join(dir, `run-${key}.blob`);
-  if (existsSync(blob)) return ["--snapshot-blob", blob];
+  const found = () => {
+    if (script) writeExecRecord({ dir, node: execPath, script, build, flags, blob, env });
+    return ["--snapshot-blob", blob];
+  };
+  if (existsSync(blob)) return found();
   if (existsSync(`${blob}.failed`)) return [];
   // Built under another name and renamed: a start never sees half a blob, and two starts
   // building at once each rename a whole one.
@@ -103,7 +110,7 @@ export function snapshotFlags({ dist, flags, env = process.env, execPath = proce
     if (r.status === 0) {
       renameSync(partial, blob);
       prune(dir, blob);
-      return ["--snapshot-blob", blob];
+      return found();
     }
     writeFileSync(
       `${blob}.failed`,
@@ -112,6 +119,47 @@ export function snapshotFlags({ dist, flags, env = process.env, execPath = proce
   } catch {}
   rmSync(partial, { force: true });
   return [];
+}
+
+/** The record's first line: its format, which bin/auditpipe.js's shell lines check. */
+const EXEC_RECORD_VERSION = "auditpipe run-exec 1";
+
+/**
+ * Writes `dir/run-exec`: the command line that starts `run` from `blob` — NODE_OPTIONS as given,
+ * the Node.js binary, the launcher, the build, the added flags, the blob — one a line, and gives
+ * it the binary's modification time (`touch -r`: Node.js sets times to the microsecond only).
+ * bin/auditpipe.js's shell lines exec the same when it still holds, without a Node.js boot of their
+ * own (~20 ms). Nothing is written where the shell could not repeat it exactly (NODE_OPTIONS over
+ * two lines, flags it would split or expand); an unchanged record is left as it is. Written under
+ * another name and renamed: a start never reads half a record.
+ */
+export function writeExecRecord({ dir, node, script, build, flags, blob, env = process.env }) {
+  const options = env.NODE_OPTIONS ?? "";
+  if (
+    [options, node, script, blob].some((t) => /[\r\n]/.test(t)) ||
+    !flags.every((f) => /^[\w.=:,+@%/-]+$/.test(f))
+  )
+    return;
+  const text = [EXEC_RECORD_VERSION, options, node, script, build, flags.join(" "), blob, "end", ""].join(
+    "\n",
+  );
+  const record = join(dir, "run-exec");
+  try {
+    const nodeTime = statSync(node, { bigint: true }).mtimeNs;
+    const now = statSync(record, { bigint: true, throwIfNoEntry: false });
+    if (now?.mtimeNs === nodeTime && readFileSync(record, "utf8") === text) return;
+  } catch {
+    return;
+  }
+  const partial = `${record}.${process.pid}.partial`;
+  try {
+    writeFileSync(partial, text, { mode: 0o600 });
+    const touched = process
+      .getBuiltinModule?.("node:child_process")
+      .spawnSync("touch", ["-r", node, partial], { stdio: "ignore" });
+    if (touched?.status === 0) renameSync(partial, record);
+  } catch {}
+  rmSync(partial, { force: true });
 }
 
 /** A month: a blob (~15 MB) made that long ago is for a Node.js or build likely gone by now. */

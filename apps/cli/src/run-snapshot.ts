@@ -9,7 +9,9 @@
  * Started as `node --snapshot-blob BLOB bin/auditpipe.js run ...`, so process.argv is the same as
  * without a snapshot and `run`'s own children (compaction) start the CLI the usual way.
  */
+import "node:cluster";
 import { enableCompileCache } from "node:module";
+import { isIPv6 } from "node:net";
 import { pathToFileURL } from "node:url";
 import { startupSnapshot } from "node:v8";
 import { processIO, runWithExitStatus } from "./command-run.ts";
@@ -22,6 +24,13 @@ declare global {
   /** What the bundle's `import.meta.url` reads (bundle.mjs): bin/auditpipe.js's URL. */
   var __auditpipeEntryUrl: string | undefined;
 }
+
+// Node.js code `run` runs at every start, made ready here so the blob holds it: node:cluster,
+// which node:net loads on a server's first listen (compiling it and its internals, ~2 ms; as it
+// loads it reads NODE_UNIQUE_ID and NODE_CLUSTER_SCHED_POLICY, which concern cluster workers:
+// `run` is never one, nor forks any), and isIPv6's regular expression, which a listen on a host
+// runs on the address (compiled on first use, ~2 ms; V8 keeps its bytecode in the blob).
+isIPv6("127.0.0.1");
 
 // zod compiles an object schema's parser (generated code) on its first parse: done here, on an
 // empty config (nothing read), so the blob holds it and `run` does not compile it at every start.

@@ -10,6 +10,8 @@ export interface DockerfileRuntime {
   command: string[];
   /** HEALTHCHECK's CMD (exec form). */
   healthcheck: string[];
+  /** The final stage's RUN commands (shell form), in order. */
+  run: string[];
 }
 
 /** Joins backslash-continued lines. */
@@ -40,16 +42,18 @@ export function dockerfileRuntime(text: string): DockerfileRuntime {
   let entrypoint: string[] = [];
   let cmd: string[] = [];
   let healthcheck: string[] = [];
+  const run: string[] = [];
   for (const line of last) {
     const [instruction, ...rest] = line.trim().split(/\s+/);
     const args = rest.join(" ");
     if (instruction === "ENV") for (const [k, v] of assignments(args)) env[k] = v;
+    else if (instruction === "RUN") run.push(args);
     else if (instruction === "ENTRYPOINT") entrypoint = JSON.parse(args) as string[];
     else if (instruction === "CMD") cmd = JSON.parse(args) as string[];
     else if (instruction === "HEALTHCHECK")
       healthcheck = JSON.parse(args.slice(args.indexOf("CMD ") + 4)) as string[];
   }
-  return { env, command: [...entrypoint, ...cmd], healthcheck };
+  return { env, command: [...entrypoint, ...cmd], healthcheck, run };
 }
 
 export interface SystemdService {

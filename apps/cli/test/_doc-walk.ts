@@ -12,8 +12,8 @@ import { repoRoot, waitUntil } from "@auditpipe/testkit";
 
 /**
  * A directory to put first on PATH holding `auditpipe` as `npm install -g` installs it (the built
- * launcher) and `node`, the Node.js the suite runs on (the launcher's `#!/usr/bin/env node` finds
- * it): one process per command, no shell shim between a signal and the CLI.
+ * launcher) and `node`, the Node.js the suite runs on (the launcher's `#!/bin/sh` lines exec the
+ * `node` on PATH: this one): one process per command, no shell shim between a signal and the CLI.
  */
 export function installedBin(dir: string): string {
   mkdirSync(dir, { recursive: true });

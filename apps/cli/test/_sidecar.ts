@@ -33,7 +33,9 @@ export function spawnCli(
   options: SpawnOptions = {},
 ): ChildProcessByStdio<null, Readable, Readable> {
   const node = options.built
-    ? [process.execPath, options.bin ?? BIN, ...argv]
+    ? options.direct
+      ? [options.bin ?? BIN, ...argv]
+      : [process.execPath, options.bin ?? BIN, ...argv]
     : [process.execPath, "--conditions=@auditpipe/source", CLI, ...argv];
   // With a umask: through a shell that sets it and execs node (same process, the umask inherited).
   const shell =
@@ -58,6 +60,11 @@ export interface SpawnOptions {
   built?: boolean;
   /** With `built`: another build's launcher (benchmarks comparing two builds in one run). */
   bin?: string;
+  /**
+   * With `built`: the launcher run as a command, by its `#!` line, as an installed `auditpipe` is
+   * (the `node` on PATH), rather than given to this Node.js.
+   */
+  direct?: boolean;
   /** Run as this OS user (the test runs as root): e.g. `postgres`, the owner of the log files. */
   user?: { uid: number; gid: number };
   /** Its open-file limit, soft and hard (util-linux's `prlimit --nofile`). */

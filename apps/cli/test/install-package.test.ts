@@ -299,6 +299,11 @@ describe("the published auditpipe package, as a user installs it", () => {
         AUDITPIPE_FORMAT: "csvlog",
         AUDITPIPE_BATCH_MAX_AGE_MS: "200",
       });
+      // The image's build step that starts the installed command (`run --help`, as the image's
+      // user): it builds `run`'s snapshot and leaves its command line for the command's shell lines.
+      const steps = image.run.filter((step) => step.includes("/opt/auditpipe/bin/auditpipe"));
+      expect(steps).toHaveLength(1);
+      await exec("/bin/sh", ["-c", here(steps[0]!)], { cwd: work, env });
       try {
         await shipsEveryEntry(pg, image.command.map(here), env, join(volume, "archive"), async (tini) => {
           // One sidecar process under tini: the image's NODE_OPTIONS carry the heap limits.
@@ -309,6 +314,10 @@ describe("the published auditpipe package, as a user installs it", () => {
           const argv = readFileSync(`/proc/${children[0]}/cmdline`, "utf8").split("\0");
           expect(argv[argv.indexOf("--snapshot-blob") + 1]).toMatch(
             new RegExp(`^${join(installed, "snapshot")}/run-[0-9a-f]{32}\\.blob$`),
+          );
+          // Exec'd by the command's shell lines from that record: no Node.js boot of the launcher's.
+          expect(readFileSync(`/proc/${children[0]}/environ`, "utf8").split("\0")).toContain(
+            "AUDITPIPE_NO_REEXEC=sh",
           );
           const [node, ...check] = image.healthcheck.map(here);
           await exec(node === "node" ? process.execPath : node!, check, { cwd: work, env });

@@ -209,6 +209,8 @@ describe("dist/run-snapshot.cjs", () => {
           /^env\.NODE_DEBUG .*\/semver\//,
           /^env\.NODE_V8_COVERAGE .*\/thread-stream\//,
           /^env\.(FORCE_COLOR|NO_COLOR|NODE_DISABLE_COLORS|TERM) .*node:internal\/util\/colors/,
+          // node:cluster's policy for the workers it forks (src/run-snapshot.ts): `run` forks none.
+          /^env\.NODE_CLUSTER_SCHED_POLICY .*node:internal\/cluster\/primary/,
         ].some((known) => known.test(read)),
     );
     expect(reads).toEqual([]);
