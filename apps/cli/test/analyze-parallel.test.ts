@@ -15,7 +15,13 @@ import { listCases, readExpected, readFixture } from "@auditpipe/fixtures";
 import type { MalformedRecord } from "@auditpipe/parse";
 import { logSettled, startPostgres, waitUntil } from "@auditpipe/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { analyzeFilesParallel, type ParallelOptions } from "../src/analyze/parallel.ts";
+import {
+  analyzeFilesParallel,
+  MAX_RANGE_BYTES,
+  MIN_RANGE_BYTES,
+  type ParallelOptions,
+  rangeStarts,
+} from "../src/analyze/parallel.ts";
 import { type AnalyzeOptions, analyzeFiles, type FileSummary } from "../src/analyze/read-logs.ts";
 import { progressLine } from "../src/commands/analyze.ts";
 
@@ -218,6 +224,42 @@ describe("parallel analyze equals serial analyze", () => {
     } finally {
       await pg.stop();
     }
+  });
+});
+
+describe("where a file is cut", () => {
+  /** The ranges' sizes, from their starts. */
+  const sizes = (size: number, starts: number[]): number[] =>
+    starts.map((at, i) => (starts[i + 1] ?? size) - at);
+
+  it("in one range per thread where each is at most 64 MiB; this thread's, the last, longer by what it reads while the workers start", () => {
+    const size = 120_204_036; // the reference csvlog
+    const lead = 8 << 20;
+    expect(rangeStarts(size, 2, lead)).toEqual([0, Math.floor((size - lead) / 2)]);
+    const [first, last] = sizes(size, rangeStarts(size, 2, lead));
+    expect(last! - first!).toBeLessThanOrEqual(lead + 1);
+    expect(rangeStarts(size, 2)).toEqual([0, size / 2]);
+    expect(sizes(size, rangeStarts(size, 4, lead))).toHaveLength(4);
+  });
+
+  it("in equal ranges, as many per thread, at most MAX_RANGE_BYTES and at least MIN_RANGE_BYTES each", () => {
+    for (const size of [3 * MIN_RANGE_BYTES, 129 << 20, 1 << 30, 10 * (1 << 30) + 12_345]) {
+      for (const jobs of [2, 3, 4, 8]) {
+        const starts = rangeStarts(size, jobs, 8 << 20);
+        const n = starts.length;
+        expect(starts[0]).toBe(0);
+        expect(n % jobs === 0 || size < jobs * 2 * MIN_RANGE_BYTES).toBe(true);
+        for (const bytes of n === jobs ? sizes(size, starts).slice(0, -1) : sizes(size, starts)) {
+          expect(bytes).toBeLessThanOrEqual(MAX_RANGE_BYTES);
+          expect(bytes).toBeGreaterThanOrEqual(MIN_RANGE_BYTES - (n === jobs ? 8 << 20 : 0));
+        }
+      }
+    }
+  });
+
+  it("not at all when it is smaller than two ranges", () => {
+    expect(rangeStarts(MIN_RANGE_BYTES * 2 - 1, 2)).toEqual([0]);
+    expect(rangeStarts(1000, 4, 8 << 20)).toEqual([0]);
   });
 });
 

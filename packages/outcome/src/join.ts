@@ -961,16 +961,29 @@ export class OutcomeJoin<H> {
     const join = new OutcomeJoin<H>(options);
     if (snapshot.version !== 1) return join;
     let pending = 0;
-    const stmt = (st: StmtSnapshot<J>): Stmt<H> => {
+    // Built as the join builds its own (same properties, same order), not spread from the
+    // snapshot: objects of one shape keep the join's compiled code to one map (parallel
+    // `analyze` restores a join per range).
+    const stmt = (st: StmtSnapshot<J>, done = false): Stmt<H> => {
       pending += st.handles.length;
-      return { ...st, handles: st.handles.map(fromJson), done: false };
+      return {
+        id: st.id,
+        lastId: st.lastId,
+        seq: st.seq,
+        key: st.key,
+        control: st.control,
+        name: st.name,
+        chain: st.chain,
+        handles: done ? [] : st.handles.map(fromJson),
+        done,
+      };
     };
     for (const [key, ss] of snapshot.sessions) {
-      const stmts = ss.tx?.stmts.map(stmt) ?? [];
+      const stmts = ss.tx?.stmts.map((st) => stmt(st)) ?? [];
       const bySeq = new Map(stmts.map((st) => [st.seq, st]));
       // The latest statement, when it has left its transaction, only says which id came last.
       let cur: Stmt<H> | null = null;
-      if (ss.cur !== null) cur = bySeq.get(ss.cur.seq) ?? { ...stmt(ss.cur), handles: [], done: true };
+      if (ss.cur !== null) cur = bySeq.get(ss.cur.seq) ?? stmt(ss.cur, true);
       const tx: Tx<H> | null =
         ss.tx === null
           ? null
@@ -979,7 +992,7 @@ export class OutcomeJoin<H> {
               explicit: ss.tx.explicit,
               aborted: ss.tx.aborted,
               stmts,
-              savepoints: ss.tx.savepoints.map((sp) => ({ ...sp })),
+              savepoints: ss.tx.savepoints.map((sp) => ({ name: sp.name, seq: sp.seq })),
               ending: ss.tx.ending === null ? null : (bySeq.get(ss.tx.ending) ?? null),
             };
       const awaiting = ss.awaiting.map(([j, outcome]) => ({ handle: fromJson(j), outcome }));

@@ -53,6 +53,12 @@ export class CsvFieldScanner {
   private table!: Int32Array;
   private bytes!: Uint8Array;
   private exports!: ScannerExports;
+  /**
+   * The instance's scan, held here: each instance's exports object has a map of its own, so a
+   * call through it made the parser's compiled code fail its map check on every new scanner
+   * (parallel `analyze` makes one per range). Memory grows in place, so a scanner keeps its instance.
+   */
+  private scanRecord!: (pos: number, len: number) => number;
 
   constructor() {
     this.instantiate(2 * PAGE);
@@ -61,15 +67,14 @@ export class CsvFieldScanner {
   /** Copies `input` into the scanner's memory; scan() positions index into it. */
   load(input: Uint8Array): void {
     const need = DATA + input.length;
-    if (need > this.bytes.length || (this.bytes.length > KEEP_BYTES && need <= KEEP_BYTES)) {
-      this.instantiate(need);
-    }
+    if (this.bytes.length > KEEP_BYTES && need <= KEEP_BYTES) this.instantiate(need);
+    else if (need > this.bytes.length) this.grow(need);
     this.bytes.set(input, DATA);
   }
 
   /** Reads the record at `pos` of the first `len` loaded bytes: see the SCAN_* results. */
   scan(pos: number, len: number): number {
-    return this.exports.scan(pos, len);
+    return this.scanRecord(pos, len);
   }
 
   /** Bytes of memory the scanner holds. */
@@ -85,11 +90,17 @@ export class CsvFieldScanner {
   private instantiate(minBytes: number): void {
     compiled ??= new WebAssembly.Module(Buffer.from(CSV_FIELDS_WASM, "base64"));
     const instance = new WebAssembly.Instance(compiled, {});
-    const exports = instance.exports as unknown as ScannerExports;
-    const have = exports.memory.buffer.byteLength;
-    if (minBytes > have) exports.memory.grow(Math.ceil((minBytes - have) / PAGE));
-    const buffer = exports.memory.buffer;
-    this.exports = exports;
+    this.exports = instance.exports as unknown as ScannerExports;
+    this.scanRecord = this.exports.scan;
+    this.grow(minBytes);
+  }
+
+  /** At least `minBytes` of memory, the views made again over it (growing detaches the old buffer). */
+  private grow(minBytes: number): void {
+    const memory = this.exports.memory;
+    const have = memory.buffer.byteLength;
+    if (minBytes > have) memory.grow(Math.ceil((minBytes - have) / PAGE));
+    const buffer = memory.buffer;
     this.bytes = new Uint8Array(buffer);
     this.table = new Int32Array(buffer, 0, TABLE_WORDS);
     this.starts = this.table.subarray(0, MAX_TABLE_FIELDS);

@@ -274,7 +274,10 @@ export async function readChunk(
         report({ ...error, offset });
       },
     },
-    task.prefix === undefined ? {} : { prefix: task.prefix },
+    // No record leaves this reader but as what the tally, the join and its events read (their
+    // places and times): none reads UNREAD_FIELDS. The tests check the report against the
+    // serial reader's, which keeps them.
+    task.prefix === undefined ? { omitUnreadFields: true } : { prefix: task.prefix, omitUnreadFields: true },
   );
 
   if (task.gzip) {
@@ -463,23 +466,12 @@ export class HeldRecords {
   }
 
   /**
-   * Gives every record to `visit`, in order, as a record and entry that hold what the join reads
-   * (the same two objects each time: the join keeps nothing of them but their values).
+   * Gives every record to `visit`, in order, as a record and entry that hold what the join reads.
+   * Each is a new object built whole, in the parser's shape: writing the fields of one object
+   * over and over would make V8 take those fields for mutable in that shape, the parser's own
+   * records', and drop the compiled code that relied on them (parse, decode, tally, join).
    */
   replay(visit: (route: Route, record: LogRecord, entry?: AuditEntry, handle?: EntryHandle) => void): void {
-    const record = blankRecord(0, 0);
-    const entry: AuditEntry = {
-      auditType: "",
-      statementId: 0,
-      substatementId: 0,
-      class: "",
-      command: "",
-      objectType: "",
-      objectName: "",
-      statement: "",
-      parameter: "<none>",
-      rows: null,
-    };
     const { nums, strs, entryStrs, plainStrs } = this;
     let e = 0;
     let p = 0;
@@ -487,34 +479,91 @@ export class HeldRecords {
       const n = 3 * i;
       const k = 6 * i;
       const pid = nums[n + 1]!;
-      record.size = nums[n]!;
-      record.pid = Number.isNaN(pid) ? null : pid;
-      record.sessionId = strs[k]!;
-      record.virtualTransactionId = strs[k + 1]!;
-      record.user = strs[k + 2]!;
-      record.database = strs[k + 3]!;
-      record.severity = strs[k + 4]!;
-      record.sqlState = strs[k + 5]!;
       const place = this.places.get(i);
-      record.offset = place?.[0] ?? 0;
-      record.timestamp = place?.[1] ?? null;
       const flags = this.flags[i]!;
       const route = (flags >> 1) as Route;
-      if ((flags & 1) === 0) {
-        record.message = plainStrs[p++]!;
-        record.query = plainStrs[p++]!;
+      const plain = (flags & 1) === 0;
+      const record = replayedRecord(
+        place?.[0] ?? 0,
+        small(nums[n]!),
+        place?.[1] ?? null,
+        Number.isNaN(pid) ? null : small(pid),
+        strs,
+        k,
+        plain ? plainStrs[p++]! : "",
+        plain ? plainStrs[p++]! : null,
+      );
+      if (plain) {
         visit(route, record);
         continue;
       }
-      record.message = "";
-      record.query = null;
-      entry.class = entryStrs[e++]!;
-      entry.command = entryStrs[e++]!;
-      entry.statement = entryStrs[e++]!;
-      entry.statementId = nums[n + 2]!;
+      const entry: AuditEntry = {
+        auditType: "",
+        statementId: small(nums[n + 2]!),
+        substatementId: 0,
+        class: entryStrs[e++]!,
+        command: entryStrs[e++]!,
+        objectType: "",
+        objectName: "",
+        statement: entryStrs[e++]!,
+        parameter: "<none>",
+        rows: null,
+      };
       visit(route, record, entry, [entry.command, record.user, record.size]);
     }
   }
+}
+
+/** A held record as the join reads it: the fields in the order the parsers build them (blankRecord's). */
+function replayedRecord(
+  offset: number,
+  size: number,
+  timestamp: string | null,
+  pid: number | null,
+  strs: (string | null)[],
+  k: number,
+  message: string,
+  query: string | null,
+): LogRecord {
+  return {
+    offset,
+    size,
+    timestamp,
+    user: strs[k + 2]!,
+    database: strs[k + 3]!,
+    pid,
+    remoteHost: null,
+    sessionId: strs[k]!,
+    sessionLine: null,
+    commandTag: null,
+    sessionStart: null,
+    virtualTransactionId: strs[k + 1]!,
+    transactionId: null,
+    severity: strs[k + 4] ?? "",
+    sqlState: strs[k + 5]!,
+    message,
+    detail: null,
+    hint: null,
+    internalQuery: null,
+    internalPosition: null,
+    context: null,
+    query,
+    queryPosition: null,
+    location: null,
+    applicationName: null,
+    backendType: null,
+    leaderPid: null,
+    queryId: null,
+  };
+}
+
+/**
+ * A number read back from a Float64Array, as the parser makes it: a small integer (a Smi) where
+ * it is one. A double put where the parser's records hold small integers changes the objects'
+ * field representation (a new map), and the join's compiled code fails its map checks on both.
+ */
+function small(n: number): number {
+  return n >= 0 && n <= 0x3fffffff ? n | 0 : n;
 }
 
 /** A string the edge keeps, copied off the parser's text (which it would keep alive: see detached()). */
@@ -545,7 +594,7 @@ export function joinChunk(
     (visit) => held.edge.replay(visit),
     options,
     identity,
-    identity,
+    fromState,
   );
   if (merged === undefined) return undefined;
   tally.merge(held.tally);
@@ -574,6 +623,11 @@ export function endJoin(state: JoinState, miscLogged?: boolean): VolumeTallyStat
 }
 
 const identity = (h: EntryHandle): EntryHandle => h;
+/**
+ * A handle from a state that came from another thread, made again as the reader makes its own:
+ * an array the structured clone made has another map, which the join's compiled code would fail on.
+ */
+const fromState = (h: EntryHandle): EntryHandle => [h[0], h[1], h[2]];
 
 /** A join's decisions and attempts added to `tally`, its events to `event`. */
 function joinOptions(
@@ -596,5 +650,5 @@ function restoreJoin(
 ): OutcomeJoin<EntryHandle> {
   return state === undefined
     ? new OutcomeJoin<EntryHandle>(options)
-    : OutcomeJoin.restore(state, options, identity);
+    : OutcomeJoin.restore(state, options, fromState);
 }

@@ -3,9 +3,9 @@
  * worker threads (range-reader.ts), one range after another, and merged here into the report one
  * thread reading every file in order would give (read-logs.ts, which stays the reader of small inputs and of stdin).
  *
- * - A plain file is cut every `chunkBytes`; each range starts at the first record its reader
- *   finds at or after its nominal start and is accepted only when that is exactly where the range
- *   before it ended (its reader read on to the next record's start): otherwise it is read again
+ * - A plain file is cut into ranges (rangeStarts: one per thread, up to 64 MiB); each range
+ *   starts at the first record its reader finds at or after its nominal start and is accepted
+ *   only when that is exactly where the range before it ended (its reader read on to the next record's start): otherwise it is read again
  *   from there. A .gz file is one range (one decompressing reader per file), and so is a syslog
  *   file (its parser gives a process's records out of file order).
  * - Tallies are sums, minimums and maximums of the ranges' (VolumeTally.merge).
@@ -18,9 +18,10 @@
  *   is read again joined from that state. A range whose state is known when it is handed out
  *   (the first, a range read again) is joined from it as it is read.
  *
- * Memory: per worker, the range it reads and at most MAX_HELD ranges read and not yet merged,
- * each its own join's state and its edge: bounded by the sessions open and the records of a
- * session's unfinished transaction, not by the range's size or the input's. The tallies hold one
+ * Memory: per reader, the range it reads and at most MAX_HELD ranges (MAX_HELD_BYTES of them)
+ * read and not yet merged, each its own join's state and its edge: bounded by the sessions open
+ * and the records of a session's unfinished transaction, not by the input's size (where the log
+ * carries no virtual transaction id, a session that never BEGINs is all edge: at most its range). The tallies hold one
  * entry per distinct key (class, command, audit type, object, user, database, SQLSTATE) per range
  * until merged, and the join its open sessions and transactions (bounded by its caps).
  */
@@ -45,15 +46,46 @@ import { type LoggingSigns, mergeSigns, noSigns, outcomeHints } from "./outcomes
 import { rangeReader } from "./range-reader.ts";
 import { type AnalyzeOptions, type FileSummary, fileStart } from "./read-logs.ts";
 
-/** Range size by default: large enough that a range's start-up and hand-over cost little. */
-export const DEFAULT_CHUNK_BYTES: number = 16 << 20;
+/**
+ * A range's size at most. A range read ahead of the join holds its edge until merged, and in a log
+ * without virtual transaction ids whose sessions never BEGIN that is all of its records: this
+ * bounds what a thread holds (with MAX_HELD_BYTES).
+ */
+export const MAX_RANGE_BYTES: number = 64 << 20;
+/** A range's size at least, where a file is cut in more than one (smaller ones share little work). */
+export const MIN_RANGE_BYTES: number = 8 << 20;
 /** Inputs smaller than this are read in this thread (a worker's start-up costs more than it saves). */
 export const PARALLEL_MIN_BYTES: number = 24 << 20;
 /**
- * Ranges a worker holds read and not yet merged; it reads no further range until one is. A held
- * range is its join's state and its edge (a few sessions' records), so a worker may run ahead.
+ * Ranges a reader holds read and not yet merged, and their bytes at most: it reads no further
+ * range until one is merged (it may always hold one). A held range is its join's state and its
+ * edge (a few sessions' records; see MAX_RANGE_BYTES), so a reader may run ahead.
  */
 const MAX_HELD = 4;
+const MAX_HELD_BYTES = 64 << 20;
+
+/**
+ * Where a plain file of `size` bytes is cut for `jobs` threads (nominal starts, the first 0): as
+ * few ranges as give each thread an equal share, each at most MAX_RANGE_BYTES and at least
+ * MIN_RANGE_BYTES. Few ranges, because each costs more than its own start: a thread that both
+ * joins a range as it reads it (the first) and holds one for the merge runs both ways of joining,
+ * and V8 compiles and deoptimizes the shared code again for each (a trace of the reference
+ * csvlog, 2 threads: ~0.2 s of CPU from 2 ranges to 8, most of it V8's compiler threads).
+ */
+export function rangeStarts(size: number, jobs: number, lead = 0): number[] {
+  const even = jobs * Math.ceil(size / (jobs * MAX_RANGE_BYTES));
+  const n = Math.max(1, Math.min(even, Math.floor(size / MIN_RANGE_BYTES)));
+  // One range per thread: the last, this thread's, is `lead` bytes longer (see WORKER_START_BYTES).
+  const extra = n === jobs && n > 1 && lead < size / n ? lead : 0;
+  return Array.from({ length: n }, (_, i) => Math.floor((i * (size - extra)) / n));
+}
+
+/**
+ * What this thread reads while the workers start (~0.05-0.08 s to load the worker's bundle into a
+ * fresh isolate, at ~150 MB/s): where the first file is cut in one range per thread, the last
+ * range, which this thread reads from the start, is that much longer, so that all end together.
+ */
+const WORKER_START_BYTES = 8 << 20;
 
 export interface ParallelOptions extends AnalyzeOptions {
   /** Worker threads; default the cores Node may use (availableParallelism). */
@@ -116,8 +148,9 @@ interface FilePlan {
 async function planRanges(
   files: string[],
   options: ParallelOptions,
+  jobs: number,
 ): Promise<{ plans: FilePlan[]; tasks: ChunkTask[] }> {
-  const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+  const chunkBytes = options.chunkBytes;
   const keepMalformed = options.keepMalformed ?? Number.POSITIVE_INFINITY;
   const plans: FilePlan[] = [];
   const tasks: ChunkTask[] = [];
@@ -128,7 +161,16 @@ async function planRanges(
     const { summary, gzip } = start;
     const whole = gzip || summary.format === "syslog";
     const plan: FilePlan = { file, summary, tasks: [] };
-    for (let at = 0; at < size; at += chunkBytes) {
+    const starts =
+      size === 0
+        ? []
+        : whole
+          ? [0]
+          : chunkBytes === undefined
+            ? rangeStarts(size, jobs, tasks.length === 0 ? WORKER_START_BYTES : 0)
+            : Array.from({ length: Math.max(1, Math.ceil(size / chunkBytes)) }, (_, i) => i * chunkBytes);
+    for (let i = 0; i < starts.length; i++) {
+      const at = starts[i]!;
       const task: ChunkTask = {
         index: tasks.length,
         file,
@@ -137,14 +179,13 @@ async function planRanges(
         format: summary.format,
         prefix: summary.prefix,
         start: at,
-        end: whole ? size : Math.min(size, at + chunkBytes),
+        end: starts[i + 1] ?? size,
         exactStart: at === 0,
         keepMalformed: Number.isFinite(keepMalformed) ? keepMalformed : 1e9,
         probeBytes: options.probeBytes ?? PROBE_BYTES,
       };
       plan.tasks.push(task);
       tasks.push(task);
-      if (whole) break;
     }
     plans.push(plan);
   }
@@ -160,7 +201,8 @@ async function planRanges(
 export async function analyzeFilesParallel(files: string[], options: ParallelOptions): Promise<VolumeReport> {
   const miscLogged = options.outcomes?.miscLogged;
   const total = files.reduce((sum, f) => sum + statSync(f).size, 0);
-  const { plans, tasks } = await planRanges(files, options);
+  const jobs = Math.max(1, options.jobs ?? availableParallelism());
+  const { plans, tasks } = await planRanges(files, options, jobs);
   const tally = new VolumeTally();
   const signs: LoggingSigns = noSigns();
   const prefixes = new Set<string>();
@@ -172,7 +214,7 @@ export async function analyzeFilesParallel(files: string[], options: ParallelOpt
 
   const runner: Runner = options.inline
     ? new InlineRunner(miscLogged)
-    : new ThreadRunner(Math.max(1, Math.min(options.jobs ?? availableParallelism(), tasks.length)), {
+    : new ThreadRunner(Math.max(1, Math.min(jobs, tasks.length)), {
         miscLogged,
       });
   let done = 0;
@@ -239,8 +281,8 @@ interface Events {
 
 /** What runs ranges: worker threads, or this thread (tests). */
 interface Runner {
-  /** Whether a range may be handed out now (`urgent`: the join waits for it). */
-  canRead(urgent: boolean): boolean;
+  /** Whether a range of `bytes` may be handed out now (`urgent`: the join waits for it). */
+  canRead(urgent: boolean, bytes: number): boolean;
   /** Reads a range; with `join`, returns whether it joins it as it reads (then it reports read, then joined). */
   read(task: ChunkTask, join?: JoinFrom): boolean;
   join(index: number, state: JoinState | undefined): void;
@@ -291,11 +333,11 @@ async function coordinate(
   let rejoin: ChunkTask | undefined;
   const again = new Set<number>();
   const dispatch = (): void => {
-    if (rejoin !== undefined && runner.canRead(true)) {
+    if (rejoin !== undefined && runner.canRead(true, 0)) {
       runner.read(rejoin, { state: states.get(rejoin.format), start: rejoin.start, again: true });
       rejoin = undefined;
     }
-    while (queue.length > 0 && runner.canRead(queue[0]!.index === joined)) {
+    while (queue.length > 0 && runner.canRead(queue[0]!.index === joined, queue[0]!.end - queue[0]!.start)) {
       const next = queue.shift()!;
       // The MISC pairs known so far: they only grow, so the range's start knows them too.
       const task = { ...next, miscPairs: states.get(next.format)?.miscPairs };
@@ -466,8 +508,15 @@ function workerUrl(): { url: URL; execArgv?: string[] } {
  * the bundle into a fresh isolate, costs ~0.07 s of CPU).
  */
 class ThreadRunner implements Runner {
-  /** The readers; this thread's is the last, so ranges go to the workers first. */
-  private readonly slots: { send: (message: ToWorker) => void; reading: boolean; held: Set<number> }[] = [];
+  /**
+   * The readers (`held`: the ranges each holds, and their bytes); this thread's is the last, so
+   * ranges go to the workers first.
+   */
+  private readonly slots: {
+    send: (message: ToWorker) => void;
+    reading: boolean;
+    held: Map<number, number>;
+  }[] = [];
   private readonly workers: Worker[] = [];
   /** Which reader holds a range read and not joined. */
   private readonly holder = new Map<number, number>();
@@ -487,14 +536,14 @@ class ThreadRunner implements Runner {
           this.push({ type: "error", message: `an analyze worker exited with ${code}` });
       });
       this.workers.push(worker);
-      this.slots.push({ send: (message) => worker.postMessage(message), reading: false, held: new Set() });
+      this.slots.push({ send: (message) => worker.postMessage(message), reading: false, held: new Map() });
     }
     const handle = rangeReader(setup.miscLogged, this.receiver(jobs - 1));
     // Later, as a worker would: the coordinator is not re-entered while it hands out ranges.
     this.slots.push({
       send: (message) => setImmediate(() => handle(message)),
       reading: false,
-      held: new Set(),
+      held: new Map(),
     });
   }
 
@@ -504,7 +553,7 @@ class ThreadRunner implements Runner {
       const slot = this.slots[i]!;
       if (message.type === "read") {
         slot.reading = false;
-        slot.held.add(message.read.index);
+        slot.held.set(message.read.index, message.read.end - message.read.start);
         this.holder.set(message.read.index, i);
       } else if (message.type === "joined" || message.type === "refused") {
         const index = message.type === "joined" ? message.joined.index : message.index;
@@ -520,16 +569,22 @@ class ThreadRunner implements Runner {
     this.wake?.();
   }
 
-  private free(urgent: boolean): number {
-    return this.slots.findIndex((w) => !w.reading && (urgent || w.held.size < MAX_HELD));
+  private free(urgent: boolean, bytes: number): number {
+    return this.slots.findIndex((w) => {
+      if (w.reading) return false;
+      if (urgent || w.held.size === 0) return true;
+      let held = bytes;
+      for (const b of w.held.values()) held += b;
+      return w.held.size < MAX_HELD && held <= MAX_HELD_BYTES;
+    });
   }
 
-  canRead(urgent: boolean): boolean {
-    return this.free(urgent) >= 0;
+  canRead(urgent: boolean, bytes: number): boolean {
+    return this.free(urgent, bytes) >= 0;
   }
 
   read(task: ChunkTask, join?: JoinFrom): boolean {
-    const i = this.free(true);
+    const i = this.free(true, 0);
     this.slots[i]!.reading = true;
     this.post(i, join === undefined ? { type: "read", task } : { type: "read", task, join });
     return join !== undefined;

@@ -226,13 +226,23 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         options.onMalformed?.(file, error);
       },
     };
+    // Records handed to no caller (only the tally, the join and its events, which read their
+    // places and times) need none of UNREAD_FIELDS.
+    const omitUnreadFields =
+      options.onEntry === undefined &&
+      options.outcomes?.onOutcome === undefined &&
+      options.outcomes?.onAttempt === undefined;
     const onChunk = (chunk: Buffer): void => {
       if (!parser) {
         summary = describeFile(file, chunk, options);
         format = summary.format;
         const prefix = summary.prefix;
         outcomes.file(format, prefix, file);
-        parser = createParser(format, sink, prefix === undefined ? {} : { prefix });
+        parser = createParser(
+          format,
+          sink,
+          prefix === undefined ? { omitUnreadFields } : { prefix, omitUnreadFields },
+        );
       }
       parser.push(chunk);
       offset += chunk.length;
