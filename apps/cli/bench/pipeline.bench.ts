@@ -5,8 +5,9 @@
  * - peak RSS of the real `auditpipe run` process reading ~250 MB and ~1 GB files;
  * - tail latency: append → counted in GET /v1/volume, p50/p99;
  * - impact on PostgreSQL: pgbench TPS with the sidecar running vs without, interleaved;
- * - CPU per entry of the real sidecar shipping to MinIO (gzip and zstd), by kind of thread, and
- *   where it goes stage by stage; its start-up CPU with a cold and a warm compile cache. With
+ * - CPU per entry of the real sidecar shipping to MinIO (gzip and zstd; compaction off), by kind
+ *   of thread, and where it goes stage by stage; the compaction child's CPU per row compacted, on
+ *   one shipped host-hour on its own; its start-up CPU with a cold and a warm compile cache. With
  *   AUDITPIPE_BENCH_BASELINE_BIN=<another build's bin/auditpipe.js>, that build too, interleaved;
  *   gzip -6, zstd -1 and node -e '' between its runs, the yardsticks of issue 24's ratios;
  * - analyze: `auditpipe analyze` on every core and with --jobs 1 against csv-parse splitting the
@@ -19,9 +20,11 @@ import { join } from "node:path";
 import type { LogFormat } from "@auditpipe/parse";
 import { DEFAULT_COMPRESSION } from "@auditpipe/ship";
 import { repoRoot, startMinio } from "@auditpipe/testkit";
+import { landingHour } from "../../../packages/compact/bench/_landing-hour.ts";
 import { REFERENCE_LOG_LINE_PREFIX, referenceData } from "../../../packages/parse/bench/_reference-data.ts";
 import { analyzeVsCsvParse } from "./_analyze-bench.ts";
 import { type Anchors, bestAnchors, commandCpuSeconds, measureAnchors } from "./_anchors.ts";
+import { type CompactionChildRun, compactionChild } from "./_compaction-child.ts";
 import { cpuStages } from "./_cpu-stages.ts";
 import { runParseOnly, runPipeline } from "./_pipeline.ts";
 import {
@@ -212,6 +215,11 @@ if (only.includes("cpu")) {
   ];
   const minio = await startMinio();
   const runs: (RssResult & { build: string; compression: string })[] = [];
+  // The sidecar runs with compaction off: a compaction pass caught in the steady window counted
+  // whatever part of an hour had landed by then. The child is measured apart, on a whole hour.
+  const compactions: (CompactionChildRun & { build: string })[] = [];
+  const hour = await landingHour(DEFAULT_COMPRESSION);
+  const thisBin = join(repoRoot(), "apps", "cli", "bin", "auditpipe.js");
   // gzip -6, zstd -1 and node -e '' measured between the sidecar's runs, on the same file.
   const anchors: Anchors[] = [];
   const starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[] = [];
@@ -234,7 +242,7 @@ if (only.includes("cpu")) {
             name: "s3",
             args: [
               ...["--s3-endpoint", minio.endpoint, "--s3-region", minio.region, "--s3-force-path-style"],
-              ...["--compression", compression, "--batch-max-age-ms", "1000"],
+              ...["--compression", compression, "--batch-max-age-ms", "1000", "--compact-ms", "0"],
             ],
           };
           const r = await sidecarRss(csv.file, perCopy, 2, { ...nodeOptions, ...credentials }, sink, bin);
@@ -245,6 +253,15 @@ if (only.includes("cpu")) {
           if (kept < 0) runs.push({ ...r, build, compression });
           else if (r.cpuMicrosPerEntry.steady < runs[kept]!.cpuMicrosPerEntry.steady)
             runs[kept] = { ...r, build, compression };
+        }
+        for (const { build, bin } of compression === DEFAULT_COMPRESSION ? builds : []) {
+          const c = compactionChild(bin ?? thisBin, hour);
+          console.log(
+            `  ${build}, compaction child, round ${round}: ${c.cpuMicrosPerRow} µs/row (${c.cpuS} s for ${c.rows} rows), peak RSS ${Math.round(c.maxRssMb)} MB`,
+          );
+          const kept = compactions.findIndex((k) => k.build === build);
+          if (kept < 0) compactions.push({ ...c, build });
+          else if (c.cpuS < compactions[kept]!.cpuS) compactions[kept] = { ...c, build };
         }
       }
   } finally {
@@ -273,10 +290,11 @@ if (only.includes("cpu")) {
   const stages = await cpuStages(csv.file, 3);
   console.table(stages);
   const anchor = bestAnchors(anchors);
-  const ratios = targetRatios(runs, starts, anchor);
+  const ratios = targetRatios(runs, compactions, starts, anchor);
   console.log(`  targets as ratios: ${JSON.stringify(ratios)}`);
   doc.cpu = {
     runs,
+    compactions,
     starts,
     stages,
     anchors: anchor,
@@ -370,19 +388,29 @@ if (only.includes("analyze")) {
 
 /**
  * Issue 24's targets as ratios of this run's anchors: the default configuration's (zstd) steady
- * CPU per entry over gzip -6's of the raw log (at most 1.5), and start-up CPU to the API
- * answering over an empty node -e script's (at most 5; warm: a restarted sidecar's compile cache).
+ * CPU per entry, compaction included (the sidecar's own per entry plus its compaction child's per
+ * row compacted: one row per entry), over gzip -6's of the raw log (at most 1.5); start-up CPU to
+ * the API answering over an empty node -e script's (at most 5; warm: a restarted sidecar's
+ * compile cache). `cpuPerEntryOverGzip` is the sidecar's alone, compaction off.
  */
 function targetRatios(
   runs: (RssResult & { build: string; compression: string })[],
+  compactions: (CompactionChildRun & { build: string })[],
   starts: (StartCpuResult & { build: string; cache: "cold" | "warm" })[],
   anchor: Anchors,
 ): Record<string, number | undefined> {
   const r = (n: number | undefined, d: number) => (n === undefined ? undefined : Number((n / d).toFixed(2)));
   const run = (c: string) => runs.find((x) => x.build === "this build" && x.compression === c);
   const start = (c: string) => starts.find((x) => x.build === "this build" && x.cache === c);
+  const sidecar = run("zstd")?.cpuMicrosPerEntry.steady;
+  const compaction = compactions.find((x) => x.build === "this build")?.cpuMicrosPerRow;
   return {
-    cpuPerEntryOverGzip: r(run("zstd")?.cpuMicrosPerEntry.steady, anchor.gzipMicrosPerEntry),
+    withCompactionOverGzip: r(
+      sidecar === undefined || compaction === undefined ? undefined : sidecar + compaction,
+      anchor.gzipMicrosPerEntry,
+    ),
+    compactionOverGzip: r(compaction, anchor.gzipMicrosPerEntry),
+    cpuPerEntryOverGzip: r(sidecar, anchor.gzipMicrosPerEntry),
     gzipConfigOverGzip: r(run("gzip")?.cpuMicrosPerEntry.steady, anchor.gzipMicrosPerEntry),
     startOverNode: r(start("warm")?.cpuToReady, anchor.nodeStartSeconds),
     coldStartOverNode: r(start("cold")?.cpuToReady, anchor.nodeStartSeconds),

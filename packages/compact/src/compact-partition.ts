@@ -13,6 +13,7 @@ import { mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
+import { applyDecisions, DECISION_KEY, type LineCounts } from "./_decisions.ts";
 import { DEFAULT_COMPACTION_MEMORY_LIMIT, type Engine, openEngine } from "./engine.ts";
 import { CompactError, CompactErrorCode } from "./errors.ts";
 import { compactionRecordKey, hourLabel, type LandingObject, type Partition, parquetKey } from "./layout.ts";
@@ -129,15 +130,15 @@ async function storedSha256(store: ArchiveStore, key: string, work: string): Pro
   }
 }
 
-/** The key an outcome decision and its entry share: session and line, else the source position. */
-const DECISION_KEY = `CASE WHEN session_id IS NOT NULL AND session_line IS NOT NULL
-  THEN 's' || session_id || '/' || session_line
-  ELSE 'o' || coalesce(source.file, '') || '@' || coalesce(CAST(source."offset" AS VARCHAR), '') END`;
-
 const COLUMN_LIST = PARQUET_COLUMNS.map((c) => quoteIdent(c.name)).join(", ");
 
-/** Staged and sliced rows: Parquet the engine reads back once, compressed cheaply. */
-const STAGE_FORMAT = "FORMAT parquet, COMPRESSION snappy";
+/**
+ * Staged and sliced rows: Parquet the engine reads back once, compressed cheaply, without
+ * dictionaries (plain encoding at once: the writer's dictionary attempts on every string column
+ * cost ~1 s of a 420,000-row hour's slices, more than the final file's writer then spends building
+ * its own; the final file is byte-for-byte the same).
+ */
+const STAGE_FORMAT = "FORMAT parquet, COMPRESSION snappy, DICTIONARY_SIZE_LIMIT 1";
 
 /**
  * Rows per time slice: a slice is sorted in the engine's memory beside the Parquet writer. Smaller
@@ -324,58 +325,6 @@ async function stageInputs(
     );
   await c.run(`CREATE VIEW lines AS SELECT * FROM read_parquet(${parquetList(stages)})`);
   return stages;
-}
-
-/** What the staged lines hold, counted (CompactionRecord.counts before the decisions are netted). */
-interface LineCounts {
-  lines: number;
-  entries: number;
-  attempts: number;
-  decisions: number;
-  laterDecisions: number;
-  pending: number;
-}
-
-/** The view `final`: `lines` with each entry's decided outcome in place, and the decisions of entries not here kept as rows. */
-async function applyDecisions(c: Engine["connection"]): Promise<LineCounts> {
-  // Decisions are few: every join below builds its hash table on them, never on the entries,
-  // so memory stays flat however large the hour.
-  await c.run(`CREATE TABLE decisions AS
-    SELECT _key, max_by(outcome, source."offset") AS outcome, max_by(sqlstate, source."offset") AS sqlstate
-    FROM lines WHERE record = 'outcome' GROUP BY _key`);
-  await c.run(`CREATE TABLE decided AS
-    SELECT DISTINCT l._key FROM lines l SEMI JOIN decisions d ON l._key = d._key WHERE l.record = 'entry'`);
-  await c.run(`CREATE VIEW final AS
-    SELECT l.* EXCLUDE (_key) REPLACE (
-        CASE WHEN d._key IS NULL THEN l.outcome ELSE d.outcome END AS outcome,
-        CASE WHEN d._key IS NULL THEN l.sqlstate ELSE d.sqlstate END AS sqlstate)
-      FROM lines l LEFT JOIN decisions d ON l.record = 'entry' AND l._key = d._key
-      WHERE l.record <> 'outcome'
-    UNION ALL
-    SELECT l.* EXCLUDE (_key) FROM lines l ANTI JOIN decided x ON l._key = x._key
-      WHERE l.record = 'outcome'`);
-
-  const countRow = (
-    await c.runAndReadAll(`SELECT
-      count(*),
-      count(*) FILTER (record = 'entry'),
-      count(*) FILTER (record = 'attempt'),
-      count(*) FILTER (record = 'outcome'),
-      (SELECT count(*) FROM lines l ANTI JOIN decided x ON l._key = x._key WHERE l.record = 'outcome'),
-      (SELECT count(*) FROM final WHERE record = 'entry' AND outcome = 'pending')
-      FROM lines`)
-  ).getRows()[0];
-  const [lines, entries, attempts, decisions, laterDecisions, pending] = (countRow ?? []).map(
-    Number,
-  ) as number[];
-  return {
-    lines: lines ?? 0,
-    entries: entries ?? 0,
-    attempts: attempts ?? 0,
-    decisions: decisions ?? 0,
-    laterDecisions: laterDecisions ?? 0,
-    pending: pending ?? 0,
-  };
 }
 
 /**
