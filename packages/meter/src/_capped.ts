@@ -17,6 +17,9 @@ export class CappedTally {
   readonly map: Map<string, Tally> = new Map();
   readonly overflow: Tally = { entries: 0, bytes: 0 };
   readonly limit: number;
+  /** The last key looked up (its own copy) and its tally: a repeat is found without hashing the fresh key. */
+  private lastKey: string | undefined;
+  private lastTally: Tally = this.overflow;
 
   constructor(limit: number = CAPPED_KEYS) {
     this.limit = limit;
@@ -24,12 +27,15 @@ export class CappedTally {
 
   /** The tally of `key`, or the overflow tally once `limit` keys are held; the caller adds to it. */
   slot(key: string): Tally {
+    if (key === this.lastKey) return this.lastTally;
     let tally = this.map.get(key);
     if (tally === undefined) {
       if (this.map.size >= this.limit) return this.overflow;
       tally = { entries: 0, bytes: 0 };
       this.map.set(detached(key), tally);
     }
+    this.lastKey = detached(key);
+    this.lastTally = tally;
     return tally;
   }
 }

@@ -13,12 +13,20 @@ export class PairTally {
   readonly overflow: Tally = { entries: 0, bytes: 0 };
   private pairs = 0;
   readonly limit: number;
+  /**
+   * The last pair looked up (own copies) and its tally: consecutive entries often repeat it, and
+   * each entry's class and audit type are fresh strings, found then without hashing either.
+   */
+  private lastClass: string | undefined;
+  private lastType: string | undefined;
+  private lastTally: Tally = this.overflow;
 
   constructor(limit: number = CAPPED_KEYS) {
     this.limit = limit;
   }
 
   slot(cls: string, auditType: string): Tally {
+    if (cls === this.lastClass && auditType === this.lastType) return this.lastTally;
     let inner = this.byClass.get(cls);
     if (inner === undefined) {
       if (this.pairs >= this.limit) return this.overflow;
@@ -32,6 +40,9 @@ export class PairTally {
       inner.set(detached(auditType), tally);
       this.pairs += 1;
     }
+    this.lastClass = detached(cls);
+    this.lastType = detached(auditType);
+    this.lastTally = tally;
     return tally;
   }
 

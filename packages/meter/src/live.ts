@@ -2,9 +2,9 @@
  * The sidecar's live meter: what `auditpipe run` has read, shipped and fallen behind on, as JSON
  * (snapshot(), for GET /v1/volume) and as a Prometheus registry (for GET /metrics).
  *
- * entry() is the hot path (every audit entry): a clock read, one ring slot, two exact capped
- * tallies and three bounded heavy-hitter sketches; no allocation for keys already seen and no
- * prom-client call. Everything else is per record batch, per file or per sink batch.
+ * entry() is the hot path (every audit entry): the clock as of this turn of the event loop, one
+ * ring slot, two exact capped tallies and three bounded heavy-hitter sketches; no allocation for
+ * keys already seen and no prom-client call. Everything else is per record batch, per file or per sink batch.
  */
 import { type AuditEntry, type LogRecord, parseLogTimestamp } from "@auditpipe/parse";
 import type { Registry } from "prom-client";
@@ -13,6 +13,7 @@ import { CappedTally } from "./_capped.ts";
 import { PairTally } from "./_pairs.ts";
 import { PrometheusMetrics } from "./_prometheus.ts";
 import { TopN } from "./_top-n.ts";
+import { turnNow } from "./_turn-clock.ts";
 import { RollingWindows, WINDOWS, type WindowName, type WindowStats } from "./_windows.ts";
 import { type Projection, projectVolume } from "./projection.ts";
 
@@ -27,7 +28,10 @@ const PROJECTION_WINDOW: WindowName = "5m";
 export interface LiveMeterOptions {
   /** Keys tracked per unbounded breakdown (user, database, object); default 1000. */
   topN?: number;
-  /** Clock in ms since the epoch; injectable for tests. Default Date.now. */
+  /**
+   * Clock in ms since the epoch; injectable for tests, and then read for every entry too. Default
+   * Date.now, and for entries the clock as of their turn of the event loop (turnNow).
+   */
   now?: () => number;
 }
 
@@ -112,6 +116,8 @@ export interface SnapshotOptions {
 export class LiveMeter {
   readonly registry: Registry;
   private readonly now: () => number;
+  /** The clock entry() files entries by: `now` if injected, else turnNow. */
+  private readonly entryNow: () => number;
   private readonly startMs: number;
   private readonly windows: RollingWindows;
   /** Bytes by the entries' own timestamps (log time), from the first timestamped entry on. */
@@ -144,6 +150,7 @@ export class LiveMeter {
   constructor(options: LiveMeterOptions = {}) {
     const topN = options.topN ?? DEFAULT_TOP_N;
     this.now = options.now ?? Date.now;
+    this.entryNow = options.now ?? turnNow;
     this.startMs = this.now();
     this.windows = new RollingWindows(this.startMs);
     this.users = new TopN(topN);
@@ -174,7 +181,7 @@ export class LiveMeter {
     const bytes = record.size;
     this.entries += 1;
     this.bytes += bytes;
-    this.windows.add(this.now(), bytes);
+    this.windows.add(this.entryNow(), bytes);
     this.addLogTime(record.timestamp, bytes);
     const pair = this.pairs.slot(entry.class, entry.auditType);
     pair.entries += 1;

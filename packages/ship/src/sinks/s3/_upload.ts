@@ -54,19 +54,18 @@ export async function putObject(
   };
   if (body.length <= o.multipartThresholdBytes) {
     const { PutObjectCommand } = await s3Sdk();
+    const command = new PutObjectCommand({
+      ...common,
+      Body: body,
+      ContentLength: body.length,
+      ContentMD5: createHash("md5").update(body).digest("base64"),
+      ChecksumAlgorithm: "SHA256",
+      ChecksumSHA256: Buffer.from(meta.sha256, "hex").toString("base64"),
+      ...(ifAbsent ? { IfNoneMatch: "*" } : {}),
+    });
+    command.middlewareStack.add(payloadSha256(meta.sha256), PAYLOAD_SHA256_STEP);
     try {
-      const out = await client.send(
-        new PutObjectCommand({
-          ...common,
-          Body: body,
-          ContentLength: body.length,
-          ContentMD5: createHash("md5").update(body).digest("base64"),
-          ChecksumAlgorithm: "SHA256",
-          ChecksumSHA256: Buffer.from(meta.sha256, "hex").toString("base64"),
-          ...(ifAbsent ? { IfNoneMatch: "*" } : {}),
-        }),
-        { abortSignal: signal },
-      );
+      const out = await client.send(command, { abortSignal: signal });
       return { versionId: versionOf(out.VersionId) };
     } catch (error) {
       if (ifAbsent && isPreconditionFailed(error)) return KEY_EXISTS;
@@ -88,6 +87,24 @@ export async function putObject(
   } finally {
     signal.removeEventListener("abort", abort);
   }
+}
+
+/** SigV4's header for the SHA-256 (hex) of the payload it signs. */
+const CONTENT_SHA256_HEADER = "x-amz-content-sha256";
+const PAYLOAD_SHA256_STEP = { step: "build", name: "auditpipePayloadSha256" } as const;
+
+/**
+ * Gives SigV4 the body's SHA-256 the spool already holds: the signer takes a request's
+ * x-amz-content-sha256 as is, and otherwise hashed the whole body again on the main thread
+ * for every PUT (~0.5 ms a 10,000-entry batch).
+ */
+function payloadSha256(sha256: string) {
+  return <A extends { request: unknown }, R>(next: (args: A) => Promise<R>) =>
+    (args: A): Promise<R> => {
+      const headers = (args.request as { headers?: Record<string, string> }).headers;
+      if (headers) headers[CONTENT_SHA256_HEADER] = sha256;
+      return next(args);
+    };
 }
 
 /** An unversioned bucket answers no version, or the literal "null". */
