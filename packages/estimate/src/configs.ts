@@ -34,6 +34,18 @@ export function pgauditLogValue(classes: ReadonlySet<string>): string {
   return words.join(", ") || "none";
 }
 
+/**
+ * Whether pgaudit audits anything with these settings: a class in pgaudit.log (not `none`, not
+ * only subtractions), or an audit role. Then its hooks do their per-statement work already.
+ */
+export function pgauditLogs(settings: Record<string, string>): boolean {
+  const classes = (settings["pgaudit.log"] ?? "")
+    .split(",")
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== "" && c !== "none" && !c.startsWith("-"));
+  return classes.length > 0 || (settings["pgaudit.role"] ?? "").trim() !== "";
+}
+
 /** The session configurations people start from (Gold Lapel's five in "pgAudit Performance Impact", plus the narrow ones). */
 export const PRESETS: Record<string, AuditConfig> = {
   none: { name: "none", log: ["none"] },

@@ -16,7 +16,14 @@ export {
   collectorUsPerTransaction,
   wakeupsPerLine,
 } from "./collector-cost.ts";
-export { AUDIT_CLASSES, configByName, DEFAULT_CONFIGS, PRESETS, sessionClasses } from "./configs.ts";
+export {
+  AUDIT_CLASSES,
+  configByName,
+  DEFAULT_CONFIGS,
+  PRESETS,
+  pgauditLogs,
+  sessionClasses,
+} from "./configs.ts";
 export {
   type ArchiveCost,
   type Cost,

@@ -249,10 +249,12 @@ export function overheadRange(input: OverheadInput): Overhead {
   const assumptions: string[] = [];
   const linesPerTxn = input.linesPerSec / tps;
   const stmtsPerTxn = statementsPerSec / tps;
-  // pgaudit's hooks run on every statement once it is loaded: a server that loads it already pays
-  // for them in the CPU the sample measured, so they are not added again (the calibration's
-  // cost per statement is against a server without pgaudit).
-  const hooksAlready = w.pgauditLoaded === true;
+  // pgaudit's work per statement (log_select_dml on every DML statement, foreign-key checks
+  // included) runs once any class or the audit role is on: a server where pgaudit logs something
+  // already pays for it in the CPU the sample measured, so it is not added again. Loaded with
+  // nothing to log, the hook skips it: added (the calibration's cost per statement is against a
+  // server without pgaudit, so it also holds the little a loaded, idle pgaudit does: a bound).
+  const hooksAlready = w.pgauditLogging === true;
   const audited = input.auditing && !hooksAlready ? stmtsPerTxn : 0;
   const cal = input.calibration;
   const { added, offPath, cpuFloor, floorSays } = cal
@@ -264,7 +266,11 @@ export function overheadRange(input: OverheadInput): Overhead {
       );
   if (input.auditing && hooksAlready)
     assumptions.push(
-      "pgaudit is loaded on this server already: its hooks' cost per statement is in the CPU sampled, not added again",
+      "pgaudit logs on this server already: its work per statement is in the CPU sampled, not added again",
+    );
+  else if (input.auditing && w.pgauditLoaded === true)
+    assumptions.push(
+      "pgaudit is loaded here but logs nothing: its work per statement (log_select_dml on every DML statement, foreign-key checks included) starts with the first class, so it is added",
     );
   const answer = answerFor({
     addedUs: added,

@@ -28,6 +28,7 @@ import {
 } from "./_snapshot-rates.ts";
 import { qualifiedName } from "./_sql.ts";
 import { nestedTracking } from "./_track-nested.ts";
+import { pgauditLogs } from "./configs.ts";
 import { sampleError } from "./errors.ts";
 import { modelledMisses } from "./modelled-misses.ts";
 import type {
@@ -418,6 +419,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       ...(rates.clients > 0 ? { clients: rates.clients } : {}),
       ...(rates.meanStatementMs === undefined ? {} : { meanStatementMs: rates.meanStatementMs }),
       pgauditLoaded: Object.keys(setup.settings).some((name) => name.startsWith("pgaudit.")),
+      pgauditLogging: pgauditLogs(setup.settings),
       load,
       log,
       notes,

@@ -153,10 +153,16 @@ export interface Workload {
   meanStatementMs?: number;
   /**
    * Whether the server already loads pgaudit (its pgaudit.* settings are defined: pgaudit loads
-   * only through shared_preload_libraries). Its hooks then run on every statement already, so
-   * their cost per statement is in the sampled CPU and is not added again. Absent: not loaded.
+   * only through shared_preload_libraries). Absent: not loaded.
    */
   pgauditLoaded?: boolean;
+  /**
+   * Whether pgaudit already audits something here (pgaudit.log names a class, or pgaudit.role is
+   * set). Only then is its work per statement in the sampled CPU: loaded with nothing to log, its
+   * ExecutorCheckPerms hook skips log_select_dml, which runs on every DML statement (foreign-key
+   * checks included) once any class or the role is on. Absent: not logging.
+   */
+  pgauditLogging?: boolean;
   log: LogContext;
   /**
    * Where the statements run inside others come from: `counted` (pg_stat_statements tracked

@@ -166,8 +166,12 @@ export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   pgauditLoaded: z
     .boolean()
     .optional()
+    .describe("Whether the server already loads pgaudit (shared_preload_libraries)."),
+  pgauditLogging: z
+    .boolean()
+    .optional()
     .describe(
-      "Whether the server already loads pgaudit (shared_preload_libraries): its hooks' cost per statement is then in its CPU already.",
+      "Whether pgaudit already audits something (pgaudit.log names a class, or pgaudit.role is set): its work per statement is then in the server's CPU already, and is not added again.",
     ),
   log: logContext.default(() => ({ ...DEFAULT_LOG_CONTEXT })),
   nestedStatements: z.enum(["counted", "modelled"]).optional(),

@@ -7,6 +7,7 @@ import {
   type OverheadCalibration,
   overheadRange,
   percent,
+  pgauditLogs,
   type ServerLoad,
   type Workload,
 } from "@auditpipe/estimate";
@@ -240,12 +241,26 @@ describe("a configuration's overhead", () => {
       calibration,
     });
 
-  it("adds pgaudit's hooks per statement only where the server does not load pgaudit already", () => {
+  it("adds pgaudit's work per statement unless pgaudit logs something on the server already", () => {
     // 1 statement and 1 line per transaction: 2 µs for the line, 4.5 for the hooks.
     expect(writing(WORKLOAD, 1000).addedCpuUs.estimate).toBeCloseTo(6.5, 9);
-    const loaded = writing({ ...WORKLOAD, pgauditLoaded: true }, 1000);
-    expect(loaded.addedCpuUs.estimate).toBeCloseTo(2, 9);
-    expect(loaded.assumptions.join("\n")).toContain("pgaudit is loaded on this server already");
+    // Loaded with nothing to log, its hook skips log_select_dml: the first class adds it.
+    const idle = writing({ ...WORKLOAD, pgauditLoaded: true }, 1000);
+    expect(idle.addedCpuUs.estimate).toBeCloseTo(6.5, 9);
+    expect(idle.assumptions.join("\n")).toContain("pgaudit is loaded here but logs nothing");
+    const logging = writing({ ...WORKLOAD, pgauditLoaded: true, pgauditLogging: true }, 1000);
+    expect(logging.addedCpuUs.estimate).toBeCloseTo(2, 9);
+    expect(logging.assumptions.join("\n")).toContain("pgaudit logs on this server already");
+  });
+
+  it("tells a pgaudit that logs from one that is only loaded", () => {
+    expect(pgauditLogs({ "pgaudit.log": "none" })).toBe(false);
+    expect(pgauditLogs({ "pgaudit.log": "" })).toBe(false);
+    expect(pgauditLogs({ "pgaudit.log": "-misc" })).toBe(false);
+    expect(pgauditLogs({})).toBe(false);
+    expect(pgauditLogs({ "pgaudit.log": "write" })).toBe(true);
+    expect(pgauditLogs({ "pgaudit.log": "all, -misc" })).toBe(true);
+    expect(pgauditLogs({ "pgaudit.log": "none", "pgaudit.role": "auditor" })).toBe(true);
   });
 
   it("prices the collector's lines at the workload's line rate (a version-3 calibration)", () => {
@@ -256,7 +271,7 @@ describe("a configuration's overhead", () => {
         collector: COLLECTOR,
       },
     };
-    const w = { ...WORKLOAD, pgauditLoaded: true };
+    const w = { ...WORKLOAD, pgauditLoaded: true, pgauditLogging: true };
     // 1 line per transaction: backends 2 µs; the collector 3 + 20 / (1 + λ · 100 µs).
     const slow = writing(w, 1000, cal);
     expect(slow.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 20 / 1.1, 9);
@@ -281,7 +296,7 @@ describe("a configuration's overhead", () => {
         collector,
       },
     };
-    const w = { ...WORKLOAD, pgauditLoaded: true };
+    const w = { ...WORKLOAD, pgauditLoaded: true, pgauditLogging: true };
     // 1 line per transaction, u = 1 / (1 + λ · 100 µs): backends 2 + 8·u; the collector 3 + 20·u.
     const slow = writing(w, 1000, cal);
     expect(slow.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 28 / 1.1, 9);

@@ -102,4 +102,30 @@ describe("the logging collector's cost per line, across line rates", () => {
     expect(fit.wakeupUs.estimate).toBeLessThan(9.5);
     expect(fit.wakeupUs.high).toBeGreaterThan(fit.wakeupUs.low);
   });
+
+  it("weighs a point whose runs scatter more for what it knows: its noise is not every prediction's", () => {
+    // Four points whose runs agree within ±1 µs and a fixed-rate one whose runs swing ±12 (bench
+    // --quick's tpcb@300tps): w = 9 µs a wake-up, no cost per line, awake τ = 15 µs.
+    const points: Array<[number, number, number[]]> = [
+      [1, 5_000, [-1, 0, 1]],
+      [4, 20_000, [-1, 0, 1]],
+      [7, 40_000, [-1, 0, 1]],
+      [7, 80_000, [-1, 0, 1]],
+      [7, 2_000, [-12, 0, 12]],
+    ];
+    const mixed: CollectorRun[] = points.flatMap(([lines, linesPerSec, noise], point) =>
+      noise.map((n) => ({
+        lines,
+        linesPerSec,
+        collectorUs: 9 * lines * wakeupsPerLine(linesPerSec, 15) + n,
+        wakeups: lines * wakeupsPerLine(linesPerSec, 15),
+        point,
+      })),
+    );
+    const fit = fitCollectorCost(mixed, points.length)!;
+    expect(fit.wakeupUs.estimate).toBeGreaterThan(8.5);
+    expect(fit.wakeupUs.estimate).toBeLessThan(9.5);
+    // A typical run's scatter (~1 µs), not the pooled 5 µs the noisy point would make it.
+    expect(fit.residualStdErrUs).toBeLessThan(3);
+  });
 });
