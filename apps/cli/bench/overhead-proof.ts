@@ -19,8 +19,9 @@
  * --only a,b,c (or durable, cpu-bound, travels: `pnpm proof:overhead --only durable` re-runs (a)
  * alone, about 16 minutes, and prints its table without touching the docs); --runs N and
  * --duration S of the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample
- * (default 30); --no-docs; --keep DIR: the calibration, bench reports and estimates as JSON into DIR
- * (a later change to the fit can then be weighed against the same runs).
+ * (default 30); --no-docs; --keep DIR: the calibration, bench reports, estimates and sampled workloads
+ * as JSON into DIR (`estimate --workload workload-a.json --calibration other.json` weighs a later
+ * change to the fit against the same runs).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -206,6 +207,8 @@ async function serverPart(part: "a" | "b", calibration: string): Promise<ServerR
         "estimate",
         ...["--db", url("shop"), "--interval", String(INTERVAL), "--track-nested"],
         ...["--audit", "write", "--audit", "all", "--calibration", calibration, "--json"],
+        // Kept with --keep: `estimate --workload` replays this sample against another calibration.
+        ...["--workload-out", join(work, `workload-${part}.json`)],
       ]),
     ) as EstimateReport;
     writeFileSync(join(work, `estimate-${part}.json`), JSON.stringify(estimate, null, 1));

@@ -3,6 +3,9 @@
  * connection from PG* variables; the recommended script applied twice; a password in --db never
  * printed.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type PostgresCluster, startPostgres } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./_cli.ts";
@@ -70,6 +73,60 @@ describe("auditpipe estimate", () => {
     // with FK checks or log_relation it would be 10 or more.
     expect(all.entriesPerTransaction).toBeGreaterThan(5.5);
     expect(all.entriesPerTransaction).toBeLessThan(8.8);
+  });
+
+  it("--workload-out: the sample as a --workload file, estimated again to the same figures without sampling", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "auditpipe-workload-out-"));
+    try {
+      const file = join(dir, "sampled.json");
+      const sampled = await underLoad(
+        [
+          "estimate",
+          "--interval",
+          "2",
+          "--audit",
+          "write",
+          "--audit",
+          "all",
+          "--json",
+          "--workload-out",
+          file,
+        ],
+        4,
+      );
+      expect(sampled.code, sampled.stderr).toBe(0);
+      const again = await runCli([
+        "estimate",
+        "--workload",
+        file,
+        "--audit",
+        "write",
+        "--audit",
+        "all",
+        "--json",
+      ]);
+      expect(again.code, again.stderr).toBe(0);
+      const before = JSON.parse(sampled.stdout);
+      const after = JSON.parse(again.stdout);
+      // The sample also estimates the server's current configuration first.
+      expect(after.estimates.map((e: { config: string }) => e.config)).toEqual(["write", "all"]);
+      for (const [i, e] of after.estimates.entries()) {
+        const b = before.estimates[i + 1];
+        expect(e.entriesPerSec).toBeCloseTo(b.entriesPerSec, 9);
+        expect(e.bytesPerEntry).toBeCloseTo(b.bytesPerEntry, 9);
+        expect(e.overhead.throughput).toEqual(b.overhead.throughput);
+      }
+      expect(after.load).toEqual(before.load);
+      // Before sampling, not after: with a file to read, or a directory that is not there.
+      const refused = await runCli(["estimate", "--workload", file, "--workload-out", join(dir, "x.json")]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain("--workload-out writes a sampled workload");
+      const missing = await runCli(["estimate", "--workload-out", join(dir, "no", "such", "x.json")]);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain("its directory does not exist");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("never prints the password of a --db URL", async () => {

@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import {
   type AuditConfig,
   calibrationSummary,
@@ -41,6 +42,9 @@ Workload, one of:
   --db URL          sample this database (postgresql://user@host:port/db). A password in the
                     URL shows in your shell history and process list: prefer PG* variables
   --workload FILE   a planned workload (JSON, see docs/estimator.md)
+  --workload-out FILE  also write the sampled workload there, as a --workload file: estimate it
+                    again later, with another calibration or configurations, without sampling
+                    (it holds pg_stat_statements' normalized query texts)
   --log FILE        observed audit logs (plain or .gz; globs as for analyze; repeatable): what
                     they hold and cost, and with --audit what each configuration would have
                     written of those entries (the rest of the settings as the log was written)
@@ -199,6 +203,7 @@ function parseEstimateFlags(argv: string[]): Flags {
   const { values, positionals } = parseFlags("estimate", argv, {
     db: { type: "string" },
     workload: { type: "string" },
+    "workload-out": { type: "string" },
     log: { type: "string", multiple: true },
     audit: { type: "string", multiple: true },
     interval: { type: "string" },
@@ -224,6 +229,18 @@ async function planEstimate(values: Flags): Promise<EstimatePlan> {
   const logs = await resolveFiles((values.log as string[] | undefined) ?? [], "estimate --log");
   if (values.db !== undefined && values.workload !== undefined)
     throw new UsageError("estimate: give --db or --workload, not both");
+  if (
+    values["workload-out"] !== undefined &&
+    (values.workload !== undefined || (values.db === undefined && logs.length > 0))
+  )
+    throw new UsageError(
+      "estimate: --workload-out writes a sampled workload: give it with --db (or PG* variables), not --workload or --log alone",
+    );
+  // Checked before sampling, like the calibration: a missing directory found after the minute wastes it.
+  if (values["workload-out"] !== undefined && !existsSync(dirname(String(values["workload-out"]))))
+    throw new UsageError(
+      `estimate: --workload-out ${String(values["workload-out"])}: its directory does not exist`,
+    );
   const cost = costOptions(values, "estimate");
   const given = givenLoad(values, "estimate");
   // Checked before sampling: a bad file found after a minute of sampling wastes the minute.
@@ -250,6 +267,7 @@ async function runEstimate(plan: EstimatePlan, values: Flags, io: CommandIO): Pr
   else if (values.db !== undefined || logs.length === 0) {
     sample = await sampleUntilSignal(values, given, io);
     workload = sample.workload;
+    if (values["workload-out"] !== undefined) writeWorkloadFile(String(values["workload-out"]), workload);
     configs.unshift(sample.currentConfig);
     for (const w of sample.warnings) io.stderr(`estimate: ${w}\n`);
   }
@@ -268,6 +286,16 @@ async function runEstimate(plan: EstimatePlan, values: Flags, io: CommandIO): Pr
       ? await estimateFromLogs(logs, workload || values.audit === undefined ? [] : configs, cost)
       : undefined;
   return { workload, sample, estimates, fromLogs };
+}
+
+/** --workload-out FILE: the sample as a file --workload reads back (checked against its schema first). */
+function writeWorkloadFile(file: string, workload: Workload): void {
+  const text = `${JSON.stringify(parseWorkload(JSON.parse(JSON.stringify(workload))), null, 2)}\n`;
+  try {
+    writeFileSync(file, text);
+  } catch (error) {
+    throw new UsageError(`estimate: --workload-out ${file}: ${(error as Error).message}`);
+  }
 }
 
 /** --workload FILE, read and checked. */
