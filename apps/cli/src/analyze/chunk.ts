@@ -514,7 +514,11 @@ export class HeldRecords {
   }
 }
 
-/** A held record as the join reads it: the fields in the order the parsers build them (blankRecord's). */
+/**
+ * A held record as the join reads it: the fields in the order the parsers build them (blankRecord's).
+ * Written whole rather than blankRecord() then assigned: assigning into a blank record made V8 take
+ * the parser's record fields for mutable and drop the code compiled on them (constness deopts).
+ */
 function replayedRecord(
   offset: number,
   size: number,
