@@ -31,9 +31,39 @@ export async function readFingerprint(handle: FileHandle): Promise<string | unde
 
 /** The fingerprint of the bytes a file starts with (see readFingerprint); undefined while its first line is incomplete. */
 export function firstLineHash(start: Uint8Array): string | undefined {
+  const line = firstLine(start);
+  return line === undefined ? undefined : digest(line);
+}
+
+/** The bytes a fingerprint hashes: the first line (or first FINGERPRINT_MAX_BYTES); undefined while incomplete. */
+function firstLine(start: Uint8Array): Uint8Array | undefined {
   const newline = start.subarray(0, FINGERPRINT_MAX_BYTES).indexOf(0x0a);
-  if (newline >= 0) return digest(start.subarray(0, newline + 1));
-  return start.length >= FINGERPRINT_MAX_BYTES ? digest(start.subarray(0, FINGERPRINT_MAX_BYTES)) : undefined;
+  if (newline >= 0) return start.subarray(0, newline + 1);
+  return start.length >= FINGERPRINT_MAX_BYTES ? start.subarray(0, FINGERPRINT_MAX_BYTES) : undefined;
+}
+
+/**
+ * Whether a file still starts with the line it was identified by. The first look reads up to
+ * FINGERPRINT_MAX_BYTES and hashes; it keeps the line, and later looks read that many bytes and
+ * compare them (a few hundred bytes from the page cache, no hash).
+ */
+export class HeadCheck {
+  private line: Buffer | undefined;
+  private readonly fingerprint: string;
+
+  constructor(fingerprint: string) {
+    this.fingerprint = fingerprint;
+  }
+
+  async holds(handle: FileHandle): Promise<boolean> {
+    if (this.line === undefined) {
+      const line = firstLine(await readAt(handle, 0, FINGERPRINT_MAX_BYTES));
+      if (line === undefined || digest(line) !== this.fingerprint) return false;
+      this.line = Buffer.from(line);
+      return true;
+    }
+    return (await readAt(handle, 0, this.line.length)).equals(this.line);
+  }
 }
 
 /** A hash of the bytes just before `position`: proves on restart that the file still holds what was read. */

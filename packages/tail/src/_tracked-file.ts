@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { firstLineHash } from "./_file-identity.ts";
+import { firstLineHash, HeadCheck } from "./_file-identity.ts";
 
 /**
  * Where a followed file's bytes go: its lane of the pipeline (parse → decode → meter → redact →
@@ -95,7 +95,16 @@ export class TrackedFile {
   /** Device of the file (with `ino`, its identity while it is followed). */
   dev = 0;
   /** Hash of the first line (equal to `fingerprint`, unless another file started with the same line). */
-  head: string;
+  get head(): string {
+    return this.headHash;
+  }
+  set head(hash: string) {
+    this.headHash = hash;
+    this.headCheck = new HeadCheck(hash);
+  }
+  private headHash!: string;
+  /** Whether the file still starts with that line: checked after each read that returned bytes. */
+  private headCheck!: HeadCheck;
   /** Other paths holding the same content (a copytruncate copy): where to keep reading if truncated. */
   readonly aliases: Set<string> = new Set<string>();
   /** Where the bytes read go, from `start` on. */
@@ -157,6 +166,10 @@ export class TrackedFile {
       this.quietMtimeMs = mtimeMs;
       return 0;
     }
+    // A read that overlapped a truncation and rewrite returns old bytes, then new ones (the kernel
+    // copies page by page): the compare above proved only the old. A file that still starts with
+    // its first line after the read was not rewritten before the read ended.
+    if (!(await this.headCheck.holds(this.handle))) return REPLACED;
     const keep = Math.min(OVERLAP_BYTES, back + n);
     buffer.copy(this.overlap, 0, back + n - keep, back + n);
     this.overlapLength = keep;
