@@ -11,7 +11,7 @@ import { bearerChecker, PUBLIC_ROUTES } from "./_auth.ts";
 import { guardConnections } from "./_connection-guard.ts";
 import { connectionsShedCounter } from "./_connection-metrics.ts";
 import { installErrorHandlers } from "./_error-handler.ts";
-import { loggerOptions } from "./_logger.ts";
+import { loggerOptions, logRequest } from "./_logger.ts";
 import { registerRoutes } from "./_routes.ts";
 import { markSecured } from "./_secured.ts";
 import { AUDITPIPE_ERR_UNAUTHORIZED } from "./errors.ts";
@@ -64,6 +64,9 @@ export async function buildApi(options: ApiOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandlers(app);
+  app.addHook("onResponse", async (request, reply) =>
+    logRequest(request, reply.statusCode, reply.elapsedTime),
+  );
 
   if (token !== undefined) {
     const check = bearerChecker(token);

@@ -50,12 +50,13 @@ describe("request logs", () => {
       app = await buildApi({ meter: fx.meter, readiness: fx.readiness, token: TOKEN, logger });
       await exercise(app);
     }
-    const requestLines = lines.map((l) => JSON.parse(l) as { req?: { url: string } }).filter((l) => l.req);
-    expect(requestLines.map((l) => l.req!.url).sort()).toEqual([
-      "/metrics",
-      "/no/such/route",
-      "/readyz",
-      "/v1/volume",
+    const requestLines = lines
+      .map((l) => JSON.parse(l) as { req?: { url: string }; res?: { statusCode: number } })
+      .filter((l) => l.req);
+    // One line a request; polls that succeed (/readyz, /v1/volume) at debug, below this logger's level.
+    expect(requestLines.map((l) => [l.req!.url, l.res?.statusCode]).sort()).toEqual([
+      ["/metrics", 401],
+      ["/no/such/route", 404],
     ]);
     expect(lines.join("\n")).not.toContain(QUERY_SECRET);
     expect(lines.join("\n")).not.toContain(TOKEN);
@@ -76,3 +77,36 @@ async function exercise(app: FastifyInstance): Promise<void> {
   for (const a of answers) expect(await a.text()).not.toContain(QUERY_SECRET);
   await app.close(); // flushes "request completed" lines
 }
+
+describe("request log levels", () => {
+  it("a poll that succeeds is logged at debug; a refusal, an unknown route and other routes at info", async () => {
+    const fx = new Fixture();
+    const lines: { level: number; req?: { url: string } }[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const l of chunk.toString("utf8").split("\n").filter(Boolean)) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const app = await buildApi({
+      meter: fx.meter,
+      readiness: fx.readiness,
+      token: TOKEN,
+      logger: pino({ level: "debug" }, stream),
+    });
+    try {
+      await exercise(app);
+    } finally {
+      await app.close();
+    }
+    const levels = Object.fromEntries(
+      lines.filter((l) => l.req).map((l) => [l.req!.url, pino.levels.labels[l.level]]),
+    );
+    expect(levels).toEqual({
+      "/v1/volume": "debug",
+      "/readyz": "debug",
+      "/metrics": "info",
+      "/no/such/route": "info",
+    });
+  });
+});
