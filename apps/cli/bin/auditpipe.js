@@ -4,15 +4,14 @@
 # reads a string, then this comment (no star before a slash below; biome.json leaves the file
 # unformatted, as a `;` after the string would make sh run `/*`). They save `run` a Node.js boot
 # (~20 ms of CPU, a fifth of its start): where the launcher below last started `run` from its
-# snapshot under the same NODE_OPTIONS, it wrote what it ran to `run-exec` in the snapshot cache
+# snapshot under the same NODE_OPTIONS (none included), it wrote what it ran to `run-exec` in the snapshot cache
 # (bin/run-snapshot.js, writeExecRecord), and sh execs the same command line when nothing it
 # depends on changed: the node it would run is that binary, with its modification time to the
 # nanosecond (the record's own, copied), this file is the one it ran and dist/ the same build, the
 # blob and record are this user's. Anything else, and every other command: `exec node` on this
 # file, as `#!/usr/bin/env node` would.
 ap_run_exec() {
-  [ "$1" = run ] && [ -z "${AUDITPIPE_NO_REEXEC+set}" ] && [ "${AUDITPIPE_DISABLE_SNAPSHOT-}" != 1 ] &&
-    [ -n "${NODE_OPTIONS-}" ] || return 1
+  [ "$1" = run ] && [ -z "${AUDITPIPE_NO_REEXEC+set}" ] && [ "${AUDITPIPE_DISABLE_SNAPSHOT-}" != 1 ] || return 1
   ap_dir=${AUDITPIPE_SNAPSHOT_CACHE-}
   if [ -z "$ap_dir" ]; then
     # os.tmpdir()'s choice, and process.getuid() without a process: Linux's /proc.
@@ -25,7 +24,7 @@ ap_run_exec() {
   [ -d "$ap_dir" ] && ! [ -h "$ap_dir" ] && [ -O "$ap_dir" ] && [ -f "$ap_rec" ] && [ -O "$ap_rec" ] || return 1
   { IFS= read -r ap_v; IFS= read -r ap_opts; IFS= read -r ap_node; IFS= read -r ap_script
     IFS= read -r ap_build; IFS= read -r ap_flags; IFS= read -r ap_blob; IFS= read -r ap_end; } <"$ap_rec"
-  [ "$ap_v" = "auditpipe run-exec 1" ] && [ "$ap_end" = end ] && [ "$ap_opts" = "$NODE_OPTIONS" ] || return 1
+  [ "$ap_v" = "auditpipe run-exec 1" ] && [ "$ap_end" = end ] && [ "$ap_opts" = "${NODE_OPTIONS-}" ] || return 1
   # The node `exec` below would run: the shim's, or the first on PATH, as env(1) finds it.
   ap_found= ap_ifs=$IFS
   if [ "$ap_cmd" != node ]; then ap_found=$ap_cmd; else
@@ -60,11 +59,12 @@ exec "$ap_cmd" "$0" "$@"
 // `auditpipe run` is a long-lived sidecar: V8's default heap limit (a quarter of the machine's
 // memory, or more) lets its heap grow to ~370 MB RSS while reading at full speed, though it needs
 // far less. A flag set after start-up (v8.setFlagsFromString) does not change the limit of a heap
-// already created, so unless the caller chose a limit (NODE_OPTIONS or node's own flags), `run`
-// starts itself again under one; signals are forwarded, the exit status is the child's. When the
-// caller did (NODE_OPTIONS, as the deploy recipes do), `run` replaces itself once (execve: same
-// PID, still one process) to add the initial old-generation size Node refuses in NODE_OPTIONS.
-// Either way `run` starts from its V8 start-up snapshot where it can (bin/run-snapshot.js).
+// already created, so `run` replaces itself once (execve: same PID, still one process) with a
+// Node.js started under the launcher's limits, unless the caller chose a limit (NODE_OPTIONS or
+// node's own flags), and then with the initial old-generation size Node refuses in NODE_OPTIONS.
+// Where there is no execve (Windows), `run` without a limit runs as the launcher's child; signals
+// are forwarded, the exit status is the child's. Either way `run` starts from its V8 start-up
+// snapshot where it can (bin/run-snapshot.js).
 // A namespace import: a named one fails to link on a Node without it, before the version check below.
 import * as nodeModule from "node:module";
 import { fileURLToPath } from "node:url";
@@ -124,18 +124,22 @@ const maxOldSpace = Number(
   given.findLast((flag) => flag.startsWith("--max-old-space-size="))?.split("=")[1] ?? Number.NaN,
 );
 
-if (reexec && chosen && typeof process.execve === "function") {
-  // Heap limits in NODE_OPTIONS (the deploy recipes): still one process. Node refuses
-  // --initial-old-space-size there, so the process replaces itself (same PID, same descriptors)
-  // with one started with half the caller's limit as its initial old generation: V8 then marks
-  // the small heap of a steadily fed sidecar half as often (docs/benchmarks.md, "CPU per entry").
-  // The new process starts from `run`'s snapshot where there is one (bin/run-snapshot.js).
-  // Should the exec fail, this process runs the sidecar as it is.
+if (reexec && typeof process.execve === "function") {
+  // One process either way: this one replaces itself (execve: same PID, same descriptors) with
+  // `run` under its heap flags. With heap limits in NODE_OPTIONS (the deploy recipes), Node refuses
+  // --initial-old-space-size there, so half the caller's limit is added as the initial old
+  // generation: V8 then marks the small heap of a steadily fed sidecar half as often
+  // (docs/benchmarks.md, "CPU per entry"). Without them, the launcher's own (RUN_HEAP_FLAGS).
+  // The new process starts from `run`'s snapshot where there is one (bin/run-snapshot.js), and the
+  // command line is recorded for the shell lines above. Should the exec fail, this process runs
+  // the sidecar as it is (with limits), or as the launcher's child (without).
   const flags = [
     ...process.execArgv,
-    ...(maxOldSpace > 0 && !given.some((flag) => flag.startsWith("--initial-old-space-size"))
-      ? [`--initial-old-space-size=${Math.floor(maxOldSpace / 2)}`]
-      : []),
+    ...(!chosen
+      ? RUN_HEAP_FLAGS
+      : maxOldSpace > 0 && !given.some((flag) => flag.startsWith("--initial-old-space-size"))
+        ? [`--initial-old-space-size=${Math.floor(maxOldSpace / 2)}`]
+        : []),
   ];
   const snapshot = await runSnapshotFlags(flags, { record: true });
   if (flags.length > process.execArgv.length || snapshot.length > 0)
@@ -153,6 +157,8 @@ if (reexec && chosen && typeof process.execve === "function") {
 nodeModule.enableCompileCache?.();
 
 if (reexec && !chosen) {
+  // No process.execve (Windows), or it failed: `run` as a child under the heap limits; signals
+  // are forwarded, the exit status is the child's.
   const flags = [...process.execArgv, ...RUN_HEAP_FLAGS];
   const snapshot = await runSnapshotFlags(flags);
   // Imported here: the execve above and every other command do without it (~2.5 ms a start).

@@ -80,6 +80,23 @@ describe("bin/auditpipe.js's shell lines", () => {
     expect(second.stdout).toMatch(/^Usage: auditpipe run/);
   });
 
+  it("with no NODE_OPTIONS, exec run under the launcher's own heap limits, recorded as the launcher ran it", () => {
+    for (const none of [{ NODE_OPTIONS: "" }, { NODE_OPTIONS: undefined }]) {
+      const bare = { ...env, ...none };
+      start(bare);
+      const lines = readFileSync(record, "utf8").split("\n");
+      expect(lines.slice(1, 3)).toEqual(["", process.execPath]);
+      expect(lines[5]).toBe("--max-old-space-size=128 --max-semi-space-size=4 --initial-old-space-size=64");
+      const again = start(bare);
+      expect(again.fast).toBe(true);
+      expect(again.stdout).toMatch(/^Usage: auditpipe run/);
+    }
+    // Heap limits in NODE_OPTIONS are another command line.
+    expect(start(env).fast).toBe(false);
+    expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(false);
+    expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(true);
+  });
+
   it("hand over to the launcher when anything the record depends on differs; the launcher then records anew", () => {
     start(env);
     expect(start(env).fast).toBe(true);
@@ -92,6 +109,7 @@ describe("bin/auditpipe.js's shell lines", () => {
     expect(start(other).fast).toBe(false);
     expect(start(other).fast).toBe(true);
     expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(false);
+    expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(true);
     expect(start(env).fast).toBe(false);
     expect(start(env).fast).toBe(true);
 
@@ -144,21 +162,30 @@ describe("bin/auditpipe.js's shell lines", () => {
   it("run started by them is the one process, answers and stops on signals as the launcher's", async () => {
     const dir = join(work, "sidecar");
     mkdirSync(join(dir, "log"), { recursive: true });
-    start(env);
-    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    for (const [signal, options] of [
+      ["SIGTERM", NODE_OPTIONS],
+      ["SIGINT", NODE_OPTIONS],
+      ["SIGHUP", NODE_OPTIONS],
+      ["SIGTERM", ""],
+    ] as const) {
+      const given = userEnv({ AUDITPIPE_SNAPSHOT_CACHE: cache, NODE_OPTIONS: options });
+      start(given);
       const sidecar = spawnSidecar(
         [
           ...["--log-dir", join(dir, "log"), "--format", "csvlog", "--sink", join(dir, "sink")],
           ...["--state", join(dir, "state"), "--listen", "127.0.0.1:0"],
         ],
-        env,
+        given,
         { built: true, direct: true },
       );
       try {
         const url = await sidecar.url();
         const pid = sidecar.child.pid!;
         expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain("AUDITPIPE_NO_REEXEC=sh");
-        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain("--snapshot-blob");
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        expect(cmdline).toContain("--snapshot-blob");
+        expect(cmdline).toContain("--initial-old-space-size=64");
+        if (options === "") expect(cmdline).toContain("--max-old-space-size=128");
         expect(readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()).toBe("");
         expect((await fetch(`${url}/healthz`)).status).toBe(200);
         sidecar.child.kill(signal);
