@@ -41,6 +41,10 @@ ap_run_exec() {
   [ -n "$ap_id" ] && [ "$ap_id" = "$ap_build" ] && [ -f "$ap_blob" ] && [ -O "$ap_blob" ] || return 1
   # "sh" rather than "1": which of the two started it (apps/cli/test/run-exec-record.test.ts).
   export AUDITPIPE_NO_REEXEC=sh
+  # glibc's malloc as the launcher sets it for `run` (RUN_MALLOC_ENV below), unless the user set it.
+  if [ -z "${MALLOC_MMAP_THRESHOLD_+set}" ]; then
+    case ${GLIBC_TUNABLES-} in *mmap_threshold*) ;; *) export MALLOC_MMAP_THRESHOLD_=131072 AUDITPIPE_SET_MALLOC=1 ;; esac
+  fi
   # Absolute, as Node.js makes a script's path: `run` finds its package's dependencies from it.
   case $0 in /*) ap_self=$0 ;; *) ap_self=$PWD/$0 ;; esac
   exec "$ap_node" $ap_flags --snapshot-blob "$ap_blob" "$ap_self" "$@"
@@ -77,6 +81,22 @@ import { fileURLToPath } from "node:url";
  * (docs/operations.md, "Memory").
  */
 const RUN_HEAP_FLAGS = ["--max-old-space-size=128", "--max-semi-space-size=4", "--initial-old-space-size=64"];
+
+/**
+ * glibc's malloc for `run`, read only when a process starts (so set for the node `run` becomes):
+ * a fixed mmap threshold of 128 KiB. By default glibc raises the threshold to the size of each
+ * large block freed (up to 32 MB), so after the first batch's multi-MB buffers were freed, the
+ * batches' buffers (NDJSON outputs, zstd's chunks and contexts) came from the main heap, whose
+ * holes grew with the file: peak RSS 202-214 MB over a 962 MB file, 174-181 MB with this
+ * (docs/benchmarks.md, "Memory of the real sidecar"). Left as it is where the user set it
+ * (MALLOC_MMAP_THRESHOLD_, or GLIBC_TUNABLES' glibc.malloc.mmap_threshold); `run` takes it out of
+ * its children's environment (AUDITPIPE_SET_MALLOC says the launcher set it). Other C libraries
+ * ignore it. The shell lines above set the same.
+ */
+function runMallocEnv(env) {
+  if (env.MALLOC_MMAP_THRESHOLD_ !== undefined || /mmap_threshold/.test(env.GLIBC_TUNABLES ?? "")) return {};
+  return { MALLOC_MMAP_THRESHOLD_: "131072", AUDITPIPE_SET_MALLOC: "1" };
+}
 
 // Older Node fails later with an obscure SyntaxError (node:zlib's zstd arrived in 22.15). The
 // minimum is package.json's `engines` (a test keeps the two equal). The way out it suggests runs
@@ -146,6 +166,7 @@ if (reexec && typeof process.execve === "function") {
     try {
       process.execve(process.execPath, [process.execPath, ...flags, ...snapshot, process.argv[1], ...argv], {
         ...process.env,
+        ...runMallocEnv(process.env),
         AUDITPIPE_NO_REEXEC: "1",
       });
     } catch {}
@@ -166,7 +187,12 @@ if (reexec && !chosen) {
   const child = spawn(process.execPath, [...flags, ...snapshot, process.argv[1], ...argv], {
     stdio: "inherit",
     // The child watches this pid: if the launcher is killed outright, it stops rather than run orphaned.
-    env: { ...process.env, AUDITPIPE_NO_REEXEC: "1", AUDITPIPE_LAUNCHER_PID: String(process.pid) },
+    env: {
+      ...process.env,
+      ...runMallocEnv(process.env),
+      AUDITPIPE_NO_REEXEC: "1",
+      AUDITPIPE_LAUNCHER_PID: String(process.pid),
+    },
   });
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"])
     process.on(signal, () => child.kill(signal));

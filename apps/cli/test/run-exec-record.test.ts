@@ -47,12 +47,15 @@ function userEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * `auditpipe run --help` through the launcher's shell lines (traced by `sh -x`): whether they
  * exec'd Node.js with the snapshot themselves (`fast`) or handed over to the launcher's JavaScript.
  */
-function start(env: NodeJS.ProcessEnv, argv = ["run", "--help"]): { fast: boolean; stdout: string } {
+function start(
+  env: NodeJS.ProcessEnv,
+  argv = ["run", "--help"],
+): { fast: boolean; stdout: string; trace: string } {
   const r = spawnSync("sh", ["-x", BIN, ...argv], { env, encoding: "utf8" });
   expect(r.status, r.stderr).toBe(0);
   const exec = r.stderr.split("\n").findLast((line) => line.startsWith("+ exec "));
   expect(exec, r.stderr).toBeDefined();
-  return { fast: exec!.includes("--snapshot-blob"), stdout: r.stdout };
+  return { fast: exec!.includes("--snapshot-blob"), stdout: r.stdout, trace: r.stderr };
 }
 
 describe("bin/auditpipe.js's shell lines", () => {
@@ -90,6 +93,17 @@ describe("bin/auditpipe.js's shell lines", () => {
       const again = start(bare);
       expect(again.fast).toBe(true);
       expect(again.stdout).toMatch(/^Usage: auditpipe run/);
+    }
+    // glibc's malloc as the launcher sets it for `run`, unless the user set it.
+    const malloc = /^\+ export MALLOC_MMAP_THRESHOLD_=131072 AUDITPIPE_SET_MALLOC=1$/m;
+    expect(start({ ...env, NODE_OPTIONS: "" }).trace).toMatch(malloc);
+    for (const own of [
+      { MALLOC_MMAP_THRESHOLD_: "4194304" },
+      { GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=65536" },
+    ]) {
+      const mine = start({ ...env, NODE_OPTIONS: "", ...own });
+      expect(mine.fast).toBe(true);
+      expect(mine.trace).not.toMatch(/export MALLOC/);
     }
     // Heap limits in NODE_OPTIONS are another command line.
     expect(start(env).fast).toBe(false);
@@ -181,7 +195,10 @@ describe("bin/auditpipe.js's shell lines", () => {
       try {
         const url = await sidecar.url();
         const pid = sidecar.child.pid!;
-        expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain("AUDITPIPE_NO_REEXEC=sh");
+        const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+        expect(environ).toContain("AUDITPIPE_NO_REEXEC=sh");
+        // glibc's malloc as the launcher sets it (bin/auditpipe.js, runMallocEnv).
+        expect(environ).toContain("MALLOC_MMAP_THRESHOLD_=131072");
         const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
         expect(cmdline).toContain("--snapshot-blob");
         expect(cmdline).toContain("--initial-old-space-size=64");

@@ -52,6 +52,10 @@ describe("bin/auditpipe.js run without heap limits (the launcher's own)", () => 
       expect(cmdline).toContain("--max-semi-space-size=4");
       expect(cmdline).toContain("--initial-old-space-size=64");
       expect(childrenOf(pid)).toEqual([]);
+      // glibc's malloc with a fixed mmap threshold (bin/auditpipe.js, runMallocEnv).
+      expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain(
+        "MALLOC_MMAP_THRESHOLD_=131072",
+      );
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       sidecar.child.kill("SIGTERM");
       expect(await sidecar.exited).toEqual({ code: 0, signal: null });
@@ -59,6 +63,29 @@ describe("bin/auditpipe.js run without heap limits (the launcher's own)", () => 
     } finally {
       sidecar.child.kill("SIGKILL");
       rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it("leaves the user's own malloc settings as they are", async () => {
+    for (const [given, expected] of [
+      [{ MALLOC_MMAP_THRESHOLD_: "4194304" }, "MALLOC_MMAP_THRESHOLD_=4194304"],
+      [{ GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=65536" }, undefined],
+    ] as const) {
+      const work = mkdtempSync(join(tmpdir(), "auditpipe-launcher-"));
+      const sidecar = spawnSidecar(sidecarArgs(work), { NODE_OPTIONS: "", ...given }, { built: true });
+      try {
+        await sidecar.url();
+        const environ = readFileSync(`/proc/${sidecar.child.pid}/environ`, "utf8").split("\0");
+        expect(environ.filter((v) => v.startsWith("MALLOC_MMAP_THRESHOLD_="))).toEqual(
+          expected ? [expected] : [],
+        );
+        expect(environ.filter((v) => v.startsWith("AUDITPIPE_SET_MALLOC="))).toEqual([]);
+        sidecar.child.kill("SIGTERM");
+        expect(await sidecar.exited).toEqual({ code: 0, signal: null });
+      } finally {
+        sidecar.child.kill("SIGKILL");
+        rmSync(work, { recursive: true, force: true });
+      }
     }
   });
 

@@ -112,6 +112,12 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
     io.stderr(`auditpipe run: unexpected argument ${positionals[0]} (run takes flags only; see --help)\n`);
     return 2;
   }
+  // The launcher's malloc setting for this process (bin/auditpipe.js, runMallocEnv), read by glibc
+  // at start: not handed on to the processes `run` starts (compaction), whose allocations differ.
+  if (process.env.AUDITPIPE_SET_MALLOC === "1") {
+    delete process.env.MALLOC_MMAP_THRESHOLD_;
+    delete process.env.AUDITPIPE_SET_MALLOC;
+  }
   const config = resolveRunConfig(values, process.env);
   const logger = createLogger(config.logLevel);
   applyNice(config.nice, logger);
