@@ -158,12 +158,12 @@ if (only.includes("rss")) {
   const rss = [];
   // ~250 MB and ~1 GB: the same file repeated.
   // As docs/operations.md deploys it (NODE_OPTIONS caps the heap, one process), and once as plain
-  // `auditpipe run` (the launcher re-executes node with the cap and stays resident).
+  // `auditpipe run` (the launcher replaces itself with node under its own cap: one process too).
   const nodeOptions = { NODE_OPTIONS: "--max-old-space-size=128 --max-semi-space-size=4" };
   for (const [target, env, how] of [
     [250e6, nodeOptions, `NODE_OPTIONS="${nodeOptions.NODE_OPTIONS}"`],
     [1e9, nodeOptions, `NODE_OPTIONS="${nodeOptions.NODE_OPTIONS}"`],
-    [250e6, {}, "launcher re-exec (no NODE_OPTIONS), launcher + child"],
+    [250e6, {}, "no NODE_OPTIONS (the launcher's own limits)"],
   ] as const) {
     const copies = Math.max(1, Math.round(target / (await import("node:fs")).statSync(csv.file).size));
     const r = { how, ...(await sidecarRss(csv.file, perCopy, copies, env)) };

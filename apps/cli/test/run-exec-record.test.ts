@@ -47,12 +47,15 @@ function userEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * `auditpipe run --help` through the launcher's shell lines (traced by `sh -x`): whether they
  * exec'd Node.js with the snapshot themselves (`fast`) or handed over to the launcher's JavaScript.
  */
-function start(env: NodeJS.ProcessEnv, argv = ["run", "--help"]): { fast: boolean; stdout: string } {
+function start(
+  env: NodeJS.ProcessEnv,
+  argv = ["run", "--help"],
+): { fast: boolean; stdout: string; trace: string } {
   const r = spawnSync("sh", ["-x", BIN, ...argv], { env, encoding: "utf8" });
   expect(r.status, r.stderr).toBe(0);
   const exec = r.stderr.split("\n").findLast((line) => line.startsWith("+ exec "));
   expect(exec, r.stderr).toBeDefined();
-  return { fast: exec!.includes("--snapshot-blob"), stdout: r.stdout };
+  return { fast: exec!.includes("--snapshot-blob"), stdout: r.stdout, trace: r.stderr };
 }
 
 describe("bin/auditpipe.js's shell lines", () => {
@@ -80,6 +83,34 @@ describe("bin/auditpipe.js's shell lines", () => {
     expect(second.stdout).toMatch(/^Usage: auditpipe run/);
   });
 
+  it("with no NODE_OPTIONS, exec run under the launcher's own heap limits, recorded as the launcher ran it", () => {
+    for (const none of [{ NODE_OPTIONS: "" }, { NODE_OPTIONS: undefined }]) {
+      const bare = { ...env, ...none };
+      start(bare);
+      const lines = readFileSync(record, "utf8").split("\n");
+      expect(lines.slice(1, 3)).toEqual(["", process.execPath]);
+      expect(lines[5]).toBe("--max-old-space-size=128 --max-semi-space-size=4 --initial-old-space-size=64");
+      const again = start(bare);
+      expect(again.fast).toBe(true);
+      expect(again.stdout).toMatch(/^Usage: auditpipe run/);
+    }
+    // glibc's malloc as the launcher sets it for `run`, unless the user set it.
+    const malloc = /^\+ export MALLOC_MMAP_THRESHOLD_=131072 AUDITPIPE_SET_MALLOC=1$/m;
+    expect(start({ ...env, NODE_OPTIONS: "" }).trace).toMatch(malloc);
+    for (const own of [
+      { MALLOC_MMAP_THRESHOLD_: "4194304" },
+      { GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=65536" },
+    ]) {
+      const mine = start({ ...env, NODE_OPTIONS: "", ...own });
+      expect(mine.fast).toBe(true);
+      expect(mine.trace).not.toMatch(/export MALLOC/);
+    }
+    // Heap limits in NODE_OPTIONS are another command line.
+    expect(start(env).fast).toBe(false);
+    expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(false);
+    expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(true);
+  });
+
   it("hand over to the launcher when anything the record depends on differs; the launcher then records anew", () => {
     start(env);
     expect(start(env).fast).toBe(true);
@@ -92,6 +123,7 @@ describe("bin/auditpipe.js's shell lines", () => {
     expect(start(other).fast).toBe(false);
     expect(start(other).fast).toBe(true);
     expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(false);
+    expect(start({ ...env, NODE_OPTIONS: "" }).fast).toBe(true);
     expect(start(env).fast).toBe(false);
     expect(start(env).fast).toBe(true);
 
@@ -144,21 +176,33 @@ describe("bin/auditpipe.js's shell lines", () => {
   it("run started by them is the one process, answers and stops on signals as the launcher's", async () => {
     const dir = join(work, "sidecar");
     mkdirSync(join(dir, "log"), { recursive: true });
-    start(env);
-    for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
+    for (const [signal, options] of [
+      ["SIGTERM", NODE_OPTIONS],
+      ["SIGINT", NODE_OPTIONS],
+      ["SIGHUP", NODE_OPTIONS],
+      ["SIGTERM", ""],
+    ] as const) {
+      const given = userEnv({ AUDITPIPE_SNAPSHOT_CACHE: cache, NODE_OPTIONS: options });
+      start(given);
       const sidecar = spawnSidecar(
         [
           ...["--log-dir", join(dir, "log"), "--format", "csvlog", "--sink", join(dir, "sink")],
           ...["--state", join(dir, "state"), "--listen", "127.0.0.1:0"],
         ],
-        env,
+        given,
         { built: true, direct: true },
       );
       try {
         const url = await sidecar.url();
         const pid = sidecar.child.pid!;
-        expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain("AUDITPIPE_NO_REEXEC=sh");
-        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain("--snapshot-blob");
+        const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+        expect(environ).toContain("AUDITPIPE_NO_REEXEC=sh");
+        // glibc's malloc as the launcher sets it (bin/auditpipe.js, runMallocEnv).
+        expect(environ).toContain("MALLOC_MMAP_THRESHOLD_=131072");
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        expect(cmdline).toContain("--snapshot-blob");
+        expect(cmdline).toContain("--initial-old-space-size=64");
+        if (options === "") expect(cmdline).toContain("--max-old-space-size=128");
         expect(readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim()).toBe("");
         expect((await fetch(`${url}/healthz`)).status).toBe(200);
         sidecar.child.kill(signal);

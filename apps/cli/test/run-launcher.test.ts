@@ -5,6 +5,9 @@ import { waitUntil } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { spawnSidecar } from "./_sidecar.ts";
 
+/** Preloaded by NODE_OPTIONS: a Node.js without process.execve, as on Windows. */
+const NO_EXECVE = join(import.meta.dirname, "_no-execve.cjs");
+
 /** The processes `pid` started (Linux). */
 function childrenOf(pid: number): number[] {
   try {
@@ -28,23 +31,69 @@ function ended(pid: number): boolean {
   }
 }
 
-describe("bin/auditpipe.js run (the launcher's re-exec)", () => {
-  it("runs the sidecar under the heap limits, and the sidecar stops cleanly if the launcher is killed -9", async () => {
+function sidecarArgs(work: string): string[] {
+  const logDir = join(work, "log");
+  mkdirSync(logDir);
+  return [
+    ...["--log-dir", logDir, "--format", "csvlog", "--sink", join(work, "sink")],
+    ...["--state", join(work, "state"), "--listen", "127.0.0.1:0"],
+  ];
+}
+
+describe("bin/auditpipe.js run without heap limits (the launcher's own)", () => {
+  it("replaces itself with the sidecar under the heap limits: one process, stopped by a signal to it", async () => {
     const work = mkdtempSync(join(tmpdir(), "auditpipe-launcher-"));
-    const logDir = join(work, "log");
-    mkdirSync(logDir);
+    const sidecar = spawnSidecar(sidecarArgs(work), { NODE_OPTIONS: "" }, { built: true });
+    try {
+      const url = await sidecar.url();
+      const pid = sidecar.child.pid!;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      expect(cmdline).toContain("--max-old-space-size=128");
+      expect(cmdline).toContain("--max-semi-space-size=4");
+      expect(cmdline).toContain("--initial-old-space-size=64");
+      expect(childrenOf(pid)).toEqual([]);
+      // glibc's malloc with a fixed mmap threshold (bin/auditpipe.js, runMallocEnv).
+      expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain(
+        "MALLOC_MMAP_THRESHOLD_=131072",
+      );
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      sidecar.child.kill("SIGTERM");
+      expect(await sidecar.exited).toEqual({ code: 0, signal: null });
+      expect(sidecar.stderr()).toMatch(/"msg":"stopped"/);
+    } finally {
+      sidecar.child.kill("SIGKILL");
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it("leaves the user's own malloc settings as they are", async () => {
+    for (const [given, expected] of [
+      [{ MALLOC_MMAP_THRESHOLD_: "4194304" }, "MALLOC_MMAP_THRESHOLD_=4194304"],
+      [{ GLIBC_TUNABLES: "glibc.malloc.mmap_threshold=65536" }, undefined],
+    ] as const) {
+      const work = mkdtempSync(join(tmpdir(), "auditpipe-launcher-"));
+      const sidecar = spawnSidecar(sidecarArgs(work), { NODE_OPTIONS: "", ...given }, { built: true });
+      try {
+        await sidecar.url();
+        const environ = readFileSync(`/proc/${sidecar.child.pid}/environ`, "utf8").split("\0");
+        expect(environ.filter((v) => v.startsWith("MALLOC_MMAP_THRESHOLD_="))).toEqual(
+          expected ? [expected] : [],
+        );
+        expect(environ.filter((v) => v.startsWith("AUDITPIPE_SET_MALLOC="))).toEqual([]);
+        sidecar.child.kill("SIGTERM");
+        expect(await sidecar.exited).toEqual({ code: 0, signal: null });
+      } finally {
+        sidecar.child.kill("SIGKILL");
+        rmSync(work, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it("without process.execve, runs the sidecar as its child, which stops cleanly if the launcher is killed -9", async () => {
+    const work = mkdtempSync(join(tmpdir(), "auditpipe-launcher-"));
     const sidecar = spawnSidecar(
-      [
-        "--log-dir",
-        logDir,
-        "--format",
-        "csvlog",
-        "--sink",
-        join(work, "sink"),
-        "--state",
-        join(work, "state"),
-      ].concat(["--listen", "127.0.0.1:0"]),
-      { NODE_OPTIONS: "" },
+      sidecarArgs(work),
+      { NODE_OPTIONS: `--require ${NO_EXECVE}` },
       { built: true },
     );
     let child = 0;

@@ -91,8 +91,10 @@ describe("auditpipe run and signals", () => {
           ...["--log-dir", logDirWithRealLog(work), "--format", "csvlog", "--state", join(work, "state")],
           ...["--sink", sinkDir, "--listen", "127.0.0.1:0", "--batch-max-age-ms", "100"],
         ],
-        { NODE_OPTIONS: "" },
-        { built: true }, // through bin/auditpipe.js, which forwards signals to the re-executed `run`
+        // Through bin/auditpipe.js on a Node.js without process.execve (Windows): it runs `run` as
+        // its child and forwards signals to it.
+        { NODE_OPTIONS: `--require ${join(import.meta.dirname, "_no-execve.cjs")}` },
+        { built: true },
       );
       await sidecar.url();
       const launcher = sidecar.child.pid!;

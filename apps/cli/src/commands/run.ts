@@ -3,6 +3,7 @@ import { parseFlags } from "../args.ts";
 import type { CommandIO } from "../command-io.ts";
 import { createLogger } from "../logger.ts";
 import { resolveRunConfig, SETTINGS } from "../run/config.ts";
+import { dropLauncherMalloc } from "../run/launcher-malloc.ts";
 import { applyNice } from "../run/priority.ts";
 import { startSidecar } from "../run/sidecar.ts";
 
@@ -112,6 +113,7 @@ export async function runCommand(argv: string[], io: CommandIO): Promise<number>
     io.stderr(`auditpipe run: unexpected argument ${positionals[0]} (run takes flags only; see --help)\n`);
     return 2;
   }
+  dropLauncherMalloc(process.env);
   const config = resolveRunConfig(values, process.env);
   const logger = createLogger(config.logLevel);
   applyNice(config.nice, logger);
