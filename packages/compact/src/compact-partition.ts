@@ -216,7 +216,7 @@ export async function compactPartition(
       await writeSorted(c, partition, counts.lines, options.sliceRows ?? SLICE_ROWS, work, out);
       for (const f of stages) await rm(f, { force: true });
       await options.onStep?.("parquet-written");
-      const record = await readBack(c, partition, counts, inputs, out, engine.version);
+      const record = await readBack(c, partition, counts, inputs, out, work, engine.version);
       engine.close();
       if (options.dryRun) return record;
       await storeCompacted(store, partition, record, out, work, options);
@@ -364,10 +364,11 @@ async function readBack(
   counts: LineCounts,
   inputs: Inputs,
   out: string,
+  work: string,
   engineVersion: string,
 ): Promise<CompactionRecord> {
   const expected = counts.entries + counts.attempts + counts.laterDecisions;
-  const digest = await digestRows(c, `read_parquet(${quoteLiteral(out)})`);
+  const digest = await digestRows(c, `read_parquet(${quoteLiteral(out)})`, { workDir: work });
   if (digest.rows !== expected)
     throw new CompactError(
       CompactErrorCode.READBACK,

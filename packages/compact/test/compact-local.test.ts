@@ -4,6 +4,7 @@
  * change nothing; a host-hour that grows is compacted again; retention drops landing objects only
  * when asked.
  */
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -14,8 +15,10 @@ import {
   compactPartition,
   openArchive,
   openEngine,
+  PARQUET_COLUMNS,
   parquetKey,
   partitionId,
+  quoteIdent,
   quoteLiteral,
   readArchiveState,
   SLICE_ROWS,
@@ -225,6 +228,17 @@ describe("compact on a local-dir archive", () => {
     try {
       const inOrder = await digestRows(engine.connection, `read_parquet(${file})`);
       expect(inOrder).toEqual({ rows: record.rows, digest: record.rowsDigest });
+      // The definition, in JavaScript: each row's json_array line hashed, the hex digests hashed.
+      const cols = PARQUET_COLUMNS.map((c) => (c.name === "ts" ? "epoch_us(ts)" : quoteIdent(c.name)));
+      const lines = (
+        await engine.connection.runAndReadAll(
+          `SELECT CAST(json_array(${cols.join(", ")}) AS VARCHAR) FROM read_parquet(${file})`,
+        )
+      ).getRows();
+      const outer = createHash("sha256");
+      for (const [line] of lines)
+        outer.update(`${createHash("sha256").update(String(line)).digest("hex")}\n`);
+      expect(inOrder).toEqual({ rows: lines.length, digest: `sha256:${outer.digest("hex")}` });
       await engine.connection.run(
         `CREATE TABLE swapped AS SELECT * FROM read_parquet(${file}) ORDER BY ts DESC, session_line DESC`,
       );
