@@ -125,7 +125,7 @@ async function readBackRows(
     });
     let read: { rows: number; digest: string };
     try {
-      read = await digestRows(engine.connection, `read_parquet(${quoteLiteral(path)})`);
+      read = await digestRows(engine.connection, `read_parquet(${quoteLiteral(path)})`, { workDir: work });
     } finally {
       engine.close();
     }

@@ -86,6 +86,8 @@ export interface CompactPartitionOptions {
   threads?: number;
   /** Rows per time slice (default SLICE_ROWS); tests set it low to sort in many slices. */
   sliceRows?: number;
+  /** Landing objects a read_json call (default STAGE_GROUP_OBJECTS); tests set it low to stage in many groups. */
+  stageGroupObjects?: number;
   /** The record of an earlier compaction whose dropped sources must be carried over from its file. */
   previous?: CompactionRecord;
   /** Build and read back the file, return its record, store nothing (checkCompaction rebuilds so). */
@@ -148,7 +150,7 @@ const STAGE_FORMAT = "FORMAT parquet, COMPRESSION snappy, DICTIONARY_SIZE_LIMIT 
  */
 export const SLICE_ROWS = 25_000;
 
-const parquetList = (paths: readonly string[]): string => `[${paths.map(quoteLiteral).join(", ")}]`;
+const pathList = (paths: readonly string[]): string => `[${paths.map(quoteLiteral).join(", ")}]`;
 
 /** Timestamps sampled to place the slice bounds: the quantiles' memory stays flat however large the hour. */
 const BOUNDS_SAMPLE = 100_000;
@@ -209,14 +211,18 @@ export async function compactPartition(
       const c = engine.connection;
       // Every slice reads all staged files' footers: read them once.
       await c.run("SET parquet_metadata_cache = true");
-      const stages = await stageInputs(c, store, partition, inputs, work);
+      const memoryLimit = options.memoryLimit ?? DEFAULT_COMPACTION_MEMORY_LIMIT;
+      const stages = await stageInputs(c, store, partition, inputs, work, {
+        memoryLimit,
+        groupObjects: options.stageGroupObjects ?? STAGE_GROUP_OBJECTS,
+      });
       await options.onStep?.("inputs-read");
       const counts = await applyDecisions(c);
       const out = join(work, "out.parquet");
       await writeSorted(c, partition, counts.lines, options.sliceRows ?? SLICE_ROWS, work, out);
       for (const f of stages) await rm(f, { force: true });
       await options.onStep?.("parquet-written");
-      const record = await readBack(c, partition, counts, inputs, out, engine.version);
+      const record = await readBack(c, partition, counts, inputs, out, work, engine.version);
       engine.close();
       if (options.dryRun) return record;
       await storeCompacted(store, partition, record, out, work, options);
@@ -280,9 +286,53 @@ async function gatherInputs(
 }
 
 /**
- * Stage: each object (and the carried-over file) on its own into a Parquet file of typed rows,
- * so the JSON reader's buffers never hold more than one object beside the engine; then the view
- * `lines` over them all. Returns the staged files.
+ * Landing objects read by one read_json call while staging. Each call allocates the JSON reader's
+ * buffers anew (~12 MB, faulted in again: the allocator returns freed pages at once), which cost
+ * ~0.75 µs a row when every object had its own call (docs/benchmarks.md, "CPU per row").
+ */
+export const STAGE_GROUP_OBJECTS = 64;
+
+/**
+ * The engine's memory limit while staging, when the configured one is lower: read_json over a
+ * list of files does not fit 48 MB (it did one file at a time), 64 MB does. The child's peak RSS
+ * while staging stays below the sort's (docs/benchmarks.md, "CPU per row").
+ */
+export const STAGING_MEMORY_LIMIT = "64MB";
+
+/** Rows per row group of a staged file: about one landing object's, so a slice's time filter skips by statistics what it skipped by file. */
+const STAGE_ROW_GROUP_ROWS = 10_000;
+
+const UNITS: Record<string, number> = {
+  "": 1,
+  B: 1,
+  KB: 1e3,
+  MB: 1e6,
+  GB: 1e9,
+  TB: 1e12,
+  KIB: 2 ** 10,
+  MIB: 2 ** 20,
+  GIB: 2 ** 30,
+  TIB: 2 ** 40,
+};
+
+/** Bytes of a DuckDB memory limit such as `48MB` or `1.5 GiB`; null when it is not one of those forms. */
+export function memoryLimitBytes(limit: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(limit);
+  const unit = m ? UNITS[(m[2] ?? "").toUpperCase()] : undefined;
+  return m && unit !== undefined ? Number(m[1]) * unit : null;
+}
+
+/** The limit to stage under: STAGING_MEMORY_LIMIT, or the configured one when it is higher (or not understood). */
+function stagingLimit(configured: string): string {
+  const have = memoryLimitBytes(configured);
+  const need = memoryLimitBytes(STAGING_MEMORY_LIMIT) as number;
+  return have !== null && have < need ? STAGING_MEMORY_LIMIT : configured;
+}
+
+/**
+ * Stage: the objects, up to STAGE_GROUP_OBJECTS a read_json call, into Parquet files of typed
+ * rows (and the carried-over file into one of its own); then the view `lines` over them all, in
+ * key order. Returns the staged files.
  */
 async function stageInputs(
   c: Engine["connection"],
@@ -290,27 +340,50 @@ async function stageInputs(
   partition: Partition,
   inputs: Inputs,
   work: string,
+  { memoryLimit, groupObjects }: { memoryLimit: string; groupObjects: number },
 ): Promise<string[]> {
   const { paths, sorted, base } = inputs;
   const stages: string[] = [];
   const stage = (i: number): string => join(work, "stage", `${String(i).padStart(6, "0")}.parquet`);
+  const copy = (from: readonly string[], to: string): Promise<unknown> =>
+    c.run(
+      `COPY (SELECT *, ${DECISION_KEY} AS _key FROM (
+         SELECT ${typedSelectList()} FROM read_json(${pathList(from)}, format = 'newline_delimited',
+           columns = ${ndjsonColumns()}))) TO ${quoteLiteral(to)} (${STAGE_FORMAT}, ROW_GROUP_SIZE ${STAGE_ROW_GROUP_ROWS})`,
+    );
   await mkdir(join(work, "stage"));
-  for (const [i, path] of paths.entries()) {
+  const staging = stagingLimit(memoryLimit);
+  if (staging !== memoryLimit) await c.run(`SET memory_limit = ${quoteLiteral(staging)}`);
+  for (let first = 0; first < paths.length; first += groupObjects) {
+    const group = paths.slice(first, first + groupObjects);
     try {
-      await c.run(
-        `COPY (SELECT *, ${DECISION_KEY} AS _key FROM (
-           SELECT ${typedSelectList()} FROM read_json(${quoteLiteral(path)}, format = 'newline_delimited',
-             columns = ${ndjsonColumns()}))) TO ${quoteLiteral(stage(i))} (${STAGE_FORMAT})`,
-      );
+      await copy(group, stage(first));
     } catch (error) {
-      throw new CompactError(
-        CompactErrorCode.INPUT,
-        `${store.url}/${sorted[i]?.key} (host ${partition.host}, ${hourLabel(partition)}) cannot be read as shipped NDJSON: ${(error as Error).message.split("\n")[0]}`,
-        { cause: error },
-      );
+      // Name the object that cannot be read, with its own error: each of the group alone (only
+      // on this path).
+      let bad: number | null = null;
+      let cause = error;
+      for (const [i, path] of group.entries()) {
+        const alone = await copy([path], join(work, "stage", "alone.parquet")).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        if (alone !== null) {
+          [bad, cause] = [first + i, alone];
+          break;
+        }
+      }
+      const what =
+        bad === null
+          ? `${store.url}/${sorted[first]?.key} … ${sorted[first + group.length - 1]?.key} (host ${partition.host}, ${hourLabel(partition)}, each readable alone) cannot be staged together`
+          : `${store.url}/${sorted[bad]?.key} (host ${partition.host}, ${hourLabel(partition)}) cannot be read as shipped NDJSON`;
+      throw new CompactError(CompactErrorCode.INPUT, `${what}: ${(cause as Error).message.split("\n")[0]}`, {
+        cause,
+      });
     }
-    stages.push(stage(i));
+    stages.push(stage(first));
   }
+  if (staging !== memoryLimit) await c.run(`SET memory_limit = ${quoteLiteral(memoryLimit)}`);
   if (base) {
     await c.run(
       `COPY (SELECT ${COLUMN_LIST}, ${DECISION_KEY} AS _key FROM read_parquet(${quoteLiteral(base.path)}))
@@ -323,7 +396,7 @@ async function stageInputs(
       CompactErrorCode.INPUT,
       `${hourLabel(partition)} (host ${partition.host}) has no landing objects and no earlier file to compact`,
     );
-  await c.run(`CREATE VIEW lines AS SELECT * FROM read_parquet(${parquetList(stages)})`);
+  await c.run(`CREATE VIEW lines AS SELECT * FROM read_parquet(${pathList(stages)})`);
   return stages;
 }
 
@@ -351,7 +424,7 @@ async function writeSorted(
   }
   const metadata = `{auditpipe_schema: '${PARQUET_SCHEMA_VERSION}', auditpipe_host: ${quoteLiteral(partition.host)}, auditpipe_hour: '${hourLabel(partition)}'}`;
   await c.run(
-    `COPY (SELECT ${COLUMN_LIST} FROM read_parquet(${parquetList(slices)})) TO ${quoteLiteral(out)}
+    `COPY (SELECT ${COLUMN_LIST} FROM read_parquet(${pathList(slices)})) TO ${quoteLiteral(out)}
      (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS}, KV_METADATA ${metadata})`,
   );
   for (const f of slices) await rm(f, { force: true });
@@ -364,10 +437,11 @@ async function readBack(
   counts: LineCounts,
   inputs: Inputs,
   out: string,
+  work: string,
   engineVersion: string,
 ): Promise<CompactionRecord> {
   const expected = counts.entries + counts.attempts + counts.laterDecisions;
-  const digest = await digestRows(c, `read_parquet(${quoteLiteral(out)})`);
+  const digest = await digestRows(c, `read_parquet(${quoteLiteral(out)})`, { workDir: work });
   if (digest.rows !== expected)
     throw new CompactError(
       CompactErrorCode.READBACK,

@@ -6,12 +6,19 @@
  * Each row is one line: DuckDB's `json_array` of its columns in PARQUET_COLUMNS order, `ts` as
  * microseconds since the epoch. The engine hashes each line with SHA-256 as it scans (in file
  * order, nothing buffered); the digest is the SHA-256 of those hex digests, each followed by `\n`.
- * The per-row work stays in the engine: a row-by-row conversion in JavaScript cost half of a
- * compaction's CPU; only 64 characters a row cross over.
+ * The per-row work stays in the engine: the engine writes the hex digests, one a line, to a
+ * scratch file in scan order (COPY keeps insertion order), and Node hashes that file. Fetching
+ * them into JavaScript instead cost ~1 µs a row (a native call and a string decode per value:
+ * a third of the read-back; docs/benchmarks.md, "CPU per row").
  */
 import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdtemp, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
 import type { DuckDBConnection } from "@duckdb/node-api";
-import { PARQUET_COLUMNS, quoteIdent } from "./schema.ts";
+import { PARQUET_COLUMNS, quoteIdent, quoteLiteral } from "./schema.ts";
 
 export interface RowsDigest {
   rows: number;
@@ -25,17 +32,36 @@ function canonicalRow(): string {
   return `CAST(json_array(${cols.join(", ")}) AS VARCHAR)`;
 }
 
-/** Reads `from` (a table expression: `read_parquet('…')`, or a table) in its order and digests its rows. */
-export async function digestRows(connection: DuckDBConnection, from: string): Promise<RowsDigest> {
-  const result = await connection.stream(`SELECT sha256(${canonicalRow()}) FROM ${from}`);
-  const hash = createHash("sha256");
-  let rows = 0;
-  for (;;) {
-    const chunk = await result.fetchChunk();
-    if (!chunk || chunk.rowCount === 0) break;
-    const lines = chunk.getColumnValues(0) as string[];
-    hash.update(`${lines.join("\n")}\n`);
-    rows += chunk.rowCount;
+/** A row's line in the scratch file: 64 hex digits and `\n`. */
+const LINE_BYTES = 65;
+
+/**
+ * Reads `from` (a table expression: `read_parquet('…')`, or a table) in its order and digests its
+ * rows. The scratch file (~65 bytes a row) goes to a private directory under `workDir` (default
+ * the OS temp dir), removed before this returns.
+ */
+export async function digestRows(
+  connection: DuckDBConnection,
+  from: string,
+  options: { workDir?: string } = {},
+): Promise<RowsDigest> {
+  const scratch = await mkdtemp(join(options.workDir ?? tmpdir(), "auditpipe-digest-"));
+  try {
+    const lines = join(scratch, "rows.sha256");
+    // Hex digits need no quoting or escaping; no header; `\n` after each line, the last too.
+    await connection.run(
+      `COPY (SELECT sha256(${canonicalRow()}) FROM ${from}) TO ${quoteLiteral(lines)}
+       (FORMAT csv, HEADER false, QUOTE '', ESCAPE '', NEW_LINE '\\n')`,
+    );
+    const { size } = await stat(lines);
+    if (size % LINE_BYTES !== 0)
+      throw new Error(
+        `rows digest: ${size} bytes of row digests is not a whole number of ${LINE_BYTES}-byte lines`,
+      );
+    const hash = createHash("sha256");
+    await pipeline(createReadStream(lines), hash);
+    return { rows: size / LINE_BYTES, digest: `sha256:${hash.digest("hex")}` };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
   }
-  return { rows, digest: `sha256:${hash.digest("hex")}` };
 }

@@ -4,18 +4,22 @@
  * change nothing; a host-hour that grows is compacted again; retention drops landing objects only
  * when asked.
  */
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from "node:zlib";
 import {
+  CompactErrorCode,
   compactArchive,
   compactionRecordKey,
   compactPartition,
   openArchive,
   openEngine,
+  PARQUET_COLUMNS,
   parquetKey,
   partitionId,
+  quoteIdent,
   quoteLiteral,
   readArchiveState,
   SLICE_ROWS,
@@ -225,6 +229,17 @@ describe("compact on a local-dir archive", () => {
     try {
       const inOrder = await digestRows(engine.connection, `read_parquet(${file})`);
       expect(inOrder).toEqual({ rows: record.rows, digest: record.rowsDigest });
+      // The definition, in JavaScript: each row's json_array line hashed, the hex digests hashed.
+      const cols = PARQUET_COLUMNS.map((c) => (c.name === "ts" ? "epoch_us(ts)" : quoteIdent(c.name)));
+      const lines = (
+        await engine.connection.runAndReadAll(
+          `SELECT CAST(json_array(${cols.join(", ")}) AS VARCHAR) FROM read_parquet(${file})`,
+        )
+      ).getRows();
+      const outer = createHash("sha256");
+      for (const [line] of lines)
+        outer.update(`${createHash("sha256").update(String(line)).digest("hex")}\n`);
+      expect(inOrder).toEqual({ rows: lines.length, digest: `sha256:${outer.digest("hex")}` });
       await engine.connection.run(
         `CREATE TABLE swapped AS SELECT * FROM read_parquet(${file}) ORDER BY ts DESC, session_line DESC`,
       );
@@ -237,6 +252,38 @@ describe("compact on a local-dir archive", () => {
     } finally {
       engine.close();
     }
+  });
+
+  it("staging in many read_json groups gives the rows, order and digest of one; an object that cannot be read is named", async () => {
+    const store = await openArchive(dir);
+    const { landing } = await readArchiveState(store);
+    const objects = landing.filter((o) => partitionId(o) === partitionId(partition));
+    const record = JSON.parse(readFileSync(join(dir, compactionRecordKey(partition)), "utf8"));
+    expect(objects.length).toBeGreaterThan(4);
+    const grouped = await compactPartition(store, partition, objects, { stageGroupObjects: 2, dryRun: true });
+    expect([grouped.rows, grouped.rowsDigest, grouped.counts]).toEqual([
+      record.rows,
+      record.rowsDigest,
+      record.counts,
+    ]);
+
+    // A damaged object among readable ones in its group: the error names it.
+    const sorted = [...objects].sort((a, b) => (a.key < b.key ? -1 : 1));
+    const damagedDir = join(work, "archive-damaged");
+    for (const o of sorted) {
+      mkdirSync(dirname(join(damagedDir, o.key)), { recursive: true });
+      writeFileSync(join(damagedDir, o.key), readFileSync(join(dir, o.key)));
+    }
+    const damaged = sorted[3]!.key;
+    writeFileSync(join(damagedDir, damaged), zstdCompressSync(Buffer.from('{"record": "entry", "ts": \n')));
+    const compacting = compactPartition(await openArchive(damagedDir), partition, sorted, {
+      stageGroupObjects: 4,
+      dryRun: true,
+    });
+    await expect(compacting).rejects.toMatchObject({ code: CompactErrorCode.INPUT });
+    await expect(compacting).rejects.toThrow(
+      `${damaged} (host local, 2026-11-23T07) cannot be read as shipped NDJSON`,
+    );
   });
 
   it("an hour that is not over is left open", async () => {

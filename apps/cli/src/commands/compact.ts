@@ -21,7 +21,7 @@ Idempotent: a rerun after a crash rewrites the same rows. Landing NDJSON is kept
   --drop-landing         delete a host-hour's landing objects once its Parquet file and record
                          are stored (retention; default keep them)
   --grace-minutes N      an hour is closed this long after it ends (default 10)
-  --memory-limit SIZE    the engine's memory limit, e.g. 48MB (default); past it, it spills to disk
+  --memory-limit SIZE    the engine's memory limit, e.g. 48MB (default; 64MB at least while staging); past it, it spills to disk
   --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
   --s3-region R          region (default AWS_REGION, else us-east-1 with --s3-endpoint)
   --s3-force-path-style  path-style URLs (MinIO and most S3-compatible stores)
