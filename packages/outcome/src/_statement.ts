@@ -151,13 +151,27 @@ export interface SettingStatement {
   via: "set" | "reset" | "alter-system" | "alter-role" | "alter-database";
 }
 
-export const SETTING_COMMANDS: ReadonlySet<string> = new Set([
-  "SET",
-  "RESET",
-  "ALTER SYSTEM",
-  "ALTER ROLE",
-  "ALTER DATABASE",
-]);
+/**
+ * Whether an entry's command is one a setting statement prints: SET, RESET, ALTER SYSTEM, ALTER
+ * ROLE, ALTER DATABASE. Told by the length first (it was a Set lookup: an entry's command is a new
+ * string each time, hashed for the set; most commands already differ from these in length).
+ */
+export function isSettingCommand(command: string): boolean {
+  switch (command.length) {
+    case 3:
+      return command === "SET";
+    case 5:
+      return command === "RESET";
+    case 10:
+      return command === "ALTER ROLE";
+    case 12:
+      return command === "ALTER SYSTEM";
+    case 14:
+      return command === "ALTER DATABASE";
+    default:
+      return false;
+  }
+}
 
 /** Whether a statement's command tag is what a setting statement of this `via` prints. */
 function commandOf(via: SettingStatement["via"]): string {
@@ -178,7 +192,7 @@ function commandOf(via: SettingStatement["via"]): string {
  * statement in it that sets a pgaudit.* setting with the entry's command is the one.
  */
 export function settingOf(entry: AuditEntry): SettingStatement | undefined {
-  if (!SETTING_COMMANDS.has(entry.command)) return undefined;
+  if (!isSettingCommand(entry.command)) return undefined;
   const text = statementText(entry.statement);
   if (text === null || !/pgaudit\./i.test(text)) return undefined;
   for (const w of statements(text, 32)) {

@@ -4,7 +4,7 @@
  */
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { MessageKind, messageKind } from "./_messages.ts";
-import { SETTING_COMMANDS } from "./_statement.ts";
+import { isSettingCommand } from "./_statement.ts";
 
 /**
  * True for a record the join may report as an event (a server start, stop or crash, a reload, a
@@ -12,7 +12,7 @@ import { SETTING_COMMANDS } from "./_statement.ts";
  * lookup for an entry, a first-character switch for a message.
  */
 export function mayMakeEvent(record: LogRecord, entry?: AuditEntry): boolean {
-  if (entry !== undefined) return SETTING_COMMANDS.has(entry.command);
+  if (entry !== undefined) return isSettingCommand(entry.command);
   const kind = messageKind(record);
   return kind !== MessageKind.OTHER && kind !== MessageKind.CONNECTION && kind !== MessageKind.DISCONNECTION;
 }

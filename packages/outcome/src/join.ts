@@ -29,6 +29,8 @@ export const DEFAULT_MAX_SESSIONS = 20_000;
 /** Prepared transactions and (user, database) pairs remembered at most. */
 const MAX_PREPARED = 10_000;
 const MAX_MISC_PAIRS = 10_000;
+/** Slots of the caches by process id (OutcomeJoin's sessions, RangeJoin's owned keys): a power of two. */
+export const PID_SLOTS = 256;
 
 export interface OutcomeJoinOptions<H> {
   /** An entry's outcome is decided. Called once per entry given to record(). */
@@ -214,9 +216,21 @@ export class OutcomeJoin<H> {
   }
 
   private readonly decided: OutcomeJoinOptions<H>["decided"];
-  /** The session of the last record (consecutive records of one session are common). */
+  /** The session of the last record without a process id (consecutive records of one session are common). */
   private lastKey: string | number | null = null;
   private lastSession: Session<H> | undefined;
+  /**
+   * The session last found for a process id, by its low bits: sessions of many backends take
+   * turns in a log, so the last record's session is often another's, and comparing its session id
+   * with the record's cost a whole compare (ids of one second differ in their last characters);
+   * here the one compare is with a session of the same backend, mostly the record's, which saves
+   * hashing the id for the map too. Only a hint: a session found here is taken when its key is
+   * the record's and it has not ended (an ended session is never found again, so a slot holds at
+   * most one stale session: PID_SLOTS small objects).
+   */
+  private readonly byPid: (Session<H> | undefined)[] = new Array<Session<H> | undefined>(PID_SLOTS).fill(
+    undefined,
+  );
 
   /** Entries given and not yet decided. */
   get undecided(): number {
@@ -800,8 +814,15 @@ export class OutcomeJoin<H> {
   }
 
   private session(key: string | number, record: LogRecord): Session<H> {
-    const last = this.lastSession;
-    if (key === this.lastKey && last !== undefined && !last.ended) return last;
+    const pid = record.pid;
+    const slot = pid === null ? -1 : pid & (PID_SLOTS - 1);
+    if (slot >= 0) {
+      const seen = this.byPid[slot];
+      if (seen !== undefined && seen.key === key && !seen.ended) return seen;
+    } else {
+      const last = this.lastSession;
+      if (key === this.lastKey && last !== undefined && !last.ended) return last;
+    }
     let s = this.sessions.get(key);
     if (s === undefined) {
       if (this.sessions.size >= this.maxSessions) {
@@ -827,8 +848,11 @@ export class OutcomeJoin<H> {
       if (this.sessions.size > this.watch.peakSessions) this.watch.peakSessions = this.sessions.size;
       this.started?.(own);
     }
-    this.lastKey = s.key;
-    this.lastSession = s;
+    if (slot >= 0) this.byPid[slot] = s;
+    else {
+      this.lastKey = s.key;
+      this.lastSession = s;
+    }
     return s;
   }
 

@@ -28,6 +28,7 @@ import {
   OutcomeJoin,
   type OutcomeJoinOptions,
   type OutcomeJoinSnapshot,
+  PID_SLOTS,
 } from "./join.ts";
 import type { StreamEvent } from "./types.ts";
 
@@ -72,6 +73,10 @@ export class RangeJoin<H> {
   readonly join: OutcomeJoin<H>;
   /** Sessions this join took over (their later records are joined here). */
   private readonly owned = new Set<string | number>();
+  /** An owned key per process id's low bits (isOwned), kept as a copy (see detached()). */
+  private readonly ownedByPid: (string | number | undefined)[] = new Array<string | number | undefined>(
+    PID_SLOTS,
+  ).fill(undefined);
   private readonly shapes = new Map<string | number, string | null>();
   /** A session's last transaction id in its head (a new one starts a transaction). */
   private readonly lastVxid = new Map<string | number, string>();
@@ -125,9 +130,9 @@ export class RangeJoin<H> {
           return Route.EDGE;
         }
       }
-      return key === null || this.owned.has(key) ? Route.JOIN : Route.EDGE;
+      return key === null || this.isOwned(key, record.pid) ? Route.JOIN : Route.EDGE;
     }
-    if (key === null || this.owned.has(key)) return Route.JOIN;
+    if (key === null || this.isOwned(key, record.pid)) return Route.JOIN;
     const vxid = record.virtualTransactionId;
     const control = controlOf(entry).control;
     // Without a transaction id (stderr without %v, syslog), only a BEGIN says a transaction starts.
@@ -141,6 +146,19 @@ export class RangeJoin<H> {
       return Route.EDGE;
     }
     return this.handOver(key);
+  }
+
+  /**
+   * owned.has(key), asked first of the key last found owned for the record's process id (by its
+   * low bits): one compare with a session id of the same backend instead of hashing the record's
+   * for the set (OutcomeJoin's session cache, for the same reason). Keys are never disowned.
+   */
+  private isOwned(key: string | number, pid: number | null): boolean {
+    const slot = pid === null ? -1 : pid & (PID_SLOTS - 1);
+    if (slot >= 0 && this.ownedByPid[slot] === key) return true;
+    if (!this.owned.has(key)) return false;
+    if (slot >= 0) this.ownedByPid[slot] = typeof key === "string" ? detached(key) : key;
+    return true;
   }
 
   private handOver(key: string | number): Route {

@@ -187,6 +187,32 @@ describe("OutcomeJoin", () => {
     expect(before).toEqual({ x: "rolled_back", y: "rolled_back" });
   });
 
+  it("tells sessions apart by their ids, whatever their pids share (the cache by pid is only a hint)", () => {
+    // Pids 1 and 257 share a slot of the cache; s2 and s3 share pid 1 (two ids, one backend's pid).
+    const a = session("s1", 1);
+    const b = session("s2", 257);
+    const c = session("s3", 1);
+    const { before } = play(
+      [
+        a.entry("a1", 1, "BEGIN", "begin", "3/1"),
+        b.entry("b1", 1, "INSERT", "insert b", "4/1"),
+        a.entry("a2", 2, "INSERT", "insert a", "3/1"),
+        c.entry("c1", 1, "INSERT", "insert c", "5/1"),
+        b.entry("b2", 2, "INSERT", "insert b2", "4/2"),
+        a.entry("a3", 3, "ROLLBACK", "rollback", "3/1"),
+        c.entry("c2", 2, "INSERT", "insert c2", "5/2"),
+      ],
+      { miscLogged: true },
+    );
+    expect(before).toEqual({
+      a1: "rolled_back",
+      a2: "rolled_back",
+      a3: "succeeded",
+      b1: "succeeded",
+      c1: "succeeded",
+    });
+  });
+
   it("a FATAL before any audited statement is a refused connection; one ending an idle session is not", () => {
     const login = session("s9", 90);
     const idle = session("s1", 91);

@@ -114,7 +114,14 @@ function fastCounter(s: string, i: number): number {
  * trailing `;` stripped): the payload layout is the same.
  */
 export function parseAuditPayload(message: string): AuditEntry | undefined {
-  if (!message.startsWith(AUDIT_PREFIX)) return undefined;
+  return message.startsWith(AUDIT_PREFIX) ? parseAfterPrefix(message) : undefined;
+}
+
+/**
+ * parseAuditPayload of a message known to start with AUDIT_PREFIX (decodeAuditEntry has looked:
+ * not looking again saves a compare per entry).
+ */
+export function parseAfterPrefix(message: string): AuditEntry {
   const s = message;
   cursor = AUDIT_PREFIX.length;
   const auditType = nextField(s);

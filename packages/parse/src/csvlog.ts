@@ -35,10 +35,12 @@ const COLUMNS_PG14 = 26;
 
 /** Reads PostgreSQL csvlog (23, 24 or 26 columns) from chunks split anywhere. */
 export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
+  const lean = options.omitUntalliedFields === true;
   return new CsvlogParser(
     sink,
     options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES,
-    options.omitUnreadFields === true,
+    lean || options.omitUnreadFields === true,
+    lean,
   );
 }
 
@@ -47,6 +49,8 @@ class CsvlogParser implements LogParser {
   private readonly maxRecordBytes: number;
   /** Leave UNREAD_FIELDS null (ParserOptions.omitUnreadFields). */
   private readonly omit: boolean;
+  /** Leave UNTALLIED_FIELDS null too (ParserOptions.omitUntalliedFields). */
+  private readonly omitUntallied: boolean;
   private readonly carry = new ByteCarry();
   /** Absolute source offset of the first byte of the carry (or of the chunk being parsed). */
   private base = 0;
@@ -69,10 +73,11 @@ class CsvlogParser implements LogParser {
   /** Whether the record being decoded is not UTF-8: its fields are decoded with escapes. */
   private escaped = false;
 
-  constructor(sink: RecordSink, maxRecordBytes: number, omit: boolean) {
+  constructor(sink: RecordSink, maxRecordBytes: number, omit: boolean, omitUntallied: boolean) {
     this.sink = sink;
     this.maxRecordBytes = maxRecordBytes;
     this.omit = omit;
+    this.omitUntallied = omitUntallied;
   }
 
   push(chunk: Uint8Array): void {
@@ -236,8 +241,9 @@ class CsvlogParser implements LogParser {
       this.asciiRecord = false;
       this.escaped = true;
     }
-    // One object shape either way; the fields of UNREAD_FIELDS stay null when omitted.
+    // One object shape either way; the fields of UNREAD_FIELDS (UNTALLIED_FIELDS) stay null when omitted.
     const all = !this.omit;
+    const tallied = !this.omitUntallied;
     const record: LogRecord = {
       offset: this.base + start,
       size: end - start,
@@ -245,9 +251,9 @@ class CsvlogParser implements LogParser {
       user: this.str(1),
       database: this.str(2),
       pid: this.int(3),
-      remoteHost: this.str(4),
+      remoteHost: tallied ? this.str(4) : null,
       sessionId: this.str(5),
-      sessionLine: this.int(6),
+      sessionLine: tallied ? this.int(6) : null,
       commandTag: all ? this.str(7) : null,
       sessionStart: all ? this.str(8) : null,
       virtualTransactionId: this.str(9),
@@ -263,7 +269,7 @@ class CsvlogParser implements LogParser {
       query: this.str(19),
       queryPosition: all ? this.int(20) : null,
       location: all ? this.str(21) : null,
-      applicationName: this.str(22),
+      applicationName: tallied ? this.str(22) : null,
       backendType: all && n >= COLUMNS_PG13 ? this.str(23) : null,
       leaderPid: all && n === COLUMNS_PG14 ? this.int(24) : null,
       queryId: all && n === COLUMNS_PG14 ? this.str(25) : null,

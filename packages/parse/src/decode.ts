@@ -9,7 +9,7 @@
  *   size as the parser gave them) and skipped: undefined;
  * - any other exception is a bug in the decoder, not bad input, and propagates.
  */
-import { AUDIT_PREFIX, AuditPayloadError, parseAuditPayload } from "./audit-payload.ts";
+import { AUDIT_PREFIX, AuditPayloadError, parseAfterPrefix } from "./audit-payload.ts";
 import type { AuditEntry, LogRecord, MalformedRecord } from "./types.ts";
 
 /** The record's audit entry, or undefined (no entry, or a malformed one reported to `malformed`). */
@@ -19,7 +19,7 @@ export function decodeAuditEntry(
 ): AuditEntry | undefined {
   if (!record.message.startsWith(AUDIT_PREFIX)) return undefined;
   try {
-    return parseAuditPayload(record.message);
+    return parseAfterPrefix(record.message);
   } catch (error) {
     if (!(error instanceof AuditPayloadError)) throw error;
     malformed({ code: error.code, reason: error.message, offset: record.offset, size: record.size });

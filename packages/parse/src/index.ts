@@ -50,4 +50,4 @@ export type {
   ParserOptions,
   RecordSink,
 } from "./types.ts";
-export { UNREAD_FIELDS } from "./types.ts";
+export { UNREAD_FIELDS, UNTALLIED_FIELDS } from "./types.ts";

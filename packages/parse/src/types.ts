@@ -115,6 +115,12 @@ export interface ParserOptions {
    * Other formats ignore it (they fill few of these fields).
    */
   omitUnreadFields?: boolean;
+  /**
+   * csvlog: also leave the fields in UNTALLIED_FIELDS null, for a reader that only tallies and
+   * joins its records (`analyze`: the volume tally, the outcome join and its events); implies
+   * omitUnreadFields. The sidecar ships these fields, so it does not ask for it.
+   */
+  omitUntalliedFields?: boolean;
 }
 
 /**
@@ -135,6 +141,16 @@ export const UNREAD_FIELDS: readonly (keyof LogRecord)[] = [
   "backendType",
   "leaderPid",
   "queryId",
+];
+
+/**
+ * The LogRecord fields that omitUntalliedFields leaves null besides UNREAD_FIELDS: the volume
+ * tally, the outcome join and `analyze`'s report never read them (the sidecar's NDJSON does).
+ */
+export const UNTALLIED_FIELDS: readonly (keyof LogRecord)[] = [
+  "remoteHost",
+  "sessionLine",
+  "applicationName",
 ];
 
 /** Markers pgAudit prints in place of a value. */

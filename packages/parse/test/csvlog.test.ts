@@ -5,6 +5,7 @@ import {
   ParseErrorCode,
   parseAuditPayload,
   UNREAD_FIELDS,
+  UNTALLIED_FIELDS,
 } from "@auditpipe/parse";
 import { beforeAll, describe, expect, it } from "vitest";
 import { collect, collectSamples, type Samples } from "./pg-samples.ts";
@@ -12,11 +13,15 @@ import { collect, collectSamples, type Samples } from "./pg-samples.ts";
 const enc = (s: string): Buffer => Buffer.from(s, "utf8");
 
 /** A record as omitUnreadFields gives it: the fields of UNREAD_FIELDS null, the rest as read. */
-function withoutUnread(record: LogRecord): LogRecord {
+function withoutUnread(record: LogRecord, fields: readonly (keyof LogRecord)[] = UNREAD_FIELDS): LogRecord {
   const lean: LogRecord = { ...record };
-  for (const field of UNREAD_FIELDS) (lean as unknown as Record<string, null>)[field] = null;
+  for (const field of fields) (lean as unknown as Record<string, null>)[field] = null;
   return lean;
 }
+
+/** A record as omitUntalliedFields gives it: UNTALLIED_FIELDS null too. */
+const withoutUntallied = (record: LogRecord): LogRecord =>
+  withoutUnread(record, [...UNREAD_FIELDS, ...UNTALLIED_FIELDS]);
 
 /** A PostgreSQL 14+ record (26 columns) with the given message (already csv-quoted by us). */
 function line26(n: number, message: string): string {
@@ -42,9 +47,16 @@ describe("csvlog on real pgaudit output", () => {
   it("with omitUnreadFields, leaves UNREAD_FIELDS null and reads every other field alike", () => {
     const lean = collect(createCsvlogParser, [samples.csv], { omitUnreadFields: true });
     expect(lean.malformed).toEqual([]);
-    expect(lean.records).toEqual(records.map(withoutUnread));
+    expect(lean.records).toEqual(records.map((r) => withoutUnread(r)));
     // Not vacuous: the sample's records fill fields the option leaves out.
     expect(records.some((r) => r.sessionStart !== null && r.backendType !== null)).toBe(true);
+  });
+
+  it("with omitUntalliedFields, leaves UNTALLIED_FIELDS null too and reads every other field alike", () => {
+    const lean = collect(createCsvlogParser, [samples.csv], { omitUntalliedFields: true });
+    expect(lean.malformed).toEqual([]);
+    expect(lean.records).toEqual(records.map(withoutUntallied));
+    expect(records.some((r) => r.sessionLine !== null && r.applicationName !== null)).toBe(true);
   });
 
   const find = (statement: string): AuditEntry[] =>
@@ -163,10 +175,12 @@ describe("csvlog column sets and layout", () => {
       for (let i = 0; i < input.length; i += step) chunks.push(input.subarray(i, i + step));
       const all = collect(createCsvlogParser, chunks);
       const lean = collect(createCsvlogParser, chunks, { omitUnreadFields: true });
+      const leaner = collect(createCsvlogParser, chunks, { omitUntalliedFields: true });
       expect(all.malformed).toEqual([]);
       expect(all.records).toHaveLength(4);
       expect(all.records[3]).toMatchObject({ user: "u\\\\\\xe9", invalidUtf8: true });
-      expect(lean).toEqual({ records: all.records.map(withoutUnread), malformed: [] });
+      expect(lean).toEqual({ records: all.records.map((r) => withoutUnread(r)), malformed: [] });
+      expect(leaner).toEqual({ records: all.records.map(withoutUntallied), malformed: [] });
     }
   });
 

@@ -275,9 +275,11 @@ export async function readChunk(
       },
     },
     // No record leaves this reader but as what the tally, the join and its events read (their
-    // places and times): none reads UNREAD_FIELDS. The tests check the report against the
-    // serial reader's, which keeps them.
-    task.prefix === undefined ? { omitUnreadFields: true } : { prefix: task.prefix, omitUnreadFields: true },
+    // places and times): none reads UNREAD_FIELDS or UNTALLIED_FIELDS. The tests check the report
+    // against the serial reader's, which keeps them when a caller takes records.
+    task.prefix === undefined
+      ? { omitUntalliedFields: true }
+      : { prefix: task.prefix, omitUntalliedFields: true },
   );
 
   if (task.gzip) {

@@ -227,8 +227,8 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
       },
     };
     // Records handed to no caller (only the tally, the join and its events, which read their
-    // places and times) need none of UNREAD_FIELDS.
-    const omitUnreadFields =
+    // places and times) need none of UNREAD_FIELDS, nor of UNTALLIED_FIELDS.
+    const omitUntalliedFields =
       options.onEntry === undefined &&
       options.outcomes?.onOutcome === undefined &&
       options.outcomes?.onAttempt === undefined;
@@ -241,7 +241,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         parser = createParser(
           format,
           sink,
-          prefix === undefined ? { omitUnreadFields } : { prefix, omitUnreadFields },
+          prefix === undefined ? { omitUntalliedFields } : { prefix, omitUntalliedFields },
         );
       }
       parser.push(chunk);
