@@ -170,10 +170,11 @@ export function renderPipelineSection(s, root) {
  * part: gzip -6, zstd -1, node -e '' between the sidecar's runs; the best of each kept).
  */
 function renderRatios(s) {
-  const c = s.cpu;
-  const a = c.anchors;
-  const run = (compression) => c.runs.find((r) => r.build === "this build" && r.compression === compression);
-  const start = (cache) => c.starts.find((r) => r.build === "this build" && r.cache === cache);
+  // A run of some parts only (AUDITPIPE_BENCH_PIPELINE_PARTS=analyze) has no `cpu` part: its rows print "–".
+  const c = s.cpu ?? {};
+  const a = c.anchors ?? {};
+  const run = (compression) => c.runs?.find((r) => r.build === "this build" && r.compression === compression);
+  const start = (cache) => c.starts?.find((r) => r.build === "this build" && r.cache === cache);
   const compaction = c.compactions?.find((r) => r.build === "this build");
   const x = (n) => (n === undefined ? "–" : `${n}x`);
   const z = s.analyze;
