@@ -99,7 +99,10 @@ describe("auditpipe run and signals", () => {
       await sidecar.url();
       const launcher = sidecar.child.pid!;
       const child = childrenOf(launcher)[0] ?? 0;
-      expect(child).toBeGreaterThan(0);
+      expect(
+        child,
+        `the launcher's child (none: it ran \`run\` itself?)\n${sidecar.stderr()}`,
+      ).toBeGreaterThan(0);
       await waitUntil(
         () => files(sinkDir).some((f) => f.endsWith(".ndjson.zst")), // run's default compression
         30_000,
@@ -110,7 +113,7 @@ describe("auditpipe run and signals", () => {
       process.kill(child, "SIGHUP");
       process.kill(launcher, "SIGHUP");
       const { code, signal } = await sidecar.exited;
-      expect({ code, signal }).toEqual({ code: 0, signal: null });
+      expect({ code, signal }, sidecar.stderr()).toEqual({ code: 0, signal: null });
       expect(sidecar.stderr()).toMatch(
         /"signal":"SIGHUP","msg":"stopping: flushing batches and saving checkpoints"/,
       );
