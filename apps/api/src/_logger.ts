@@ -4,7 +4,7 @@
  * the caller's might not), the query string is cut from the logged URL (a client may put a token
  * in `?access_token=`), and the API never logs request bodies or audited statement text.
  */
-import type { FastifyRequest, FastifyServerOptions } from "fastify";
+import { type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
 import type { Logger } from "pino";
 
 export const REDACT_PATHS: string[] = [
@@ -33,17 +33,17 @@ const serializers = {
 
 export function loggerOptions(
   logger: Logger | boolean | undefined,
-): Pick<FastifyServerOptions, "logger" | "loggerInstance" | "disableRequestLogging"> {
+): Pick<FastifyServerOptions, "logger" | "loggerInstance" | "logController"> {
   if (logger === undefined || logger === false) return { logger: false };
   // Fastify's two lines a request are replaced by one (logRequest), at debug for polls that succeed.
   if (logger === true)
     return {
       logger: { level: "info", redact: { paths: REDACT_PATHS, censor: "[redacted]" }, serializers },
-      disableRequestLogging: true,
+      logController: new LogController({ disableRequestLogging: true }),
     };
   // A child with its own redaction: the caller's logger may have none.
   return {
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     loggerInstance: logger.child(
       { component: "api" },
       { redact: { paths: REDACT_PATHS, censor: "[redacted]" }, serializers },
