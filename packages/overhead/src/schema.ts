@@ -86,6 +86,7 @@ const point = z.object({
   clients: z.number().int().positive(),
   rate: z.number().positive().optional(),
   linesPerTransaction: num,
+  linesByKind: z.object({ misc: num, nested: num }).optional(),
   auditedStatementsPerTransaction: num,
   logElsewhere: z.boolean(),
   addedUs: interval,
@@ -116,6 +117,7 @@ const run = z.object({
     auditEntries: z.number().int(),
     bytes: z.number().int(),
     malformed: z.number().int(),
+    auditKinds: z.object({ misc: z.number().int(), nested: z.number().int() }).optional(),
   }),
   auditTable: z.object({ rows: z.number().int(), bytes: z.number().int() }).nullable(),
   cpu: z
@@ -157,6 +159,7 @@ const cell = z.object({
   walMbPerRun: num,
   walBytesPerTransaction: num,
   logRecordsPerTransaction: num,
+  auditEntriesByKindPerTransaction: z.object({ statement: num, misc: num, nested: num }).optional(),
   auditTableRowsPerTransaction: num,
 });
 

@@ -87,6 +87,17 @@ export function summarizeCells(runs: readonly RunResult[], options: SummarizeOpt
           walMbPerRun: finite(median(mine.map((r) => r.walBytes / 1e6))),
           walBytesPerTransaction: perTxn((r) => r.walBytes),
           logRecordsPerTransaction: perTxn((r) => r.log.records),
+          ...(mine.every((r) => r.log.auditKinds)
+            ? {
+                auditEntriesByKindPerTransaction: {
+                  statement: perTxn(
+                    (r) => r.log.auditEntries - r.log.auditKinds!.misc - r.log.auditKinds!.nested,
+                  ),
+                  misc: perTxn((r) => r.log.auditKinds!.misc),
+                  nested: perTxn((r) => r.log.auditKinds!.nested),
+                },
+              }
+            : {}),
           auditTableRowsPerTransaction: perTxn((r) => r.auditTable?.rows ?? 0),
         });
       }
@@ -146,6 +157,14 @@ export function calibrationPoints(
       clients,
       ...(workload.rate === undefined ? {} : { rate: workload.rate }),
       linesPerTransaction: lines,
+      ...(cell.auditEntriesByKindPerTransaction
+        ? {
+            linesByKind: {
+              misc: cell.auditEntriesByKindPerTransaction.misc,
+              nested: cell.auditEntriesByKindPerTransaction.nested,
+            },
+          }
+        : {}),
       auditedStatementsPerTransaction: pgauditActive ? workload.statementsPerTransaction : 0,
       logElsewhere: variant ? !variant.logOnDataDisk : context.logElsewhere,
       addedUs: cpu

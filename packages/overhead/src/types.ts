@@ -48,6 +48,12 @@ export interface RunLog {
   bytes: number;
   /** Stretches our parser could not read (should be 0). */
   malformed: number;
+  /**
+   * pgAudit entries by kind, of `auditEntries`: MISC (BEGIN, COMMIT, SET…) and nested (a
+   * substatement: a foreign-key check, a function's statement); the rest are statements'. A line's
+   * cost differs by kind (docs/estimator.md, "Overhead proof"). Absent in reports made before.
+   */
+  auditKinds?: { misc: number; nested: number };
 }
 
 /** CPU time a run cost, read from /proc (the server's processes must be visible from bench). */
@@ -136,6 +142,8 @@ export interface CellSummary {
   walBytesPerTransaction: number;
   /** Log records and audit-table rows per transaction (median over runs): the calibration's inputs. */
   logRecordsPerTransaction: number;
+  /** pgAudit entries per transaction by kind (RunLog.auditKinds; medians); absent in reports made before. */
+  auditEntriesByKindPerTransaction?: { statement: number; misc: number; nested: number };
   auditTableRowsPerTransaction: number;
 }
 
@@ -262,6 +270,12 @@ export interface CalibrationPoint {
    */
   rate?: number;
   linesPerTransaction: number;
+  /**
+   * Of `linesPerTransaction`, pgAudit's MISC lines and nested ones (RunLog.auditKinds), where the
+   * runs counted them: not fitted apart yet, kept so that a calibration file can be fitted again
+   * by kind of line.
+   */
+  linesByKind?: { misc: number; nested: number };
   auditedStatementsPerTransaction: number;
   logElsewhere: boolean;
   /**

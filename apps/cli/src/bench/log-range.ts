@@ -6,7 +6,13 @@
 import { randomUUID } from "node:crypto";
 import { closeSync, createReadStream, openSync, readSync, statSync } from "node:fs";
 import type { RunLog } from "@auditpipe/overhead";
-import { AUDIT_PREFIX, createParser, type LogRecord, type MalformedRecord } from "@auditpipe/parse";
+import {
+  AUDIT_PREFIX,
+  createParser,
+  decodeAuditEntry,
+  type LogRecord,
+  type MalformedRecord,
+} from "@auditpipe/parse";
 import type pg from "pg";
 import type { LogFormat } from "./target.ts";
 
@@ -100,7 +106,8 @@ export async function countLogRange(
           { path: from.path, start: from.offset, end: statSync(from.path).size },
           { path: to.path, start: 0, end: to.offset },
         ];
-  const log: RunLog = { records: 0, auditEntries: 0, bytes: 0, malformed: 0 };
+  const kinds = { misc: 0, nested: 0 };
+  const log: RunLog = { records: 0, auditEntries: 0, bytes: 0, malformed: 0, auditKinds: kinds };
   for (const seg of segments) {
     if (seg.end <= seg.start) continue;
     log.bytes += seg.end - seg.start;
@@ -109,7 +116,13 @@ export async function countLogRange(
       {
         record(record: LogRecord): void {
           log.records++;
-          if (record.message.startsWith(AUDIT_PREFIX)) log.auditEntries++;
+          if (!record.message.startsWith(AUDIT_PREFIX)) return;
+          log.auditEntries++;
+          // A nested entry first (a foreign-key check, a function's SET), then MISC.
+          const entry = decodeAuditEntry(record, () => {});
+          if (entry === undefined) return;
+          if (entry.substatementId > 1) kinds.nested++;
+          else if (entry.class === "MISC") kinds.misc++;
         },
         malformed(_error: MalformedRecord): void {
           log.malformed++;
