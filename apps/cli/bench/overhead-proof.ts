@@ -289,6 +289,9 @@ function travel(from: BenchReport, to: BenchReport, fromName: string, toName: st
     const lines = Math.max(0, cell.logRecordsPerTransaction - baseLines);
     const input = {
       linesPerTransaction: lines,
+      // The MISC and nested lines apart, as the estimate prices them (calibration version 5).
+      miscLinesPerTransaction: cell.auditEntriesByKindPerTransaction?.misc ?? 0,
+      nestedLinesPerTransaction: cell.auditEntriesByKindPerTransaction?.nested ?? 0,
       linesPerSec: lines * cell.tps.median,
       auditedStatementsPerTransaction: statements,
       logElsewhere: !to.environment.logOnDataDisk,

@@ -48,6 +48,8 @@ export function predictHeldOut(report: BenchReport, heldOut: string, workload = 
   const cpu = base.cpuUsPerTransaction!;
   const input = {
     linesPerTransaction: target.linesPerTransaction,
+    miscLinesPerTransaction: target.linesByKind?.misc ?? 0,
+    nestedLinesPerTransaction: target.linesByKind?.nested ?? 0,
     auditedStatementsPerTransaction: target.auditedStatementsPerTransaction,
     logElsewhere: target.logElsewhere,
     baselineUsPerTransaction: (report.options.clients * 1e6) / base.tps.median,

@@ -205,9 +205,10 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
       "all",
       "log_statement",
     ]);
-    expect(report.runs).toHaveLength(18);
+    expect(report.runs).toHaveLength(24);
     expect(report.workloads.map((w) => [w.name, w.clients, w.rate])).toEqual([
       ["tpcb", undefined, undefined],
+      ["read-heavy", undefined, undefined],
       ["tpcb@8", 8, undefined],
       ["tpcb@300tps", 2, 300],
     ]);
@@ -235,15 +236,19 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
       const perTxn = run.log.auditEntries / run.transactions;
       if (run.configuration === "none") expect(run.log.auditEntries).toBe(0);
       // TPC-B-like: 3 UPDATEs and 1 INSERT are WRITE; the SELECT is READ; 'all' adds BEGIN and END.
+      // read-heavy: 9 SELECTs and 1 UPDATE; 'all' adds BEGIN and END.
+      const heavy = run.workload === "read-heavy";
       if (run.configuration === "read") expect(perTxn).toBeCloseTo(1, 0);
-      if (run.configuration === "write") expect(perTxn).toBeCloseTo(4, 0);
-      if (run.configuration === "all") expect(perTxn).toBeCloseTo(7, 0);
+      if (run.configuration === "write") expect(perTxn).toBeCloseTo(heavy ? 1 : 4, 0);
+      if (run.configuration === "all") expect(perTxn).toBeCloseTo(heavy ? 12 : 7, 0);
+      if (run.configuration === "all")
+        expect((run.log.auditKinds?.misc ?? 0) / run.transactions).toBeCloseTo(2, 0);
       if (run.configuration === "log_statement") {
         expect(run.log.auditEntries).toBe(0);
         expect(run.log.records / run.transactions).toBeCloseTo(7, 0);
       }
     }
-    expect(report.cells).toHaveLength(9);
+    expect(report.cells).toHaveLength(12);
     // The collector's wake-ups are counted in every run (its voluntary context switches).
     for (const run of report.runs) expect(run.cpu?.loggerWakeups).toBeGreaterThanOrEqual(0);
     const all = report.cells.find((c) => c.configuration === "all")!;
@@ -259,8 +264,14 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
       "write",
       "all",
       "log_statement",
+      "write",
       "all",
       "all",
+      "all",
+    ]);
+    // Lines by kind in every point: the MISC ones priced apart (version 5).
+    expect(calibration.points.map((p) => Math.round(p.linesByKind?.misc ?? -1))).toEqual([
+      0, 0, 2, 0, 0, 2, 2, 2,
     ]);
     expect(calibration.points.at(-2)).toMatchObject({ workload: "tpcb@8", clients: 8 });
     expect(calibration.points.at(-1)).toMatchObject({ workload: "tpcb@300tps", clients: 2, rate: 300 });
@@ -268,7 +279,9 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     // version 4, the backends' cost per wake-up as a column, where the low-rate cell sets it
     // apart from the lines (with a fitted τ near 0, one wake-up per line at every rate, it cannot).
     const wakeups = calibration.fit.cpu?.columns.includes("wakeups") === true;
-    expect(calibration.version).toBe(wakeups ? 4 : 3);
+    expect(calibration.version).toBe(
+      calibration.fit.cpu?.columns.includes("miscLines") ? 5 : wakeups ? 4 : 3,
+    );
     const collector = calibration.fit.cpu?.collector;
     expect(collector).toBeDefined();
     expect(collector!.wakeupUs.estimate).toBeGreaterThanOrEqual(0);
@@ -308,7 +321,8 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     }
     const overhead = byId["chart-overhead"]!;
     expect(overhead.xLabels).toEqual(configurations.slice(1)); // the baseline has no overhead
-    expect(overhead.legend).toEqual(["tpcb"]);
+    // read-heavy's bars beside TPC-B's where it ran (write and all; an empty point elsewhere).
+    expect(overhead.legend).toEqual(["tpcb", "read-heavy"]);
     expect(overhead.yTitle).toContain("overhead");
     // One error bar per configuration, spanning the interval the report gives (pixel y grows downwards).
     expect(overhead.errorBars).toHaveLength(configurations.length - 1);
@@ -321,11 +335,17 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
         if (c.overhead!.high - c.overhead!.low > 0.001) expect(yMin).toBeGreaterThan(yMax);
       });
     const latency = byId["chart-latency"]!;
-    expect(latency.xLabels).toEqual(configurations);
+    // One bar group per cell, named with its workload where there are two (rate cells left out).
+    const cellLabels = configurations.flatMap((c) =>
+      ["tpcb", "read-heavy"]
+        .filter((w) => report.cells.some((x) => x.configuration === c && x.workload === w))
+        .map((w) => `${c} · ${w}`),
+    );
+    expect(latency.xLabels).toEqual(cellLabels);
     expect(latency.legend).toEqual(["p50", "p95", "p99"]);
     expect(latency.yTitle).toContain("latency");
     const bytes = byId["chart-bytes"]!;
-    expect(bytes.xLabels).toEqual(configurations);
+    expect(bytes.xLabels).toEqual(cellLabels);
     expect(bytes.legend).toEqual(["server log bytes", "WAL bytes"]);
 
     // Each chart's text alternative names the configurations too.

@@ -89,6 +89,7 @@ export {
   costFeature,
   HOOK_COST_US,
   type IntervalLevel,
+  kindFeatures,
   LINE_COST_US,
   type OverheadCalibration,
   predictAddedSplit,

@@ -185,8 +185,13 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
   const byAuditType: Record<string, Rate> = {};
   const byObject: Record<string, Rate> = {};
   let bytesPerSec = 0;
+  // Lines by kind, counted as bench counts them (a nested entry first, then MISC): what they cost differs.
+  let nestedPerSec = 0;
+  let miscPerSec = 0;
   for (const s of all) {
     for (const e of s.entries) {
+      if (e.substatement > 1) nestedPerSec += s.perSec;
+      else if (e.class === "MISC") miscPerSec += s.perSec;
       const bytes =
         s.perSec *
         recordBytes(ctx.destination, ctx, message(e, config, ctx, ctx.statementId), {
@@ -213,6 +218,8 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
     workload,
     entriesPerSec,
     linesPerSec: entriesPerSec + other.lines,
+    miscLinesPerSec: miscPerSec,
+    nestedLinesPerSec: nestedPerSec,
     bytesPerLine: entriesPerSec + other.lines > 0 ? totalBytes / (entriesPerSec + other.lines) : 0,
     // Once anything is configured, pgaudit's hooks do work on every statement, logged or not.
     auditing: sessionClasses(config.log).size > 0 || Boolean(config.role),

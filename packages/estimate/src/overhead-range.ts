@@ -11,6 +11,7 @@ import {
   type CalibratedCost,
   COLLECTOR_BOUND_WRITES,
   COLLECTOR_LOSS,
+  type CpuCostModel,
   HOOK_COST_US,
   LINE_COST_US,
   type OverheadCalibration,
@@ -30,6 +31,9 @@ export interface OverheadInput {
   entriesPerSec: number;
   /** Audit and other lines per second. */
   linesPerSec: number;
+  /** Of those, pgAudit's MISC and nested entries per second (priced apart by a calibration that measured them); absent: 0. */
+  miscLinesPerSec?: number;
+  nestedLinesPerSec?: number;
   bytesPerLine: number;
   /** Whether pgaudit does anything (any class or a role): its hooks always run once loaded. */
   auditing: boolean;
@@ -53,6 +57,7 @@ const cost = (x: CalibratedCost): string =>
 function calibratedAdded(
   cal: OverheadCalibration,
   lines: number,
+  kinds: { misc: number; nested: number },
   statements: number,
   logElsewhere: boolean,
   linesPerSec: number,
@@ -63,6 +68,8 @@ function calibratedAdded(
       { ...cal, cpu: cal.cpu },
       {
         linesPerTransaction: lines,
+        miscLinesPerTransaction: kinds.misc,
+        nestedLinesPerTransaction: kinds.nested,
         auditedStatementsPerTransaction: statements,
         logElsewhere,
         baselineUsPerTransaction: 1,
@@ -91,6 +98,16 @@ function calibratedAdded(
     },
     offPath: 0,
   };
+}
+
+/** A CPU calibration's backend µs per MISC and per nested line, when it priced lines by kind; null otherwise. */
+function kindCosts(cpu: CpuCostModel): { misc: number; nested: number | null } | null {
+  const at = (name: string): number | null => {
+    const i = cpu.columns.indexOf(name);
+    return i < 0 ? null : cpu.coefficients[i]!;
+  };
+  const misc = at("miscLines");
+  return misc === null ? null : { misc, nested: at("nestedLines") };
 }
 
 /** What a configuration that writes nothing (or a workload without transactions) costs: 0, not a range. */
@@ -142,9 +159,15 @@ function calibratedCosts(
   assumptions: string[],
 ): Costs {
   const { lines: linesPerTxn, statements: stmtsPerTxn, audited } = perTxn;
+  const tps = input.workload.transactionsPerSec;
+  const kinds = {
+    misc: tps > 0 ? (input.miscLinesPerSec ?? 0) / tps : 0,
+    nested: tps > 0 ? (input.nestedLinesPerSec ?? 0) / tps : 0,
+  };
   const { added, offPath } = calibratedAdded(
     cal,
     linesPerTxn,
+    kinds,
     audited,
     !input.logOnDataDisk,
     input.linesPerSec,
@@ -154,6 +177,11 @@ function calibratedCosts(
   assumptions.push(
     `${linesPerTxn.toFixed(2)} log lines and ${audited.toFixed(2)} audited statements per transaction; measured ${cost(line)} ${cal.cpu ? "of server CPU " : ""}per line${cal.statementCostUs ? `, ${cost(cal.statementCostUs)} per statement in pgaudit's hooks` : ""}${cal.transactionCostUs ? `, ${cost(cal.transactionCostUs)} per transaction that logs` : ""}${cal.cpu ? `; ${(offPath * 100).toFixed(0)}% of it in the logging collector, beside the transactions` : ""}`,
   );
+  const byKind = cal.cpu ? kindCosts(cal.cpu) : null;
+  if (byKind && kinds.misc + kinds.nested > 0)
+    assumptions.push(
+      `of those lines, ${kinds.misc.toFixed(2)} pgAudit MISC (BEGIN, COMMIT, SET…) and ${kinds.nested.toFixed(2)} nested (foreign-key checks, statements in functions and triggers): ${byKind.misc.toFixed(1)} µs each for MISC${byKind.nested === null ? " and nested ones alike (the calibration's workloads log no nested line: priced as MISC, which names no object either)" : `, ${byKind.nested.toFixed(1)} µs for nested`}, against the statements' own ${cost(line)}`,
+    );
   const collector = cal.cpu?.collector;
   if (collector) {
     const u = wakeupsPerLine(input.linesPerSec, collector.awakeUs);

@@ -60,10 +60,24 @@ export interface CalibratedCost {
  * backend whose pipe write finds the collector asleep pays for waking it, which a calibration
  * with a low fixed-rate cell (every line wakes it) tells apart from the line's own cost.
  */
-export type CostColumn = "lines" | "linesElsewhere" | "statements" | "transactions" | "wakeups";
+export type CostColumn =
+  | "lines"
+  | "linesElsewhere"
+  | "statements"
+  | "transactions"
+  | "wakeups"
+  | "miscLines"
+  | "nestedLines";
 
 export interface CostFeatures {
   linesPerTransaction: number;
+  /**
+   * Of those lines, pgAudit's MISC entries (BEGIN, COMMIT, SET…: no object to name, a short
+   * line) and its nested ones (substatement > 1: foreign-key checks, statements in functions);
+   * absent: 0. A model prices them apart only when it has their columns (kindFeatures).
+   */
+  miscLinesPerTransaction?: number;
+  nestedLinesPerTransaction?: number;
   auditedStatementsPerTransaction: number;
   logElsewhere: boolean;
   /** The collector's wake-ups per transaction, lines · u(λ) (collector-cost.ts); absent: 0. */
@@ -71,12 +85,32 @@ export interface CostFeatures {
 }
 
 /**
+ * A workload's features as a model with `columns` prices them. Lines by kind only where the model
+ * has a MISC column (an older calibration prices every line alike); nested lines as MISC ones
+ * where it has no column of its own for them (bench's workloads log none): both name no object
+ * of their own to look up, and the proof's measurements put both well below a statement's line.
+ */
+export function kindFeatures<W extends CostFeatures>(columns: readonly string[], w: W): W {
+  const misc = w.miscLinesPerTransaction ?? 0;
+  const nested = w.nestedLinesPerTransaction ?? 0;
+  if (!columns.includes("miscLines"))
+    return { ...w, miscLinesPerTransaction: 0, nestedLinesPerTransaction: 0 };
+  if (columns.includes("nestedLines")) return w;
+  return { ...w, miscLinesPerTransaction: misc + nested, nestedLinesPerTransaction: 0 };
+}
+
+/**
  * One feature of a workload. A transaction logs anything at most once, so "transactions" is
  * min(1, lines per transaction): exact when every transaction logs alike, an upper bound when a
- * few transactions log several lines each.
+ * few transactions log several lines each. "lines" are those of no other line column (on the
+ * data disk): with kindFeatures, the statements' own.
  */
 export function costFeature(column: CostColumn, w: CostFeatures): number {
-  if (column === "lines") return w.logElsewhere ? 0 : w.linesPerTransaction;
+  const misc = Math.max(0, w.miscLinesPerTransaction ?? 0);
+  const nested = Math.max(0, w.nestedLinesPerTransaction ?? 0);
+  if (column === "lines") return w.logElsewhere ? 0 : Math.max(0, w.linesPerTransaction - misc - nested);
+  if (column === "miscLines") return w.logElsewhere ? 0 : misc;
+  if (column === "nestedLines") return w.logElsewhere ? 0 : nested;
   if (column === "linesElsewhere") return w.logElsewhere ? w.linesPerTransaction : 0;
   if (column === "statements") return w.auditedStatementsPerTransaction;
   if (column === "wakeups") return Math.max(0, w.wakeupsPerTransaction ?? 0);
@@ -218,6 +252,9 @@ export function tQuantile(level: IntervalLevel, df: number): number {
 
 export interface CalibratedInput {
   linesPerTransaction: number;
+  /** Of those, pgAudit's MISC and nested lines (CostFeatures); absent: 0. */
+  miscLinesPerTransaction?: number;
+  nestedLinesPerTransaction?: number;
   /** Statements per transaction pgaudit's hooks process (0 when pgaudit audits nothing). */
   auditedStatementsPerTransaction: number;
   logElsewhere: boolean;
@@ -296,13 +333,13 @@ export function predictAddedSplit(
   const logElsewhere = columns.includes("lines")
     ? input.logElsewhere && columns.includes("linesElsewhere")
     : true;
-  const features: CostFeatures = {
+  const features: CostFeatures = kindFeatures(columns, {
     ...input,
     logElsewhere,
     wakeupsPerTransaction: collector
       ? input.linesPerTransaction * wakeupsPerLine(collectorRate(collector, input), collector.awakeUs)
       : 0,
-  };
+  });
   const x = columns.map((name) =>
     name === "transactions" && options.perTransaction === false
       ? 0

@@ -2,6 +2,7 @@ import {
   answerFor,
   type CollectorCost,
   closedLoop,
+  estimate,
   fitLoop,
   lossAt,
   type OverheadCalibration,
@@ -278,6 +279,80 @@ describe("a configuration's overhead", () => {
     const fast = writing({ ...w, transactionsPerSec: 10000 }, 10000, cal);
     expect(fast.addedCpuUs.estimate).toBeCloseTo(2 + 3 + 20 / 2, 9);
     expect(fast.assumptions.join("\n")).toMatch(/10000 lines\/s, 0\.50 wake-ups per line/);
+  });
+
+  it("prices MISC and nested lines apart from the statements' own (a version-5 calibration)", () => {
+    // A statement's line 10 µs, a MISC line 1 µs; no nested column: nested lines priced as MISC.
+    const cal: OverheadCalibration = {
+      ...CAL,
+      lineCostUs: { estimate: 10, low: 10, high: 10 },
+      cpu: {
+        ...CAL.cpu!,
+        columns: ["lines", "statements", "miscLines"],
+        coefficients: [10, 4.5, 1],
+        covariance: [
+          [0, 0, 0],
+          [0, 0, 0],
+          [0, 0, 0],
+        ],
+      },
+    };
+    const w = { ...WORKLOAD, pgauditLoaded: true, pgauditLogging: true };
+    const range = (misc: number, nested: number) =>
+      overheadRange({
+        workload: w,
+        entriesPerSec: 4000,
+        linesPerSec: 4000,
+        miscLinesPerSec: misc,
+        nestedLinesPerSec: nested,
+        bytesPerLine: 300,
+        auditing: true,
+        logOnDataDisk: true,
+        calibration: cal,
+      });
+    // 4 lines per transaction: 2 a statement's, 1 MISC, 1 nested: 2·10 + 2·1.
+    const kinds = range(1000, 1000);
+    expect(kinds.addedCpuUs.estimate).toBeCloseTo(22, 9);
+    expect(kinds.assumptions.join("\n")).toContain("1.00 pgAudit MISC (BEGIN, COMMIT, SET…) and 1.00 nested");
+    expect(kinds.assumptions.join("\n")).toContain("priced as MISC");
+    // Without kinds every line is a statement's; an older calibration (no MISC column) prices all alike.
+    expect(range(0, 0).addedCpuUs.estimate).toBeCloseTo(40, 9);
+    expect(writing(w, 4000).addedCpuUs.estimate).toBeCloseTo(8, 9);
+  });
+
+  it("counts a configuration's MISC and nested lines as bench does", () => {
+    const begin = {
+      text: "BEGIN",
+      callsPerSec: 1000,
+      kind: "UTILITY" as const,
+      command: "BEGIN",
+      relations: [],
+      rowsPerCall: 0,
+    };
+    const workload: Workload = {
+      ...WORKLOAD,
+      statements: [begin, ...WORKLOAD.statements, { ...begin, text: "COMMIT", command: "COMMIT" }],
+      pgauditLoaded: true,
+      pgauditLogging: true,
+    };
+    const cal: OverheadCalibration = {
+      ...CAL,
+      cpu: {
+        ...CAL.cpu!,
+        columns: ["lines", "miscLines"],
+        coefficients: [10, 1],
+        covariance: [
+          [0, 0],
+          [0, 0],
+        ],
+      },
+    };
+    const all = estimate(workload, { name: "all", log: ["all"] }, { calibration: cal });
+    expect(all.entriesPerTransaction).toBeCloseTo(3, 9);
+    // The UPDATE's line at 10 µs, BEGIN's and COMMIT's at 1.
+    expect(all.overhead.addedCpuUs.estimate).toBeCloseTo(12, 9);
+    const write = estimate(workload, { name: "write", log: ["write"] }, { calibration: cal });
+    expect(write.overhead.addedCpuUs.estimate).toBeCloseTo(10, 9);
   });
 
   it("adds what the backends pay per collector wake-up at the workload's line rate (a version-4 calibration)", () => {

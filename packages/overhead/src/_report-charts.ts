@@ -103,7 +103,9 @@ function overheadChart(cells: CellSummary[]): ChartSpec {
         labels: configs,
         datasets: workloads.map((w, i) => ({
           label: w,
-          data: configs.map((c) => point(c, w)),
+          // A bar the workload did not run (bench --quick's read-heavy runs write and all only) is
+          // an empty point: the error-bar plugin reads yMin and yMax of every one, and a null broke it.
+          data: configs.map((c) => point(c, w) ?? { y: null, yMin: null, yMax: null }),
           backgroundColor: colour(i),
           errorBarColor: "#222",
           errorBarWhiskerColor: "#222",

@@ -22,6 +22,7 @@ import {
   calibratedOverhead,
   collectorUsPerTransaction,
   costFeature,
+  kindFeatures,
   t95,
   wakeupsPerLine,
 } from "@auditpipe/estimate";
@@ -34,15 +35,33 @@ type Column = CostColumn;
 
 const featureOf = (p: CalibrationPoint, column: Column): number => costFeature(column, p);
 
+/** A point's lines by kind (RunLog.auditKinds), as the features the columns price. */
+const withKinds = (p: CalibrationPoint): CalibrationPoint & CostFeatures =>
+  p.linesByKind
+    ? { ...p, miscLinesPerTransaction: p.linesByKind.misc, nestedLinesPerTransaction: p.linesByKind.nested }
+    : p;
+
 /**
  * A point's features with the collector's wake-ups per transaction as the fitted collector
  * prices them at the point's line rate (lines · u(λ)), as an estimate will at its own rate.
  */
 function withWakeups(p: CalibrationPoint, collector: CollectorCost | null): CalibrationPoint & CostFeatures {
-  if (!collector) return p;
+  if (!collector) return withKinds(p);
   const rate = median(p.linesPerSecSamples ?? [0]);
-  return { ...p, wakeupsPerTransaction: p.linesPerTransaction * wakeupsPerLine(rate, collector.awakeUs) };
+  return {
+    ...withKinds(p),
+    wakeupsPerTransaction: p.linesPerTransaction * wakeupsPerLine(rate, collector.awakeUs),
+  };
 }
+
+/**
+ * The least spread of wake-ups per line u(λ) across the fitted points that sets the backends' cost
+ * per wake-up apart from their cost per line. With the collector awake ~15 µs per wake-up, as
+ * measured here, u runs from ~0.65 (8 clients) to ~1 over bench's rates, and the two columns are
+ * nearly one: the fit traded them against each other (from the same runs, a line at 2.2 µs and
+ * a wake-up at 9.9, or a line at 8.3 and no wake-up cost), each prediction about the same.
+ */
+const WAKEUP_SPREAD = 0.4;
 
 /** Solves A x = b by Gaussian elimination with partial pivoting; null when A is singular. */
 export function solveLinear(a: number[][], b: number[]): number[] | null {
@@ -301,30 +320,43 @@ function fitRounds(
   const backendsOf = (p: CalibrationPoint, i: number, y: number): number =>
     collector ? y - p.loggerSamples![i]! : y;
   const features = points.map((p) => withWakeups(p, collector));
+  // A fixed-rate point is the collector's (its τ and cost per wake-up): the backends' fit leaves it
+  // out. At 300 TPS the machine idles, and its runs' CPU per transaction scattered 5–20x more
+  // than the other points' (sd 88–104 µs against 5–19): unweighted, that one point made the
+  // residual every prediction carries, and the intervals ±6–10 points wide (docs/estimator.md).
+  const fitted = points.map((p) => p.rate === undefined);
   const rowsFor = (cols: Column[]): Row[] =>
     points.flatMap((p, pi) =>
-      p.samples!.map((y, i) => ({
-        x: cols.map((c) => costFeature(c, features[pi]!)),
+      (fitted[pi] ? p.samples! : []).map((y, i) => ({
+        x: cols.map((c) => costFeature(c, kindFeatures(cols, features[pi]!))),
         y: backendsOf(p, i, y) * scale(p, i),
         point: pi,
       })),
     );
-  // What the points cannot tell apart goes: the per-wake-up cost first (without a collector fit
-  // or a rate that sets it apart), then the per-transaction cost, then the statements'.
-  let columns = collector ? initial : initial.filter((c) => c !== "wakeups");
+  // The backends' cost per wake-up only where the fitted points' rates spread u(λ) (WAKEUP_SPREAD).
+  const spread = (() => {
+    const u = features
+      .filter((f, pi) => fitted[pi] && f.linesPerTransaction > 0)
+      .map((f) => (f.wakeupsPerTransaction ?? 0) / f.linesPerTransaction);
+    return u.length > 0 ? Math.max(...u) - Math.min(...u) : 0;
+  })();
+  let columns = collector && spread >= WAKEUP_SPREAD ? initial : initial.filter((c) => c !== "wakeups");
   let inverse = inverseGram(rowsFor(columns));
-  for (const drop of ["wakeups", "transactions", "statements"] as const)
+  // What the points cannot tell apart goes: nested lines' own cost first, the per-wake-up cost,
+  // the per-transaction cost, the statements', and the MISC lines' last of all (every line then
+  // costs alike, as in files before version 5).
+  for (const drop of ["nestedLines", "wakeups", "transactions", "statements", "miscLines"] as const)
     if (!inverse && columns.includes(drop)) {
       columns = columns.filter((c) => c !== drop);
       inverse = inverseGram(rowsFor(columns));
     }
   const data = rowsFor(columns);
   if (!inverse || data.length <= columns.length) return null;
-  // Unweighted, though some points' runs scatter far more (the fixed-rate point's): weighing them
-  // by their scatter narrowed the intervals to what the run-to-run noise allows, and the proof's
-  // shop workload then fell outside them under `write` on both servers (2026-12-07: 76 µs
-  // predicted against 101 measured, 70 against 119); the residual, noisy point and all, is what
-  // covers how far another workload's costs lie from TPC-B's (docs/bench.md, "Calibration").
+  // Unweighted: weighing the points by their scatter narrowed the intervals to what the run-to-run
+  // noise allows, and the proof's shop workload then fell outside them under `write` on both
+  // servers (2026-12-07: 76 µs predicted against 101 measured, 70 against 119). The residual
+  // over two workloads' points (TPC-B's and read-heavy's) is what covers how far another
+  // workload's costs lie from theirs (docs/bench.md, "Calibration").
   const beta = nonNegativeFit(data, columns);
   if (!beta) return null;
   const free = beta.filter((b) => b > 0).length;
@@ -343,10 +375,14 @@ function fitRounds(
     const half = t * Math.sqrt(Math.max(0, covariance[i]![i]!));
     return { estimate: beta[i]!, low: Math.max(0, beta[i]! - half), high: beta[i]! + half };
   };
-  const medians = points.map((pt) => median(pt.samples!.map((y, i) => y * scale(pt, i))));
-  const predicted = points.map(
-    (pt, pi) =>
-      columns.reduce((s, c, i) => s + costFeature(c, features[pi]!) * beta[i]!, 0) +
+  const fittedPoints = points.filter((_, pi) => fitted[pi]);
+  const medians = fittedPoints.map((pt) => median(pt.samples!.map((y, i) => y * scale(pt, i))));
+  const predicted = fittedPoints.map(
+    (pt) =>
+      columns.reduce(
+        (s, c, i) => s + costFeature(c, kindFeatures(columns, features[points.indexOf(pt)]!)) * beta[i]!,
+        0,
+      ) +
       (collector
         ? collectorUsPerTransaction(collector, pt.linesPerTransaction, median(pt.linesPerSecSamples ?? [0]))
             .estimate
@@ -357,7 +393,7 @@ function fitRounds(
     coefficients: beta,
     covariance,
     // The runs a typical point had (bench --quick's rate cells run fewer rounds, and weigh less).
-    runs: Math.floor(median(points.map((pt) => pt.samples!.length))),
+    runs: Math.floor(median(fittedPoints.map((pt) => pt.samples!.length))),
     loggerShare: loggerShare(points),
     ...(collector ? { collector } : {}),
     baselineServerUsPerStatement: baselinePerStatement(points),
@@ -378,7 +414,8 @@ function fitRounds(
     transactionCostUs: coefficient("transactions"),
     r2: r2Of(medians, predicted),
     residualStdErrUs: Math.sqrt(variance),
-    points: points.length,
+    // The configurations the residual is over (a fixed-rate point informs the collector's fit only).
+    points: fittedPoints.length,
     degreesOfFreedom: df,
     basis: "cpu",
     cpu,
@@ -402,9 +439,18 @@ export function fitCalibration(
   if (!columns.includes("lines") && !columns.includes("linesElsewhere")) return null;
   const cpuBasis = points.every((p) => (p.samples?.length ?? 0) > 0);
   if (cpuBasis) {
-    // A fixed-rate point (every line wakes the collector) is what sets the wake-ups apart from the lines.
-    const rated = points.some((p) => p.rate !== undefined);
-    const initial: Column[] = [...columns, "transactions", ...(rated ? (["wakeups"] as const) : [])];
+    // Lines by kind where every point counted them (bench from version 5 on) and some logged that
+    // kind in earnest: a stray nested line in a few thousand transactions (bench's own queries
+    // under `all`) prices nothing, and is priced as MISC (kindFeatures).
+    const kinds = points.every((p) => p.linesByKind);
+    const has = (k: "misc" | "nested"): boolean => kinds && points.some((p) => p.linesByKind![k] >= 0.5);
+    const initial: Column[] = [
+      ...columns,
+      ...(has("misc") ? (["miscLines"] as const) : []),
+      ...(has("nested") ? (["nestedLines"] as const) : []),
+      "transactions",
+      "wakeups",
+    ];
     const fit = fitRounds(points, initial, options.seed ?? DEFAULT_SEED);
     if (fit) return fit;
   }

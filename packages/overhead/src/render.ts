@@ -86,10 +86,18 @@ export function renderFit(fit: CalibrationFit): string {
   const c = (x: { estimate: number; low: number; high: number }): string =>
     `${fmt(x.estimate, 2)} µs [${fmt(x.low, 2)} … ${fmt(x.high, 2)}]`;
   const k = fit.cpu?.collector;
-  const parts = [`${k ? "backends: " : ""}per log line ${c(fit.lineCostUs)}`];
+  const parts = [
+    `${k ? "backends: " : ""}per log line${fit.cpu?.columns.includes("miscLines") ? " of a statement" : ""} ${c(fit.lineCostUs)}`,
+  ];
   if (fit.lineCostElsewhereUs) parts.push(`per log line, log dir elsewhere ${c(fit.lineCostElsewhereUs)}`);
   if (fit.statementCostUs) parts.push(`per statement in pgaudit's hooks ${c(fit.statementCostUs)}`);
   if (fit.transactionCostUs) parts.push(`per transaction that logs ${c(fit.transactionCostUs)}`);
+  const byKind = (name: string, what: string): void => {
+    const i = fit.cpu?.columns.indexOf(name) ?? -1;
+    if (i >= 0) parts.push(`per ${what} ${fmt(fit.cpu!.coefficients[i]!, 2)} µs`);
+  };
+  byKind("miscLines", "pgAudit MISC line (BEGIN, COMMIT, SET…)");
+  byKind("nestedLines", "nested line (foreign-key checks, functions)");
   const wakeups = fit.cpu?.columns.indexOf("wakeups") ?? -1;
   if (wakeups >= 0)
     parts.push(

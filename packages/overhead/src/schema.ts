@@ -37,7 +37,19 @@ const interval = z.object({ median: num, low: num, high: num });
 const coefficient = z.object({ estimate: num, low: num, high: num });
 
 const cpuCalibration = z.object({
-  columns: z.array(z.enum(["lines", "linesElsewhere", "statements", "transactions", "wakeups"])).min(1),
+  columns: z
+    .array(
+      z.enum([
+        "lines",
+        "linesElsewhere",
+        "statements",
+        "transactions",
+        "wakeups",
+        "miscLines",
+        "nestedLines",
+      ]),
+    )
+    .min(1),
   coefficients: z.array(num),
   covariance: z.array(z.array(num)),
   runs: z.number().int().positive(),
@@ -229,17 +241,19 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
 });
 
 /**
- * The calibration file versions this code reads: 4 adds the backends' cost per collector wake-up
+ * The calibration file versions this code reads: 5 prices pgAudit's MISC (and nested) lines apart
+ * from the statements' (`miscLines`, `nestedLines`) and leaves the fixed-rate cell to the
+ * collector's fit; 4 adds the backends' cost per collector wake-up
  * (the `wakeups` column, fitted where a low fixed-rate cell measured it); 3 fits the logging
  * collector apart (per wake-up, per line); 2 is the constrained fit at a reference state; 1 came
  * before. 1 and 2 are read as they were (one cost per line, the collector's share `loggerShare`)
  * if their values are physical; 3 as it was (no `wakeups` column).
  */
-export const CALIBRATION_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const CALIBRATION_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 export const calibrationSchema: z.ZodType<Calibration> = z.object({
   kind: z.literal("auditpipe-calibration"),
-  version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)]),
+  version: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4), z.literal(5)]),
   createdAt: z.string(),
   host: z.string(),
   environment,

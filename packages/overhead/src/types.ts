@@ -304,12 +304,14 @@ export interface CalibrationPoint {
 export interface Calibration {
   kind: "auditpipe-calibration";
   /**
+   * 5: lines priced by kind (`miscLines`, maybe `nestedLines`: pgAudit's MISC and nested lines apart
+   * from the statements' own), the fixed-rate cell left to the collector's fit (no `wakeups`);
    * 4: the backends' cost per collector wake-up as a column (`wakeups`, from a low fixed-rate cell);
    * 3: the logging collector's CPU fitted apart, per wake-up and per line (`fit.cpu.collector`);
    * 2: the constrained fit at a reference state of the machine; 1: files before it. Versions 1
    * and 2 are read as before (one cost per line) if their values are physical.
    */
-  version: 1 | 2 | 3 | 4;
+  version: 1 | 2 | 3 | 4 | 5;
   createdAt: string;
   host: string;
   environment: Environment;

@@ -70,6 +70,8 @@ export interface BenchOptions {
    * fitted at more than one rate; at a low fixed rate every line wakes it.
    */
   rateCells?: RateCell[] | null;
+  /** Workloads that run only these of `configs` (bench --quick's read-heavy); absent: all of them. */
+  workloadConfigs?: Record<string, ConfigurationName[]> | null;
 }
 
 export interface RateCell {
@@ -212,7 +214,8 @@ function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
     runs: o.runs,
     warmup: o.warmupSec > 0,
     variants: (c) => variantsOf(c).map((v) => v.name),
-    configurationsOf: (w) => rateOf(w)?.configs,
+    configurationsOf: (w) =>
+      rateOf(w)?.configs ?? o.workloadConfigs?.[w]?.filter((c) => o.configs.includes(c)),
     roundsOf: (w) => rateOf(w)?.rounds,
   });
   const planned = plannedSeconds(plan, {
@@ -232,8 +235,23 @@ function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
         `${cell.configs.join(" and ")} at ${cell.clients} clients${cell.rate === undefined ? "" : ` at ${cell.rate} TPS`}`,
     )
     .join(", ");
+  // Workloads that run only some configurations (bench --quick's read-heavy), said apart.
+  const partial = workloadNames.filter((w) => !rateOf(w) && o.workloadConfigs?.[w]);
+  const full = mainWorkloads - partial.length;
+  const partialText = partial
+    .map((w) => `${o.workloadConfigs![w]!.filter((c) => o.configs.includes(c)).join(", ")} × ${w}`)
+    .join("; ");
+  const fullCells =
+    full > 0
+      ? (cellCount -
+          partial.reduce(
+            (n, w) => n + plan.filter((r) => !r.warmup && r.workload === w).length / o.runs,
+            0,
+          )) /
+        full
+      : 0;
   io.stderr(
-    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${cellCount / mainWorkloads} combinations)` : ""} × ${mainWorkloads} workloads × ${o.runs} runs of ${o.durationSec} s${rates.length > 0 ? ` + ${rateText} (other line rates for the calibration, ${rateRuns} runs)` : ""} = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
+    `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${fullCells} combinations)` : ""} × ${full} workload${full === 1 ? "" : "s"}${partial.length > 0 ? ` (and ${partialText})` : ""} × ${o.runs} runs of ${o.durationSec} s${rates.length > 0 ? ` + ${rateText} (other line rates for the calibration, ${rateRuns} runs)` : ""} = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
   );
   return { variants, variantsOf, plan, planned };
 }

@@ -28,10 +28,11 @@ the baseline, p50/p95/p99 latency, log entries/s, MB/hour, GB/day and WAL per co
 workload, runs interleaved in rotating order after a discarded warm-up. Without --db it starts a
 scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
 
-  --quick              about four minutes on 2 cores (longer on a busy machine): none,
-                       read, write, all, log_statement × tpcb × 4 runs of 6 s, then none and all
-                       at 8 clients and at 300 TPS from 2 clients (pgbench -R): other line rates
-                       for the logging collector's cost
+  --quick              about five and a half minutes on 2 cores (longer on a busy machine):
+                       none, read, write, all, log_statement × tpcb × 4 runs of 6 s, and none,
+                       write, all × read-heavy (MISC lines apart from statements' lines), then
+                       none and all at 8 clients and at 300 TPS from 2 clients (pgbench -R):
+                       other line rates for the logging collector's cost
   --audit NAME         none, write, read, all, object (the two largest tables), log_statement
                        (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
                        repeatable or comma-separated; default all of them
@@ -81,6 +82,8 @@ nothing, run once; log_statement_once applies to pgaudit's configurations):
 export const QUICK: {
   configs: ConfigurationName[];
   workloads: string[];
+  /** Workloads that run only some of `configs` (and only where those were asked for). */
+  workloadConfigs: Record<string, ConfigurationName[]>;
   rateCells: RateCell[];
   duration: number;
   runs: number;
@@ -89,7 +92,12 @@ export const QUICK: {
   // read as well as write and all: the line cost, the per-transaction cost and the hooks' can
   // then be told apart (lines 1, 4, 7 with pgaudit; 7 without).
   configs: ["none", "read", "write", "all", "log_statement"] as ConfigurationName[],
-  workloads: ["tpcb"],
+  workloads: ["tpcb", "read-heavy"],
+  // read-heavy's `all` logs 2 MISC lines (BEGIN, END) beside 10 statement lines, TPC-B's 2
+  // beside 5: the two tell a MISC line's cost from a statement line's, which differ (a MISC
+  // line costs the backends ~1 µs, a statement's ~10: docs/estimator.md). Its baseline, write
+  // and all are enough for that.
+  workloadConfigs: { "read-heavy": ["none", "write", "all"] as ConfigurationName[] },
   // The collector's cost per line falls as lines arrive faster: `all` at 8 clients (with its
   // baseline) gives the calibration a higher line rate, and at 300 TPS from 2 clients (pgbench -R)
   // a low one, where every line wakes the collector as on a durable server at a few hundred
@@ -363,6 +371,8 @@ async function planBench(
       quick,
       perRunOverheadSec: PER_RUN_OVERHEAD_SEC,
       rateCells: quick && configs.includes("all") && builtins[0] === "tpcb" ? QUICK.rateCells : null,
+      workloadConfigs:
+        quick && workloadNames.length === 0 && scripts.length === 0 ? QUICK.workloadConfigs : null,
     },
     builtins,
     scripts,
@@ -482,11 +492,13 @@ function reportBench(
     } else {
       const calibration: Calibration = {
         kind: "auditpipe-calibration",
-        version: report.calibration.cpu?.columns.includes("wakeups")
-          ? 4
-          : report.calibration.cpu?.collector
-            ? 3
-            : 2,
+        version: report.calibration.cpu?.columns.includes("miscLines")
+          ? 5
+          : report.calibration.cpu?.columns.includes("wakeups")
+            ? 4
+            : report.calibration.cpu?.collector
+              ? 3
+              : 2,
         createdAt: report.finishedAt,
         host: report.environment.host,
         environment: report.environment,
