@@ -51,6 +51,14 @@ export interface OutcomeJoinOptions<H> {
   miscLogged?: boolean;
   maxPending?: number;
   maxSessions?: number;
+  /**
+   * Hash a statement's text (textKey) only where the join compares it: keep the text meanwhile, a
+   * view of the parser's chunk, until releaseTexts() or snapshot(), which the owner then calls
+   * once per chunk it parsed. Most statements leave their transaction before that and are never
+   * hashed (hashing was about half of onEntry's own time in a profile of the sidecar). Without it,
+   * every text is hashed when its statement begins.
+   */
+  holdTexts?: boolean;
 }
 
 /** One audited statement (a statement id of a session), while any of its entries is undecided. */
@@ -60,8 +68,13 @@ interface Stmt<H> {
   lastId: number;
   /** Order within the session (savepoints mark it). */
   seq: number;
-  /** textKey of its text, or null when pgAudit did not log the text. */
+  /**
+   * textKey of its text, or null when pgAudit did not log the text; read through keyOf(), as it
+   * may still be `text`'s to compute (OutcomeJoinOptions.holdTexts).
+   */
   key: number | null;
+  /** The text, while its key is not computed yet (holdTexts); null otherwise. */
+  text: string | null;
   control: Control;
   name: string | null;
   chain: boolean;
@@ -175,6 +188,16 @@ export interface JoinCounts {
 
 const NO_XACT = /\/0$/;
 
+/** A statement's key: computed from its held text the first time it is read. */
+function keyOf<H>(st: Stmt<H>): number | null {
+  const text = st.text;
+  if (text !== null) {
+    st.key = textKey(text);
+    st.text = null;
+  }
+  return st.key;
+}
+
 /** The savepoints of a transaction that set none: one shared empty list, replaced on the first. */
 const NO_SAVEPOINTS: { name: string | null; seq: number }[] = [];
 
@@ -213,6 +236,28 @@ export class OutcomeJoin<H> {
     this.decided = options.decided;
     this.maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
     this.maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    this.holdTexts = options.holdTexts === true;
+  }
+
+  private readonly holdTexts: boolean;
+  /** Statements holding their text (holdTexts), since the last releaseTexts(). */
+  private held: Stmt<H>[] = [];
+
+  /**
+   * Lets go of the statement texts held since the last call (holdTexts): an open statement's
+   * key is computed now, a decided one's is never read again. After it the join keeps no view of
+   * the text it was given.
+   */
+  releaseTexts(): void {
+    const held = this.held;
+    const n = held.length;
+    if (n === 0) return;
+    for (let i = 0; i < n; i++) {
+      const st = held[i]!;
+      if (st.done) st.text = null;
+      else keyOf(st);
+    }
+    this.held = [];
   }
 
   private readonly decided: OutcomeJoinOptions<H>["decided"];
@@ -320,25 +365,28 @@ export class OutcomeJoin<H> {
       }
     }
     const info = controlOf(entry);
-    const key = text === null ? null : textKey(text);
-    this.beforeStatement(s, vxid, info, key);
+    const hold = text !== null && this.holdTexts;
     const stmt: Stmt<H> = {
       id: entry.statementId,
       lastId: entry.statementId,
-      seq: ++s.seq,
-      key,
+      seq: s.seq + 1,
+      key: text === null || hold ? null : textKey(text),
+      text: hold ? text : null,
       control: info.control,
       name: info.name === null ? null : detached(info.name),
       chain: info.chain,
       handles: [handle],
       done: false,
     };
+    if (hold) this.held.push(stmt);
+    this.beforeStatement(s, vxid, info, stmt);
+    s.seq++;
     s.cur = stmt;
     this.statement(s, stmt, vxid);
   }
 
   /** A new statement begins: what that says about the transaction open so far. */
-  private beforeStatement(s: Session<H>, vxid: string | null, info: ControlInfo, key: number | null): void {
+  private beforeStatement(s: Session<H>, vxid: string | null, info: ControlInfo, next: Stmt<H> | null): void {
     const tx = s.tx;
     if (tx === null) return;
     let sameTx = vxid !== null && tx.vxid !== null ? vxid === tx.vxid : null;
@@ -380,7 +428,10 @@ export class OutcomeJoin<H> {
     // string, or a pipeline); otherwise it committed when its statement ended. Without a vxid,
     // the same text as the statement before is taken for the next statement of one query
     // string (pgAudit logs the whole string for each), any other text for a new transaction.
-    if (sameTx === null && key !== null) sameTx = tx.stmts.at(-1)?.key === key;
+    if (sameTx === null && next !== null && (next.text !== null || next.key !== null)) {
+      const last = tx.stmts.at(-1);
+      sameTx = last !== undefined && keyOf(last) === keyOf(next);
+    }
     if (sameTx === true && info.control !== Control.BEGIN) return;
     if (sameTx === true) {
       tx.explicit = true; // `BEGIN; …; COMMIT` in one string: the block starts here
@@ -501,8 +552,9 @@ export class OutcomeJoin<H> {
     const key = query === null ? null : textKey(query);
     for (let i = stmts.length - 1; i >= 0; i--) {
       const st = stmts[i]!;
-      if (key !== null && st.key === key) return st;
-      if (key === null || st.key === null) {
+      const own = keyOf(st);
+      if (key !== null && own === key) return st;
+      if (key === null || own === null) {
         // Nothing to compare: the latest statement that can fail (not BEGIN, SAVEPOINT, RELEASE).
         if (
           st.control === Control.BEGIN ||
@@ -901,7 +953,7 @@ export class OutcomeJoin<H> {
       sps,
       st.id,
       st.lastId,
-      st.key,
+      keyOf(st),
       st.control,
       st.name,
       st.chain,
@@ -929,11 +981,14 @@ export class OutcomeJoin<H> {
    * as keys only. A join restored from it decides the rest of the stream as this one would.
    */
   snapshot<J>(toJson: (handle: H) => J): OutcomeJoinSnapshot<J> {
+    this.releaseTexts();
     const stmt = (st: Stmt<H>): StmtSnapshot<J> => ({
       id: st.id,
       lastId: st.lastId,
       seq: st.seq,
-      key: st.key,
+      // A decided statement's key is never read again (it left its transaction; holdTexts
+      // drops its text unhashed): null, whichever way the join ran.
+      key: st.done ? null : st.key,
       control: st.control,
       name: st.name,
       chain: st.chain,
@@ -995,6 +1050,7 @@ export class OutcomeJoin<H> {
         lastId: st.lastId,
         seq: st.seq,
         key: st.key,
+        text: null,
         control: st.control,
         name: st.name,
         chain: st.chain,

@@ -147,6 +147,8 @@ export class OutcomeStream {
     const lane = (): OutcomeLane | undefined => owner ?? this.active;
     const options = {
       ...(this.options.miscLogged === undefined ? {} : { miscLogged: this.options.miscLogged }),
+      // Each lane lets go of them after every slice it parses (FileLane.encodePending).
+      holdTexts: true,
       decided: (h: LaneHandle, outcome: Outcome, sqlstate: string | null, reason: UnknownReason | null) =>
         lane()?.decided(h, outcome, sqlstate, reason),
       attempt: (record: LogRecord) => lane()?.attempt(record),
