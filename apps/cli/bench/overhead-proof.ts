@@ -1,5 +1,5 @@
 /**
- * The overhead proof, opt-in (`pnpm proof:overhead`; about 35 minutes on 2 cores): does the
+ * The overhead proof, opt-in (`pnpm proof:overhead`; about 40 minutes on 2 cores): does the
  * estimate's answer for a server at the load it was sampled under hold what pgbench then
  * measures there, and does a calibration travel between a busy machine and a quiet one?
  *
@@ -17,7 +17,7 @@
  * (b) both ran: the table holds both) and the `calibration-travels` markers of docs/bench.md,
  * with the date, the machine and its load average, and exits 1 if a check failed. Options:
  * --only a,b,c (or durable, cpu-bound, travels: `pnpm proof:overhead --only durable` re-runs (a)
- * alone, about 16 minutes, and prints its table without touching the docs); --runs N and
+ * alone, about 18 minutes, and prints its table without touching the docs); --runs N and
  * --duration S of the bench --db runs (default 8 × 15 s); --interval S of the estimate's sample
  * (default 30); --no-docs; --keep DIR: the calibration, bench reports, estimates and sampled workloads
  * as JSON into DIR (`estimate --workload workload-a.json --calibration other.json` weighs a later
@@ -326,7 +326,7 @@ const context = (what: string): string => {
 
 try {
   say(
-    `${values["no-docs"] || (parts.has("a") !== parts.has("b") && !parts.has("c")) ? "prints its tables" : "writes docs/estimator.md and docs/bench.md tables"}; about ${(parts.has("a") ? 12 : 0) + (parts.has("b") ? 12 : 0) + (parts.has("c") ? 8 : 0) + 4} minutes on 2 cores`,
+    `${values["no-docs"] || (parts.has("a") !== parts.has("b") && !parts.has("c")) ? "prints its tables" : "writes docs/estimator.md and docs/bench.md tables"}; about ${(parts.has("a") ? 12 : 0) + (parts.has("b") ? 12 : 0) + (parts.has("c") ? 11 : 0) + 6} minutes on 2 cores`,
   );
   const serverRows: ServerRow[] = [];
   let calibrationReport: BenchReport | null = null;

@@ -235,14 +235,18 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
       expect(run.statWal.wal_bytes).toBeGreaterThan(0);
       const perTxn = run.log.auditEntries / run.transactions;
       if (run.configuration === "none") expect(run.log.auditEntries).toBe(0);
-      // TPC-B-like: 3 UPDATEs and 1 INSERT are WRITE; the SELECT is READ; 'all' adds BEGIN and END.
-      // read-heavy: 9 SELECTs and 1 UPDATE; 'all' adds BEGIN and END.
+      // TPC-B-like (--quick: with foreign keys): 3 UPDATEs and 1 INSERT are WRITE; the SELECT is
+      // READ, and so are the INSERT's 3 key checks (nested); 'all' adds BEGIN and END.
+      // read-heavy: 9 SELECTs and 1 UPDATE (no key changes: no check); 'all' adds BEGIN and END.
       const heavy = run.workload === "read-heavy";
-      if (run.configuration === "read") expect(perTxn).toBeCloseTo(1, 0);
+      const kinds = run.log.auditKinds!;
+      if (run.configuration === "read") expect(perTxn).toBeCloseTo(4, 0);
       if (run.configuration === "write") expect(perTxn).toBeCloseTo(heavy ? 1 : 4, 0);
-      if (run.configuration === "all") expect(perTxn).toBeCloseTo(heavy ? 12 : 7, 0);
-      if (run.configuration === "all")
-        expect((run.log.auditKinds?.misc ?? 0) / run.transactions).toBeCloseTo(2, 0);
+      if (run.configuration === "all") expect(perTxn).toBeCloseTo(heavy ? 12 : 10, 0);
+      if (run.configuration === "all") expect(kinds.misc / run.transactions).toBeCloseTo(2, 0);
+      if (run.configuration === "read" || (run.configuration === "all" && !heavy))
+        expect(kinds.nested / run.transactions).toBeCloseTo(3, 0);
+      if (run.configuration === "write") expect(kinds.nested).toBe(0);
       if (run.configuration === "log_statement") {
         expect(run.log.auditEntries).toBe(0);
         expect(run.log.records / run.transactions).toBeCloseTo(7, 0);
@@ -273,6 +277,11 @@ describe("bench --report on a real scratch server, opened in headless Chromium",
     expect(calibration.points.map((p) => Math.round(p.linesByKind?.misc ?? -1))).toEqual([
       0, 0, 2, 0, 0, 2, 2, 2,
     ]);
+    // TPC-B's history rows check 3 keys (--quick's --foreign-keys): nested under read and all.
+    expect(calibration.points.map((p) => Math.round(p.linesByKind?.nested ?? -1))).toEqual([
+      3, 0, 3, 0, 0, 0, 3, 3,
+    ]);
+    expect(report.options.foreignKeys).toBe(true);
     expect(calibration.points.at(-2)).toMatchObject({ workload: "tpcb@8", clients: 8 });
     expect(calibration.points.at(-1)).toMatchObject({ workload: "tpcb@300tps", clients: 2, rate: 300 });
     // The collector fitted apart, from every run's collector CPU, line rate and wake-ups; and

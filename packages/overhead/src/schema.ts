@@ -189,6 +189,7 @@ export const benchReportSchema: z.ZodType<BenchReport> = z.object({
   }),
   options: z.object({
     scale: z.number().int().positive(),
+    foreignKeys: z.boolean().optional(),
     clients: z.number().int().positive(),
     jobs: z.number().int().positive(),
     durationSec: num,

@@ -336,6 +336,8 @@ export interface BenchReport {
   };
   options: {
     scale: number;
+    /** pgbench -i --foreign-keys (bench --quick); absent: without. */
+    foreignKeys?: boolean;
     clients: number;
     jobs: number;
     durationSec: number;

@@ -92,6 +92,21 @@ export async function writeMarker(
   }
 }
 
+/**
+ * A query PostgreSQL's foreign-key triggers run (ri_triggers.c: `SELECT 1 FROM [ONLY] pk x WHERE
+ * col OPERATOR(pg_catalog.=) $1 … FOR KEY SHARE OF x`, and the cascades' DELETE and UPDATE). pgaudit
+ * numbers substatements as it logs them, so under `read` — the INSERT that fired the checks not
+ * logged — the first check is substatement 1, and only its text says it is nested.
+ */
+export function isReferentialQuery(statement: string): boolean {
+  return (
+    statement.includes(" OPERATOR(pg_catalog.") &&
+    (statement.startsWith("SELECT 1 FROM ") ||
+      statement.startsWith("DELETE FROM ") ||
+      statement.startsWith("UPDATE "))
+  );
+}
+
 /** Counts the records between two positions (the start's file to its end, then the end's file, when the log rotated). */
 export async function countLogRange(
   from: LogPosition,
@@ -121,7 +136,7 @@ export async function countLogRange(
           // A nested entry first (a foreign-key check, a function's SET), then MISC.
           const entry = decodeAuditEntry(record, () => {});
           if (entry === undefined) return;
-          if (entry.substatementId > 1) kinds.nested++;
+          if (entry.substatementId > 1 || isReferentialQuery(entry.statement)) kinds.nested++;
           else if (entry.class === "MISC") kinds.misc++;
         },
         malformed(_error: MalformedRecord): void {

@@ -70,6 +70,11 @@ export interface BenchOptions {
    * fitted at more than one rate; at a low fixed rate every line wakes it.
    */
   rateCells?: RateCell[] | null;
+  /**
+   * pgbench -i --foreign-keys: TPC-B's history rows then check 3 keys, which pgaudit logs as
+   * nested READ entries under read and all (bench --quick: the calibration prices nested lines).
+   */
+  foreignKeys?: boolean;
   /** Workloads that run only these of `configs` (bench --quick's read-heavy); absent: all of them. */
   workloadConfigs?: Record<string, ConfigurationName[]> | null;
 }
@@ -307,10 +312,11 @@ async function initialiseTables(
 ): Promise<string[]> {
   const client = await target.client();
   const conn = target.pgbench();
-  io.stderr(`bench: pgbench -i -s ${o.scale}...\n`);
+  const fk = o.foreignKeys ? ["--foreign-keys"] : [];
+  io.stderr(`bench: pgbench -i -s ${o.scale}${o.foreignKeys ? " --foreign-keys" : ""}...\n`);
   const init = await runPgbench(
     pgbenchBin,
-    [...conn.args, "-i", "-q", "-s", String(o.scale)],
+    [...conn.args, "-i", "-q", "-s", String(o.scale), ...fk],
     conn.env,
     signal,
   );
@@ -606,6 +612,7 @@ function summariseBench(
     target: { kind: o.existing ? "existing" : "scratch", baseline },
     options: {
       scale: o.scale,
+      ...(o.foreignKeys ? { foreignKeys: true } : {}),
       clients: o.clients,
       jobs: o.jobs,
       durationSec: o.durationSec,

@@ -29,10 +29,10 @@ workload, runs interleaved in rotating order after a discarded warm-up. Without 
 scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end.
 
   --quick              about five and a half minutes on 2 cores (longer on a busy machine):
-                       none, read, write, all, log_statement × tpcb × 4 runs of 6 s, and none,
-                       write, all × read-heavy (MISC lines apart from statements' lines), then
-                       none and all at 8 clients and at 300 TPS from 2 clients (pgbench -R):
-                       other line rates for the logging collector's cost
+                       none, read, write, all, log_statement × tpcb (with foreign keys) × 4 runs
+                       of 6 s, and none, write, all × read-heavy (MISC and nested lines apart
+                       from the statements'), then none and all at 8 clients and at 300 TPS
+                       from 2 clients (pgbench -R): other line rates for the logging collector
   --audit NAME         none, write, read, all, object (the two largest tables), log_statement
                        (PostgreSQL's own, 'all'), trigger (row-level audit trigger, OLD/NEW as jsonb);
                        repeatable or comma-separated; default all of them
@@ -41,6 +41,8 @@ scratch PostgreSQL 15 with pgaudit (nothing to set up) and removes it at the end
   --init FILE          SQL run once in the bench database after pgbench -i: the tables your
                        --script needs (a workload of your own, with its own schema)
   --scale N            pgbench -i scale factor (default 10)
+  --foreign-keys       pgbench -i --foreign-keys: each TPC-B history row checks 3 keys, which
+                       pgaudit logs as nested READ entries (always with --quick)
   --clients N          pgbench -c (default 2)
   --jobs N             pgbench -j (default: clients, at most the cores)
   --duration S         pgbench -T of each run, seconds (default 30; --quick 6)
@@ -246,6 +248,7 @@ function parseBenchFlags(argv: string[]): Flags {
     "log-dir": { type: "string", multiple: true },
     "syslog-file": { type: "string" },
     durable: { type: "boolean", default: false },
+    "foreign-keys": { type: "boolean", default: false },
     db: { type: "string" },
     existing: { type: "boolean", default: false },
     yes: { type: "boolean", default: false },
@@ -368,6 +371,8 @@ async function planBench(
       logDirElsewhere,
       syslogFile,
       durable: values.durable === true,
+      // --quick always: the calibration's nested lines (TPC-B's history rows check 3 keys).
+      foreignKeys: quick || values["foreign-keys"] === true,
       quick,
       perRunOverheadSec: PER_RUN_OVERHEAD_SEC,
       rateCells: quick && configs.includes("all") && builtins[0] === "tpcb" ? QUICK.rateCells : null,
@@ -435,8 +440,14 @@ function writeWorkloads(plan: BenchPlan, bench: Overhead, workDir: string): Work
   for (const name of plan.builtins) {
     const spec = bench.WORKLOADS[name as keyof typeof bench.WORKLOADS];
     if (spec.builtin) {
+      // With foreign keys TPC-B's INSERT runs 3 key checks: statements pgaudit's hooks process too.
+      const checks = name === "tpcb" && plan.options.foreignKeys;
       workloads.push({
-        info: { name, description: spec.description, statementsPerTransaction: name === "tpcb" ? 7 : 1 },
+        info: {
+          name,
+          description: checks ? `${spec.description}; its INSERT checks 3 foreign keys` : spec.description,
+          statementsPerTransaction: name === "tpcb" ? (checks ? 10 : 7) : 1,
+        },
         args: ["-b", spec.builtin],
       });
     } else {
