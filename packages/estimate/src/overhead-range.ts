@@ -189,7 +189,7 @@ function calibratedCosts(
     const v = cal.cpu!.columns.indexOf("wakeups");
     const backends = v >= 0 ? cal.cpu!.coefficients[v]! : null;
     assumptions.push(
-      `the logging collector: ${cost(collector.wakeupUs)} of CPU per wake-up and ${cost(collector.lineUs)} per line, awake ${collector.awakeUs.toFixed(0)} µs per wake-up; at this workload's ${Math.round(input.linesPerSec)} lines/s, ${u.toFixed(2)} wake-ups per line: ${(collector.lineUs.estimate + u * collector.wakeupUs.estimate).toFixed(1)} µs per line${backends === null ? "" : `; the backends ${backends.toFixed(1)} µs per wake-up they cause (measured at a low fixed rate)`}`,
+      `the logging collector: ${cost(collector.wakeupUs)} of CPU per wake-up and ${cost(collector.lineUs)} per line, awake ${collector.awakeUs.toFixed(0)} µs per wake-up; at this workload's ${Math.round(input.linesPerSec)} lines/s, ${u.toFixed(2)} wake-ups per line: ${(collector.lineUs.estimate + u * collector.wakeupUs.estimate).toFixed(1)} µs per line${backends === null ? "" : `; the backends ${backends.toFixed(1)} µs per wake-up they cause`}`,
     );
   }
   const perStatement = cal.cpu?.baselineServerUsPerStatement.low;

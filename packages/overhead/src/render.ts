@@ -101,7 +101,7 @@ export function renderFit(fit: CalibrationFit): string {
   const wakeups = fit.cpu?.columns.indexOf("wakeups") ?? -1;
   if (wakeups >= 0)
     parts.push(
-      `per collector wake-up they cause ${fmt(fit.cpu!.coefficients[wakeups]!, 2)} µs (at a low fixed rate)`,
+      `per collector wake-up they cause ${fmt(fit.cpu!.coefficients[wakeups]!, 2)} µs`,
     );
   if (k)
     parts.push(
