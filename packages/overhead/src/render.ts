@@ -100,9 +100,7 @@ export function renderFit(fit: CalibrationFit): string {
   byKind("nestedLines", "nested line (foreign-key checks, functions)");
   const wakeups = fit.cpu?.columns.indexOf("wakeups") ?? -1;
   if (wakeups >= 0)
-    parts.push(
-      `per collector wake-up they cause ${fmt(fit.cpu!.coefficients[wakeups]!, 2)} µs`,
-    );
+    parts.push(`per collector wake-up they cause ${fmt(fit.cpu!.coefficients[wakeups]!, 2)} µs`);
   if (k)
     parts.push(
       `the logging collector: ${c(k.wakeupUs)} per wake-up and ${c(k.lineUs)} per line, awake ${fmt(k.awakeUs, 0)} µs per wake-up (at ${fmt(k.linesPerSec.low, 0)}–${fmt(k.linesPerSec.high, 0)} lines/s)`,
