@@ -87,8 +87,8 @@ export interface CostFeatures {
 /**
  * A workload's features as a model with `columns` prices them. Lines by kind only where the model
  * has a MISC column (an older calibration prices every line alike); nested lines as MISC ones
- * where it has no column of its own for them (bench's workloads log none): both name no object
- * of their own to look up, and the proof's measurements put both well below a statement's line.
+ * where it has no column of its own for them (its points logged too few to price): both name no
+ * object of their own to look up.
  */
 export function kindFeatures<W extends CostFeatures>(columns: readonly string[], w: W): W {
   const misc = w.miscLinesPerTransaction ?? 0;

@@ -325,14 +325,17 @@ function fitRounds(
   // than the other points' (sd 88–104 µs against 5–19): unweighted, that one point made the
   // residual every prediction carries, and the intervals ±6–10 points wide (docs/estimator.md).
   const fitted = points.map((p) => p.rate === undefined);
+  /** A point's features in the columns' order (its lines by kind as `cols` price them). */
+  const priced = (cols: Column[], pi: number): number[] => {
+    const f = kindFeatures(cols, features[pi]!);
+    return cols.map((c) => costFeature(c, f));
+  };
   const rowsFor = (cols: Column[]): Row[] =>
-    points.flatMap((p, pi) =>
-      (fitted[pi] ? p.samples! : []).map((y, i) => ({
-        x: cols.map((c) => costFeature(c, kindFeatures(cols, features[pi]!))),
-        y: backendsOf(p, i, y) * scale(p, i),
-        point: pi,
-      })),
-    );
+    points.flatMap((p, pi) => {
+      if (!fitted[pi]) return [];
+      const x = priced(cols, pi);
+      return p.samples!.map((y, i) => ({ x, y: backendsOf(p, i, y) * scale(p, i), point: pi }));
+    });
   // The backends' cost per wake-up only where the fitted points' rates spread u(λ) (WAKEUP_SPREAD).
   const spread = (() => {
     const u = features
@@ -375,19 +378,17 @@ function fitRounds(
     const half = t * Math.sqrt(Math.max(0, covariance[i]![i]!));
     return { estimate: beta[i]!, low: Math.max(0, beta[i]! - half), high: beta[i]! + half };
   };
-  const fittedPoints = points.filter((_, pi) => fitted[pi]);
+  const fittedIndices = points.flatMap((_, pi) => (fitted[pi] ? [pi] : []));
+  const fittedPoints = fittedIndices.map((pi) => points[pi]!);
   const medians = fittedPoints.map((pt) => median(pt.samples!.map((y, i) => y * scale(pt, i))));
-  const predicted = fittedPoints.map(
-    (pt) =>
-      columns.reduce(
-        (s, c, i) => s + costFeature(c, kindFeatures(columns, features[points.indexOf(pt)]!)) * beta[i]!,
-        0,
-      ) +
-      (collector
-        ? collectorUsPerTransaction(collector, pt.linesPerTransaction, median(pt.linesPerSecSamples ?? [0]))
-            .estimate
-        : 0),
-  );
+  const predicted = fittedIndices.map((pi) => {
+    const pt = points[pi]!;
+    const logger = collector
+      ? collectorUsPerTransaction(collector, pt.linesPerTransaction, median(pt.linesPerSecSamples ?? [0]))
+          .estimate
+      : 0;
+    return dot(priced(columns, pi), beta) + logger;
+  });
   const cpu: CpuCalibration = {
     columns,
     coefficients: beta,

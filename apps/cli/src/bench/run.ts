@@ -233,7 +233,6 @@ function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
   const rates = o.rateCells ?? [];
   const rateRuns = plan.filter((r) => !r.warmup && rateOf(r.workload)).length;
   const mainWorkloads = workloadNames.length - rates.length;
-  const cellCount = (measuredRuns - rateRuns) / o.runs;
   const rateText = rates
     .map(
       (cell) =>
@@ -246,15 +245,9 @@ function planBenchRuns(o: BenchOptions, io: CommandIO): RunPlan {
   const partialText = partial
     .map((w) => `${o.workloadConfigs![w]!.filter((c) => o.configs.includes(c)).join(", ")} × ${w}`)
     .join("; ");
-  const fullCells =
-    full > 0
-      ? (cellCount -
-          partial.reduce(
-            (n, w) => n + plan.filter((r) => !r.warmup && r.workload === w).length / o.runs,
-            0,
-          )) /
-        full
-      : 0;
+  // Combinations of configuration and variant: a workload that runs them all has one cell each.
+  const fullWorkload = workloadNames.find((w) => !rateOf(w) && !o.workloadConfigs?.[w]);
+  const fullCells = plan.filter((r) => !r.warmup && r.workload === fullWorkload).length / o.runs;
   io.stderr(
     `bench: ${o.configs.length} configurations${asked.length > 1 ? ` under ${asked.length} mitigation variants (${fullCells} combinations)` : ""} × ${full} workload${full === 1 ? "" : "s"}${partial.length > 0 ? ` (and ${partialText})` : ""} × ${o.runs} runs of ${o.durationSec} s${rates.length > 0 ? ` + ${rateText} (other line rates for the calibration, ${rateRuns} runs)` : ""} = ${measuredRuns} runs (+ warm-up); ${aboutMinutes(planned)}\n`,
   );
