@@ -69,7 +69,7 @@ const FKS_SQL = `SELECT cn.nspname AS child_schema, c.relname AS child, pn.nspna
           JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.n) AS columns,
        (SELECT array_agg(a.attname::text ORDER BY k.i) FROM unnest(con.confkey) WITH ORDINALITY k(n, i)
           JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.n) AS parent_columns,
-       con.confdeltype::text AS on_delete, con.confupdtype::text AS on_update,
+       con.confdeltype::text AS on_delete, con.confupdtype::text AS on_update, con.condeferred AS deferred,
        (SELECT bool_or(a.atthasdef) FROM unnest(con.conkey) k(n)
           JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.n) AS has_default
   FROM pg_constraint con
@@ -173,6 +173,7 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
       ...(FK_ACTIONS[r.on_delete] ? { onDelete: FK_ACTIONS[r.on_delete] } : {}),
       ...(FK_ACTIONS[r.on_update] ? { onUpdate: FK_ACTIONS[r.on_update] } : {}),
       ...(r.has_default ? { columnsHaveDefault: true } : {}),
+      ...(r.deferred ? { deferred: true } : {}),
     })),
   };
 }

@@ -182,8 +182,9 @@ export function statementEntries(r: Resolved, s: StatementLoad, text: string): E
     if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");
     return [...functions, ...item.entries];
   }
-  const cls = s.kind === "SELECT" ? "READ" : "WRITE";
-  dmlEntries(r, item, cls, s.kind, s.relations);
+  // MERGE: pgaudit's ExecutorStart classes only SELECT, INSERT, UPDATE and DELETE; the rest is MISC `???`.
+  if (s.command === "MERGE") dmlEntries(r, item, "MISC", "???", s.relations);
+  else dmlEntries(r, item, s.kind === "SELECT" ? "READ" : "WRITE", s.kind, s.relations);
   return [...item.entries, ...functionEntries(r, s, text, sub + 1)];
 }
 

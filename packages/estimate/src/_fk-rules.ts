@@ -35,6 +35,12 @@ export interface FkContext {
   sameTransaction: Map<string, number>;
   /** Foreign keys whose key every INSERT leaves out (no default): NULL, never checked. */
   nullKeys: Set<ForeignKey>;
+  /**
+   * Per table an upsert (ON CONFLICT DO UPDATE, MERGE) writes, the share of its rows inserted:
+   * the table's inserted rows (pg_stat_user_tables) beyond those of plain INSERTs, over the
+   * upserts' rows; absent: all inserted.
+   */
+  upsertInserted?: Map<string, number>;
   /** The assumptions made, in words, for the estimate's notes. */
   notes: string[];
 }
@@ -48,18 +54,6 @@ const changes = (written: string[] | undefined, keys: string[]): boolean =>
 const leavesNull = (written: string[] | undefined, fk: ForeignKey): boolean =>
   written !== undefined && !fk.columnsHaveDefault && !fk.columns.some((c) => written.includes(c));
 
-/** Rows per second each table gets from the workload's own (top-level) statements of `kind`. */
-function rowsByTable(workload: Workload, kind: "INSERT" | "UPDATE"): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const s of workload.statements) {
-    if (s.nested) continue;
-    for (const use of s.relations)
-      if (use.write === kind)
-        out.set(use.relation, (out.get(use.relation) ?? 0) + s.callsPerSec * s.rowsPerCall);
-  }
-  return out;
-}
-
 /**
  * What the workload says about its foreign keys as a whole. pg_stat_statements does not say
  * which statements share a transaction, nor which rows an UPDATE hits: an UPDATE of a table the
@@ -71,8 +65,6 @@ export function fkContext(workload: Workload): FkContext {
   const blocks = workload.statements.some(
     (s) => !s.nested && s.kind === "UTILITY" && TRANSACTION_START.test(s.command ?? "") && s.callsPerSec > 0,
   );
-  const inserted = rowsByTable(workload, "INSERT");
-  const updated = rowsByTable(workload, "UPDATE");
   const nullKeys = new Set<ForeignKey>();
   for (const fk of workload.foreignKeys) {
     const inserts = workload.statements.filter(
@@ -88,19 +80,72 @@ export function fkContext(workload: Workload): FkContext {
     )
       nullKeys.add(fk);
   }
-  const sameTransaction = new Map<string, number>();
   const notes: string[] = [];
+  const upsertInserted = upsertShares(workload, notes);
+  // Rows per second each table gets inserted and updated (an upsert's split by its share), and
+  // the most rows one statement updates in it.
+  const inserted = new Map<string, number>();
+  const updated = new Map<string, number>();
+  const mostByOne = new Map<string, number>();
+  const add = (m: Map<string, number>, t: string, v: number): void => {
+    m.set(t, (m.get(t) ?? 0) + v);
+  };
+  for (const s of workload.statements) {
+    if (s.nested) continue;
+    for (const u of s.relations) {
+      const rows = s.callsPerSec * s.rowsPerCall;
+      const share = u.upsert ? (upsertInserted.get(u.relation) ?? 1) : u.write === "INSERT" ? 1 : 0;
+      if (u.write === "INSERT") add(inserted, u.relation, rows * share);
+      const up = u.write === "UPDATE" ? rows : u.upsert ? rows * (1 - share) : 0;
+      if (up <= 0) continue;
+      add(updated, u.relation, up);
+      mostByOne.set(u.relation, Math.max(mostByOne.get(u.relation) ?? 0, up));
+    }
+  }
+  const sameTransaction = new Map<string, number>();
   for (const [table, rows] of updated) {
-    const ins = inserted.get(table) ?? 0;
     const keyed = workload.foreignKeys.some((f) => f.child === table && !nullKeys.has(f));
-    if (!blocks || ins <= 0 || rows <= 0 || !keyed) continue;
-    const share = Math.min(1, ins / rows);
+    if (!blocks || rows <= 0 || !keyed) continue;
+    // Rows an earlier statement of the transaction wrote: those it inserted, and those updated
+    // again (every statement taken to update the same rows, the most one updates counted once).
+    const own = (inserted.get(table) ?? 0) + Math.max(0, rows - (mostByOne.get(table) ?? 0));
+    if (own <= 0) continue;
+    const share = Math.min(1, own / rows);
     sameTransaction.set(table, share);
     notes.push(
-      `assumed: ${(share * 100).toFixed(0)} % of the rows updated in ${table} were inserted by the same transaction, so each re-checks its foreign keys (PostgreSQL re-checks such a row whether or not its key changed; pg_stat_statements cannot say which rows an UPDATE hits)`,
+      `assumed: ${(share * 100).toFixed(0)} % of the rows updated in ${table} were inserted or updated before by the same transaction, so each re-checks its foreign keys (PostgreSQL re-checks a row version its own transaction wrote whether or not its key changed; pg_stat_statements cannot say which rows an UPDATE hits)`,
     );
   }
-  return { sameTransaction, nullKeys, notes };
+  return { sameTransaction, nullKeys, notes, upsertInserted };
+}
+
+/**
+ * Per table an upsert writes, the share of its rows inserted: the table's inserted rows
+ * (pg_stat_user_tables) beyond those of plain INSERTs, over the upserts' rows. Unmeasured: all.
+ */
+function upsertShares(workload: Workload, notes: string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  const measured = workload.tableInsertsPerSec;
+  if (!measured) return out;
+  const plain = new Map<string, number>();
+  const upserted = new Map<string, number>();
+  for (const s of workload.statements) {
+    if (s.nested) continue;
+    for (const u of s.relations) {
+      if (u.write !== "INSERT") continue;
+      const into = u.upsert ? upserted : plain;
+      into.set(u.relation, (into.get(u.relation) ?? 0) + s.callsPerSec * s.rowsPerCall);
+    }
+  }
+  for (const [table, rows] of upserted) {
+    if (rows <= 0) continue;
+    const share = Math.min(1, Math.max(0, ((measured[table] ?? 0) - (plain.get(table) ?? 0)) / rows));
+    out.set(table, share);
+    notes.push(
+      `${(share * 100).toFixed(0)} % of the rows upserted into ${table} were inserted (its inserted rows in pg_stat_user_tables beyond plain INSERTs'); the rest were updated, which checks foreign keys only when a key changes or the transaction wrote the row before`,
+    );
+  }
+  return out;
 }
 
 /** What the RI triggers run per call of `s`, modelled (see the module comment). */
@@ -121,7 +166,8 @@ export function fkChecksOf(
   const parentAction = (fk: ForeignKey, action: ForeignKey["onDelete"], deleting: boolean): FkAction[] => {
     const child = { table: fk.child, columns: fk.columns, perCall };
     // ri_restrict: NO ACTION looks for another parent row with the old key, then checks the child.
-    const noAction: FkAction[] = [check(fk), { kind: "check", ...child }];
+    // A deferred key's NO ACTION checks run at COMMIT, which pgaudit does not log (ForeignKey.deferred).
+    const noAction: FkAction[] = fk.deferred ? [] : [check(fk), { kind: "check", ...child }];
     if (action === "cascade") return [{ kind: deleting ? "DELETE" : "UPDATE", ...child }];
     if (action === "set null") return [{ kind: "UPDATE", ...child }];
     if (action === "set default") return [{ kind: "UPDATE", ...child }, ...noAction];
@@ -129,12 +175,26 @@ export function fkChecksOf(
     return noAction;
   };
   for (const use of s.relations) {
-    if (use.write === "INSERT")
-      for (const fk of fks.filter((f) => f.child === use.relation))
+    // A deferred key's checks of the child run at COMMIT, which pgaudit does not log.
+    const parentsOf = fks.filter((f) => f.child === use.relation && !f.deferred);
+    if (use.write === "INSERT" && use.upsert) {
+      // Inserted rows check their parents; updated ones as an UPDATE's rows do.
+      const inserted = context.upsertInserted?.get(use.relation) ?? 1;
+      const same = context.sameTransaction.get(use.relation) ?? 0;
+      for (const fk of parentsOf) {
+        if (context.nullKeys.has(fk) || leavesNull(use.writtenColumns, fk)) continue;
+        if (inserted > 0) out.push(check(fk, perCall * inserted));
+        const updated = perCall * (1 - inserted);
+        if (updated <= 0) continue;
+        if (changes(use.upsert.updatedColumns, fk.columns)) out.push(check(fk, updated));
+        else if (same > 0) out.push(check(fk, updated * same));
+      }
+    } else if (use.write === "INSERT")
+      for (const fk of parentsOf)
         if (!context.nullKeys.has(fk) && !leavesNull(use.writtenColumns, fk)) out.push(check(fk));
     if (use.write === "UPDATE") {
       const same = context.sameTransaction.get(use.relation) ?? 0;
-      for (const fk of fks.filter((f) => f.child === use.relation)) {
+      for (const fk of parentsOf) {
         if (changes(use.writtenColumns, fk.columns)) out.push(check(fk));
         else if (same > 0 && !context.nullKeys.has(fk)) out.push(check(fk, perCall * same));
       }

@@ -89,7 +89,7 @@ export function statementLoads(
       text: now.query,
       callsPerSec: dc / seconds,
       kind: shape.kind,
-      ...(shape.kind === "UTILITY" ? { command: shape.command } : {}),
+      ...(shape.kind === "UTILITY" || shape.command === "MERGE" ? { command: shape.command } : {}),
       relations: shape.relations,
       rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
       ...(shape.functions.length > 0 ? { functions: shape.functions } : {}),

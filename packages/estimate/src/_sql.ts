@@ -6,7 +6,7 @@
  */
 import { lexSql } from "@auditpipe/parse";
 import { isMiscSetCommand } from "./configs.ts";
-import type { RelationUse, StatementKind } from "./types.ts";
+import type { Privilege, RelationUse, StatementKind } from "./types.ts";
 
 export interface Token {
   /** `ident` (unquoted, lower-cased), `qident` (quoted, as written), `op`, `num`, `str`, `param`. */
@@ -177,19 +177,26 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
   const tokens = tokenize(sql);
   const placeholders = tokens.filter((t) => t.type === "param").length;
   const words = tokens.filter((t) => t.type === "ident").map((t) => t.value);
-  // A leading WITH: the statement kind is the first DML keyword after the CTEs.
+  // A leading WITH: the statement kind is the top-level DML after the CTEs (their own DML, a
+  // data-modifying CTE's, is inside parentheses).
   let first = tokens[0]?.type === "ident" ? tokens[0].value : "";
-  if (first === "with") first = words.find((w) => ["select", "insert", "update", "delete"].includes(w)) ?? "";
+  if (first === "with") first = topLevelVerb(tokens);
   if (first === "values" || first === "table") first = "select";
   const dml: Record<string, StatementKind> = {
     select: "SELECT",
     insert: "INSERT",
     update: "UPDATE",
     delete: "DELETE",
-    merge: "UPDATE",
   };
-  const kind = dml[first];
   const functions = functionCalls(tokens, lookup);
+  if (first === "merge") {
+    // pgaudit's ExecutorStart knows no MERGE: the statement is MISC `???` (its relations are
+    // classed by their privileges as for any DML); its kind is the target's command.
+    const relations = dmlRelations(tokens, "UPDATE", lookup);
+    const kind = relations.find((r) => r.write)?.write ?? "UPDATE";
+    return { kind, command: "MERGE", relations, placeholders, functions };
+  }
+  const kind = dml[first];
   // Of utility statements only CALL executes what it names (DDL that mentions a function does not).
   if (kind === undefined)
     return {
@@ -197,6 +204,20 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
       functions: words[0] === "call" ? functions : [],
     };
   return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders, functions };
+}
+
+const VERBS = new Set(["select", "insert", "update", "delete", "merge", "values", "table"]);
+
+/** The first DML keyword outside parentheses after a WITH list: the statement's own. */
+function topLevelVerb(tokens: Token[]): string {
+  let depth = 0;
+  for (let i = 1; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (t.value === "(") depth++;
+    else if (t.value === ")") depth--;
+    else if (depth === 0 && t.type === "ident" && VERBS.has(t.value)) return t.value;
+  }
+  return "";
 }
 
 /** Names followed by `(` that are user functions: each is one FUNCTION entry per call. */
@@ -469,6 +490,81 @@ const CLAUSE_END = new Set([
   "fetch",
 ]);
 
+/** Where `DO UPDATE` of an INSERT's ON CONFLICT clause starts; -1 without one. */
+function doUpdateAt(tokens: Token[]): number {
+  for (let i = 0; i + 1 < tokens.length; i++)
+    if (tokens[i]!.value === "do" && tokens[i + 1]!.value === "update" && tokens[i]!.type === "ident")
+      return i;
+  return -1;
+}
+
+/** Whether the DO UPDATE part reads the target's own row (a column not qualified by EXCLUDED). */
+function readsTarget(tokens: Token[], from: number, rel: Resolved): boolean {
+  const set = setColumns(tokens.slice(from), rel.columns);
+  for (let i = from + 3; i < tokens.length; i++) {
+    const t = tokens[i]!;
+    if (!isName(t) || !rel.columns.includes(t.value)) continue;
+    if (tokens[i - 1]?.value === "." && tokens[i - 2]?.value === "excluded") continue;
+    // `SET a = …`: the column set, not read.
+    if (tokens[i + 1]?.value === "=" && /^(set|,)$/.test(tokens[i - 1]?.value ?? "") && set.includes(t.value))
+      continue;
+    return true;
+  }
+  return false;
+}
+
+/**
+ * ON CONFLICT DO UPDATE's EXCLUDED: PostgreSQL adds the target once more to the range table as a
+ * composite type, with SELECT on the columns read through `excluded.` (pgaudit logs it as
+ * `READ,SELECT,COMPOSITE TYPE`, object-logged by those columns' grants); with none read it has no
+ * privileges to check, and pgaudit logs it as `MISC,???` with log_relation only.
+ */
+function excludedUse(tokens: Token[], from: number, rel: Resolved): RelationUse {
+  const read: string[] = [];
+  for (let i = from; i + 2 < tokens.length; i++)
+    if (tokens[i]!.value === "excluded" && tokens[i + 1]!.value === "." && isName(tokens[i + 2]))
+      read.push(tokens[i + 2]!.value);
+  const columns = [...new Set(read)];
+  return columns.length > 0
+    ? { relation: rel.name, columns, privileges: ["SELECT"], objectType: "COMPOSITE TYPE" }
+    : { relation: rel.name, objectType: "COMPOSITE TYPE", plannerAdded: true };
+}
+
+/**
+ * MERGE's target: pgaudit names it by the privileges checked (INSERT before UPDATE before
+ * DELETE), which are every action's and SELECT (the join condition reads it).
+ */
+function mergeTarget(tokens: Token[], rel: Resolved): RelationUse {
+  const actions = new Set<"INSERT" | "UPDATE" | "DELETE">();
+  let written: string[] = [];
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    if (tokens[i]!.value !== "then") continue;
+    const a = tokens[i + 1]!.value;
+    if (a === "insert") {
+      actions.add("INSERT");
+      if (tokens[i + 2]?.value === "(") written.push(...columnList(tokens, i + 2, rel.columns));
+      else written = rel.columns;
+    } else if (a === "update") {
+      actions.add("UPDATE");
+      written.push(...setColumns(tokens.slice(i + 1), rel.columns));
+    } else if (a === "delete") actions.add("DELETE");
+  }
+  const write = actions.has("INSERT") ? "INSERT" : actions.has("UPDATE") ? "UPDATE" : "DELETE";
+  const updated = actions.has("UPDATE")
+    ? setColumns(tokens.slice(tokens.findIndex((t) => t.value === "then")), rel.columns)
+    : [];
+  const mentioned = new Set(tokens.filter(isName).map((t) => t.value));
+  return {
+    relation: rel.name,
+    write,
+    columns: rel.columns.filter((c) => mentioned.has(c)),
+    writtenColumns: [...new Set(written)],
+    privileges: ["SELECT", ...actions],
+    ...(write === "INSERT" ? { upsert: { updatedColumns: updated } } : {}),
+    ...(rel.catalog ? { catalog: true } : {}),
+  };
+}
+
 function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLookup): RelationUse[] {
   const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
   const star = tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
@@ -501,17 +597,48 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
     const t = tokens[i]!;
     if (t.type !== "ident") continue;
     const v = t.value;
-    if (i === 0 && kind === "UPDATE" && v === "update") {
-      const at = tokens[1]?.value === "only" ? 2 : 1;
+    // A statement's own target, or a data-modifying CTE's (`AS (UPDATE …`, `AS (INSERT INTO …`):
+    // each is a range-table entry of its own that pgaudit logs.
+    const opens = i === 0 || tokens[i - 1]?.value === "(";
+    if (v === "merge" && i === 0 && tokens[1]?.value === "into") {
+      const rel = resolve(tokens, 2, lookup);
+      if (rel) found.push(mergeTarget(tokens, rel), ...plannerRelations(rel, "UPDATE"));
+      // USING a table (a subquery's tables are found by their FROM).
+      const using = tokens.findIndex((x, j) => j > 2 && x.type === "ident" && x.value === "using");
+      const source = using > 0 ? resolve(tokens, using + 1, lookup) : undefined;
+      if (source) add(source);
+    } else if (opens && v === "update") {
+      const at = tokens[i + 1]?.value === "only" ? i + 2 : i + 1;
       const rel = resolve(tokens, at, lookup);
       if (rel) add(rel, "UPDATE", setColumns(tokens, rel.columns));
-    } else if (v === "into" && kind === "INSERT" && tokens[i - 1]?.value === "insert") {
+    } else if (v === "into" && tokens[i - 1]?.value === "insert") {
       const rel = resolve(tokens, i + 1, lookup);
       if (rel) {
         const list = tokens[rel.next]?.value === "(" ? columnList(tokens, rel.next, rel.columns) : undefined;
-        add(rel, "INSERT", list);
+        const upsert = doUpdateAt(tokens);
+        if (upsert < 0) add(rel, "INSERT", list);
+        else {
+          // INSERT … ON CONFLICT DO UPDATE: the target needs UPDATE too (and SELECT where the
+          // update reads it), and EXCLUDED is one more range-table entry (conflictUse).
+          const target = targetUse(tokens, rel, "INSERT");
+          const set = setColumns(tokens.slice(upsert), rel.columns);
+          const reads = readsTarget(tokens, upsert, rel);
+          found.push({
+            ...target,
+            ...(list ? { writtenColumns: [...new Set([...list, ...set])] } : {}),
+            upsert: { updatedColumns: set },
+            privileges: [
+              ...new Set<Privilege>([
+                ...(target.privileges ?? ["INSERT"]),
+                "UPDATE",
+                ...(reads ? ["SELECT" as const] : []),
+              ]),
+            ],
+          });
+          found.push(...plannerRelations(rel, "INSERT"), excludedUse(tokens, upsert, rel));
+        }
       }
-    } else if (v === "from" && kind === "DELETE" && tokens[i - 1]?.value === "delete") {
+    } else if (v === "from" && tokens[i - 1]?.value === "delete") {
       const at = tokens[i + 1]?.value === "only" ? i + 2 : i + 1;
       const rel = resolve(tokens, at, lookup);
       if (rel) add(rel, "DELETE");

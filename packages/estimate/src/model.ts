@@ -96,7 +96,8 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
   return out;
 }
 
-const tagOf = (s: StatementLoad): string => (s.kind === "UTILITY" ? (s.command ?? "???") : s.kind);
+const tagOf = (s: StatementLoad): string =>
+  s.kind === "UTILITY" ? (s.command ?? "???") : s.command === "MERGE" ? "MERGE" : s.kind;
 
 /** The text pgaudit logs: constants where pg_stat_statements shows `$n`, unless they are real parameters. */
 function loggedText(s: StatementLoad, log: LogContext): string {

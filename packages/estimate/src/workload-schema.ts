@@ -48,6 +48,7 @@ const foreignKey = z.object({
   columnsHaveDefault: z.boolean().optional(),
   onDelete: z.enum(["no action", "restrict", "cascade", "set null", "set default"]).optional(),
   onUpdate: z.enum(["no action", "restrict", "cascade", "set null", "set default"]).optional(),
+  deferred: z.boolean().optional(),
 });
 
 /** A planner's defaults: TCP clients, no query ids, csvlog. */

@@ -93,12 +93,28 @@ CREATE TABLE ledger_entries (
   posted boolean NOT NULL DEFAULT false);
 CREATE INDEX ON ledger_entries (batch_id);
 CREATE INDEX ON ledger_entries (hold_id);
+CREATE TABLE warehouses (code text PRIMARY KEY, region text NOT NULL, manager_email text);
+CREATE TABLE stock (
+  warehouse text NOT NULL REFERENCES warehouses (code) ON UPDATE CASCADE,
+  product_id int NOT NULL REFERENCES products (id),
+  qty int NOT NULL DEFAULT 0,
+  PRIMARY KEY (warehouse, product_id));
+CREATE TABLE stock_moves (
+  id bigserial PRIMARY KEY,
+  warehouse text NOT NULL,
+  product_id int NOT NULL,
+  delta int NOT NULL,
+  FOREIGN KEY (warehouse, product_id) REFERENCES stock (warehouse, product_id) DEFERRABLE INITIALLY DEFERRED);
+CREATE INDEX ON stock_moves (warehouse, id);
+CREATE TABLE stock_archive (LIKE stock_moves);
+INSERT INTO warehouses SELECT 'w' || g, 'r' || (g % 3), 'manager' || g || '@example.org' FROM generate_series(1, 20) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
   FROM generate_series(1, 1000) g;
 INSERT INTO customers SELECT g, 'customer' || g || '@example.org', jsonb_build_object('tier', g % 3)
   FROM generate_series(1, 1000) g;
 INSERT INTO products SELECT g, 'product ' || g, 1 + g % 50, jsonb_build_object('color', 'red')
   FROM generate_series(1, 500) g;
+INSERT INTO stock SELECT 'w' || w, p, 100 FROM generate_series(1, 20) w, generate_series(1, 500) p;
 
 `;
 
@@ -251,6 +267,41 @@ COMMIT;
         ]),
       ],
       sensitive: "ledger_accounts.owner_email",
+    },
+    {
+      name: "stock (upsert, MERGE, data-modifying CTE, UPDATE FROM, composite and deferred keys, savepoints)",
+      args: ["-f", "SCRIPT"],
+      script: `\\set w random(1, 20)
+\\set p random(1, 500)
+\\set d random(-3, 3)
+BEGIN;
+SET LOCAL work_mem = '8MB';
+INSERT INTO stock (warehouse, product_id, qty) VALUES ('w' || :w, :p, :d)
+  ON CONFLICT (warehouse, product_id) DO UPDATE SET qty = stock.qty + EXCLUDED.qty;
+INSERT INTO stock_moves (warehouse, product_id, delta) VALUES ('w' || :w, :p, :d);
+SAVEPOINT adjust;
+MERGE INTO stock s USING (SELECT 'w' || :w AS warehouse, :p AS product_id, 1 AS delta) m
+  ON s.warehouse = m.warehouse AND s.product_id = m.product_id
+  WHEN MATCHED THEN UPDATE SET qty = s.qty + m.delta
+  WHEN NOT MATCHED THEN INSERT (warehouse, product_id, qty) VALUES (m.warehouse, m.product_id, m.delta);
+RELEASE SAVEPOINT adjust;
+WITH moved AS (DELETE FROM stock_moves WHERE id IN (SELECT id FROM stock_moves WHERE warehouse = 'w' || :w ORDER BY id LIMIT 1) RETURNING *)
+  INSERT INTO stock_archive SELECT * FROM moved;
+UPDATE stock s SET qty = s.qty - 1 FROM warehouses h
+  WHERE h.code = s.warehouse AND h.region = 'r1' AND s.product_id = :p AND s.warehouse = 'w' || :w;
+SELECT h.region, sum(s.qty) FROM stock s JOIN warehouses h ON h.code = s.warehouse WHERE s.product_id = :p GROUP BY h.region;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "INSERT INTO stock_moves",
+      objectConfigs: [
+        objectOn("public.stock", "public.stock_moves", role),
+        objectGrants("SELECT (manager_email) on warehouses, INSERT on stock_archive", role, [
+          { relation: "public.warehouses", privileges: ["SELECT"], columns: ["manager_email"] },
+          { relation: "public.stock_archive", privileges: ["INSERT"] },
+        ]),
+      ],
+      sensitive: "warehouses.manager_email",
     },
   ];
 }

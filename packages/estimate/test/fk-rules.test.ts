@@ -132,6 +132,65 @@ describe("fkContext: what the statements say together", () => {
   });
 });
 
+describe("upserts, rows updated twice, deferred keys (the stock workload's shapes)", () => {
+  const begin = load({ kind: "UTILITY", command: "BEGIN", text: "BEGIN", relations: [], rowsPerCall: 0 });
+  const upsert = load({
+    kind: "INSERT",
+    relations: [
+      {
+        relation: "public.orders",
+        write: "INSERT",
+        writtenColumns: ["customer_id", "status"],
+        upsert: { updatedColumns: ["status"] },
+      },
+    ],
+  });
+  const update = load({
+    relations: [{ relation: "public.orders", write: "UPDATE", writtenColumns: ["status"] }],
+  });
+  const workload = (statements: StatementLoad[], inserted?: number): Workload => ({
+    transactionsPerSec: 1,
+    statements,
+    foreignKeys: fks,
+    log: DEFAULT_LOG_CONTEXT,
+    notes: [],
+    ...(inserted === undefined ? {} : { tableInsertsPerSec: { "public.orders": inserted } }),
+  });
+
+  it("an upsert's rows are inserted as far as pg_stat_user_tables counts inserts; the rest are updates", () => {
+    const context = fkContext(workload([upsert], 0.25));
+    expect(context.upsertInserted?.get("public.orders")).toBe(0.25);
+    expect(fkChecksOf(upsert, fks, context).map((a) => `${a.kind} ${a.table} x${a.perCall}`)).toEqual([
+      "check public.customers x0.25",
+    ]);
+    // Unmeasured: every row inserted, as a plain INSERT's.
+    expect(kinds(upsert)).toEqual(["check public.customers x1"]);
+  });
+
+  it("in transaction blocks, a table updated by more statements than one: all but the most one updates re-check", () => {
+    const context = fkContext(workload([begin, upsert, update], 0));
+    // 2 rows updated a second (the upsert's update and the UPDATE), 1 of them written before.
+    expect(context.sameTransaction.get("public.orders")).toBe(0.5);
+    expect(fkChecksOf(update, fks, context).map((a) => `${a.kind} ${a.table} x${a.perCall}`)).toEqual([
+      "check public.customers x0.5",
+    ]);
+  });
+
+  it("a DEFERRABLE INITIALLY DEFERRED key is checked at COMMIT, which pgaudit does not log", () => {
+    const deferred: ForeignKey[] = fks.map((f) => ({ ...f, deferred: true }));
+    const insert = load({ kind: "INSERT", relations: [{ relation: "public.orders", write: "INSERT" }] });
+    expect(fkChecksOf(insert, deferred)).toEqual([]);
+    const cust = load({ kind: "DELETE", relations: [{ relation: "public.customers", write: "DELETE" }] });
+    expect(fkChecksOf(cust, deferred)).toEqual([]);
+    // A cascade is an action, not a check: never deferred.
+    const del = load({ kind: "DELETE", relations: [{ relation: "public.orders", write: "DELETE" }] });
+    expect(fkChecksOf(del, deferred).map((a) => `${a.kind} ${a.table}`)).toEqual([
+      "DELETE public.items",
+      "UPDATE public.notes",
+    ]);
+  });
+});
+
 describe("estimate with nested statements counted", () => {
   const insert = load({
     text: "INSERT INTO orders (customer_id) VALUES ($1)",

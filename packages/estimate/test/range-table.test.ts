@@ -22,6 +22,9 @@ const tables: CatalogRelation[] = [
     indexLeads: ["id", "customer_id"],
   },
   { schema: "public", name: "customers", columns: ["id", "email"] },
+  { schema: "public", name: "stock", columns: ["warehouse", "product_id", "qty"] },
+  { schema: "public", name: "stock_moves", columns: ["id", "warehouse", "product_id", "delta"] },
+  { schema: "public", name: "stock_archive", columns: ["id", "warehouse", "product_id", "delta"] },
   {
     schema: "public",
     name: "customer_orders",
@@ -72,6 +75,71 @@ describe("range table", () => {
       "public.events_q2+",
     ]);
     expect(names("INSERT INTO events (at, kind) VALUES ($1, $2)")).toEqual(["public.events:INSERT"]);
+  });
+
+  it("a data-modifying CTE: the statement is its top-level DML, and every CTE's target is an entry", () => {
+    const sql =
+      "WITH moved AS (DELETE FROM stock_moves WHERE id IN (SELECT id FROM stock_moves WHERE warehouse = $1 LIMIT 1) RETURNING *) INSERT INTO stock_archive SELECT * FROM moved";
+    expect(analyzeStatement(sql, lookup).kind).toBe("INSERT");
+    expect(names(sql)).toEqual([
+      "public.stock_moves:DELETE",
+      "public.stock_moves",
+      "public.stock_archive:INSERT",
+    ]);
+    const select = analyzeStatement(
+      "WITH u AS (UPDATE stock SET qty = 0 RETURNING *) SELECT * FROM u",
+      lookup,
+    );
+    expect([select.kind, select.relations.map((r) => r.write)]).toEqual(["SELECT", ["UPDATE"]]);
+  });
+
+  it("MERGE: MISC `???` as a statement, its target named by the privileges checked", () => {
+    const both = analyzeStatement(
+      "MERGE INTO stock s USING (SELECT $1 AS warehouse, $2 AS product_id) m ON s.warehouse = m.warehouse AND s.product_id = m.product_id WHEN MATCHED THEN UPDATE SET qty = s.qty + 1 WHEN NOT MATCHED THEN INSERT (warehouse, product_id, qty) VALUES (m.warehouse, m.product_id, 1)",
+      lookup,
+    );
+    expect([both.command, both.kind]).toEqual(["MERGE", "INSERT"]);
+    expect(both.relations[0]).toMatchObject({
+      relation: "public.stock",
+      write: "INSERT",
+      privileges: ["SELECT", "UPDATE", "INSERT"],
+      upsert: { updatedColumns: ["qty"] },
+    });
+    const del = analyzeStatement(
+      "MERGE INTO stock s USING stock_moves m ON s.warehouse = m.warehouse WHEN MATCHED THEN DELETE",
+      lookup,
+    );
+    expect(del.relations.map((r) => `${r.relation}:${r.write ?? "read"}`)).toEqual([
+      "public.stock:DELETE",
+      "public.stock_moves:read",
+    ]);
+  });
+
+  it("INSERT … ON CONFLICT DO UPDATE: UPDATE on the target, and EXCLUDED as a composite type", () => {
+    const upsert = analyzeStatement(
+      "INSERT INTO stock (warehouse, product_id, qty) VALUES ($1, $2, $3) ON CONFLICT (warehouse, product_id) DO UPDATE SET qty = stock.qty + EXCLUDED.qty",
+      lookup,
+    );
+    expect(upsert.relations).toMatchObject([
+      {
+        relation: "public.stock",
+        write: "INSERT",
+        privileges: ["INSERT", "UPDATE", "SELECT"],
+        upsert: { updatedColumns: ["qty"] },
+      },
+      { relation: "public.stock", objectType: "COMPOSITE TYPE", columns: ["qty"], privileges: ["SELECT"] },
+    ]);
+    // EXCLUDED read nowhere: no privileges to check (MISC `???` with log_relation).
+    const blind = analyzeStatement(
+      "INSERT INTO stock (warehouse, product_id, qty) VALUES ($1, $2, $3) ON CONFLICT (warehouse, product_id) DO UPDATE SET qty = 0",
+      lookup,
+    );
+    expect(blind.relations[1]).toMatchObject({ objectType: "COMPOSITE TYPE", plannerAdded: true });
+    expect(blind.relations[0]!.privileges).toEqual(["INSERT", "UPDATE"]);
+    // DO NOTHING adds no entry.
+    expect(names("INSERT INTO stock VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")).toEqual([
+      "public.stock:INSERT",
+    ]);
   });
 
   it("user functions called, and CALL's own class", () => {
