@@ -46,6 +46,13 @@ import { type LoggingSigns, noSigns, noteSigns } from "./outcomes.ts";
 
 /** Bytes per read. */
 const READ_BYTES = 1 << 20;
+/**
+ * Bytes given to the parser at a time (a read is sliced), the join's held statement texts released
+ * after each. The parser reads each push as one latin1 string, and its fields are views of it: a
+ * string of 1 MiB is a large object of its own (mmapped, so page faults, and outliving its young
+ * generation), one of 64 KiB is not, and stays in the caches (the sidecar's lane slices alike).
+ */
+const PARSE_BYTES = 64 << 10;
 /** How far before its nominal start a range's first record is looked for. */
 export const PROBE_BYTES: number = 32 << 10;
 /** Bytes read past the nominal end at a time, looking for the next record's start. */
@@ -155,6 +162,14 @@ export class RangeRecords {
     if (route !== Route.JOIN) this.edge!.add(record, entry, offset, route);
   }
 
+  /**
+   * The parser's text read so far is let go: the join hashes the open statements' texts it held
+   * (OutcomeJoinOptions.holdTexts). Called after each slice the parser was given.
+   */
+  releaseTexts(): void {
+    this.join.join.releaseTexts();
+  }
+
   /** Joined from a known state: what it gave (once the range is read). */
   joined(): ChunkJoined | undefined {
     return this.range === undefined ? this.join.result(this.index) : undefined;
@@ -185,13 +200,16 @@ class Joiner {
     make: (options: OutcomeJoinOptions<EntryHandle>) => OutcomeJoin<EntryHandle>,
     miscLogged?: boolean,
   ) {
-    this.join = make(
-      joinOptions(this.tally, miscLogged, (event) => {
+    this.join = make({
+      ...joinOptions(this.tally, miscLogged, (event) => {
         // The record may be reused for the next one: its place and time are copied now.
         const { offset, timestamp } = event.record;
         this.events.push({ ...event, record: { ...blankRecord(this.at ?? offset, 0), timestamp } });
       }),
-    );
+      // A statement's text is hashed only where the join compares it; the reader releases the
+      // texts after each slice it parses (RangeRecords.releaseTexts), as the sidecar's lane does.
+      holdTexts: true,
+    });
   }
 
   record(record: LogRecord, entry: AuditEntry | undefined, offset: number): void {
@@ -247,7 +265,7 @@ export async function readChunk(
     tally.addMalformed();
     report({ ...error, offset: base + error.offset });
   };
-  const parser = createParser(
+  const parse = createParser(
     task.format,
     {
       record(record: LogRecord): void {
@@ -281,6 +299,20 @@ export async function readChunk(
       ? { omitUntalliedFields: true }
       : { prefix: task.prefix, omitUntalliedFields: true },
   );
+  // A read goes to the parser PARSE_BYTES at a time; the join holds the statement texts of a
+  // slice (holdTexts) until it is parsed.
+  const parser: LogParser = {
+    push(chunk: Uint8Array): void {
+      for (let at = 0; at < chunk.length; at += PARSE_BYTES) {
+        parse.push(chunk.subarray(at, at + PARSE_BYTES));
+        held.releaseTexts();
+      }
+    },
+    end(): void {
+      parse.end();
+      held.releaseTexts();
+    },
+  };
 
   if (task.gzip) {
     base = 0;

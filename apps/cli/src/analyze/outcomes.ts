@@ -95,6 +95,14 @@ export class OutcomeReading {
     else join.record(record);
   }
 
+  /**
+   * The parser's text read so far is let go: each join hashes the open statements' texts it held
+   * (OutcomeJoinOptions.holdTexts). Called after each chunk the parser was given.
+   */
+  releaseTexts(): void {
+    for (const join of this.joins.values()) join.releaseTexts();
+  }
+
   /** The input ended: what is still undecided is `unknown` (log-ended). */
   end(): void {
     for (const join of this.joins.values()) join.end();
@@ -103,6 +111,8 @@ export class OutcomeReading {
   private newJoin(): OutcomeJoin<Pending> {
     return new OutcomeJoin<Pending>({
       ...(this.options.miscLogged === undefined ? {} : { miscLogged: this.options.miscLogged }),
+      // A statement's text is hashed only where the join compares it (releaseTexts after each chunk).
+      holdTexts: true,
       decided: (h, outcome, sqlstate, reason) => {
         this.tally.addOutcome(h.entry, h.record, outcome, sqlstate, reason);
         this.options.onOutcome?.(h.entry, h.record, outcome, sqlstate);

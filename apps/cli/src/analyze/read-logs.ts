@@ -76,6 +76,11 @@ export interface FileSummary {
 
 /** Bytes per read: large enough that per-chunk overhead vanishes, small enough for steady progress. */
 const CHUNK_BYTES = 1 << 20;
+/**
+ * Bytes given to the parser at a time (a chunk is sliced), the joins' held statement texts released
+ * after each: see chunk.ts's PARSE_BYTES (a 1 MiB push made the parser a 1 MiB string, a large object).
+ */
+const PARSE_BYTES = 64 << 10;
 /** Decompressed bytes per gunzip output chunk. */
 const GUNZIP_CHUNK_BYTES = 256 << 10;
 
@@ -244,7 +249,12 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
           prefix === undefined ? { omitUntalliedFields } : { prefix, omitUntalliedFields },
         );
       }
-      parser.push(chunk);
+      // PARSE_BYTES at a time; the joins hold the statement texts of a slice (holdTexts) until
+      // it is parsed.
+      for (let at = 0; at < chunk.length; at += PARSE_BYTES) {
+        parser.push(chunk.subarray(at, at + PARSE_BYTES));
+        outcomes.releaseTexts();
+      }
       offset += chunk.length;
     };
     // Events rather than for-await: a stream that fails (gunzip on a cut or damaged input) still
@@ -276,6 +286,7 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
       };
     }
     parser?.end();
+    outcomes.releaseTexts();
     if (summary) options.onFileRead?.(file, { ...summary, records, malformed });
     if (failure) {
       if (!options.onInputError) throw new Error(describeInputError(file, failure));
