@@ -47,6 +47,22 @@ export interface FkContext {
 
 const TRANSACTION_START = /^(BEGIN|START TRANSACTION)$/i;
 
+/**
+ * An UPDATE whose rows a search of its own table picks (its target read again in a subquery or a
+ * CTE: a worker taking the next job, `WHERE id = (SELECT max(id) …)`): existing rows, not ones
+ * the transaction wrote (those an application addresses by the key it got back).
+ */
+const searchesItself = (s: StatementLoad, use: StatementLoad["relations"][number]): boolean =>
+  s.relations.some(
+    (r) =>
+      r !== use &&
+      r.relation === use.relation &&
+      !r.write &&
+      !r.plannerAdded &&
+      // ON CONFLICT's EXCLUDED is the row being inserted, not a search.
+      r.objectType !== "COMPOSITE TYPE",
+  );
+
 const changes = (written: string[] | undefined, keys: string[]): boolean =>
   written === undefined || written.some((c) => keys.includes(c));
 
@@ -97,7 +113,7 @@ export function fkContext(workload: Workload): FkContext {
       const share = u.upsert ? (upsertInserted.get(u.relation) ?? 1) : u.write === "INSERT" ? 1 : 0;
       if (u.write === "INSERT") add(inserted, u.relation, rows * share);
       const up = u.write === "UPDATE" ? rows : u.upsert ? rows * (1 - share) : 0;
-      if (up <= 0) continue;
+      if (up <= 0 || searchesItself(s, u)) continue;
       add(updated, u.relation, up);
       mostByOne.set(u.relation, Math.max(mostByOne.get(u.relation) ?? 0, up));
     }
@@ -193,7 +209,7 @@ export function fkChecksOf(
       for (const fk of parentsOf)
         if (!context.nullKeys.has(fk) && !leavesNull(use.writtenColumns, fk)) out.push(check(fk));
     if (use.write === "UPDATE") {
-      const same = context.sameTransaction.get(use.relation) ?? 0;
+      const same = searchesItself(s, use) ? 0 : (context.sameTransaction.get(use.relation) ?? 0);
       for (const fk of parentsOf) {
         if (changes(use.writtenColumns, fk.columns)) out.push(check(fk));
         else if (same > 0 && !context.nullKeys.has(fk)) out.push(check(fk, perCall * same));

@@ -599,7 +599,8 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
     const v = t.value;
     // A statement's own target, or a data-modifying CTE's (`AS (UPDATE …`, `AS (INSERT INTO …`):
     // each is a range-table entry of its own that pgaudit logs.
-    const opens = i === 0 || tokens[i - 1]?.value === "(";
+    // (`) UPDATE` is the top-level UPDATE after a WITH list.)
+    const opens = i === 0 || tokens[i - 1]?.value === "(" || tokens[i - 1]?.value === ")";
     if (v === "merge" && i === 0 && tokens[1]?.value === "into") {
       const rel = resolve(tokens, 2, lookup);
       if (rel) found.push(mergeTarget(tokens, rel), ...plannerRelations(rel, "UPDATE"));

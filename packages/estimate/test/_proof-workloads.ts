@@ -108,6 +108,22 @@ CREATE TABLE stock_moves (
 CREATE INDEX ON stock_moves (warehouse, id);
 CREATE TABLE stock_archive (LIKE stock_moves);
 INSERT INTO warehouses SELECT 'w' || g, 'r' || (g % 3), 'manager' || g || '@example.org' FROM generate_series(1, 20) g;
+CREATE TABLE queues (name text PRIMARY KEY, paused boolean NOT NULL DEFAULT false);
+CREATE TABLE jobs (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  queue text NOT NULL REFERENCES queues (name) ON UPDATE CASCADE,
+  parent_id bigint REFERENCES jobs (id) ON DELETE SET NULL,
+  payload jsonb NOT NULL,
+  state text NOT NULL DEFAULT 'ready',
+  attempts int NOT NULL DEFAULT 0,
+  locked_by text,
+  tags text[] NOT NULL DEFAULT '{}');
+CREATE INDEX ON jobs (queue, state, id);
+CREATE INDEX ON jobs (parent_id);
+CREATE TABLE job_log (job_id bigint NOT NULL REFERENCES jobs (id) ON DELETE CASCADE, at timestamptz NOT NULL DEFAULT now(), msg text);
+CREATE INDEX ON job_log (job_id);
+INSERT INTO queues VALUES ('q1'), ('q2'), ('q3');
+INSERT INTO jobs (queue, payload) SELECT 'q' || (1 + g % 3), '{}' FROM generate_series(1, 3000) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
   FROM generate_series(1, 1000) g;
 INSERT INTO customers SELECT g, 'customer' || g || '@example.org', jsonb_build_object('tier', g % 3)
@@ -302,6 +318,33 @@ COMMIT;
         ]),
       ],
       sensitive: "warehouses.manager_email",
+    },
+    {
+      name: "jobs (queue: identity, self-reference, SKIP LOCKED in a CTE, cascades, NOTIFY, extended protocol)",
+      args: ["-M", "extended", "-f", "SCRIPT"],
+      // Each queue's jobs taken under its advisory lock: no two clients pick the same job.
+      script: `\\set q random(1, 3)
+BEGIN;
+SELECT pg_advisory_xact_lock(:q);
+INSERT INTO jobs (queue, payload, tags) VALUES ('q' || :q, '{"k": 1}', ARRAY['a', 'b']) RETURNING id AS new_id \\gset
+INSERT INTO jobs (queue, parent_id, payload) VALUES ('q' || :q, :new_id, '{}');
+WITH next AS (SELECT id FROM jobs WHERE queue = 'q' || :q AND state = 'ready' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+  UPDATE jobs j SET state = 'running', attempts = j.attempts + 1, locked_by = 'w1' FROM next WHERE j.id = next.id RETURNING j.id AS job_id \\gset
+INSERT INTO job_log (job_id, msg) VALUES (:job_id, 'started');
+DELETE FROM jobs WHERE id = :job_id RETURNING id;
+NOTIFY jobs_done;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "SELECT pg_advisory_xact_lock",
+      objectConfigs: [
+        objectOn("public.jobs", "public.job_log", role),
+        objectGrants("SELECT (payload) on jobs, UPDATE on queues", role, [
+          { relation: "public.jobs", privileges: ["SELECT"], columns: ["payload"] },
+          { relation: "public.queues", privileges: ["UPDATE"] },
+        ]),
+      ],
+      sensitive: "jobs.payload",
     },
   ];
 }

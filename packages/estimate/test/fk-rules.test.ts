@@ -176,6 +176,22 @@ describe("upserts, rows updated twice, deferred keys (the stock workload's shape
     ]);
   });
 
+  it("an UPDATE whose rows a search of its own table picks (a worker taking the next job) updates existing rows", () => {
+    const insert = load({
+      kind: "INSERT",
+      relations: [{ relation: "public.orders", write: "INSERT", writtenColumns: ["customer_id"] }],
+    });
+    const takeNext = load({
+      relations: [
+        { relation: "public.orders", locked: true, writtenColumns: [] },
+        { relation: "public.orders", write: "UPDATE", writtenColumns: ["status"] },
+      ],
+    });
+    const context = fkContext(workload([begin, insert, takeNext]));
+    expect(context.sameTransaction.has("public.orders")).toBe(false);
+    expect(fkChecksOf(takeNext, fks, context)).toEqual([]);
+  });
+
   it("a DEFERRABLE INITIALLY DEFERRED key is checked at COMMIT, which pgaudit does not log", () => {
     const deferred: ForeignKey[] = fks.map((f) => ({ ...f, deferred: true }));
     const insert = load({ kind: "INSERT", relations: [{ relation: "public.orders", write: "INSERT" }] });

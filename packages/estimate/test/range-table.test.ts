@@ -86,6 +86,11 @@ describe("range table", () => {
       "public.stock_moves",
       "public.stock_archive:INSERT",
     ]);
+    expect(
+      names(
+        "WITH next AS (SELECT warehouse FROM stock WHERE qty > 0 LIMIT 1 FOR UPDATE SKIP LOCKED) UPDATE stock s SET qty = 0 FROM next WHERE s.warehouse = next.warehouse",
+      ),
+    ).toEqual(["public.stock", "public.stock:UPDATE"]);
     const select = analyzeStatement(
       "WITH u AS (UPDATE stock SET qty = 0 RETURNING *) SELECT * FROM u",
       lookup,
