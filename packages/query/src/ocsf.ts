@@ -72,8 +72,8 @@ export const OCSF_INPUT_SELECT =
  * activity_id of a pgAudit entry, from its class and command: SELECT is a Query, COPY TO a Read;
  * INSERT and COPY FROM are Writes, UPDATE and MERGE Updates, DELETE and TRUNCATE Deletes; DDL
  * CREATE is Create, DROP Delete, ALTER (and the rest of DDL) Update; ROLE (GRANT, REVOKE,
- * CREATE/ALTER/DROP ROLE) is Update of the datastore's permissions; FUNCTION, MISC and anything
- * else is Other, its activity_name the command.
+ * CREATE/ALTER/DROP ROLE) is Update of the datastore's permissions; a MERGE, which pgaudit logs as
+ * MISC `???`, an Update; FUNCTION, MISC and anything else is Other, its activity_name the command.
  */
 export function activityOf(klass: string | null, command: string | null, statement: string | null): number {
   const cmd = (command ?? "").toUpperCase();
@@ -92,6 +92,8 @@ export function activityOf(klass: string | null, command: string | null, stateme
     case "ROLE":
       return OcsfActivity.UPDATE;
     default:
+      // pgaudit names no MERGE: its statement entry is MISC `???` (docs/estimator.md, "Entries").
+      if (cmd === "???" && /^\s*MERGE\b/i.test(statement ?? "")) return OcsfActivity.UPDATE;
       return OcsfActivity.OTHER;
   }
 }

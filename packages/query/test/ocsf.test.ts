@@ -174,5 +174,10 @@ describe("OCSF Datastore Activity events", () => {
     expect(activityOf("ROLE", "GRANT", "")).toBe(2);
     expect(activityOf("MISC", "BEGIN", "")).toBe(99);
     expect(activityOf("FUNCTION", "EXECUTE", "")).toBe(99);
+    // pgaudit logs a MERGE statement as MISC `???` (PostgreSQL 15, pgaudit 1.7): an Update.
+    expect(
+      activityOf("MISC", "???", "MERGE INTO stock s USING src m ON s.id = m.id WHEN MATCHED THEN DELETE"),
+    ).toBe(2);
+    expect(activityOf("MISC", "???", "SELECT 1")).toBe(99);
   });
 });
