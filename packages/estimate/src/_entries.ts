@@ -30,15 +30,33 @@ export function resolveConfig(config: AuditConfig): Resolved {
   return { on: sessionClasses(config.log), config };
 }
 
-/** pgaudit's class for a utility command tag. */
-export function utilityClass(command: string): string {
+/** The DML a statement text starts with after `PREPARE name [(types)] AS` or `EXPLAIN [(options)] [ANALYZE]`. */
+const innerVerb = (text: string): string =>
+  (
+    /^\s*(?:prepare\s+\S+?\s*(?:\([^)]*\))?\s+as|explain(?:\s*\([^)]*\))?(?:\s+analy[sz]e)?(?:\s+verbose)?)\s+(\w+)/i.exec(
+      text,
+    )?.[1] ?? ""
+  ).toLowerCase();
+
+const WRITES = new Set(["insert", "update", "delete", "merge"]);
+
+/**
+ * pgaudit's class for a utility command tag (GetCommandLogLevel's, then log_audit_event's): a
+ * PREPARE is its query's (READ, or WRITE for DML), an EXPLAIN ANALYZE of DML is WRITE (a plain
+ * EXPLAIN MISC), a COPY … FROM WRITE and a COPY … TO READ, a DECLARE CURSOR READ.
+ */
+export function utilityClass(command: string, text = ""): string {
   const c = command.toUpperCase();
   if (isMiscSetCommand(c)) return "MISC_SET";
   if (c === "DO") return "FUNCTION";
   if (c === "GRANT" || c === "REVOKE" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(c)) return "ROLE";
   if (c === "TRUNCATE TABLE" || c === "TRUNCATE") return "WRITE";
-  if (c === "COPY") return "READ";
-  if (/^(CREATE|ALTER|DROP|COMMENT|SECURITY LABEL|IMPORT|REFRESH)/.test(c)) return "DDL";
+  if (c === "COPY") return /^\s*copy\s+[^(\s]/i.test(text) && /\bfrom\b/i.test(text) ? "WRITE" : "READ";
+  if (c === "DECLARE CURSOR") return "READ";
+  if (c === "PREPARE") return WRITES.has(innerVerb(text)) ? "WRITE" : "READ";
+  if (c === "EXPLAIN")
+    return /^\s*explain\b[^;]*?\banaly[sz]e\b/i.test(text) && WRITES.has(innerVerb(text)) ? "WRITE" : "MISC";
+  if (/^(CREATE|ALTER|DROP|COMMENT|SECURITY LABEL|IMPORT|REFRESH|REASSIGN)/.test(c)) return "DDL";
   return "MISC";
 }
 
@@ -176,7 +194,7 @@ export function statementEntries(r: Resolved, s: StatementLoad, text: string): E
   const sub = s.nested ? 2 : 1;
   const item = new StackItem(r.config, text, s.params ?? 0, rows, sub);
   if (s.kind === "UTILITY") {
-    const cls = utilityClass(s.command ?? "");
+    const cls = utilityClass(s.command ?? "", text);
     // CALL: the procedure's FUNCTION entry comes first, then CALL's own (MISC) entry.
     const functions = functionEntries(r, s, text, sub);
     if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");

@@ -5,7 +5,7 @@
  * "every column" when it cannot tell.
  */
 import { lexSql } from "@auditpipe/parse";
-import { isMiscSetCommand } from "./configs.ts";
+import { utilityClass as utilityClassOf } from "./_entries.ts";
 import type { Privilege, RelationUse, StatementKind } from "./types.ts";
 
 export interface Token {
@@ -105,40 +105,6 @@ const RESERVED = new Set(
   ),
 );
 
-const UTILITY_MISC = new Set([
-  "call",
-  "begin",
-  "start",
-  "commit",
-  "end",
-  "rollback",
-  "abort",
-  "savepoint",
-  "release",
-  "show",
-  "vacuum",
-  "analyze",
-  "analyse",
-  "checkpoint",
-  "discard",
-  "fetch",
-  "close",
-  "listen",
-  "notify",
-  "unlisten",
-  "lock",
-  "load",
-  "reindex",
-  "cluster",
-  "deallocate",
-  "prepare",
-  "explain",
-  "declare",
-  "move",
-  "set",
-  "reset",
-]);
-
 /** The command tag PostgreSQL gives a utility statement, from its first words. */
 function utilityTag(words: string[]): string {
   const [a = "", b = "", c = ""] = words;
@@ -147,15 +113,31 @@ function utilityTag(words: string[]): string {
   if (a === "start") return "START TRANSACTION";
   if (a === "rollback" && b === "to") return "ROLLBACK";
   if (a === "create" || a === "alter" || a === "drop") {
-    const skip = new Set(["or", "replace", "unique", "temporary", "temp", "unlogged", "materialized"]);
+    const skip = new Set(["or", "replace", "unique", "temporary", "temp", "unlogged", "global", "local"]);
     const rest = words.slice(1).filter((w) => !skip.has(w));
-    const object = rest[0] === "foreign" || rest[0] === "event" ? `${rest[0]} ${rest[1]}` : (rest[0] ?? "");
+    const two = rest[0] === "foreign" || rest[0] === "event" || rest[0] === "materialized";
+    const object = two ? `${rest[0]} ${rest[1]}` : (rest[0] ?? "");
+    // CREATE TABLE … AS SELECT (not a generated column's `AS IDENTITY`): its own tag.
+    const as = words.indexOf("as");
+    if (a === "create" && object === "table" && as > 0 && QUERY_STARTS.has(words[as + 1] ?? ""))
+      return "CREATE TABLE AS";
     return `${a} ${object}`.toUpperCase();
   }
   if (a === "set" && (b === "local" || b === "session")) return "SET";
+  if (a === "set" && b === "constraints") return "SET CONSTRAINTS";
   if (a === "copy") return "COPY";
-  return (c === "" ? a : a).toUpperCase();
+  if (a === "truncate") return "TRUNCATE TABLE";
+  if (a === "lock") return "LOCK TABLE";
+  if (a === "declare") return "DECLARE CURSOR";
+  if (a === "close") return b === "all" ? "CLOSE CURSOR ALL" : "CLOSE CURSOR";
+  if (a === "refresh") return "REFRESH MATERIALIZED VIEW";
+  if (a === "discard") return `DISCARD ${b === "temporary" ? "TEMP" : b}`.toUpperCase().trim();
+  if (a === "deallocate" && (b === "all" || c === "all")) return "DEALLOCATE ALL";
+  return a.toUpperCase();
 }
+
+/** Words that start a query (after CREATE TABLE … AS, PREPARE … AS, EXPLAIN). */
+const QUERY_STARTS = new Set(["select", "with", "values", "table", "execute"]);
 
 export interface StatementShape {
   kind: StatementKind;
@@ -200,7 +182,7 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
   // Of utility statements only CALL executes what it names (DDL that mentions a function does not).
   if (kind === undefined)
     return {
-      ...utilityShape(tokens, words, placeholders, lookup),
+      ...utilityShape(sql, tokens, words, placeholders, lookup),
       functions: words[0] === "call" ? functions : [],
     };
   return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders, functions };
@@ -234,23 +216,15 @@ function functionCalls(tokens: Token[], lookup: RelationLookup): string[] {
 }
 
 function utilityShape(
+  text: string,
   tokens: Token[],
   words: string[],
   placeholders: number,
   lookup: RelationLookup,
 ): Omit<StatementShape, "functions"> {
   const a = words[0] ?? "";
-  const command = utilityTag(words.slice(0, 4));
-  let utilityClass = "MISC";
-  if (isMiscSetCommand(command)) utilityClass = "MISC_SET";
-  // CALL's own entry is MISC; the procedure's FUNCTION entry comes from functionCalls.
-  else if (a === "do") utilityClass = "FUNCTION";
-  else if (a === "grant" || a === "revoke" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(command))
-    utilityClass = "ROLE";
-  else if (a === "truncate") utilityClass = "WRITE";
-  else if (a === "copy") {
-    utilityClass = words.includes("from") && !tokens.some((t) => t.value === "(") ? "WRITE" : "READ";
-  } else if (!UTILITY_MISC.has(a)) utilityClass = "DDL";
+  const command = utilityTag(words);
+  const utilityClass = utilityClassOf(command, text);
   const relations: RelationUse[] = [];
   if (a === "copy" && isName(tokens[1])) {
     const rel = resolve(tokens, 1, lookup);
