@@ -314,6 +314,14 @@ export function workloadRates(
     const ins = delta(before.tables.get(key)?.ins ?? 0, after.tables.get(key)?.ins ?? 0) / seconds;
     if (ins > 0) tableInsertsPerSec[t.qualified] = ins;
   }
+  // A partitioned table's rows are counted on its partitions: its own inserts are theirs (a
+  // partition's under every partitioned ancestor, leaves only: a middle level's count is 0).
+  const byName = new Map(catalog.tables.map((t) => [t.qualified, t]));
+  for (const t of catalog.tables) {
+    const ins = t.kind === "p" ? 0 : (tableInsertsPerSec[t.qualified] ?? 0);
+    for (let up = t.partitionOf; ins > 0 && up; up = byName.get(up)?.partitionOf ?? null)
+      tableInsertsPerSec[up] = (tableInsertsPerSec[up] ?? 0) + ins;
+  }
   return {
     statements,
     ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
