@@ -4,8 +4,10 @@
  * its own against the same archive, as deploy/auditpipe-compact.service (a systemd timer's job) does; the sidecar finds the compaction record,
  * journals the file, and `verify --public-key` passes with the file listed in the signed chain.
  * A kill -9 of the sidecar between reading the record and journaling it adopts it once on restart.
- * The hour grown and compacted anew elsewhere overwrites the listed file: verify reports it
- * `altered` until the sidecar's next pass signs the new file (with `supersedes`), then clean.
+ * The hour grown and compacted anew by hand overwrites the listed file: verify reports it
+ * `altered` until the sidecar's next pass signs the new file (with `supersedes`), then clean. Grown
+ * again and compacted by the unit's job (`--signed-rewrites`), it is signed before it is replaced,
+ * through a request and a signature in the bucket: verify finds nothing at any step.
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -22,6 +24,10 @@ const CASE = join(repoRoot(), "fixtures", "cases", "session-all");
 const expected = JSON.parse(readFileSync(join(CASE, "expected.json"), "utf8")).formats["postgresql.csv.gz"];
 const MORE = join(repoRoot(), "fixtures", "cases", "object-only");
 const more = JSON.parse(readFileSync(join(MORE, "expected.json"), "utf8")).formats["postgresql.csv.gz"];
+const THIRD = join(repoRoot(), "fixtures", "cases", "ddl-role-object");
+const third = JSON.parse(readFileSync(join(THIRD, "expected.json"), "utf8")).formats["postgresql.csv.gz"];
+const SIGNATURE_KEY = "pg/_compaction/db1/2026-11-23T07.signed.json";
+const REQUEST_KEY = "pg/_compaction/db1/2026-11-23T07.rewrite.json";
 const HOUR = "2026-11-23T07";
 const HOUR_KEY = "pg/parquet/dt=2026-11-23/hour=07/host=db1/part-0.parquet";
 const RECORD_KEY = "pg/_compaction/db1/2026-11-23T07.json";
@@ -48,7 +54,7 @@ function stopped(pid: number): boolean {
 }
 
 describe("auditpipe run --compaction adopt", () => {
-  it("adopts the files auditpipe compact made elsewhere into the signed chain (once, across a kill -9 between reading and journaling), and signs a rewrite at its next pass", async () => {
+  it("adopts the files auditpipe compact made elsewhere into the signed chain (once, across a kill -9 between reading and journaling), and signs a rewrite, after it by hand, before it with --signed-rewrites", async () => {
     const minio = await startMinio({ buckets: [BUCKET] });
     const work = mkdtempSync(join(tmpdir(), "auditpipe-run-adopt-"));
     const logDir = join(work, "log");
@@ -68,10 +74,11 @@ describe("auditpipe run --compaction adopt", () => {
     const unit = systemdService(
       readFileSync(join(repoRoot(), "deploy", "auditpipe-compact.service"), "utf8"),
     );
-    expect(unit.execStart.slice(0, 3)).toEqual([
+    expect(unit.execStart).toEqual([
       "/usr/local/bin/auditpipe",
       "compact",
       "s3://acme-pg-audit/pg/prod",
+      "--signed-rewrites",
     ]);
     const compactArgs = [
       ...unit.execStart.slice(1).map((a) => a.replace("s3://acme-pg-audit/pg/prod", `s3://${BUCKET}/pg`)),
@@ -187,7 +194,8 @@ describe("auditpipe run --compaction adopt", () => {
       );
       sidecar.child.kill("SIGTERM");
       expect((await sidecar.exited).code).toBe(0);
-      expect((await run(compactArgs, env)).code).toBe(0);
+      // Run by hand, without --signed-rewrites: it overwrites at once.
+      expect((await run(["compact", `s3://${BUCKET}/pg`, ...s3], env)).code).toBe(0);
       const second = await storedRecord();
       expect(second?.counts.entries).toBe(expected.entries + more.entries);
       expect(second?.sha256).not.toBe(first?.sha256);
@@ -218,6 +226,68 @@ describe("auditpipe run --compaction adopt", () => {
       const closed = await run(verifyArgs, env);
       expect(closed.stdout).toMatch(/^result: clean, no finding$/m);
       expect(closed.code).toBe(0);
+
+      // Sign first, through the bucket: the hour grows again, and the unit's job
+      // (--signed-rewrites) asks the running sidecar, keeps the stored file, and replaces it at
+      // a later run once the new file is signed. verify finds nothing at any step.
+      writeFileSync(
+        join(logDir, "postgresql-3.csv"),
+        gunzipSync(readFileSync(join(THIRD, "postgresql.csv.gz"))),
+      );
+      sidecar = spawnSidecar(args, env);
+      await sidecar.url();
+      await waitUntil(
+        async () => (await entriesShipped()) >= expected.entries + more.entries + third.entries,
+        60_000,
+        () => "the sidecar did not ship the third log",
+      );
+      const asked = await run(compactArgs, env);
+      expect(asked.stdout).toMatch(
+        /2026-11-23T07 {2}db1 {2}compacted anew, waiting for its sidecar to sign the new file/,
+      );
+      expect(asked.code).toBe(0);
+      expect(sha256((await bucketContents(client, BUCKET, HOUR_KEY)).get(HOUR_KEY)!)).toBe(second?.sha256);
+      let signature: { sha256?: string; supersedes?: string; signed?: string } = {};
+      await waitUntil(
+        async () => {
+          const body = (await bucketContents(client, BUCKET, SIGNATURE_KEY)).get(SIGNATURE_KEY);
+          signature = body ? JSON.parse(body.toString("utf8")) : {};
+          return signature.signed !== undefined;
+        },
+        60_000,
+        () => `the sidecar did not sign the requested rewrite:\n${sidecar.stderr()}`,
+      );
+      expect(signature.supersedes).toBe(second?.sha256);
+      const askedClean = await run(verifyArgs, env);
+      expect(askedClean.stdout).toMatch(/^result: clean, no finding$/m);
+      expect(askedClean.code).toBe(0);
+      const replaced = await run(compactArgs, env);
+      expect(replaced.code).toBe(0);
+      const last = await storedRecord();
+      expect(last?.counts.entries).toBe(expected.entries + more.entries + third.entries);
+      expect(last?.sha256).toBe(signature.sha256); // the same bytes rebuilt
+      expect(sha256((await bucketContents(client, BUCKET, HOUR_KEY)).get(HOUR_KEY)!)).toBe(last?.sha256);
+      expect((await bucketContents(client, BUCKET, "pg/_compaction/db1/")).has(REQUEST_KEY)).toBe(false);
+      expect((await bucketContents(client, BUCKET, "pg/_compaction/db1/")).has(SIGNATURE_KEY)).toBe(false);
+      const replacedClean = await run(verifyArgs, env);
+      expect(replacedClean.stdout).toMatch(/^result: clean, no finding$/m);
+      expect(replacedClean.code).toBe(0);
+      await waitUntil(
+        () => journaled() === last?.sha256,
+        60_000,
+        () => `the replaced file was not adopted:\n${sidecar.stderr()}`,
+      );
+      sidecar.child.kill("SIGTERM");
+      expect((await sidecar.exited).code).toBe(0);
+      const signedChain = await listings();
+      expect(signedChain.at(-1)).toMatchObject({ sha256: last?.sha256 });
+      expect(signedChain.at(-1)?.supersedes).toBeUndefined();
+      expect(signedChain.some((f) => f.sha256 === last?.sha256 && f.supersedes === second?.sha256)).toBe(
+        true,
+      );
+      const end = await run(verifyArgs, env);
+      expect(end.stdout).toMatch(/^result: clean, no finding$/m);
+      expect(end.code).toBe(0);
     } finally {
       sidecar.child.kill("SIGKILL");
       await minio.stop();

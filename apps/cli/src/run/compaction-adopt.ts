@@ -8,18 +8,26 @@
  * mode. It never reads a Parquet file or a landing object: what makes an adopted file evidence is
  * verify's rebuild of its rows from the signed landing objects (checkCompaction), not who made it.
  *
- * A rewrite: when the external job compacts a host-hour anew (it grew), it overwrites the file the
- * chain lists; it has no sidecar to sign first with. The record then names a new SHA-256 for an
- * hour journaled with another: the sidecar signs the new file with `supersedes` (the listed one)
- * into a manifest at once (`announceCompaction`), then journals its own listing. Between the
- * overwrite and that pass verify reports the file `altered` — at most one interval
- * (docs/archive.md, "Compaction off the database host").
+ * A rewrite (a host-hour compacted anew elsewhere, over a file the chain lists): with
+ * `compact --signed-rewrites` the job first leaves a request (`<hour>.rewrite.json`); the sidecar
+ * signs the new file with `supersedes` into a manifest at once (`announceCompaction`) when the
+ * file it replaces is one it signed, and leaves its signature (`<hour>.signed.json`) for the job's
+ * next run, which only then overwrites (@auditpipe/compact's signed-rewrite.ts). A job without it
+ * overwrites at once: the record then names a new SHA-256 for an hour journaled with another, and
+ * the sidecar signs it the same way after the fact — verify reports the file `altered` in between,
+ * at most one interval (docs/archive.md, "Compaction off the database host").
  *
  * Crash safety: the manifest journal fsyncs each file before `journaled.json` notes it, and the
  * entity tags are saved after both, so a kill -9 anywhere reads the record again at the next
  * pass and journals what the chain lacks — at worst a file listed twice (same key and SHA-256).
  */
-import { CompactErrorCode, parquetKey, S3ArchiveStore } from "@auditpipe/compact";
+import {
+  CompactErrorCode,
+  parquetKey,
+  type RewriteSignature,
+  rewriteSignatureKey,
+  S3ArchiveStore,
+} from "@auditpipe/compact";
 import { type CompactionOptions, journalCompacted } from "./compaction.ts";
 import { type CompactionStats, type SidecarCompaction, startCompactionLoop } from "./compaction-loop.ts";
 import {
@@ -47,7 +55,8 @@ export interface AdoptOptions extends Omit<CompactionOptions, "archive"> {
   shipped: ShippedHours;
 }
 
-const RECORD_KEY = /^_compaction\/([A-Za-z0-9._-]+)\/(\d{4}-\d{2}-\d{2})T(\d{2})\.json$/;
+/** A record (`<hour>.json`) or a rewrite request of `compact --signed-rewrites` (`<hour>.rewrite.json`). */
+const RECORD_KEY = /^_compaction\/([A-Za-z0-9._-]+)\/(\d{4}-\d{2}-\d{2})T(\d{2})(\.rewrite)?\.json$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 
 /** The record in `body` when it is one for `host` and the hour its key names, else why not. */
@@ -57,13 +66,17 @@ export function parseAdoptedRecord(
   dt: string,
   hour: string,
 ): RecordView | string {
-  let r: Record<string, unknown>;
   try {
-    r = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
+    return recordView(JSON.parse(body.toString("utf8")), host, dt, hour);
   } catch {
     return "not JSON";
   }
-  if (typeof r !== "object" || r === null) return "not a JSON object";
+}
+
+/** `value` as a record of `host`'s host-hour, else why not. */
+function recordView(value: unknown, host: string, dt: string, hour: string): RecordView | string {
+  if (typeof value !== "object" || value === null) return "not a JSON object";
+  const r = value as Record<string, unknown>;
   if (r.host !== host) return `its host is ${JSON.stringify(r.host)}`;
   if (r.hour !== `${dt}T${hour}`) return `its hour is ${JSON.stringify(r.hour)}`;
   if (r.key !== parquetKey({ dt, hour, host }))
@@ -95,6 +108,19 @@ interface ReadRecord {
   key: string;
   etag: string | undefined;
   record: RecordView;
+  /** A rewrite request: the SHA-256 of the stored file the job would replace. */
+  replaces?: string;
+}
+
+function parseRequest(body: Buffer): { record: unknown; replaces: string } | undefined {
+  try {
+    const r = JSON.parse(body.toString("utf8")) as { record?: unknown; replaces?: unknown };
+    return typeof r.replaces === "string" && SHA256.test(r.replaces)
+      ? { record: r.record, replaces: r.replaces }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Lists the host's records and reads those that may say something new. */
@@ -108,22 +134,71 @@ async function readRecords(
   for await (const obj of store.list(`_compaction/${o.host}/`)) {
     const m = RECORD_KEY.exec(obj.key);
     if (!m || m[1] !== o.host) continue;
-    const [, , dt = "", hour = ""] = m;
+    const [, , dt = "", hour = "", request] = m;
     if (obj.etag !== undefined && seen[obj.key] === obj.etag && !watched.has(`${dt}T${hour}`)) continue;
     const body = await store.read(obj.key);
     if (!body) continue;
-    const record = parseAdoptedRecord(body, o.host, dt, hour);
+    let record: RecordView | string;
+    let replaces: string | undefined;
+    if (request) {
+      const parsed = parseRequest(body);
+      replaces = parsed?.replaces;
+      record = parsed ? recordView(parsed.record, o.host, dt, hour) : "not a rewrite request";
+    } else record = parseAdoptedRecord(body, o.host, dt, hour);
     if (typeof record === "string") {
       // Not adopted: the job that wrote it reads it as unreadable too and compacts the hour anew.
       o.logger.warn({ key: obj.key, reason: record }, "compaction: a compaction record not adopted");
       continue;
     }
-    found.push({ key: obj.key, etag: obj.etag, record });
+    found.push({ key: obj.key, etag: obj.etag, record, ...(replaces ? { replaces } : {}) });
   }
   return found;
 }
 
-/** One pass: journal what the chain lacks, settle what it has, warn of hours nobody compacts. */
+/**
+ * A rewrite request of `compact --signed-rewrites`: the new file is signed (with `supersedes`)
+ * into a manifest at once when the file it replaces is one this sidecar signed, and the signature
+ * left for the job's next run; else a refusal.
+ */
+async function signRewrite(
+  o: AdoptOptions,
+  store: S3ArchiveStore,
+  state: CompactionState,
+  record: RecordView,
+  replaces: string,
+): Promise<void> {
+  const [journaled, announced] = await Promise.all([state.journaled(), state.announced()]);
+  if (journaled[record.hour] === record.sha256) return; // replaced and adopted: a request left behind
+  const [dt = "", hour = ""] = record.hour.split("T");
+  const key = rewriteSignatureKey({ dt, hour, host: o.host });
+  const signed = [journaled[record.hour], ...(announced[record.hour] ?? [])];
+  const base = { version: 1 as const, sha256: record.sha256, supersedes: replaces };
+  let signature: RewriteSignature;
+  if (!signed.includes(replaces)) {
+    signature = {
+      ...base,
+      refused: `the stored file (sha256 ${replaces.slice(0, 12)}…) is not one this sidecar signed for ${record.hour}`,
+    };
+    o.logger.warn(
+      { hour: record.hour, key: record.key, replaces },
+      `compaction: rewrite refused: ${signature.refused}`,
+    );
+  } else {
+    if (!announced[record.hour]?.includes(record.sha256)) {
+      await o.announce({ ...toCompactedFile(o.prefix, record), supersedes: replaces });
+      announced[record.hour] = [...(announced[record.hour] ?? []), record.sha256];
+      await state.writeAnnounced(announced);
+    }
+    signature = { ...base, signed: new Date().toISOString() };
+    o.logger.info(
+      { hour: record.hour, key: record.key, sha256: record.sha256, supersedes: replaces },
+      "compaction: rewrite requested by auditpipe compact signed into the chain; the job replaces the file at its next run",
+    );
+  }
+  await store.write(key, Buffer.from(`${JSON.stringify(signature, null, 2)}\n`), "application/json");
+}
+
+/** One pass: journal what the chain lacks, sign requested rewrites, warn of hours nobody compacts. */
 async function adoptPass(
   o: AdoptOptions,
   store: S3ArchiveStore,
@@ -133,27 +208,36 @@ async function adoptPass(
   const seen = await state.seen();
   const found = await readRecords(o, store, seen);
   const journaled = await state.journaled();
-  const due = found.filter((f) => journaled[f.record.hour] !== f.record.sha256);
+  const due = found.filter((f) => f.replaces === undefined && journaled[f.record.hour] !== f.record.sha256);
   if (due.length > 0 && process.env[TEST_STOP_AT_ENV] === "read") process.kill(process.pid, "SIGSTOP");
   let changed = false;
-  for (const { key, etag, record } of found) {
-    const listed = journaled[record.hour];
-    if (listed !== record.sha256) {
-      // Compacted anew elsewhere, over a file the chain lists: signed at once with what it replaces.
-      if (listed !== undefined) {
-        await o.announce({ ...toCompactedFile(o.prefix, record), supersedes: listed });
-        o.logger.info(
-          { hour: record.hour, key: record.key, sha256: record.sha256, supersedes: listed },
-          "compaction: a file compacted anew elsewhere announced in the signed chain",
-        );
+  // Records first: a request may replace a file adopted in this very pass.
+  const ordered = [
+    ...found.filter((f) => f.replaces === undefined),
+    ...found.filter((f) => f.replaces !== undefined),
+  ];
+  for (const { key, etag, record, replaces } of ordered) {
+    if (replaces !== undefined) await signRewrite(o, store, state, record, replaces);
+    else {
+      const listed = journaled[record.hour];
+      if (listed !== record.sha256) {
+        // Compacted anew elsewhere over a file the chain lists, without asking first: signed now.
+        const announced = (await state.announced())[record.hour] ?? [];
+        if (listed !== undefined && !announced.includes(record.sha256)) {
+          await o.announce({ ...toCompactedFile(o.prefix, record), supersedes: listed });
+          o.logger.info(
+            { hour: record.hour, key: record.key, sha256: record.sha256, supersedes: listed },
+            "compaction: a file compacted anew elsewhere announced in the signed chain",
+          );
+        }
+        await journalCompacted(o, state, record, stats);
+        journaled[record.hour] = record.sha256;
       }
-      await journalCompacted(o, state, record, stats);
-      journaled[record.hour] = record.sha256;
+      o.shipped.covered(
+        record.hour,
+        record.sources.map((s) => s.key),
+      );
     }
-    o.shipped.covered(
-      record.hour,
-      record.sources.map((s) => s.key),
-    );
     if (etag !== undefined && seen[key] !== etag) {
       seen[key] = etag;
       changed = true;
