@@ -135,7 +135,10 @@ async function readRecords(
     const m = RECORD_KEY.exec(obj.key);
     if (!m || m[1] !== o.host) continue;
     const [, , dt = "", hour = "", request] = m;
-    if (obj.etag !== undefined && seen[obj.key] === obj.etag && !watched.has(`${dt}T${hour}`)) continue;
+    // A record of an hour still watched is read again (it may list the batches shipped since);
+    // a request is answered once per version of it.
+    const unchanged = obj.etag !== undefined && seen[obj.key] === obj.etag;
+    if (unchanged && (request !== undefined || !watched.has(`${dt}T${hour}`))) continue;
     const body = await store.read(obj.key);
     if (!body) continue;
     let record: RecordView | string;
