@@ -3,7 +3,12 @@
  * SHA-256s), and the watch of host-hours shipped that no adopted record covers.
  */
 import { describe, expect, it } from "vitest";
-import { parseAdoptedRecord } from "../src/run/compaction-adopt.ts";
+import {
+  parseAdoptedRecord,
+  UNADOPTED_WARN_EVERY_MS,
+  unadoptedWarning,
+  unadoptedWarningDue,
+} from "../src/run/compaction-adopt.ts";
 import { ShippedHours } from "../src/run/shipped-hours.ts";
 
 const SHA = "a".repeat(64);
@@ -77,5 +82,20 @@ describe("ShippedHours", () => {
       "dt=2026-11-23/hour=07/db1/fp-0000000000000010-0000000000000020.ndjson.zst",
     ]);
     expect(hours.hours()).toEqual([]);
+  });
+});
+
+describe("the unadopted-hours warning", () => {
+  it("is due the first time, then once an hour", () => {
+    const t = Date.parse("2026-11-23T10:00:00Z");
+    expect(unadoptedWarningDue(undefined, t)).toBe(true);
+    expect(unadoptedWarningDue(t, t + UNADOPTED_WARN_EVERY_MS - 1)).toBe(false);
+    expect(unadoptedWarningDue(t, t + UNADOPTED_WARN_EVERY_MS)).toBe(true);
+  });
+
+  it("says what to run off the database host, or how to compact on it", () => {
+    const text = unadoptedWarning("s3://acme/pg", "db1");
+    expect(text).toContain("`auditpipe compact s3://acme/pg --host db1 --signed-rewrites`");
+    expect(text).toContain("--compaction child");
   });
 });

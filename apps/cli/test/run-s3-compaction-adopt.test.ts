@@ -141,6 +141,22 @@ describe("auditpipe run --compaction adopt", () => {
       );
       expect(sidecar.stderr()).not.toContain("compaction: child started");
       expect((await bucketContents(client, BUCKET, "pg/parquet/")).size).toBe(0);
+      // Two passes later the warning is still logged once (at most once an hour), naming the job to run.
+      const passes = async () =>
+        Number(
+          /^auditpipe_compaction_runs_total\{result="ok"\} (\d+)$/m.exec(
+            await (await fetch(`${url}/metrics`)).text(),
+          )?.[1] ?? 0,
+        );
+      const warnedAt = await passes();
+      await waitUntil(
+        async () => (await passes()) >= warnedAt + 2,
+        30_000,
+        () => "the sidecar ran no more adoption passes",
+      );
+      const warnings = sidecar.stderr().split("have no compaction record to adopt");
+      expect(warnings).toHaveLength(2);
+      expect(warnings[1]).toContain(`auditpipe compact s3://${BUCKET}/pg --host db1 --signed-rewrites`);
 
       // Compacted elsewhere: a process of its own, no sidecar to talk to.
       const compacted = await run(compactArgs, env);

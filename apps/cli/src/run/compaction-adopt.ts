@@ -48,7 +48,10 @@ export const UNADOPTED_AFTER_MS: number = 2 * 3_600_000;
 /** For tests: the sidecar stops itself (SIGSTOP) once it has read records to journal, before journaling them. */
 const TEST_STOP_AT_ENV = "AUDITPIPE_TEST_ADOPT_STOP_AT";
 
-export interface AdoptOptions extends Omit<CompactionOptions, "archive"> {
+/** The unadopted-hours warning is logged at most this often: adopt is the default, so a host nobody compacts for would otherwise warn every pass. */
+export const UNADOPTED_WARN_EVERY_MS: number = 3_600_000;
+
+export interface AdoptOptions extends CompactionOptions {
   /** The archive's bucket (the sink's). */
   bucket: string;
   /** Where the sink's acknowledged batches are noted, for the unadopted hours. */
@@ -207,6 +210,7 @@ async function adoptPass(
   store: S3ArchiveStore,
   state: CompactionState,
   stats: CompactionStats,
+  warned: Warned,
 ): Promise<void> {
   const seen = await state.seen();
   const found = await readRecords(o, store, seen);
@@ -247,17 +251,44 @@ async function adoptPass(
     }
   }
   if (changed) await state.writeSeen(seen);
-  const overdue = o.shipped.overdue(Date.now(), UNADOPTED_AFTER_MS);
-  if (overdue.length > 0)
-    o.logger.warn(
-      { hours: overdue.slice(0, 5), count: overdue.length },
-      "compaction: host-hours shipped long ago have no compaction record to adopt: is auditpipe compact running against this archive (--compaction adopt)?",
-    );
+  warnUnadopted(o, warned, Date.now());
+}
+
+/** When the unadopted-hours warning was last logged (this process: one host). */
+interface Warned {
+  at?: number;
+}
+
+/**
+ * Hours shipped long ago that no record covers, logged at most once an hour (the metric
+ * `auditpipe_compaction_unadopted_hours` says it at every scrape), with what to run about it.
+ */
+function warnUnadopted(o: AdoptOptions, warned: Warned, now: number): void {
+  const overdue = o.shipped.overdue(now, UNADOPTED_AFTER_MS);
+  if (overdue.length === 0 || !unadoptedWarningDue(warned.at, now)) return;
+  warned.at = now;
+  o.logger.warn({ hours: overdue.slice(0, 5), count: overdue.length }, unadoptedWarning(o.archive, o.host));
+}
+
+/** Whether the unadopted-hours warning is due again, last logged at `last` (never: undefined). */
+export function unadoptedWarningDue(last: number | undefined, now: number): boolean {
+  return last === undefined || now - last >= UNADOPTED_WARN_EVERY_MS;
+}
+
+/** What the warning says: nobody compacts this host's hours, and the two ways to have them compacted. */
+export function unadoptedWarning(archive: string, host: string): string {
+  return (
+    `compaction: host-hours shipped over ${UNADOPTED_AFTER_MS / 3_600_000} h ago have no compaction record to adopt, and this sidecar ` +
+    `compacts nothing itself (--compaction adopt, the default): run \`auditpipe compact ${archive} --host ${host} --signed-rewrites\` ` +
+    "off the database host on a timer (deploy/auditpipe-compact.timer, docs/operations.md), or start the sidecar with " +
+    "--compaction child to compact here (CPU on this host); repeated at most once an hour"
+  );
 }
 
 /** The adopt mode: every interval, the compaction records `auditpipe compact` wrote elsewhere are journaled. */
 export function startAdoption(o: AdoptOptions): SidecarCompaction {
   const state = compactionState(o.stateDir);
+  const warned: Warned = {};
   const store = new S3ArchiveStore(o.bucket, o.prefix, {
     ...(o.s3.endpoint ? { endpoint: o.s3.endpoint } : {}),
     ...(o.s3.region ? { region: o.s3.region } : {}),
@@ -267,7 +298,7 @@ export function startAdoption(o: AdoptOptions): SidecarCompaction {
     intervalMs: o.intervalMs,
     logger: o.logger,
     defaultCode: CompactErrorCode.STORE,
-    runOnce: (stats) => adoptPass(o, store, state, stats),
+    runOnce: (stats) => adoptPass(o, store, state, stats, warned),
     unadoptedHours: () => o.shipped.overdue(Date.now(), UNADOPTED_AFTER_MS).length,
   });
   return {

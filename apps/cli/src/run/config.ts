@@ -54,8 +54,8 @@ export interface RunConfig {
   /** How often the sidecar compacts (child) or adopts (adopt) its closed host-hours' Parquet files (0: never; S3 sinks). */
   compactMs: number;
   /**
-   * Who compacts (S3 sinks): `child`, a child process of the sidecar; `adopt`, `auditpipe compact`
-   * run elsewhere, whose records the sidecar journals; `off`, nobody the sidecar knows of.
+   * Who compacts (S3 sinks): `adopt` (default), `auditpipe compact` run off the database host, whose
+   * records the sidecar journals; `child`, a child process of the sidecar; `off`, nobody it knows of.
    */
   compaction: "child" | "adopt" | "off";
   redact: ("literals" | "parameters")[];
@@ -138,7 +138,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     manifestKey: z.string().min(1).optional(),
     selfCheckMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(60_000),
     compactMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(600_000),
-    compaction: z.enum(["child", "adopt", "off"]).default("child"),
+    compaction: z.enum(["child", "adopt", "off"]).default("adopt"),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: zNumber(true, { min: 1000, unit: "milliseconds" }).default(60_000),

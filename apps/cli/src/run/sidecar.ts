@@ -177,6 +177,7 @@ function startSidecarCompaction(
     forcePathStyle: config.s3ForcePathStyle,
   };
   const common = {
+    archive: config.sink,
     prefix: compaction.prefix,
     host: compaction.host,
     s3,
@@ -191,7 +192,7 @@ function startSidecarCompaction(
     shipped = new ShippedHours(compaction.host, config.compression);
     const bucket = parseS3Url(config.sink)?.bucket ?? "";
     running.compaction = startAdoption({ ...common, bucket, shipped });
-  } else running.compaction = startCompaction({ ...common, archive: config.sink });
+  } else running.compaction = startCompaction(common);
   running.compaction.registerMetrics(meter.registry);
   return shipped;
 }
