@@ -1,7 +1,7 @@
 /**
- * The adopt mode of the sidecar's compaction (`--compaction adopt`): the database host compacts
- * nothing. `auditpipe compact` runs elsewhere against the same archive (a CronJob, a systemd
- * timer); every interval the sidecar lists its host's compaction records (`_compaction/<host>/`,
+ * The adopt mode of the sidecar's compaction (`--compaction adopt`, the default): the database
+ * host compacts nothing. `auditpipe compact` runs elsewhere against the same archive (a CronJob, a
+ * systemd timer); every interval the sidecar lists its host's compaction records (`_compaction/<host>/`,
  * one LIST request per 1,000 records), reads only those whose entity tag changed since it settled
  * them (or whose hour it shipped to and has not seen covered), and journals each file its signed
  * chain does not list yet, through the same `recordCompaction` and `journaled.json` as the child

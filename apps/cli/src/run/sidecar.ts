@@ -159,9 +159,9 @@ async function startApi(
 }
 
 /**
- * Compaction beside the sources (S3 sinks): a child process of its own (run/compaction.ts), or
- * the adoption of what `auditpipe compact` elsewhere made (run/compaction-adopt.ts), whose watch of
- * the hours shipped is returned to wrap the sink with.
+ * Compaction beside the sources (S3 sinks): by default the adoption of what `auditpipe compact`
+ * made elsewhere (run/compaction-adopt.ts), whose watch of the hours shipped is returned to wrap
+ * the sink with; or a child process of its own (run/compaction.ts, `--compaction child`).
  */
 function startSidecarCompaction(
   config: RunConfig,
