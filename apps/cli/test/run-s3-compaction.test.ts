@@ -119,7 +119,8 @@ describe("auditpipe run: the sidecar's own compaction", () => {
         "--batch-max-age-ms",
         "200",
       ],
-      ...["--compact-ms", "1000", "--self-check-ms", "0"], // the last --compact-ms given wins
+      // The sidecar compacts by itself (not the default, adopt, which leaves it to a job elsewhere).
+      ...["--compaction", "child", "--compact-ms", "1000", "--self-check-ms", "0"], // the last --compact-ms given wins
     ];
     const client = minio.client();
     /** Entries shipped (attempt and outcome lines, which the sink ships too, left out). */

@@ -71,7 +71,9 @@ beforeAll(async () => {
   sidecarArgs = [
     ...["--log-dir", logDir, "--format", "csvlog", "--sink", `s3://${BUCKET}/pg`, ...s3, "--host", "db1"],
     ...["--state", state, "--listen", "127.0.0.1:0", "--batch-max-entries", "50"],
-    ...["--batch-max-age-ms", "200", "--compact-ms", "1000", "--self-check-ms", "0"],
+    ...["--batch-max-age-ms", "200", "--self-check-ms", "0"],
+    // The sidecar compacts by itself (not the default, adopt, which leaves it to a job elsewhere).
+    ...["--compaction", "child", "--compact-ms", "1000"],
   ];
   const sidecar = spawnSidecar(sidecarArgs, env);
   try {

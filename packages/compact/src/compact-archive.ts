@@ -19,9 +19,11 @@ import {
   partitionId,
   partitionStart,
 } from "./layout.ts";
+import { AwaitingSignature, awaitSignature, clearRewrite } from "./signed-rewrite.ts";
 import type { ArchiveStore } from "./store.ts";
 
 const HOUR_MS = 3_600_000;
+const RECORD_NAME = /^_compaction\/[^/]+\/\d{4}-\d{2}-\d{2}T\d{2}\.json$/;
 
 /**
  * An hour's landing partition is closed this long after the hour ends: batches close within a
@@ -100,6 +102,12 @@ export interface CompactArchiveOptions extends CompactPartitionOptions {
   host?: string;
   /** After a host-hour's record is stored, delete its landing objects (retention asked for it). */
   dropLanding?: boolean;
+  /**
+   * A file the key holds with other bytes is replaced only once the host's sidecar (adopt mode)
+   * signed the new one: the first run leaves a request (state `awaiting-signature`), a later one
+   * replaces (signed-rewrite.ts). Takes the place of `beforeReplace`.
+   */
+  signedRewrites?: boolean;
   /** Called after each host-hour, for progress. */
   onPartition?: (result: PartitionResult) => void;
   /** A compaction record that cannot be read: skipped, and its host-hour compacted anew. */
@@ -108,7 +116,8 @@ export interface CompactArchiveOptions extends CompactPartitionOptions {
 
 export interface PartitionResult {
   partition: Partition;
-  state: PartitionState | "failed";
+  /** `awaiting-signature`: rebuilt, the stored file kept until the sidecar signs the new one (signedRewrites). */
+  state: PartitionState | "failed" | "awaiting-signature";
   /** The new record, when this run compacted the host-hour. */
   record?: CompactionRecord;
   /** Landing objects deleted (with dropLanding). */
@@ -150,7 +159,8 @@ export async function readArchiveState(store: ArchiveStore): Promise<{
   const records = new Map<string, CompactionRecord>();
   const unreadable: UnreadableRecord[] = [];
   for await (const o of store.list(`${COMPACTION_DIR}/`)) {
-    if (!o.key.endsWith(".json")) continue;
+    // `<host>/<hour>.json`; a rewrite's request and signature beside it are not records.
+    if (!RECORD_NAME.test(o.key)) continue;
     const body = await store.read(o.key);
     if (!body) continue;
     let parsed: unknown;
@@ -211,15 +221,33 @@ export async function compactArchive(
         ),
       };
     } else {
+      let signed = false;
+      const awaiting = options.signedRewrites ? awaitSignature(store, p.partition) : undefined;
       try {
         const record = await compactPartition(store, p.partition, p.objects, {
           ...options,
           ...(p.record && p.dropped > 0 && !missingFile ? { previous: p.record } : {}),
+          ...(awaiting
+            ? {
+                beforeReplace: async (r: CompactionRecord, replaces: string) => {
+                  await awaiting(r, replaces);
+                  signed = true;
+                },
+              }
+            : {}),
         });
+        if (signed) await clearRewrite(store, p.partition);
         result = { partition: p.partition, state: "due", record };
         if (options.dropLanding) result.dropped = await dropLanding(store, p.objects);
       } catch (error) {
-        result = { partition: p.partition, state: "failed", error: error as Error };
+        result =
+          error instanceof AwaitingSignature
+            ? {
+                partition: p.partition,
+                state: "awaiting-signature",
+                ...(p.record ? { record: p.record } : {}),
+              }
+            : { partition: p.partition, state: "failed", error: error as Error };
       }
     }
     results.push(result);

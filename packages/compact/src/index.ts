@@ -62,6 +62,15 @@ export {
   typedSelectList,
 } from "./schema.ts";
 export {
+  AwaitingSignature,
+  awaitSignature,
+  clearRewrite,
+  type RewriteRequest,
+  type RewriteSignature,
+  rewriteRequestKey,
+  rewriteSignatureKey,
+} from "./signed-rewrite.ts";
+export {
   type ArchiveStore,
   LocalArchiveStore,
   openArchive,

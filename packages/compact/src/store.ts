@@ -14,6 +14,8 @@ import { CompactError, CompactErrorCode } from "./errors.ts";
 export interface StoredObject {
   key: string;
   size: number;
+  /** The store's entity tag (S3), for telling a changed object from one read before; none on disk. */
+  etag?: string;
 }
 
 export interface ArchiveStore {
@@ -164,7 +166,8 @@ export class S3ArchiveStore implements ArchiveStore {
         ),
       );
       for (const o of page.Contents ?? [])
-        if (o.Key) yield { key: o.Key.slice(strip), size: Number(o.Size ?? 0) };
+        if (o.Key)
+          yield { key: o.Key.slice(strip), size: Number(o.Size ?? 0), ...(o.ETag ? { etag: o.ETag } : {}) };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }

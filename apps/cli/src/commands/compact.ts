@@ -5,7 +5,7 @@ import { announceThroughParent } from "../compact/rewrite-announcement.ts";
 import { runCompact } from "../compact/run-compact.ts";
 import { UsageError } from "../usage-error.ts";
 
-export const COMPACT_HELP = `Usage: auditpipe compact ARCHIVE [--from DATE] [--to DATE] [--host H] [--drop-landing] [--grace-minutes N]
+export const COMPACT_HELP = `Usage: auditpipe compact ARCHIVE [--from DATE] [--to DATE] [--host H] [--drop-landing] [--signed-rewrites] [--grace-minutes N]
                          [--memory-limit SIZE] [--s3-endpoint URL] [--s3-region R] [--s3-force-path-style] [--json]
 
 Compacts every closed host-hour of an archive (a local directory or s3://bucket/prefix) that is
@@ -20,6 +20,10 @@ Idempotent: a rerun after a crash rewrites the same rows. Landing NDJSON is kept
   --host H               one host's partitions
   --drop-landing         delete a host-hour's landing objects once its Parquet file and record
                          are stored (retention; default keep them)
+  --signed-rewrites      off the database host, beside sidecars in run --compaction adopt: a
+                         host-hour compacted anew replaces its stored file only once the host's
+                         sidecar signed the new one (this run asks, a later run replaces), so
+                         verify never sees bytes the chain does not vouch for
   --grace-minutes N      an hour is closed this long after it ends (default 10)
   --memory-limit SIZE    the engine's memory limit, e.g. 48MB (default; 64MB at least while staging); past it, it spills to disk
   --s3-endpoint URL      S3-compatible endpoint (MinIO, Ceph, R2, ...)
@@ -35,6 +39,7 @@ export async function compactCommand(argv: string[], io: CommandIO): Promise<num
     to: { type: "string" },
     host: { type: "string" },
     "drop-landing": { type: "boolean", default: false },
+    "signed-rewrites": { type: "boolean", default: false },
     "grace-minutes": { type: "string" },
     "memory-limit": { type: "string" },
     ...S3_FLAGS,
@@ -83,7 +88,11 @@ export async function compactCommand(argv: string[], io: CommandIO): Promise<num
       ...(to ? { to: label(new Date(to.getTime() - 1)) } : {}),
       ...(host ? { host } : {}),
       ...(memory ? { memoryLimit: memory } : {}),
-      ...(beforeReplace ? { beforeReplace } : {}),
+      ...(beforeReplace
+        ? { beforeReplace }
+        : values["signed-rewrites"] === true
+          ? { signedRewrites: true }
+          : {}),
       ...(stopAt
         ? {
             onStep: (step: string) => {

@@ -215,6 +215,11 @@ function demoSink(minio: Minio | undefined, kept: string | undefined, work: stri
   return { dir, label, kept };
 }
 
+/**
+ * The demo runs the sidecar's defaults, compaction included (adopt, with --minio): it shows
+ * entries metered and landing objects shipped, never Parquet or a query, and a demo is over long
+ * before an hour closes, so no compaction would run in it either way.
+ */
 function demoRunConfig(pgdata: string, minio: Minio | undefined, sink: string, work: string): RunConfig {
   return {
     ...RunConfigSchema.parse({

@@ -38,8 +38,14 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
                            <state>/manifests/manifest-key.pem, created on first start)
   --self-check-ms N        how often the open hours' objects are checked against the
                            journal (default 60000; 0 never)
-  --compact-ms N           how often closed host-hours are compacted into Parquet by a child
-                           process and recorded in the manifests (S3; default 600000; 0 never)
+  --compaction MODE        who compacts closed host-hours into Parquet (S3 sinks): adopt
+                           (default), auditpipe compact run elsewhere against the same
+                           archive, whose files the sidecar only lists, reads the records of
+                           and signs into its manifests (no compaction CPU on this host);
+                           child, a child process of the sidecar (one machine, CPU to spare);
+                           off, nobody the sidecar knows of
+  --compact-ms N           how often the child compacts, or adopt looks for new compaction
+                           records, and records them in the manifests (default 600000; 0: off)
   --redact WHAT            literals and/or parameters: replaced in what is stored (repeatable)
   --pgaudit-log VALUE      the server's pgaudit.log, if every role and database runs with it:
                            with misc (or all), every entry's outcome can be told without

@@ -22,6 +22,8 @@ export function renderPartition(r: PartitionResult): string {
       return `${where}  FAILED  ${r.error?.message ?? "unknown error"}`;
     case "open":
       return `${where}  open (the hour is not closed yet)`;
+    case "awaiting-signature":
+      return `${where}  compacted anew, waiting for its sidecar to sign the new file (--signed-rewrites): the stored file is kept, a later run replaces it`;
     case "compacted":
       return `${where}  already compacted (${r.record?.rows.toLocaleString("en-US")} rows)${r.dropped ? `, ${r.dropped} landing objects dropped` : ""}`;
     default: {
@@ -49,6 +51,7 @@ export async function runCompact(io: CommandIO, plan: CompactPlan): Promise<numb
     });
     const failed = results.filter((r) => r.state === "failed").length;
     const done = results.filter((r) => r.state === "due").length;
+    const awaiting = results.filter((r) => r.state === "awaiting-signature").length;
     if (plan.json)
       io.stdout(
         `${JSON.stringify(
@@ -74,7 +77,7 @@ export async function runCompact(io: CommandIO, plan: CompactPlan): Promise<numb
       );
     else
       io.stdout(
-        `\n${results.length === 0 ? "nothing to compact: no landing objects under dt=…/hour=…" : `${done} host-hours compacted, ${results.length - done - failed} left as they were, ${failed} failed`}\n`,
+        `\n${results.length === 0 ? "nothing to compact: no landing objects under dt=…/hour=…" : `${done} host-hours compacted, ${results.length - done - failed - awaiting} left as they were, ${awaiting ? `${awaiting} waiting for a sidecar's signature, ` : ""}${failed} failed`}\n`,
       );
     return failed > 0 ? EXIT_FAILURE : 0;
   } finally {

@@ -51,8 +51,13 @@ export interface RunConfig {
   manifestKey?: string | undefined;
   /** How often the sidecar compares its open hours' objects in the bucket with its journal (0: never). */
   selfCheckMs: number;
-  /** How often the sidecar compacts its closed host-hours into Parquet in a child process (0: never; S3 sinks). */
+  /** How often the sidecar compacts (child) or adopts (adopt) its closed host-hours' Parquet files (0: never; S3 sinks). */
   compactMs: number;
+  /**
+   * Who compacts (S3 sinks): `adopt` (default), `auditpipe compact` run off the database host, whose
+   * records the sidecar journals; `child`, a child process of the sidecar; `off`, nobody it knows of.
+   */
+  compaction: "child" | "adopt" | "off";
   redact: ("literals" | "parameters")[];
   db?: string | undefined;
   sampleIntervalMs: number;
@@ -133,6 +138,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
     manifestKey: z.string().min(1).optional(),
     selfCheckMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(60_000),
     compactMs: zNumber(true, { min: 0, unit: "milliseconds; 0 never" }).default(600_000),
+    compaction: z.enum(["child", "adopt", "off"]).default("adopt"),
     redact: z.array(z.enum(["literals", "parameters"])).default([]),
     db: z.string().min(1).optional(),
     sampleIntervalMs: zNumber(true, { min: 1000, unit: "milliseconds" }).default(60_000),
@@ -201,6 +207,7 @@ export const SETTINGS: { key: Key; flag?: string; env: string; list?: boolean; b
   { key: "manifestKey", flag: "manifest-key", env: "AUDITPIPE_MANIFEST_KEY" },
   { key: "selfCheckMs", flag: "self-check-ms", env: "AUDITPIPE_SELF_CHECK_MS" },
   { key: "compactMs", flag: "compact-ms", env: "AUDITPIPE_COMPACT_MS" },
+  { key: "compaction", flag: "compaction", env: "AUDITPIPE_COMPACTION" },
   { key: "redact", flag: "redact", env: "AUDITPIPE_REDACT", list: true },
   { key: "db", flag: "db", env: "AUDITPIPE_DB" },
   { key: "sampleIntervalMs", flag: "sample-interval-ms", env: "AUDITPIPE_SAMPLE_INTERVAL_MS" },

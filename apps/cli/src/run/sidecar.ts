@@ -5,6 +5,7 @@ import type { LogFormat } from "@auditpipe/parse";
 import type { Logger } from "pino";
 import { type Counter, Gauge, type Registry } from "prom-client";
 import { startCompaction } from "./compaction.ts";
+import { startAdoption } from "./compaction-adopt.ts";
 import type { RunConfig } from "./config.ts";
 import { CoverageRecorder, coverageBaseline } from "./coverage-recorder.ts";
 import { restrictFileModes, sourceLogMode } from "./file-modes.ts";
@@ -14,8 +15,9 @@ import { MALFORMED_WINDOW_MS } from "./malformed-watch.ts";
 import { createPipelineTap, type PipelineTap } from "./pipeline-tap.ts";
 import { prefixHistory, registerPrefixMetrics } from "./prefix-changes.ts";
 import { sidecarReadiness } from "./readiness.ts";
+import { ShippedHours } from "./shipped-hours.ts";
 import { type RunningSidecar, shutdownSidecar } from "./shutdown.ts";
-import { type ConfiguredSink, createSink, redactionMode } from "./sinks.ts";
+import { type ConfiguredSink, createSink, parseS3Url, redactionMode } from "./sinks.ts";
 import { type SourceWiring, startFileSource, startSyslog } from "./sources.ts";
 import { lockStateDir, type StateLock } from "./state-lock.ts";
 import { registerSyslogMetrics } from "./syslog-intake.ts";
@@ -156,27 +158,43 @@ async function startApi(
   return url;
 }
 
-/** Compaction runs beside the sources in a child process of its own (run/compaction.ts). */
+/**
+ * Compaction beside the sources (S3 sinks): by default the adoption of what `auditpipe compact`
+ * made elsewhere (run/compaction-adopt.ts), whose watch of the hours shipped is returned to wrap
+ * the sink with; or a child process of its own (run/compaction.ts, `--compaction child`).
+ */
 function startSidecarCompaction(
   config: RunConfig,
   running: RunningSidecar,
   meter: LiveMeter,
   logger: Logger,
-): void {
+): ShippedHours | undefined {
   const { compaction } = running.sink;
-  if (!compaction || config.compactMs <= 0) return;
-  running.compaction = startCompaction({
+  if (!compaction || config.compactMs <= 0 || config.compaction === "off") return undefined;
+  const s3 = {
+    endpoint: config.s3Endpoint,
+    region: config.s3Region,
+    forcePathStyle: config.s3ForcePathStyle,
+  };
+  const common = {
     archive: config.sink,
     prefix: compaction.prefix,
     host: compaction.host,
-    s3: { endpoint: config.s3Endpoint, region: config.s3Region, forcePathStyle: config.s3ForcePathStyle },
+    s3,
     stateDir: config.state,
     intervalMs: config.compactMs,
     record: compaction.record,
     announce: compaction.announce,
     logger: logger.child({ component: "compaction" }),
-  });
+  };
+  let shipped: ShippedHours | undefined;
+  if (config.compaction === "adopt") {
+    shipped = new ShippedHours(compaction.host, config.compression);
+    const bucket = parseS3Url(config.sink)?.bucket ?? "";
+    running.compaction = startAdoption({ ...common, bucket, shipped });
+  } else running.compaction = startCompaction(common);
   running.compaction.registerMetrics(meter.registry);
+  return shipped;
 }
 
 /** The file source, the syslog listeners and the workload sampler, each as configured. */
@@ -248,7 +266,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   };
   registerSidecarMetrics(meter.registry, sink, running);
   const url = await startApi(config, logger, meter, inputs.calibration, running, () => stopping);
-  startSidecarCompaction(config, running, meter, logger);
+  const shipped = startSidecarCompaction(config, running, meter, logger);
   running.timers.push(setInterval(() => tap.malformedInput.tick(), MALFORMED_WINDOW_MS));
 
   const stop = async (): Promise<void> => {
@@ -259,7 +277,7 @@ export async function startSidecar(config: RunConfig, logger: Logger): Promise<S
   const wiring: SourceWiring = {
     config,
     prefix: inputs.prefix,
-    sink: coverage ? coverage.wrap(sink.sink) : sink.sink,
+    sink: ((s) => (shipped ? shipped.wrap(s) : s))(coverage ? coverage.wrap(sink.sink) : sink.sink),
     redact: redactionMode(config),
     tap,
     coverage,
