@@ -12,7 +12,7 @@ import { estimateReportSchema } from "@auditpipe/estimate";
 import { freePort, repoRoot } from "@auditpipe/testkit";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SETTINGS } from "../src/run/config.ts";
+import { RUN_BATCH_MAX_ENTRIES, resolveRunConfig, SETTINGS } from "../src/run/config.ts";
 import { runCli } from "./_cli.ts";
 import { spawnSidecar } from "./_sidecar.ts";
 
@@ -144,6 +144,20 @@ describe("docs match the code", () => {
       documentedKeys.filter((k) => !keys.includes(k)),
       "configuration.md rows for unknown keys",
     ).toEqual([]);
+  });
+
+  it("run's default batch size is the same in its config, run --help, configuration.md and archive.md", async () => {
+    const n = RUN_BATCH_MAX_ENTRIES;
+    expect(resolveRunConfig({ "log-dir": "/x", sink: "s3://bucket/audit" }, {}).batchMaxEntries).toBe(n);
+    const help = (await runCli(["run", "--help"])).stdout;
+    expect(help).toMatch(new RegExp(`--batch-max-entries N +entries per object \\(default ${n}\\)`));
+    const row = doc("configuration.md")
+      .split("\n")
+      .find((r) => r.startsWith("| `batchMaxEntries`"));
+    expect(row).toMatch(new RegExp(`\\| \`${n}\` +\\|`));
+    expect(doc("archive.md").replace(/\s+/g, " ")).toContain(
+      `closes a batch at ${n.toLocaleString("en-US")} entries`,
+    );
   });
 
   it("docs/cli.md has a section per command whose heading is that command's usage line", async () => {

@@ -48,7 +48,7 @@ describe("auditpipe run settings", () => {
     [
       { "log-dir": "/x" },
       { AUDITPIPE_BATCH_MAX_ENTRIES: "many" },
-      /run: AUDITPIPE_BATCH_MAX_ENTRIES "many": expected a whole number of at least 1; .*default 10000/,
+      /run: AUDITPIPE_BATCH_MAX_ENTRIES "many": expected a whole number of at least 1; .*default 20000/,
     ],
     [
       { "log-dir": "/x", syslog: ["http://x"] },

@@ -14,7 +14,7 @@ export const DEFAULT_STORAGE_PRICE_PER_GB_MONTH = 0.023;
 export const DEFAULT_RETENTION_DAYS = 365;
 /**
  * Raw audit-record bytes per archived byte (NDJSON, zstd level 1 as the sidecar lands it by
- * default, batches of up to 10,000 entries; gzip level 6 makes objects ~10 % smaller), measured on every case of the repository's real fixtures (fixtures/cases) per log
+ * default, in `auditpipe run`'s batches (20,000 entries; each fixture is one); gzip level 6 makes objects ~10 % smaller), measured on every case of the repository's real fixtures (fixtures/cases) per log
  * format: the raw side depends on the format (jsonlog repeats its keys), the archive side does
  * not. syslog is the mean of the three rsyslog formats. `apps/cli/test/estimate-cost.test.ts`
  * measures them again and fails when one drifts by more than 5%.

@@ -162,7 +162,7 @@ export class Batcher {
     if (this.forcedEnds.length === 0) this.close(now);
   }
 
-  /** The sink acknowledged `batch`: its memory may hold a later batch. */
+  /** The sink is done with `batch`'s NDJSON (compressed or stored it): its memory may hold a later batch. */
   recycle(batch: Batch): void {
     this.writer.recycle(batch.ndjson);
   }

@@ -12,8 +12,8 @@ import type { Batch, Sink } from "./types.ts";
 /**
  * Batches handed to the sink and not yet acknowledged, over all sources, unless told otherwise.
  * Sources read and parse on while fewer are out, so the next batch is parsed while the previous
- * ones are gzipped and written; memory stays bounded (this many batches, plus each source's open
- * one and one read's worth).
+ * ones are gzipped and written; memory stays bounded (this many batches, each compressed once
+ * its sink released the NDJSON, plus each source's open one and one read's worth).
  */
 export const DEFAULT_MAX_IN_FLIGHT = 3;
 /** The first retry of a failed write waits about this long; each next one twice as long. */
@@ -58,7 +58,11 @@ export interface DeliverySource {
   handingOver(): Promise<void>;
   /** The sink acknowledged everything before `end`, in order: the source may checkpoint it. */
   acknowledged(end: number): void;
-  /** The sink is done with a batch's memory: it may hold a later batch. */
+  /**
+   * The sink is done with a batch's memory: it may hold a later batch. Called once a batch: when
+   * the sink released its NDJSON (compressed it), or at its acknowledgement; a batch that covers no
+   * bytes always at its acknowledgement (a lane counts it shipped there).
+   */
   recycle(batch: Batch): void;
 }
 
@@ -67,6 +71,8 @@ export interface InFlightBatch {
   batch: Batch;
   /** `writing` until the sink acknowledged it, or Delivery gave up on it while stopping. */
   state: "writing" | "acked" | "abandoned";
+  /** The source was given the batch's memory back (recycle) before the acknowledgement. */
+  recycled?: boolean;
   /** Settles (never rejects) when the state leaves `writing`. */
   written: Promise<void>;
 }
@@ -204,12 +210,20 @@ export class Delivery {
   private async write(source: DeliverySource, f: InFlightBatch): Promise<void> {
     const sink = this.sink;
     const batch = f.batch;
+    // The sink needs the NDJSON no longer (it holds the compressed object): its memory goes back to
+    // the source now, not at the acknowledgement, so batches waiting on the store hold their
+    // compressed bytes only.
+    const release = (): void => {
+      if (f.recycled || batch.range.end === batch.range.start) return;
+      f.recycled = true;
+      source.recycle(batch);
+    };
     for (let attempt = 1; ; attempt++) {
       const started = Date.now();
       try {
-        await sink.write(batch);
+        await sink.write(batch, release);
         f.state = "acked";
-        source.recycle(batch);
+        if (!f.recycled) source.recycle(batch);
         this.observer.sinkAck?.(sink.name, batch.entries, batch.bytes, Date.now() - started);
         return;
       } catch (error) {

@@ -201,7 +201,7 @@ const align = (n: number, to: number): number => Math.ceil(n / to) * to;
 /** First output capacity, and the least one after a small take. */
 const MIN_OUTPUT_BYTES = 64 << 10;
 /**
- * Output buffers kept for reuse once the sink acknowledged them: the batches a source has in
+ * Output buffers kept for reuse once the sink released them: the batches a source has in
  * flight, and the one filling. A new 5 MB buffer per batch counted toward V8's next full
  * collection (external memory is charged to the old generation's limit): under the sidecar's
  * 128 MB heap cap reuse took those from 48 to 19 over a 240 MB file.
@@ -482,7 +482,7 @@ export class NdjsonWriter {
 
   /**
    * Gives back the memory of an `ndjson` this writer's take() returned, once nothing reads it any
-   * more (the sink acknowledged it): a later take may fill it. Anything else is ignored.
+   * more (the sink compressed or stored it): a later take may fill it. Anything else is ignored.
    */
   recycle(ndjson: Buffer): void {
     const memory = ndjson.buffer;

@@ -131,8 +131,13 @@ export interface Sink {
    * range). Rejects when the batch is not stored; the source keeps the range and retries.
    * Once it resolves, the source may reuse the memory of `batch.ndjson` for a later batch: a
    * sink that keeps the bytes after acknowledging them copies them.
+   *
+   * A sink that can finish the write without `batch.ndjson` before it resolves (S3: once it holds
+   * the compressed object) calls `release`, perhaps more than once: the source may
+   * reuse that memory from then on, and every later write() of the same batch (a retry) must
+   * neither read it nor store it again, only acknowledge what the first one stored.
    */
-  write(batch: Batch): Promise<void>;
+  write(batch: Batch, release?: () => void): Promise<void>;
   /** Flushes and releases resources; no write() after it. */
   close(): Promise<void>;
 }

@@ -220,6 +220,45 @@ describe("Delivery", () => {
     expect(stored(dir)).toHaveLength(1);
   });
 
+  it("recycles a batch once: when its sink releases the NDJSON, or at the acknowledgement (a sink that does not release; a batch covering no bytes)", async () => {
+    const dir = sinkDir();
+    const inner = new LocalDirSink({ dir });
+    const events: string[] = [];
+    // Releases before storing, twice (a sink may call it more than once), and fails each batch's first write.
+    const failedOnce = new Set<number>();
+    const releasing: Sink = {
+      name: "releasing",
+      write: async (b, release) => {
+        release?.();
+        release?.();
+        if (!failedOnce.has(b.range.start)) {
+          failedOnce.add(b.range.start);
+          events.push(`failed ${b.range.end === b.range.start ? "empty" : "a"}`);
+          throw new Error("store down");
+        }
+        await inner.write(b);
+      },
+      close: () => inner.close(),
+    };
+    for (const sink of [releasing, inner]) {
+      const [a, b] = batches(sink.name, 2);
+      const empty: Batch = { ...b!, range: { ...b!.range, end: b!.range.start } };
+      const src = source(sink.name, [a!, empty], events);
+      src.recycle = (x) =>
+        events.push(`recycle ${sink.name} ${x === a ? "a" : "empty"} after ${src.acked.length} acks`);
+      await new Delivery({ sink, maxInFlight: 1 }).queue(src).deliver(true);
+      expect(src.acked).toEqual([a!.range.end, empty.range.end]);
+    }
+    expect(events.filter((e) => /^(recycle|failed)/.test(e))).toEqual([
+      "recycle releasing a after 0 acks", // released: before its first write failed
+      "failed a",
+      "failed empty",
+      "recycle releasing empty after 1 acks", // at its acknowledgement, before the source hears it
+      "recycle local-dir a after 0 acks",
+      "recycle local-dir empty after 1 acks",
+    ]);
+  });
+
   it("stopping, gives up on a write that keeps failing at the deadline and acknowledges nothing", async () => {
     const down: Sink = {
       name: "down",

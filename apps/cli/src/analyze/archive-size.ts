@@ -1,14 +1,12 @@
 /**
  * What observed audit entries take in the archive: the sidecar's NDJSON, compressed as it lands
- * by default (DEFAULT_COMPRESSION), one
- * object per batch. Run's batches close at 10,000 entries (its default `--batch-max-entries`),
- * so the entries are compressed in batches of that size, as the sink would store them.
+ * by default (DEFAULT_COMPRESSION), one object per batch. Run's batches close at its default
+ * `--batch-max-entries` (RUN_BATCH_MAX_ENTRIES), so the entries are compressed in batches of
+ * that size, as the sink would store them.
  */
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { compress, DEFAULT_COMPRESSION, NdjsonWriter } from "@auditpipe/ship";
-
-/** `auditpipe run`'s default --batch-max-entries: one archive object per this many entries. */
-const BATCH_ENTRIES = 10_000;
+import { RUN_BATCH_MAX_ENTRIES as BATCH_ENTRIES } from "../run/config.ts";
 
 export class ArchiveSizer {
   private readonly writer = new NdjsonWriter();

@@ -69,7 +69,7 @@ meters every pgAudit entry and ships it to the sink; serves /metrics, /v1/volume
   --syslog-tcp-idle-timeout-ms MS
                            close a syslog TCP connection silent this long (default 300000;
                            0: never); open connections are capped by the open-file limit
-  --batch-max-entries N    entries per object (default 10000)
+  --batch-max-entries N    entries per object (default 20000)
   --batch-max-bytes N      log bytes per object (default 8388608)
   --batch-max-age-ms N     close a batch this long after it opened (default 1000; 60000 for s3://)
   --poll-interval-ms N     directory poll interval besides fs events (default 200)

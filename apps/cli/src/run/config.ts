@@ -79,6 +79,15 @@ type ParsedRunConfig = Omit<RunConfig, "batchMaxAgeMs" | "listenSetting" | "cali
 /** Segments are a sixteenth of the journal, at least 256 KiB: a smaller journal holds too few. */
 const MIN_SYSLOG_JOURNAL_BYTES = 1 << 20;
 
+/**
+ * A batch closes at this many entries (or `batchMaxBytes` of log, or its age): the sidecar's CPU
+ * per entry falls with fewer, larger batches (each costs the S3 path ~10 ms of CPU: its spool
+ * file, journal line, PUT and checkpoint). Its memory sets the limit: a batch's NDJSON lives until
+ * the sink has compressed it, and at 20,000 entries the sidecar stays under ~200 MB of RSS
+ * (docs/benchmarks.md, the pipeline notes of issue 24).
+ */
+export const RUN_BATCH_MAX_ENTRIES = 20_000;
+
 export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
   .object({
     logDir: z.string().min(1).optional(),
@@ -115,7 +124,7 @@ export const RunConfigSchema: z.ZodType<ParsedRunConfig> = z
       .refine((n) => n === 0 || n >= 1000, "0 (never) or at least 1000")
       .default(300_000),
     from: z.enum(["beginning", "end"]).default("beginning"),
-    batchMaxEntries: zNumber(true, { min: 1 }).default(10_000),
+    batchMaxEntries: zNumber(true, { min: 1 }).default(RUN_BATCH_MAX_ENTRIES),
     batchMaxBytes: zNumber(true, { min: 1, unit: "bytes" }).default(8 << 20),
     // Default depends on the sink (see resolveRunConfig): a batch is an object in S3.
     batchMaxAgeMs: zNumber(true, { min: 1, unit: "milliseconds" }).optional(),
@@ -152,7 +161,7 @@ type Key = keyof RunConfig;
 /**
  * A batch closes after this long when the sink is a local directory: the archive follows the log
  * within a second. An S3 batch is an object (a PUT, a spool file, a manifest line): a minute, so a
- * moderately loaded database writes about one object a minute (or one per 10,000 entries).
+ * moderately loaded database writes about one object a minute (or one per 20,000 entries).
  */
 export const LOCAL_BATCH_MAX_AGE_MS = 1_000;
 export const S3_BATCH_MAX_AGE_MS = 60_000;

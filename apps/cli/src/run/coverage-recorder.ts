@@ -199,14 +199,14 @@ export class CoverageRecorder {
   wrap(sink: Sink): Sink {
     return {
       name: sink.name,
-      write: async (batch: Batch) => {
+      write: async (batch: Batch, release?: () => void) => {
         this.record({
           kind: "source",
           sourceId: batch.range.sourceId,
           sourceName: basename(batch.range.sourceName),
         });
         await this.settled();
-        await sink.write(batch);
+        await sink.write(batch, release);
       },
       close: () => sink.close(),
     };

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { S3Client } from "@aws-sdk/client-s3";
-import { Spool, type SpoolEntry } from "../../_spool.ts";
+import { Spool, type SpoolEntry, type SpoolEntryMeta } from "../../_spool.ts";
 import { backoffDelay } from "../../backoff.ts";
 import { compress, ndjsonExtension } from "../../compression.ts";
 import { SinkError, SinkErrorCode } from "../../errors.ts";
@@ -29,6 +29,15 @@ export interface S3SinkHealth {
   spoolFiles: number;
 }
 
+/**
+ * What the sink holds of a batch whose NDJSON it released: the compressed body until it is
+ * spooled, then nothing (the spool has it), then `stored` once uploaded and `onUploaded` returned.
+ */
+type Released =
+  | { state: "compressed"; meta: SpoolEntryMeta; body: Buffer }
+  | { state: "spooled" }
+  | { state: "stored" };
+
 const silentLogger: SinkLogger = { info() {}, warn() {}, error() {} };
 
 /**
@@ -37,6 +46,8 @@ const silentLogger: SinkLogger = { info() {}, warn() {}, error() {} };
  * full), upload (retrying retryable failures with backoff and jitter for up to `writeBudgetMs`),
  * call onUploaded, delete the spool file, resolve. When write() rejects the batch stays spooled and
  * a background drain keeps uploading it; the source's own retry of the same range then finds it.
+ * Once compressed, the batch's NDJSON is released (write()'s `release`): a retry goes by the body
+ * kept until spooled, the spool, or what this process stored, never by the NDJSON.
  *
  * start() opens the spool and starts uploading what an earlier process left in it, oldest first;
  * the first write() calls it when the caller did not.
@@ -55,6 +66,11 @@ export class S3Sink implements Sink {
   private readonly attempts = new Map<string, Promise<UploadedObject>>();
   /** Keys a write() is uploading (with its own retries): the drain leaves them alone. */
   private readonly writers = new Map<string, number>();
+  /**
+   * Keys whose batch's NDJSON a write() released, until a write() of the key resolves: a retry
+   * cannot compress the batch again (its memory holds a later one), so it goes by this only.
+   */
+  private readonly released = new Map<string, Released>();
   private draining: Promise<void> | undefined;
   private readonly closing = new AbortController();
   private failure: SinkError | undefined;
@@ -142,13 +158,18 @@ export class S3Sink implements Sink {
     };
   }
 
-  async write(batch: Batch): Promise<void> {
+  async write(batch: Batch, release?: () => void): Promise<void> {
     this.closedCheck();
+    const key = this.keyOf(batch);
+    const held = this.released.get(key);
+    if (held) {
+      await this.writeReleased(key, held);
+      return;
+    }
     // Nothing to store (no entry, outcome line or attempt); the range is still acknowledged.
     if (batch.ndjson.length === 0) return;
     const spool = await this.open();
     const o = this.options;
-    const key = this.keyOf(batch);
     let body: Buffer | undefined;
     let entry = spool.get(key);
     if (!entry) {
@@ -161,9 +182,52 @@ export class S3Sink implements Sink {
         range: batch.range,
         contentEncoding: o.compression,
       };
+      // The compressed body is all the write needs from here on (kept for a retry until spooled).
+      if (release) {
+        this.released.set(key, { state: "compressed", meta, body });
+        release();
+      }
       entry = await spool.put(meta, body); // waits while the spool is full: backpressure
       this.closedCheck();
     }
+    if (release) {
+      this.released.set(key, { state: "spooled" });
+      release();
+    }
+    await this.upload(entry, body);
+    this.released.delete(key);
+  }
+
+  /**
+   * A write() of a batch whose NDJSON an earlier one released: spool the body it kept, upload
+   * what is spooled, or acknowledge what this process stored; never read the NDJSON again.
+   */
+  private async writeReleased(key: string, held: Released): Promise<void> {
+    const spool = await this.open();
+    let entry = spool.get(key);
+    let body: Buffer | undefined;
+    if (held.state === "compressed") {
+      body = held.body;
+      entry ??= await spool.put(held.meta, body);
+      this.closedCheck();
+      this.released.set(key, { state: "spooled" });
+    }
+    if (entry) await this.upload(entry, body);
+    else if (held.state !== "stored")
+      // Spooled, then gone from the spool but not stored: set aside as damaged (Spool.read). The
+      // batch's bytes are gone; the source re-reads the range from its checkpoint on the next start.
+      throw new SinkError(
+        SinkErrorCode.SPOOL,
+        `the spooled object ${key} was set aside as damaged after the batch's memory was released: ` +
+          "its range is re-read from the checkpoint when the sidecar restarts",
+      );
+    this.released.delete(key);
+  }
+
+  /** write()'s upload of a spooled object, the drain kept off it meanwhile. */
+  private async upload(entry: SpoolEntry, body: Buffer | undefined): Promise<void> {
+    const spool = this.spool!;
+    const key = entry.key;
     this.writers.set(key, (this.writers.get(key) ?? 0) + 1);
     try {
       await this.uploadWithRetry(entry, body);
@@ -313,6 +377,8 @@ export class S3Sink implements Sink {
         { retryable: false },
       );
     }
+    // Before the spool forgets the key: a retry of a released batch then knows it is stored.
+    if (this.released.has(entry.key)) this.released.set(entry.key, { state: "stored" });
     await spool.remove(entry.key);
     return uploaded;
   }
