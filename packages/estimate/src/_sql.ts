@@ -433,7 +433,14 @@ function minMaxCopies(tokens: Token[], lookup: RelationLookup): RelationUse[] {
  * privileges) and its base relations (checked as the view's owner); a scanned partitioned
  * table's partitions (no privileges). An INSERT routes to partitions without listing them.
  */
-function plannerRelations(rel: Resolved, write: RelationUse["write"]): RelationUse[] {
+function plannerRelations(rel: Resolved, write: RelationUse["write"], target?: RelationUse): RelationUse[] {
+  // Written through (an auto-updatable view): the rewriter makes its base table the target, with
+  // the view's privileges to check; no placeholder entry then.
+  if (rel.viewOf && write && target)
+    return rel.viewOf.map((relation) => {
+      const { objectType: _view, ...use } = target;
+      return { ...use, relation };
+    });
   if (rel.viewOf)
     return [
       { relation: rel.name, objectType: "VIEW", plannerAdded: true },
@@ -548,8 +555,8 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
   const found: RelationUse[] = [];
   const add = (rel: Resolved, write?: RelationUse["write"], written?: string[]): void => {
     if (write) {
-      found.push({ ...targetUse(tokens, rel, write), ...(written ? { writtenColumns: written } : {}) });
-      found.push(...plannerRelations(rel, write));
+      const target = { ...targetUse(tokens, rel, write), ...(written ? { writtenColumns: written } : {}) };
+      found.push(target, ...plannerRelations(rel, write, target));
       return;
     }
     const read = star ? undefined : rel.columns.filter((c) => identifiers.has(c));

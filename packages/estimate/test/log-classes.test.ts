@@ -153,3 +153,67 @@ describe("utility statements: the tag and class pgaudit prints", () => {
     }
   });
 });
+
+describe("written through an auto-updatable view", () => {
+  it("is the view and its base table, both written, under log_relation and in object mode", async () => {
+    const c = await pg.connect();
+    const logged: string[] = [];
+    c.on("notice", (n) => {
+      if (n.message?.startsWith("AUDIT: ")) logged.push(n.message);
+    });
+    try {
+      await c.query(
+        "CREATE VIEW tv AS SELECT id FROM t; CREATE ROLE viewer NOLOGIN; GRANT UPDATE ON t TO viewer",
+      );
+      const lookup = {
+        find: (_schema: string | null, name: string) =>
+          name === "t"
+            ? { schema: "public", name: "t", columns: ["id"] }
+            : name === "tv"
+              ? { schema: "public", name: "tv", columns: ["id"], viewOf: ["public.t"] }
+              : undefined,
+      };
+      const sql = "UPDATE tv SET id = id WHERE id = 1";
+      const shape = analyzeStatement(sql, lookup);
+      const load = {
+        text: sql,
+        callsPerSec: 1,
+        kind: shape.kind,
+        relations: shape.relations,
+        rowsPerCall: 1,
+      };
+      for (const [settings, config] of [
+        [
+          "SET pgaudit.log = 'write'; SET pgaudit.log_relation = on",
+          { name: "rel", log: ["write"], logRelation: true },
+        ],
+        [
+          "SET pgaudit.log = 'none'; SET pgaudit.log_relation = off; SET pgaudit.role = 'viewer'",
+          {
+            name: "obj",
+            log: ["none"],
+            role: "viewer",
+            grants: [{ relation: "public.t", privileges: ["UPDATE"] }],
+          },
+        ],
+      ] as const) {
+        await c.query(settings);
+        logged.length = 0;
+        await c.query(sql);
+        await c.query("SHOW server_version");
+        const got = logged
+          .filter((m) => !m.includes(",SHOW,"))
+          .map((m) => m.replace("AUDIT: ", "").split(","))
+          .map((f) => [f[0], ...f.slice(3, 7)].join(","))
+          .sort();
+        const want = statementEntries(resolveConfig(config as never), load as never, sql)
+          .map((e) => `${e.auditType},${e.class},${e.command},${e.objectType},${e.objectName}`)
+          .sort();
+        expect(want.length).toBeGreaterThan(0);
+        expect(got).toEqual(want);
+      }
+    } finally {
+      await c.end();
+    }
+  });
+});

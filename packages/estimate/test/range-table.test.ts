@@ -22,6 +22,7 @@ const tables: CatalogRelation[] = [
     indexLeads: ["id", "customer_id"],
   },
   { schema: "public", name: "customers", columns: ["id", "email"] },
+  { schema: "public", name: "active_customers", columns: ["id", "email"], viewOf: ["public.customers"] },
   { schema: "public", name: "stock", columns: ["warehouse", "product_id", "qty"] },
   { schema: "public", name: "stock_moves", columns: ["id", "warehouse", "product_id", "delta"] },
   { schema: "public", name: "stock_archive", columns: ["id", "warehouse", "product_id", "delta"] },
@@ -66,6 +67,18 @@ describe("range table", () => {
     expect(analyzeStatement("SELECT email FROM customer_orders", lookup).relations[0]!.objectType).toBe(
       "VIEW",
     );
+  });
+
+  it("written through an auto-updatable view: the view and its base table, both written, no placeholder", () => {
+    const update = analyzeStatement("UPDATE active_customers SET email = $1 WHERE id = $2", lookup);
+    expect(update.relations.map((r) => `${r.relation}:${r.write}:${r.objectType ?? "TABLE"}`)).toEqual([
+      "public.active_customers:UPDATE:VIEW",
+      "public.customers:UPDATE:TABLE",
+    ]);
+    expect(names("INSERT INTO active_customers (id, email) VALUES ($1, $2)")).toEqual([
+      "public.active_customers:INSERT",
+      "public.customers:INSERT",
+    ]);
   });
 
   it("a scan of a partitioned table lists its partitions; an INSERT routes without listing them", () => {
