@@ -32,6 +32,8 @@ export interface Snapshot {
   hiddenCalls: Map<string, number>;
   tables: Map<string, { ins: number; upd: number; del: number; scans: number }>;
   xacts: number;
+  /** Of those, rolled back (pg_stat_database.xact_rollback): by ROLLBACK, or by an error; absent in older snapshots. */
+  rollbacks?: number;
   /** pg_stat_statements_info.dealloc (14+): how often it evicted rows to make room; null when unknown. */
   evictions: number | null;
   sessions: number;
@@ -256,6 +258,33 @@ export interface Rates {
  * The workload's rates over an interval: from pg_stat_statements where `useStatements`, else
  * one statement per table and operation. Warnings about the counts go onto `warnings`.
  */
+/** ROLLBACK and ABORT as pg_stat_statements keeps them. */
+const ROLLBACK_TEXT = /^\s*(rollback|abort)\b(?!\s+to\b)/i;
+
+/**
+ * Transactions rolled back beyond the ROLLBACKs the sample counted end in an error. pgaudit
+ * logs a statement when its privileges are checked, before it runs, so a failing one is in the
+ * log; pg_stat_statements counts only what completes. So where statements fail (a unique
+ * violation the application expects, a serialization failure it retries) the estimate is low.
+ */
+export function failedTransactionsWarning(
+  before: Snapshot,
+  after: Snapshot,
+  seconds: number,
+  statements: readonly StatementLoad[],
+): string | null {
+  if (before.rollbacks === undefined || after.rollbacks === undefined || seconds <= 0) return null;
+  const rolledBack = delta(before.rollbacks, after.rollbacks) / seconds;
+  const explicit = statements
+    .filter((s) => !s.nested && s.kind === "UTILITY" && ROLLBACK_TEXT.test(s.text))
+    .reduce((sum, s) => sum + s.callsPerSec, 0);
+  const failed = rolledBack - explicit;
+  const all = delta(before.xacts, after.xacts) / seconds;
+  // Noise: the sampler's own, a client's stray error.
+  if (failed < 0.5 || failed < 0.01 * all) return null;
+  return `${failed.toFixed(1)} transactions/s (${((failed / Math.max(all, failed)) * 100).toFixed(0)} %) were rolled back without a ROLLBACK this sample counted: they ended in an error. pgaudit logs a statement before it runs, so each failed one is in the log, but pg_stat_statements counts only statements that complete: the estimate is low by the failed statements' entries (the server's log shows them: ERROR and STATEMENT lines)`;
+}
+
 export function workloadRates(
   interval: Interval,
   catalog: Catalog,
@@ -283,6 +312,8 @@ export function workloadRates(
       warnings.push(
         `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
       );
+    const failed = failedTransactionsWarning(before, after, seconds, statements);
+    if (failed) warnings.push(failed);
     if (interval.transactionBlocksSeen) {
       const bound = Math.max(1, ...clientCounts) + delta(before.sessions, after.sessions) + 1;
       const fixed = preparedTransactionControl(

@@ -171,7 +171,7 @@ async function readSnapshot(
   for (const r of t.rows)
     tables.set(`${r.s}\u0000${r.r}`, { ins: r.ins, upd: r.upd, del: r.del, scans: r.scans });
   const d = await client.query(
-    tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, coalesce(sessions, 0)::float8 AS s
+    tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, xact_rollback::float8 AS r, coalesce(sessions, 0)::float8 AS s
               FROM pg_stat_database WHERE datname = current_database()`),
   );
   let evictions: number | null = null;
@@ -191,6 +191,7 @@ async function readSnapshot(
     hiddenCalls,
     tables,
     xacts: d.rows[0]?.x ?? 0,
+    rollbacks: d.rows[0]?.r ?? 0,
     sessions: d.rows[0]?.s ?? 0,
     evictions,
   };
