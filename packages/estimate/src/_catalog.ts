@@ -39,11 +39,24 @@ export interface CatalogTrigger {
   columns?: string[];
 }
 
+export interface SqlFunction {
+  body: string;
+  returnsSet: boolean;
+  strict: boolean;
+  volatile: boolean;
+}
+
 export interface Catalog {
   tables: CatalogTable[];
   foreignKeys: ForeignKey[];
   /** User functions and procedures (pgaudit writes a FUNCTION entry when one is called), qualified. */
   functions?: string[];
+  /**
+   * Of those, the SQL functions the planner may inline (`LANGUAGE sql`, not SECURITY DEFINER, no
+   * SET clause): their body, whether they return a set, and whether they are STRICT or VOLATILE
+   * (which stops a set-returning one being inlined).
+   */
+  sqlFunctions?: Record<string, SqlFunction>;
   /** User triggers (not foreign keys' own). */
   triggers?: CatalogTrigger[];
 }
@@ -88,7 +101,10 @@ const VIEW_BASES_SQL = `SELECT vn.nspname AS vs, v.relname AS v, bn.nspname AS b
 
 // Functions and procedures outside the system schemas and extensions: pgaudit's FUNCTION class
 // logs their calls (it skips pg_catalog's, which would make the log "unusably noisy").
-const FUNCTIONS_SQL = `SELECT n.nspname AS s, p.proname AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+const FUNCTIONS_SQL = `SELECT n.nspname AS s, p.proname AS f,
+       CASE WHEN l.lanname = 'sql' AND p.prokind = 'f' AND NOT p.prosecdef AND p.proconfig IS NULL THEN p.prosrc END AS body,
+       p.proretset AS set, p.proisstrict AS strict, p.provolatile = 'v' AS volatile
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.prokind IN ('f', 'p')
    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
  ORDER BY 1, 2 ${TAG}`;
@@ -141,6 +157,19 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
   }
   return {
     functions: [...new Set(functions.rows.map((r) => qualifiedName(r.s, r.f)))],
+    sqlFunctions: Object.fromEntries(
+      functions.rows
+        .filter((r) => typeof r.body === "string")
+        .map((r) => [
+          qualifiedName(r.s, r.f),
+          {
+            body: r.body as string,
+            returnsSet: r.set === true,
+            strict: r.strict === true,
+            volatile: r.volatile === true,
+          },
+        ]),
+    ),
     triggers: triggers.rows.map((r) => ({
       table: qualifiedName(r.s, r.t),
       name: r.name,
@@ -210,6 +239,9 @@ export function catalogLookup(catalog: Catalog): RelationLookup {
     functions.set(name, [...(functions.get(name) ?? []), f]);
   }
   return {
+    ...(catalog.sqlFunctions
+      ? { sqlFunction: (qualified: string) => catalog.sqlFunctions?.[qualified] }
+      : {}),
     findFunction(schema, name) {
       const candidates = functions.get(name) ?? [];
       if (schema !== null)

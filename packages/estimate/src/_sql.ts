@@ -5,6 +5,7 @@
  * "every column" when it cannot tell.
  */
 import { lexSql } from "@auditpipe/parse";
+import type { SqlFunction } from "./_catalog.ts";
 import { utilityClass as utilityClassOf } from "./_entries.ts";
 import type { Privilege, RelationUse, StatementKind } from "./types.ts";
 
@@ -77,6 +78,8 @@ export interface RelationLookup {
   find(schema: string | null, name: string): CatalogRelation | undefined;
   /** A user function or procedure by (possibly qualified) name, qualified as pgaudit prints it. */
   findFunction?(schema: string | null, name: string): string | undefined;
+  /** An SQL function the planner may inline (catalog's sqlFunctions), by qualified name. */
+  sqlFunction?(qualified: string): SqlFunction | undefined;
 }
 
 /** `schema.name` as quote_qualified_identifier prints it (quotes only where needed). */
@@ -170,7 +173,7 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
     update: "UPDATE",
     delete: "DELETE",
   };
-  const functions = functionCalls(tokens, lookup);
+  const { functions, inlined } = functionCalls(tokens, lookup);
   if (first === "merge") {
     // pgaudit's ExecutorStart knows no MERGE: the statement is MISC `???` (its relations are
     // classed by their privileges as for any DML); its kind is the target's command.
@@ -185,7 +188,13 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
       ...utilityShape(sql, tokens, words, placeholders, lookup),
       functions: words[0] === "call" ? functions : [],
     };
-  return { kind, command: kind, relations: dmlRelations(tokens, kind, lookup), placeholders, functions };
+  return {
+    kind,
+    command: kind,
+    relations: [...dmlRelations(tokens, kind, lookup), ...inlined],
+    placeholders,
+    functions,
+  };
 }
 
 const VERBS = new Set(["select", "insert", "update", "delete", "merge", "values", "table"]);
@@ -202,17 +211,43 @@ function topLevelVerb(tokens: Token[]): string {
   return "";
 }
 
-/** Names followed by `(` that are user functions: each is one FUNCTION entry per call. */
-function functionCalls(tokens: Token[], lookup: RelationLookup): string[] {
-  if (!lookup.findFunction) return [];
-  const out: string[] = [];
+/**
+ * Names followed by `(` that are user functions: each is one FUNCTION entry per call, unless the
+ * planner inlines it (PostgreSQL 15's inline_function, inline_set_returning_function): an SQL
+ * function that is not SECURITY DEFINER and has no SET clause, either set-returning, alone in
+ * FROM, neither STRICT nor VOLATILE — its body's tables join the caller's range table —, or
+ * scalar with a body that is one expression (`SELECT $1 + 1`, no table). An inlined function is
+ * never executed, so pgaudit writes no FUNCTION entry for it.
+ */
+function functionCalls(
+  tokens: Token[],
+  lookup: RelationLookup,
+): { functions: string[]; inlined: RelationUse[] } {
+  const functions: string[] = [];
+  const inlined: RelationUse[] = [];
+  if (!lookup.findFunction) return { functions, inlined };
   for (let i = 0; i < tokens.length; i++) {
     if (!isName(tokens[i]) || tokens[i + 1]?.value !== "(") continue;
     const qualified = tokens[i - 1]?.value === "." && isName(tokens[i - 2]);
     const found = lookup.findFunction(qualified ? tokens[i - 2]!.value : null, tokens[i]!.value);
-    if (found) out.push(found);
+    if (!found) continue;
+    const sql = lookup.sqlFunction?.(found);
+    const before = tokens[qualified ? i - 3 : i - 1]?.value ?? "";
+    const inFrom = before === "from" || before === "join" || before === "," || before === "lateral";
+    if (sql?.returnsSet && inFrom && !sql.strict && !sql.volatile) {
+      inlined.push(...analyzeStatement(sql.body, lookup).relations.filter((r) => !r.write));
+      continue;
+    }
+    if (
+      sql &&
+      !sql.returnsSet &&
+      /^\s*select\b/i.test(sql.body) &&
+      !/\b(from|where|group|having|limit|union|order)\b/i.test(sql.body)
+    )
+      continue;
+    functions.push(found);
   }
-  return out;
+  return { functions, inlined };
 }
 
 function utilityShape(

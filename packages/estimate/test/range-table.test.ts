@@ -41,7 +41,24 @@ const tables: CatalogRelation[] = [
 ];
 const lookup: RelationLookup = {
   find: (schema, name) => tables.find((t) => t.name === name && (schema === null || t.schema === schema)),
-  findFunction: (_schema, name) => (name === "place_order" ? "public.place_order" : undefined),
+  findFunction: (_schema, name) =>
+    ["place_order", "orders_of", "plus_one", "orders_volatile"].includes(name) ? `public.${name}` : undefined,
+  sqlFunction: (qualified) =>
+    ({
+      "public.orders_of": {
+        body: "SELECT * FROM orders WHERE customer_id = $1",
+        returnsSet: true,
+        strict: false,
+        volatile: false,
+      },
+      "public.orders_volatile": {
+        body: "SELECT * FROM orders",
+        returnsSet: true,
+        strict: false,
+        volatile: true,
+      },
+      "public.plus_one": { body: "SELECT $1 + 1", returnsSet: false, strict: false, volatile: false },
+    })[qualified],
 };
 const names = (sql: string): string[] =>
   analyzeStatement(sql, lookup).relations.map(
@@ -158,6 +175,17 @@ describe("range table", () => {
     expect(names("INSERT INTO stock VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")).toEqual([
       "public.stock:INSERT",
     ]);
+  });
+
+  it("an SQL function the planner inlines: no FUNCTION entry, its body's tables in the range table", () => {
+    const inlined = analyzeStatement("SELECT * FROM orders_of($1)", lookup);
+    expect([inlined.functions, names("SELECT * FROM orders_of($1)")]).toEqual([[], ["public.orders"]]);
+    expect(analyzeStatement("SELECT plus_one($1)", lookup).functions).toEqual([]);
+    // VOLATILE (or STRICT, or not in FROM) is executed: a FUNCTION entry, its statements nested.
+    expect(analyzeStatement("SELECT * FROM orders_volatile()", lookup).functions).toEqual([
+      "public.orders_volatile",
+    ]);
+    expect(analyzeStatement("SELECT orders_of($1)", lookup).functions).toEqual(["public.orders_of"]);
   });
 
   it("user functions called, and CALL's own class", () => {
