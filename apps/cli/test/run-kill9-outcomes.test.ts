@@ -74,6 +74,8 @@ describe("auditpipe run killed with SIGKILL while outcomes are pending", () => {
     ];
     let sidecar = spawnSidecar(args);
     const seen = new Map<string, Buffer>();
+    /** The kills, for a failure's message. */
+    const events: string[] = [];
     const changed: string[] = [];
     /** Objects stored so far must keep their bytes whatever replays follow. */
     const record = (): void => {
@@ -100,8 +102,10 @@ describe("auditpipe run killed with SIGKILL while outcomes are pending", () => {
       );
       const load = pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "6"]);
       for (let i = 0; i < 4; i++) {
-        await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 1000)));
+        const wait = 300 + Math.floor(Math.random() * 1000);
+        await new Promise((r) => setTimeout(r, wait));
         record();
+        events.push(`kill ${i} after ${wait} ms, ${seen.size} objects stored`);
         sidecar.child.kill("SIGKILL");
         await sidecar.exited;
         record();
@@ -128,20 +132,30 @@ describe("auditpipe run killed with SIGKILL while outcomes are pending", () => {
         }
         return { lines, later };
       };
+      const undecided = (): Line[] => {
+        const { lines, later } = settled();
+        return lines.filter(
+          (l) =>
+            l.record === "entry" &&
+            l.outcome === "pending" &&
+            !l.statement?.startsWith("CREATE EXTENSION") &&
+            !later.has(`${l.session_id}:${l.session_line}`),
+        );
+      };
       await waitUntil(
-        () => {
-          const { lines, later } = settled();
-          return lines
-            .filter(
-              (l) =>
-                l.record === "entry" &&
-                l.outcome === "pending" &&
-                !l.statement?.startsWith("CREATE EXTENSION"),
-            )
-            .every((l) => later.has(`${l.session_id}:${l.session_line}`));
-        },
+        () => undecided().length === 0,
         60_000,
-        () => "pending entries without their outcome line",
+        // Which ones, and where they came from: what the next look at a failure needs (kills and restarts above).
+        () =>
+          `pending entries without their outcome line: ${JSON.stringify(
+            undecided()
+              .slice(0, 5)
+              .map((l) => ({
+                session: `${l.session_id}:${l.session_line}`,
+                source: l.source,
+                statement: l.statement?.slice(0, 60),
+              })),
+          )}; kills and restarts at ${JSON.stringify(events)}`,
         250,
       );
       sidecar.child.kill("SIGTERM");
