@@ -7,12 +7,22 @@
  */
 import { sessionClasses } from "@auditpipe/estimate";
 import { type PostgresCluster, startPostgres } from "@auditpipe/testkit";
+import type { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { catalogLookup, readCatalog } from "../src/_catalog.ts";
 import { resolveConfig, statementEntries, utilityClass } from "../src/_entries.ts";
 import { analyzeStatement } from "../src/_sql.ts";
 
 let pg: PostgresCluster;
+
+/** The audit entries pgaudit sends this client as notices (pgaudit.log_client), as they arrive. */
+function auditNotices(c: Client, prefix: string): string[] {
+  const logged: string[] = [];
+  c.on("notice", (n) => {
+    if (n.message?.startsWith(prefix)) logged.push(n.message);
+  });
+  return logged;
+}
 
 beforeAll(async () => {
   pg = await startPostgres({ pgaudit: { log: "none", log_client: true, log_level: "notice" } });
@@ -59,10 +69,7 @@ describe("pgaudit.log, token by token", () => {
     it(`'${value}' logs what sessionClasses says`, async () => {
       const on = sessionClasses(value);
       const c = await pg.connect();
-      const logged: string[] = [];
-      c.on("notice", (n) => {
-        if (n.message?.startsWith("AUDIT: SESSION,")) logged.push(n.message);
-      });
+      const logged = auditNotices(c, "AUDIT: SESSION,");
       try {
         await c.query(`SET pgaudit.log = '${value.replaceAll("'", "''")}'`);
         const seen: string[] = [];
@@ -111,10 +118,7 @@ describe("utility statements: the tag and class pgaudit prints", () => {
 
   it("matches what the estimator predicts for each", async () => {
     const c = await pg.connect();
-    const logged: string[] = [];
-    c.on("notice", (n) => {
-      if (n.message?.startsWith("AUDIT: SESSION,")) logged.push(n.message);
-    });
+    const logged = auditNotices(c, "AUDIT: SESSION,");
     const lookup = {
       find: (_schema: string | null, name: string) =>
         name === "t" ? { schema: "public", name: "t", columns: ["id"] } : undefined,
@@ -158,10 +162,7 @@ describe("utility statements: the tag and class pgaudit prints", () => {
 describe("written through an auto-updatable view", () => {
   it("is the view and its base table, both written, under log_relation and in object mode", async () => {
     const c = await pg.connect();
-    const logged: string[] = [];
-    c.on("notice", (n) => {
-      if (n.message?.startsWith("AUDIT: ")) logged.push(n.message);
-    });
+    const logged = auditNotices(c, "AUDIT: ");
     try {
       await c.query(
         "CREATE VIEW tv AS SELECT id FROM t; CREATE ROLE viewer NOLOGIN; GRANT UPDATE ON t TO viewer",
@@ -222,10 +223,7 @@ describe("written through an auto-updatable view", () => {
 describe("SQL functions the planner inlines", () => {
   it("write no FUNCTION entry, and their body's tables are the caller's entries", async () => {
     const c = await pg.connect();
-    const logged: string[] = [];
-    c.on("notice", (n) => {
-      if (n.message?.startsWith("AUDIT: ")) logged.push(n.message);
-    });
+    const logged = auditNotices(c, "AUDIT: ");
     try {
       await c.query(`CREATE FUNCTION ids_of(int) RETURNS SETOF t LANGUAGE sql STABLE AS 'SELECT * FROM t WHERE id = $1';
         CREATE FUNCTION plus_one(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 + 1';
