@@ -1,6 +1,6 @@
 /** Reading the catalog: tables, columns, types, comments, owners, partitions and foreign keys. */
 import type pg from "pg";
-import { type CatalogRelation, qualifiedName, type RelationLookup } from "./_sql.ts";
+import { type CatalogRelation, type ImplicitCall, qualifiedName, type RelationLookup } from "./_sql.ts";
 import type { ForeignKey } from "./types.ts";
 
 export interface CatalogColumn {
@@ -26,6 +26,8 @@ export interface CatalogTable {
   viewOf?: string[];
   /** Columns that lead an index (the planner can answer min()/max() of them from it). */
   indexLeads?: string[];
+  /** User functions its writes call without naming them: pgaudit logs each (ImplicitCall). */
+  implicitCalls?: ImplicitCall[];
 }
 
 /** A user trigger: the statements its function runs are nested statements. */
@@ -59,6 +61,11 @@ export interface Catalog {
   sqlFunctions?: Record<string, SqlFunction>;
   /** User triggers (not foreign keys' own). */
   triggers?: CatalogTrigger[];
+  /**
+   * Of `functions`, those that run no statement pgaudit would log: C functions (an extension's),
+   * and PL/pgSQL whose body names no statement (`NEW.at := now()`, `RETURN $1 > 0`).
+   */
+  statementFree?: string[];
 }
 
 const TAG = "/* auditpipe-estimate */";
@@ -99,15 +106,61 @@ const VIEW_BASES_SQL = `SELECT vn.nspname AS vs, v.relname AS v, bn.nspname AS b
    AND vn.nspname NOT IN ('pg_catalog', 'information_schema')
  GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, min(d.objsubid), 3, 4 ${TAG}`;
 
-// Functions and procedures outside the system schemas and extensions: pgaudit's FUNCTION class
-// logs their calls (it skips pg_catalog's, which would make the log "unusably noisy").
+// Functions and procedures outside the system schemas, an extension's too (uuid-ossp's
+// uuid_generate_v4 in public is logged): pgaudit's FUNCTION class logs their calls (it skips
+// pg_catalog's, which would make the log "unusably noisy").
 const FUNCTIONS_SQL = `SELECT n.nspname AS s, p.proname AS f,
        CASE WHEN l.lanname = 'sql' AND p.prokind = 'f' AND NOT p.prosecdef AND p.proconfig IS NULL THEN p.prosrc END AS body,
-       p.proretset AS set, p.proisstrict AS strict, p.provolatile = 'v' AS volatile
+       p.proretset AS set, p.proisstrict AS strict, p.provolatile = 'v' AS volatile, l.lanname AS lang,
+       CASE WHEN l.lanname = 'plpgsql' THEN p.prosrc END AS plpgsql
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_language l ON l.oid = p.prolang
  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.prokind IN ('f', 'p')
-   AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
  ORDER BY 1, 2 ${TAG}`;
+
+// User functions a write calls without naming them, by table: in CHECK constraints, column
+// defaults and generated columns, index expressions and predicates, and domains' CHECKs (with
+// the columns each reads or fills, from the dependencies PostgreSQL records).
+const IMPLICIT_CALLS_SQL = `WITH fn AS (
+  SELECT p.oid, n.nspname AS fs, p.proname AS f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema'))
+SELECT tn.nspname AS s, t.relname AS t, 'check' AS "on", fn.fs, fn.f, NULL::text[] AS columns
+  FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_namespace tn ON tn.oid = t.relnamespace
+  JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = con.oid AND d.refclassid = 'pg_proc'::regclass
+  JOIN fn ON fn.oid = d.refobjid
+ WHERE con.contype = 'c'
+UNION ALL
+SELECT tn.nspname, t.relname, CASE WHEN a.attgenerated = 's' THEN 'generated' ELSE 'default' END, fn.fs, fn.f,
+       CASE WHEN a.attgenerated = 's'
+            THEN (SELECT array_agg(b.attname::text) FROM pg_depend db
+                    JOIN pg_attribute b ON b.attrelid = t.oid AND b.attnum = db.refobjsubid
+                   WHERE db.classid = 'pg_attrdef'::regclass AND db.objid = ad.oid AND db.refclassid = 'pg_class'::regclass
+                     AND db.refobjid = t.oid AND db.refobjsubid > 0 AND db.refobjsubid <> ad.adnum)
+            ELSE ARRAY[a.attname::text] END
+  FROM pg_attrdef ad JOIN pg_attribute a ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum
+  JOIN pg_class t ON t.oid = ad.adrelid JOIN pg_namespace tn ON tn.oid = t.relnamespace
+  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_proc'::regclass
+  JOIN fn ON fn.oid = d.refobjid
+UNION ALL
+SELECT tn.nspname, t.relname, 'index', fn.fs, fn.f,
+       (SELECT array_agg(b.attname::text) FROM pg_depend db
+          JOIN pg_attribute b ON b.attrelid = t.oid AND b.attnum = db.refobjsubid
+         WHERE db.classid = 'pg_class'::regclass AND db.objid = i.indexrelid AND db.refclassid = 'pg_class'::regclass
+           AND db.refobjid = t.oid AND db.refobjsubid > 0)
+  FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace tn ON tn.oid = t.relnamespace
+  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid AND d.refclassid = 'pg_proc'::regclass
+  JOIN fn ON fn.oid = d.refobjid
+UNION ALL
+SELECT tn.nspname, t.relname, 'domain', fn.fs, fn.f, ARRAY[a.attname::text]
+  FROM pg_attribute a JOIN pg_class t ON t.oid = a.attrelid JOIN pg_namespace tn ON tn.oid = t.relnamespace
+  JOIN pg_constraint con ON con.contypid = a.atttypid
+  JOIN pg_depend d ON d.classid = 'pg_constraint'::regclass AND d.objid = con.oid AND d.refclassid = 'pg_proc'::regclass
+  JOIN fn ON fn.oid = d.refobjid
+ WHERE a.attnum > 0 AND NOT a.attisdropped
+ ORDER BY 1, 2, 3, 4, 5 ${TAG}`;
+
+/** A PL/pgSQL body that names no statement runs none pgaudit logs (simple expressions only). */
+const STATEMENT_WORDS =
+  /\b(select|insert|update|delete|merge|perform|execute|call|copy|values|table|with|truncate|lock|notify)\b/i;
 
 // User triggers (not the RI triggers PostgreSQL makes for foreign keys): what they run is not
 // seen unless nested statements are counted. tgtype bits: 4 INSERT, 8 DELETE, 16 UPDATE.
@@ -145,6 +198,13 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
   const functions = await client.query(FUNCTIONS_SQL);
   const leads = await client.query(INDEX_LEADS_SQL);
   const triggers = await client.query(TRIGGERS_SQL);
+  const implicit = await client.query(IMPLICIT_CALLS_SQL);
+  const implicitCalls = new Map<string, ImplicitCall[]>();
+  for (const r of implicit.rows) {
+    const table = qualifiedName(r.s, r.t);
+    const call: ImplicitCall = { function: qualifiedName(r.fs, r.f), on: r.on, columns: r.columns ?? [] };
+    implicitCalls.set(table, [...(implicitCalls.get(table) ?? []), call]);
+  }
   const indexLeads = new Map<string, string[]>();
   for (const r of leads.rows) {
     const table = qualifiedName(r.s, r.t);
@@ -157,6 +217,17 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
   }
   return {
     functions: [...new Set(functions.rows.map((r) => qualifiedName(r.s, r.f)))],
+    statementFree: [
+      ...new Set(
+        functions.rows
+          .filter((r) =>
+            r.lang === "plpgsql"
+              ? !STATEMENT_WORDS.test(r.plpgsql ?? "")
+              : r.lang === "c" || r.lang === "internal",
+          )
+          .map((r) => qualifiedName(r.s, r.f)),
+      ),
+    ],
     sqlFunctions: Object.fromEntries(
       functions.rows
         .filter((r) => typeof r.body === "string")
@@ -192,6 +263,9 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
         : {}),
       ...(indexLeads.has(qualifiedName(r.schema, r.name))
         ? { indexLeads: indexLeads.get(qualifiedName(r.schema, r.name)) }
+        : {}),
+      ...(implicitCalls.has(qualifiedName(r.schema, r.name))
+        ? { implicitCalls: implicitCalls.get(qualifiedName(r.schema, r.name)) }
         : {}),
     })),
     foreignKeys: fks.rows.map((r) => ({
@@ -229,6 +303,7 @@ export function catalogLookup(catalog: Catalog): RelationLookup {
       columns: t.columns.map((c) => c.name),
       ...(t.viewOf ? { viewOf: t.viewOf } : {}),
       ...(t.indexLeads ? { indexLeads: t.indexLeads } : {}),
+      ...(t.implicitCalls ? { implicitCalls: t.implicitCalls } : {}),
       ...(partitions.has(t.qualified) ? { partitions: partitions.get(t.qualified) } : {}),
     };
     byName.set(t.name, [...(byName.get(t.name) ?? []), rel]);

@@ -87,14 +87,20 @@ export function statementLoads(
       (f) => inserted.includes(f.child) || inserted.includes(f.parent),
     );
     if (now.toplevel) calls += dc;
+    const rowsPerCall = delta(prev?.rows ?? 0, now.rows) / dc;
+    // CHECK and index expressions run once a statement writes a row: most of its calls must.
+    const functions = [
+      ...shape.functions,
+      ...(shape.implicitFunctions ?? []).filter((f) => !f.needsRows || rowsPerCall >= 0.5).map((f) => f.name),
+    ];
     loads.push({
       text: now.query,
       callsPerSec: dc / seconds,
       kind: shape.kind,
       ...(shape.kind === "UTILITY" || shape.command === "MERGE" ? { command: shape.command } : {}),
       relations: shape.relations,
-      rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
-      ...(shape.functions.length > 0 ? { functions: shape.functions } : {}),
+      rowsPerCall,
+      ...(functions.length > 0 ? { functions } : {}),
       ...(seen && shape.placeholders > 0
         ? { observed: { bytes: seen.bytes / seen.n, quotes: seen.quotes / seen.n } }
         : {}),

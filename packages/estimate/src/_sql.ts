@@ -71,6 +71,59 @@ export interface CatalogRelation {
   partitions?: string[];
   /** Columns leading an index. */
   indexLeads?: string[];
+  /** User functions its writes call without naming them (CHECK, DEFAULT, generated, index, domain). */
+  implicitCalls?: ImplicitCall[];
+}
+
+/**
+ * A user function a write to a table calls without the statement naming it: pgaudit logs one
+ * FUNCTION entry per statement that initialises the expression (measured on PostgreSQL 15 +
+ * pgaudit 1.7, packages/estimate/test/implicit-functions.test.ts).
+ */
+export interface ImplicitCall {
+  function: string;
+  /** Where the table calls it. */
+  on: "check" | "default" | "generated" | "index" | "domain";
+  /** The column with the default or domain; the columns a generated column or an index reads. */
+  columns: string[];
+}
+
+/** A FUNCTION entry a write statement adds; `needsRows`: only when it writes a row. */
+export interface ImplicitFunction {
+  name: string;
+  needsRows: boolean;
+}
+
+/**
+ * Which implicit calls one INSERT or UPDATE makes (`written`: the columns it fills or sets,
+ * undefined for every column; `rows`, an INSERT's VALUES rows). An INSERT: each CHECK and index
+ * expression once it writes a row, each generated column's at its start, each written domain
+ * column's once per VALUES row, each default of a column it leaves out. An UPDATE: each CHECK once it writes a row, an index expression over a
+ * set column once it writes a row, a generated column over a set column and a set domain column
+ * at its start.
+ */
+export function implicitFunctions(
+  calls: readonly ImplicitCall[],
+  write: "INSERT" | "UPDATE",
+  written: readonly string[] | undefined,
+  rows = 1,
+): ImplicitFunction[] {
+  const sets = (columns: string[]): boolean =>
+    written === undefined || columns.some((c) => written.includes(c));
+  const out: ImplicitFunction[] = [];
+  for (const c of calls) {
+    const fires =
+      c.on === "check" ||
+      (c.on === "default" && write === "INSERT" && written !== undefined && !sets(c.columns)) ||
+      (c.on === "generated" && (write === "INSERT" || sets(c.columns))) ||
+      (c.on === "index" && (write === "INSERT" || sets(c.columns))) ||
+      (c.on === "domain" && sets(c.columns));
+    if (!fires) continue;
+    // A domain's CHECK is an expression of each VALUES row (each coerces its own value).
+    for (let i = c.on === "domain" ? rows : 1; i > 0; i--)
+      out.push({ name: c.function, needsRows: c.on === "check" || c.on === "index" });
+  }
+  return out;
 }
 
 /** Looks up a (possibly qualified) name the way search_path `"$user", public` would. */
@@ -153,6 +206,8 @@ export interface StatementShape {
   placeholders: number;
   /** User functions and procedures called (pgaudit's FUNCTION class), qualified. */
   functions: string[];
+  /** Functions its writes call without naming them (ImplicitCall): one entry each per call. */
+  implicitFunctions?: ImplicitFunction[];
 }
 
 const CATALOG_SCHEMAS = new Set(["pg_catalog", "information_schema"]);
@@ -188,12 +243,14 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
       ...utilityShape(sql, tokens, words, placeholders, lookup),
       functions: words[0] === "call" ? functions : [],
     };
+  const implicit: ImplicitFunction[] = [];
   return {
     kind,
     command: kind,
-    relations: [...dmlRelations(tokens, kind, lookup), ...inlined],
+    relations: [...dmlRelations(tokens, kind, lookup, implicit), ...inlined],
     placeholders,
     functions,
+    ...(implicit.length > 0 ? { implicitFunctions: implicit } : {}),
   };
 }
 
@@ -280,6 +337,7 @@ interface Resolved {
   viewOf?: string[];
   partitions?: string[];
   indexLeads?: string[];
+  implicitCalls?: ImplicitCall[];
 }
 
 function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved | undefined {
@@ -311,6 +369,7 @@ function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved 
     ...(rel.viewOf ? { viewOf: rel.viewOf } : {}),
     ...(rel.partitions ? { partitions: rel.partitions } : {}),
     ...(rel.indexLeads ? { indexLeads: rel.indexLeads } : {}),
+    ...(rel.implicitCalls ? { implicitCalls: rel.implicitCalls } : {}),
   };
 }
 
@@ -581,7 +640,12 @@ function mergeTarget(tokens: Token[], rel: Resolved): RelationUse {
   };
 }
 
-function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLookup): RelationUse[] {
+function dmlRelations(
+  tokens: Token[],
+  kind: StatementKind,
+  lookup: RelationLookup,
+  implicit: ImplicitFunction[] = [],
+): RelationUse[] {
   const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
   const star = tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
   const lock = lockingClause(tokens);
@@ -590,6 +654,8 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
   const found: RelationUse[] = [];
   const add = (rel: Resolved, write?: RelationUse["write"], written?: string[]): void => {
     if (write) {
+      if (write === "UPDATE" && rel.implicitCalls)
+        implicit.push(...implicitFunctions(rel.implicitCalls, write, written));
       const target = { ...targetUse(tokens, rel, write), ...(written ? { writtenColumns: written } : {}) };
       found.push(target, ...plannerRelations(rel, write, target));
       return;
@@ -633,11 +699,30 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
       if (rel) {
         const list = tokens[rel.next]?.value === "(" ? columnList(tokens, rel.next, rel.columns) : undefined;
         const upsert = doUpdateAt(tokens);
-        if (upsert < 0) add(rel, "INSERT", list);
-        else {
+        if (upsert < 0) {
+          if (rel.implicitCalls)
+            implicit.push(
+              ...implicitFunctions(
+                rel.implicitCalls,
+                "INSERT",
+                filled(tokens, rel, list),
+                valuesRows(tokens, rel.next),
+              ),
+            );
+          add(rel, "INSERT", list);
+        } else {
           // INSERT … ON CONFLICT DO UPDATE: the target needs UPDATE too (and SELECT where the
           // update reads it), and EXCLUDED is one more range-table entry (conflictUse).
           const target = targetUse(tokens, rel, "INSERT");
+          if (rel.implicitCalls) {
+            const rows = valuesRows(tokens, rel.next);
+            implicit.push(...implicitFunctions(rel.implicitCalls, "INSERT", filled(tokens, rel, list), rows));
+            // DO UPDATE's SET coerces a domain column once more.
+            const domains = rel.implicitCalls.filter((c) => c.on === "domain");
+            implicit.push(
+              ...implicitFunctions(domains, "UPDATE", setColumns(tokens.slice(upsert), rel.columns)),
+            );
+          }
           const set = setColumns(tokens.slice(upsert), rel.columns);
           const reads = readsTarget(tokens, upsert, rel);
           found.push({
@@ -678,6 +763,42 @@ function dmlRelations(tokens: Token[], kind: StatementKind, lookup: RelationLook
   }
   found.push(...minMaxCopies(tokens, lookup));
   return found;
+}
+
+/**
+ * The columns an INSERT fills: its column list, none for `DEFAULT VALUES`, the leading ones a
+ * VALUES row without a list gives (the rest take their defaults), else every column.
+ */
+function filled(tokens: Token[], rel: Resolved, list: string[] | undefined): string[] | undefined {
+  if (list) return list;
+  const at = rel.next;
+  if (tokens[at]?.value === "default" && tokens[at + 1]?.value === "values") return [];
+  if (tokens[at]?.value !== "values" || tokens[at + 1]?.value !== "(") return undefined;
+  let items = 1;
+  for (let i = at + 2, depth = 0; i < tokens.length; i++) {
+    const v = tokens[i]!.value;
+    if (v === "(" || v === "[") depth++;
+    else if (v === "]") depth--;
+    else if (v === ")" && depth-- === 0) break;
+    else if (v === "," && depth === 0) items++;
+  }
+  return rel.columns.slice(0, items);
+}
+
+/** The rows of an INSERT's VALUES list (top-level parenthesised groups), 1 for a query. */
+function valuesRows(tokens: Token[], from: number): number {
+  const at = tokens.findIndex((t, i) => i >= from && t.value === "values");
+  if (at < 0 || tokens[at - 1]?.value === "default") return 1;
+  let rows = 0;
+  for (let i = at + 1, depth = 0; i < tokens.length; i++) {
+    const v = tokens[i]!.value;
+    if (v === "(") {
+      if (depth === 0) rows++;
+      depth++;
+    } else if (v === ")") depth--;
+    else if (depth === 0 && v !== ",") break;
+  }
+  return Math.max(1, rows);
 }
 
 function setColumns(tokens: Token[], columns: string[]): string[] {

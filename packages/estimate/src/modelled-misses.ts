@@ -19,18 +19,25 @@ const rate = (perSec: number): string => `${perSec >= 10 ? perSec.toFixed(0) : p
 /** One line per function, procedure or trigger whose statements the estimate does not count. */
 export function modelledMisses(
   workload: Pick<Workload, "statements" | "nestedStatements">,
-  catalog: Pick<Catalog, "triggers">,
+  catalog: Pick<Catalog, "triggers" | "statementFree">,
 ): string[] {
   if (workload.nestedStatements === "counted") return [];
+  // A C function or a PL/pgSQL body of simple expressions runs nothing pgaudit logs.
+  const free = new Set(catalog.statementFree ?? []);
   const calls = new Map<string, number>();
   const fired = new Map<string, number>();
   for (const s of workload.statements) {
     if (s.nested) continue;
-    for (const f of s.functions ?? []) calls.set(f, (calls.get(f) ?? 0) + s.callsPerSec);
+    for (const f of s.functions ?? []) if (!free.has(f)) calls.set(f, (calls.get(f) ?? 0) + s.callsPerSec);
     for (const use of s.relations) {
       if (!use.write) continue;
       for (const t of catalog.triggers ?? [])
-        if (t.table === use.relation && t.events.includes(use.write) && firesOn(t, use)) {
+        if (
+          t.table === use.relation &&
+          t.events.includes(use.write) &&
+          firesOn(t, use) &&
+          !free.has(t.function)
+        ) {
           const key = `trigger ${t.name} on ${t.table} (${t.function}, on ${t.events.join("/")})`;
           fired.set(key, (fired.get(key) ?? 0) + s.callsPerSec * s.rowsPerCall);
         }

@@ -14,6 +14,8 @@ const ident = (s: string): string => `"${s.replaceAll('"', '""')}"`;
 const onOff = (b: boolean | undefined): string => (b ? "on" : "off");
 
 function quoted(relation: string): string {
+  // Already as quote_qualified_identifier prints it (a mixed-case name): as is.
+  if (relation.includes('"')) return relation;
   const [schema, table] = relation.split(".");
   return `${ident(schema!)}.${ident(table!)}`;
 }
@@ -28,7 +30,11 @@ export async function applyConfig(pg: PostgresCluster, c: AuditConfig, auditor: 
     `ALTER SYSTEM SET pgaudit.log_parameter = ${onOff(c.logParameter)}`,
     `ALTER SYSTEM SET pgaudit.log_rows = ${onOff(c.logRows)}`,
     `ALTER SYSTEM SET pgaudit.role = ${lit(c.role ?? "")}`,
-    `REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${ident(auditor)}`,
+    // Every user schema's tables (a workload's may live outside public).
+    `DO $r$ DECLARE s name; BEGIN
+       FOR s IN SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_' AND nspname <> 'information_schema' LOOP
+         EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', s, ${lit(auditor)});
+       END LOOP; END $r$`,
     ...(c.grants ?? []).map(
       (g) =>
         `GRANT ${g.privileges.join(", ")}${g.columns ? ` (${g.columns.map(ident).join(", ")})` : ""} ON ${quoted(g.relation)} TO ${ident(auditor)}`,
