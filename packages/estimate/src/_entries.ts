@@ -197,7 +197,9 @@ export function statementEntries(r: Resolved, s: StatementLoad, text: string): E
     const cls = utilityClass(s.command ?? "", text);
     // CALL: the procedure's FUNCTION entry comes first, then CALL's own (MISC) entry.
     const functions = functionEntries(r, s, text, sub);
-    if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");
+    // COPY of a table: logged as the DML on it (log_relation, object auditing), COPY without.
+    if (s.command === "COPY" && s.relations.length > 0) dmlEntries(r, item, cls, "COPY", s.relations);
+    else if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");
     return [...functions, ...item.entries];
   }
   // MERGE: pgaudit's ExecutorStart classes only SELECT, INSERT, UPDATE and DELETE; the rest is MISC `???`.

@@ -318,9 +318,16 @@ function utilityShape(
   const command = utilityTag(words);
   const utilityClass = utilityClassOf(command, text);
   const relations: RelationUse[] = [];
+  // COPY of a table (not of a query): its relation is checked as a SELECT's (TO) or an
+  // INSERT's (FROM) would be, and pgaudit logs it so (dmlEntries, under COPY's own class).
   if (a === "copy" && isName(tokens[1])) {
     const rel = resolve(tokens, 1, lookup);
-    if (rel) relations.push({ relation: rel.name, ...(rel.catalog ? { catalog: true } : {}) });
+    if (rel)
+      relations.push({
+        relation: rel.name,
+        ...(utilityClass === "WRITE" ? { write: "INSERT" as const } : {}),
+        ...(rel.catalog ? { catalog: true } : {}),
+      });
   }
   return { kind: "UTILITY", command, utilityClass, relations, placeholders };
 }
@@ -647,7 +654,9 @@ function dmlRelations(
   implicit: ImplicitFunction[] = [],
 ): RelationUse[] {
   const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
-  const star = tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
+  const star =
+    tokens[0]?.value === "table" ||
+    tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
   const lock = lockingClause(tokens);
   // One entry per range-table entry: a table named twice (an UPDATE's target read again in a
   // subquery, a self-join) is two, and pgaudit logs each.
@@ -683,7 +692,11 @@ function dmlRelations(
     // each is a range-table entry of its own that pgaudit logs.
     // (`) UPDATE` is the top-level UPDATE after a WITH list.)
     const opens = i === 0 || tokens[i - 1]?.value === "(" || tokens[i - 1]?.value === ")";
-    if (v === "merge" && i === 0 && tokens[1]?.value === "into") {
+    if (v === "table" && (i === 0 || tokens[i - 1]?.value === "(")) {
+      // `TABLE t`: SELECT * FROM t.
+      const rel = resolve(tokens, i + 1, lookup);
+      if (rel) add(rel);
+    } else if (v === "merge" && i === 0 && tokens[1]?.value === "into") {
       const rel = resolve(tokens, 2, lookup);
       if (rel) found.push(mergeTarget(tokens, rel), ...plannerRelations(rel, "UPDATE"));
       // USING a table (a subquery's tables are found by their FROM).

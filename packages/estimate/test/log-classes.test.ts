@@ -262,3 +262,56 @@ describe("SQL functions the planner inlines", () => {
     }
   });
 });
+
+describe("COPY of a table and TABLE", () => {
+  it("are logged as the DML on the table under log_relation and object auditing, COPY's own class without", async () => {
+    const c = await pg.connect();
+    const logged = auditNotices(c, "AUDIT: ");
+    try {
+      await c.query(
+        "CREATE TABLE ct (id int PRIMARY KEY, v int); CREATE ROLE copier NOLOGIN; GRANT SELECT, INSERT ON ct TO copier",
+      );
+      const lookup = catalogLookup(await readCatalog(c));
+      const modes = [
+        ["SET pgaudit.log = 'all'; SET pgaudit.log_relation = off; SET pgaudit.role = ''", { log: ["all"] }],
+        ["SET pgaudit.log_relation = on", { log: ["all"], logRelation: true }],
+        [
+          "SET pgaudit.log = 'none'; SET pgaudit.log_relation = off; SET pgaudit.role = 'copier'",
+          {
+            log: ["none"],
+            role: "copier",
+            grants: [{ relation: "public.ct", privileges: ["SELECT", "INSERT"] }],
+          },
+        ],
+      ] as const;
+      for (const [settings, config] of modes) {
+        await c.query(settings);
+        for (const sql of [
+          "COPY ct TO STDOUT",
+          "COPY ct (id) TO STDOUT",
+          "COPY ct FROM '/dev/null'",
+          "TABLE ct",
+        ]) {
+          logged.length = 0;
+          await c.query(sql);
+          await c.query("SHOW server_version");
+          const shape = analyzeStatement(sql, lookup);
+          const load = { text: sql, callsPerSec: 1, ...shape, rowsPerCall: 1 };
+          const got = logged
+            .filter((m) => m.includes(sql))
+            .map((m) => m.replace("AUDIT: ", "").split(","))
+            .map((f) => [f[0], ...f.slice(3, 7)].join(","));
+          const want = statementEntries(
+            resolveConfig({ name: "c", ...config } as never),
+            load as never,
+            sql,
+          ).map((e) => `${e.auditType},${e.class},${e.command},${e.objectType},${e.objectName}`);
+          expect(want.length).toBe(1);
+          expect([settings, sql, got]).toEqual([settings, sql, want]);
+        }
+      }
+    } finally {
+      await c.end();
+    }
+  });
+});
