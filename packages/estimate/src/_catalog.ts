@@ -1,7 +1,7 @@
 /** Reading the catalog: tables, columns, types, comments, owners, partitions and foreign keys. */
 import type pg from "pg";
 import { type CatalogRelation, type ImplicitCall, qualifiedName, type RelationLookup } from "./_sql.ts";
-import type { ForeignKey } from "./types.ts";
+import type { ForeignKey, ObjectType, RelationUse } from "./types.ts";
 
 export interface CatalogColumn {
   name: string;
@@ -281,6 +281,9 @@ export async function readCatalog(client: pg.Client): Promise<Catalog> {
   };
 }
 
+/** pgaudit's object type by relkind, where not TABLE or VIEW. */
+const OBJECT_TYPES: Record<string, ObjectType> = { m: "MATERIALIZED VIEW", f: "FOREIGN TABLE" };
+
 /** Resolves names as the default search_path would: an unqualified name in `public` first, else a unique match. */
 export function catalogLookup(catalog: Catalog): RelationLookup {
   const byName = new Map<string, CatalogRelation[]>();
@@ -296,12 +299,25 @@ export function catalogLookup(catalog: Catalog): RelationLookup {
       p = parentOf.get(key) ?? null;
     }
   }
+  const viewsOf = new Map(catalog.tables.filter((t) => t.viewOf).map((t) => [t.qualified, t.viewOf!]));
+  // A view read brings itself (privilege-less) and its bases; a base that is a view, its own too.
+  const expand = (view: string, seen: Set<string>): RelationUse[] => [
+    { relation: view, objectType: "VIEW", plannerAdded: true },
+    ...(viewsOf.get(view) ?? []).flatMap((base): RelationUse[] =>
+      viewsOf.has(base) && !seen.has(base)
+        ? [{ relation: base, objectType: "VIEW" }, ...expand(base, new Set([...seen, base]))]
+        : [{ relation: base }],
+    ),
+  ];
   for (const t of catalog.tables) {
+    const nested = t.viewOf?.some((b) => viewsOf.has(b));
     const rel: CatalogRelation = {
       schema: t.schema,
       name: t.name,
       columns: t.columns.map((c) => c.name),
       ...(t.viewOf ? { viewOf: t.viewOf } : {}),
+      ...(nested ? { viewExpansion: expand(t.qualified, new Set([t.qualified])) } : {}),
+      ...(OBJECT_TYPES[t.kind] ? { objectType: OBJECT_TYPES[t.kind] } : {}),
       ...(t.indexLeads ? { indexLeads: t.indexLeads } : {}),
       ...(t.implicitCalls ? { implicitCalls: t.implicitCalls } : {}),
       ...(partitions.has(t.qualified) ? { partitions: partitions.get(t.qualified) } : {}),

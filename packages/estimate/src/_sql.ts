@@ -7,7 +7,7 @@
 import { lexSql } from "@auditpipe/parse";
 import type { SqlFunction } from "./_catalog.ts";
 import { utilityClass as utilityClassOf } from "./_entries.ts";
-import type { Privilege, RelationUse, StatementKind } from "./types.ts";
+import type { ObjectType, Privilege, RelationUse, StatementKind } from "./types.ts";
 
 export interface Token {
   /** `ident` (unquoted, lower-cased), `qident` (quoted, as written), `op`, `num`, `str`, `param`. */
@@ -67,6 +67,13 @@ export interface CatalogRelation {
   columns: string[];
   /** A view's base relations, qualified. */
   viewOf?: string[];
+  /**
+   * What reading a view brings into the range table: the view itself as a privilege-less entry,
+   * its base relations, and a base that is a view again with its own, all the way down.
+   */
+  viewExpansion?: RelationUse[];
+  /** pgaudit's object type other than TABLE and VIEW (a materialized view, a foreign table). */
+  objectType?: ObjectType;
   /** A partitioned table's leaf partitions, qualified. */
   partitions?: string[];
   /** Columns leading an index. */
@@ -345,7 +352,13 @@ interface Resolved {
   partitions?: string[];
   indexLeads?: string[];
   implicitCalls?: ImplicitCall[];
+  viewExpansion?: RelationUse[];
+  objectType?: ObjectType;
 }
+
+/** pgaudit's object type for a resolved relation, when not TABLE. */
+const objectTypeOf = (rel: Resolved): { objectType?: ObjectType } =>
+  rel.viewOf ? { objectType: "VIEW" } : rel.objectType ? { objectType: rel.objectType } : {};
 
 function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved | undefined {
   const a = tokens[at];
@@ -377,6 +390,8 @@ function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved 
     ...(rel.partitions ? { partitions: rel.partitions } : {}),
     ...(rel.indexLeads ? { indexLeads: rel.indexLeads } : {}),
     ...(rel.implicitCalls ? { implicitCalls: rel.implicitCalls } : {}),
+    ...(rel.viewExpansion ? { viewExpansion: rel.viewExpansion } : {}),
+    ...(rel.objectType ? { objectType: rel.objectType } : {}),
   };
 }
 
@@ -484,7 +499,7 @@ function targetUse(tokens: Token[], rel: Resolved, write: NonNullable<RelationUs
     ...(returnsAll ? {} : { columns: read }),
     privileges: reads ? [write, "SELECT"] : [write],
     ...(rel.catalog ? { catalog: true } : {}),
-    ...(rel.viewOf ? { objectType: "VIEW" as const } : {}),
+    ...objectTypeOf(rel),
   };
 }
 
@@ -543,10 +558,12 @@ function plannerRelations(rel: Resolved, write: RelationUse["write"], target?: R
       return { ...use, relation };
     });
   if (rel.viewOf)
-    return [
-      { relation: rel.name, objectType: "VIEW", plannerAdded: true },
-      ...rel.viewOf.map((relation) => ({ relation })),
-    ];
+    return (
+      rel.viewExpansion ?? [
+        { relation: rel.name, objectType: "VIEW", plannerAdded: true },
+        ...rel.viewOf.map((relation) => ({ relation })),
+      ]
+    );
   if (rel.partitions && write !== "INSERT")
     return rel.partitions.map((relation) => ({ relation, plannerAdded: true }));
   return [];
@@ -679,7 +696,7 @@ function dmlRelations(
       // FOR UPDATE/SHARE needs UPDATE as well, and updates no column (pgaudit: "any column").
       ...(locked ? { locked: true, writtenColumns: [] } : {}),
       ...(rel.catalog ? { catalog: true } : {}),
-      ...(rel.viewOf ? { objectType: "VIEW" as const } : {}),
+      ...objectTypeOf(rel),
     });
     found.push(...plannerRelations(rel, write));
   };

@@ -13,6 +13,9 @@ export type StatementKind = "SELECT" | "INSERT" | "UPDATE" | "DELETE" | "UTILITY
 export type Privilege = "SELECT" | "INSERT" | "UPDATE" | "DELETE";
 
 /** One relation in a statement's range table. */
+/** The object types pgaudit prints for a relation other than TABLE. */
+export type ObjectType = "VIEW" | "COMPOSITE TYPE" | "MATERIALIZED VIEW" | "FOREIGN TABLE";
+
 export interface RelationUse {
   /** Schema-qualified name as pgAudit prints it (`public.accounts`, `"My Schema"."T"`). */
   relation: string;
@@ -33,8 +36,11 @@ export interface RelationUse {
   privileges?: Privilege[];
   /** A pg_catalog / information_schema relation (filtered out unless log_catalog is on). */
   catalog?: boolean;
-  /** pgaudit's object type when not TABLE (a view prints VIEW, ON CONFLICT's EXCLUDED COMPOSITE TYPE). */
-  objectType?: "VIEW" | "COMPOSITE TYPE";
+  /**
+   * pgaudit's object type when not TABLE (a view prints VIEW, ON CONFLICT's EXCLUDED COMPOSITE
+   * TYPE, a materialized view MATERIALIZED VIEW, a foreign table FOREIGN TABLE).
+   */
+  objectType?: ObjectType;
   /**
    * A relation the planner added without privileges to check (PostgreSQL 15: a view's second
    * range-table entry, the partitions a scan of a partitioned table reaches): pgaudit logs it

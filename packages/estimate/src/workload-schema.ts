@@ -16,7 +16,7 @@ const relationUse = z.object({
   locked: z.boolean().optional(),
   privileges: z.array(privilege).optional(),
   catalog: z.boolean().optional(),
-  objectType: z.enum(["VIEW"]).optional(),
+  objectType: z.enum(["VIEW", "COMPOSITE TYPE", "MATERIALIZED VIEW", "FOREIGN TABLE"]).optional(),
   plannerAdded: z.boolean().optional(),
 });
 

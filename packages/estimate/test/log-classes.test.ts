@@ -315,3 +315,60 @@ describe("COPY of a table and TABLE", () => {
     }
   });
 });
+
+describe("a view over a view, and a materialized view", () => {
+  it("brings every view down to the tables, under log_relation and in object mode", async () => {
+    const c = await pg.connect();
+    const logged = auditNotices(c, "AUDIT: ");
+    try {
+      await c.query(`CREATE TABLE vt (id int PRIMARY KEY, v int); CREATE TABLE vu (id int PRIMARY KEY, vt_id int);
+        CREATE VIEW w1 AS SELECT id, v FROM vt WHERE v > 0; CREATE VIEW w2 AS SELECT id FROM w1 WHERE id < 50;
+        CREATE VIEW w3 AS SELECT w1.id, vu.vt_id FROM w1 JOIN vu ON vu.vt_id = w1.id;
+        CREATE MATERIALIZED VIEW wm AS SELECT id, v FROM vt;
+        CREATE ROLE viewer2 NOLOGIN; GRANT SELECT ON vt, w1, wm TO viewer2`);
+      const lookup = catalogLookup(await readCatalog(c));
+      const modes = [
+        [
+          "SET pgaudit.log = 'all'; SET pgaudit.log_relation = on; SET pgaudit.role = ''",
+          { log: ["all"], logRelation: true },
+        ],
+        [
+          "SET pgaudit.log = 'none'; SET pgaudit.log_relation = off; SET pgaudit.role = 'viewer2'",
+          {
+            log: ["none"],
+            role: "viewer2",
+            grants: ["public.vt", "public.w1", "public.wm"].map((relation) => ({
+              relation,
+              privileges: ["SELECT"],
+            })),
+          },
+        ],
+      ] as const;
+      for (const [settings, config] of modes) {
+        await c.query(settings);
+        for (const sql of [
+          "SELECT * FROM w2 WHERE id = 1",
+          "SELECT * FROM w3 WHERE id = 1",
+          "SELECT * FROM wm",
+        ]) {
+          logged.length = 0;
+          await c.query(sql);
+          await c.query("SHOW server_version");
+          const shape = analyzeStatement(sql, lookup);
+          const load = { text: sql, callsPerSec: 1, ...shape, rowsPerCall: 1 };
+          const got = logged
+            .filter((m) => m.includes(sql))
+            .map((m) => m.replace("AUDIT: ", "").split(","))
+            .map((f) => [f[0], ...f.slice(3, 7)].join(","))
+            .sort();
+          const want = statementEntries(resolveConfig({ name: "v", ...config } as never), load as never, sql)
+            .map((e) => `${e.auditType},${e.class},${e.command},${e.objectType},${e.objectName}`)
+            .sort();
+          expect([settings, sql, got]).toEqual([settings, sql, want]);
+        }
+      }
+    } finally {
+      await c.end();
+    }
+  });
+});
