@@ -13,6 +13,7 @@ import {
   type AuditConfig,
   estimate,
   modelledMisses,
+  parseWorkload,
   recommend,
   sampleWorkload,
   type Workload,
@@ -162,6 +163,8 @@ for (const w of WORKLOADS) {
       expect(sample.statementStats).toBe(true);
       expect(sample.warnings.filter((w) => /evicted/.test(w))).toEqual([]);
       expect(sample.workload.transactionsPerSec).toBeGreaterThan(10);
+      // What the sampler saves reads back as a workload file (`estimate --workload`, the API).
+      expect(() => parseWorkload(JSON.parse(JSON.stringify(sample.workload)))).not.toThrow();
       // Counted, and the server's setting is back as it was.
       expect(sample.workload.nestedStatements).toBe("counted");
       expect(sample.nested?.changed).toBe(true);
