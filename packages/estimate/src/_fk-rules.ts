@@ -41,6 +41,13 @@ export interface FkContext {
    * upserts' rows; absent: all inserted.
    */
   upsertInserted?: Map<string, number>;
+  /**
+   * Per table, the rows one run of a foreign-key action on it (a CASCADE's DELETE, a SET NULL's or
+   * CASCADE's UPDATE) reaches: the table's deleted (updated) rows in pg_stat_user_tables beyond
+   * its statements' own, over the runs the statements' actions and those rows' own actions make.
+   * Each row reached fires its own actions in turn (a cascade down a chain or a tree).
+   */
+  actionRows?: { DELETE: Map<string, number>; UPDATE: Map<string, number> };
   /** The assumptions made, in words, for the estimate's notes. */
   notes: string[];
 }
@@ -132,7 +139,47 @@ export function fkContext(workload: Workload): FkContext {
       `assumed: ${(share * 100).toFixed(0)} % of the rows updated in ${table} were inserted or updated before by the same transaction, so each re-checks its foreign keys (PostgreSQL re-checks a row version its own transaction wrote whether or not its key changed; pg_stat_statements cannot say which rows an UPDATE hits)`,
     );
   }
-  return { sameTransaction, nullKeys, notes, upsertInserted };
+  const context: FkContext = { sameTransaction, nullKeys, notes, upsertInserted };
+  const actionRows = actionRowsOf(workload, context);
+  return actionRows ? { ...context, actionRows } : context;
+}
+
+/**
+ * FkContext.actionRows from the table statistics. Rows an action reached in a table T (X_T: its
+ * deleted or updated rows beyond its statements') come from the runs of actions on T: those the
+ * statements fire (E1_T) and one per row an action reached in a parent with a CASCADE (DELETE) or
+ * SET NULL / SET DEFAULT (UPDATE) key to T. So a run reaches X_T / (E1_T + Σ X_parent) rows.
+ */
+function actionRowsOf(workload: Workload, context: FkContext): FkContext["actionRows"] {
+  const deleted = workload.tableDeletesPerSec;
+  const updated = workload.tableUpdatesPerSec;
+  if (!deleted || !updated) return undefined;
+  const own = { DELETE: new Map<string, number>(), UPDATE: new Map<string, number>() };
+  const runs = { DELETE: new Map<string, number>(), UPDATE: new Map<string, number>() };
+  const add = (m: Map<string, number>, t: string, v: number): void => {
+    m.set(t, (m.get(t) ?? 0) + v);
+  };
+  for (const s of workload.statements) {
+    if (s.nested) continue;
+    for (const u of s.relations)
+      if (u.write === "DELETE" || u.write === "UPDATE")
+        add(own[u.write], u.relation, s.callsPerSec * s.rowsPerCall);
+    for (const a of fkChecksOf(s, workload.foreignKeys, context))
+      if (a.kind !== "check") add(runs[a.kind], a.table, s.callsPerSec * a.perCall);
+  }
+  const reached = (kind: "DELETE" | "UPDATE", table: string): number =>
+    Math.max(0, ((kind === "DELETE" ? deleted : updated)[table] ?? 0) - (own[kind].get(table) ?? 0));
+  for (const fk of workload.foreignKeys) {
+    const fromParent = reached("DELETE", fk.parent);
+    if (fromParent <= 0) continue;
+    if (fk.onDelete === "cascade") add(runs.DELETE, fk.child, fromParent);
+    else if (fk.onDelete === "set null" || fk.onDelete === "set default")
+      add(runs.UPDATE, fk.child, fromParent);
+  }
+  const out = { DELETE: new Map<string, number>(), UPDATE: new Map<string, number>() };
+  for (const kind of ["DELETE", "UPDATE"] as const)
+    for (const [table, n] of runs[kind]) if (n > 0) out[kind].set(table, reached(kind, table) / n);
+  return out;
 }
 
 /**
@@ -179,11 +226,16 @@ export function fkChecksOf(
     columns: fk.parentColumns,
     perCall: rows,
   });
-  const parentAction = (fk: ForeignKey, action: ForeignKey["onDelete"], deleting: boolean): FkAction[] => {
-    const child = { table: fk.child, columns: fk.columns, perCall };
+  const parentAction = (
+    fk: ForeignKey,
+    action: ForeignKey["onDelete"],
+    deleting: boolean,
+    rows = perCall,
+  ): FkAction[] => {
+    const child = { table: fk.child, columns: fk.columns, perCall: rows };
     // ri_restrict: NO ACTION looks for another parent row with the old key, then checks the child.
     // A deferred key's NO ACTION checks run at COMMIT, which pgaudit does not log (ForeignKey.deferred).
-    const noAction: FkAction[] = fk.deferred ? [] : [check(fk), { kind: "check", ...child }];
+    const noAction: FkAction[] = fk.deferred ? [] : [check(fk, rows), { kind: "check", ...child }];
     if (action === "cascade") return [{ kind: deleting ? "DELETE" : "UPDATE", ...child }];
     if (action === "set null") return [{ kind: "UPDATE", ...child }];
     if (action === "set default") return [{ kind: "UPDATE", ...child }, ...noAction];
@@ -223,5 +275,24 @@ export function fkChecksOf(
       for (const fk of fks.filter((f) => f.parent === use.relation))
         out.push(...parentAction(fk, fk.onDelete, true));
   }
-  return out;
+  // The rows an action reaches fire their own (FkContext.actionRows): a deleted row its children's
+  // ON DELETE actions; a row set NULL re-checks its other keys where its transaction wrote it.
+  const reach = (actions: FkAction[], depth: number): FkAction[] =>
+    actions.flatMap((a) => {
+      const rows = a.kind === "check" ? 0 : a.perCall * (context.actionRows?.[a.kind].get(a.table) ?? 0);
+      if (rows < 1e-6 || depth >= MAX_ACTION_DEPTH) return [];
+      const next =
+        a.kind === "DELETE"
+          ? fks.filter((f) => f.parent === a.table).flatMap((fk) => parentAction(fk, fk.onDelete, true, rows))
+          : fks
+              .filter((f) => f.child === a.table && !f.deferred && !context.nullKeys.has(f))
+              .filter((f) => !f.columns.every((c) => a.columns.includes(c)))
+              .map((f) => check(f, rows * (context.sameTransaction.get(a.table) ?? 0)))
+              .filter((c) => c.perCall > 0);
+      return [...next, ...reach(next, depth + 1)];
+    });
+  return [...out, ...reach(out, 0)];
 }
+
+/** How deep the actions' own actions are followed (a self-referencing cascade is a tree). */
+const MAX_ACTION_DEPTH = 16;

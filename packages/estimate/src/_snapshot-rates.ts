@@ -253,6 +253,8 @@ export interface Rates {
   statements: StatementLoad[];
   meanStatementMs?: number;
   tableInsertsPerSec: Record<string, number>;
+  tableUpdatesPerSec: Record<string, number>;
+  tableDeletesPerSec: Record<string, number>;
   transactionsPerSec: number;
   sessionsPerSec: number;
   /** The most client backends seen active at once; 0 when unknown. */
@@ -289,6 +291,33 @@ export function failedTransactionsWarning(
   // Noise: the sampler's own, a client's stray error.
   if (failed < 0.5 || failed < 0.01 * all) return null;
   return `${failed.toFixed(1)} transactions/s (${((failed / Math.max(all, failed)) * 100).toFixed(0)} %) were rolled back without a ROLLBACK this sample counted: they ended in an error. pgaudit logs a statement before it runs, so each failed one is in the log, but pg_stat_statements counts only statements that complete: the estimate is low by the failed statements' entries (the server's log shows them: ERROR and STATEMENT lines)`;
+}
+
+/**
+ * Rows a second by table from pg_stat_user_tables' `field`. A partitioned table's rows are
+ * counted on its partitions: its own are theirs (a partition's under every partitioned ancestor,
+ * leaves only: a middle level's count is 0).
+ */
+function tableRates(
+  before: Snapshot,
+  after: Snapshot,
+  seconds: number,
+  catalog: Catalog,
+  field: "ins" | "upd" | "del",
+): Record<string, number> {
+  const rates: Record<string, number> = {};
+  for (const t of catalog.tables) {
+    const key = `${t.schema}\u0000${t.name}`;
+    const n = delta(before.tables.get(key)?.[field] ?? 0, after.tables.get(key)?.[field] ?? 0) / seconds;
+    if (n > 0) rates[t.qualified] = n;
+  }
+  const byName = new Map(catalog.tables.map((t) => [t.qualified, t]));
+  for (const t of catalog.tables) {
+    const n = t.kind === "p" ? 0 : (rates[t.qualified] ?? 0);
+    for (let up = t.partitionOf; n > 0 && up; up = byName.get(up)?.partitionOf ?? null)
+      rates[up] = (rates[up] ?? 0) + n;
+  }
+  return rates;
 }
 
 export function workloadRates(
@@ -345,24 +374,15 @@ export function workloadRates(
       `table statistics over ${seconds.toFixed(1)} s (no pg_stat_statements): one statement per table and operation, no BEGIN/COMMIT`,
     );
   }
-  const tableInsertsPerSec: Record<string, number> = {};
-  for (const t of catalog.tables) {
-    const key = `${t.schema}\u0000${t.name}`;
-    const ins = delta(before.tables.get(key)?.ins ?? 0, after.tables.get(key)?.ins ?? 0) / seconds;
-    if (ins > 0) tableInsertsPerSec[t.qualified] = ins;
-  }
-  // A partitioned table's rows are counted on its partitions: its own inserts are theirs (a
-  // partition's under every partitioned ancestor, leaves only: a middle level's count is 0).
-  const byName = new Map(catalog.tables.map((t) => [t.qualified, t]));
-  for (const t of catalog.tables) {
-    const ins = t.kind === "p" ? 0 : (tableInsertsPerSec[t.qualified] ?? 0);
-    for (let up = t.partitionOf; ins > 0 && up; up = byName.get(up)?.partitionOf ?? null)
-      tableInsertsPerSec[up] = (tableInsertsPerSec[up] ?? 0) + ins;
-  }
+  const [tableInsertsPerSec, tableUpdatesPerSec, tableDeletesPerSec] = (["ins", "upd", "del"] as const).map(
+    (field) => tableRates(before, after, seconds, catalog, field),
+  ) as [Record<string, number>, Record<string, number>, Record<string, number>];
   return {
     statements,
     ...(meanStatementMs === undefined ? {} : { meanStatementMs }),
     tableInsertsPerSec,
+    tableUpdatesPerSec,
+    tableDeletesPerSec,
     transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
     sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
     // Hidden sessions' state is unknown, so the count of active clients is too.

@@ -416,6 +416,8 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       nestedStatements: nested.tracking.mode,
       foreignKeys: catalog.foreignKeys,
       tableInsertsPerSec: rates.tableInsertsPerSec,
+      tableUpdatesPerSec: rates.tableUpdatesPerSec,
+      tableDeletesPerSec: rates.tableDeletesPerSec,
       sessionsPerSec: rates.sessionsPerSec,
       ...(rates.clients > 0 ? { clients: rates.clients } : {}),
       ...(rates.meanStatementMs === undefined ? {} : { meanStatementMs: rates.meanStatementMs }),

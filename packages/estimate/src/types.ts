@@ -161,6 +161,12 @@ export interface Workload {
   foreignKeys: ForeignKey[];
   /** Rows inserted per second by table (pg_stat_user_tables), for FK checks of inserts no statement explains (COPY, triggers). */
   tableInsertsPerSec?: Record<string, number>;
+  /**
+   * Rows updated and deleted per second by table (pg_stat_user_tables): beyond the statements'
+   * own, the rows foreign-key actions (CASCADE, SET NULL) reached, which fire actions in turn.
+   */
+  tableUpdatesPerSec?: Record<string, number>;
+  tableDeletesPerSec?: Record<string, number>;
   /** Sessions opened per second (pg_stat_database.sessions); 0 for a pool of long-lived connections. */
   sessionsPerSec?: number;
   /** Concurrent active clients (for the overhead model). */

@@ -161,6 +161,8 @@ export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   statements: z.array(statement),
   foreignKeys: z.array(foreignKey).default([]),
   tableInsertsPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
+  tableUpdatesPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
+  tableDeletesPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
   sessionsPerSec: z.number().nonnegative().optional(),
   clients: z.number().int().nonnegative().optional(),
   meanStatementMs: z.number().nonnegative().optional(),

@@ -143,6 +143,22 @@ CREATE SEQUENCE crm.ticket_no;
 CREATE FUNCTION crm.display_name(name text, email text) RETURNS text LANGUAGE sql VOLATILE AS $f$ SELECT coalesce(name, email) $f$;
 INSERT INTO crm.tenants SELECT g, 'tenant ' || g, CASE WHEN g % 5 = 0 THEN 'pro' ELSE 'free' END FROM generate_series(1, 50) g;
 INSERT INTO crm."Contacts" (tenant_id, email, full_name) SELECT 1 + g % 50, 'c' || g || '@example.org', 'Name ' || g FROM generate_series(1, 5000) g;
+CREATE TABLE categories (
+  id bigserial PRIMARY KEY,
+  parent_id bigint REFERENCES categories (id) ON DELETE CASCADE,
+  name text NOT NULL);
+CREATE TABLE listings (shop_id int, sku text, price numeric(10,2) NOT NULL, PRIMARY KEY (shop_id, sku));
+CREATE TABLE items (
+  id bigserial PRIMARY KEY,
+  category_id bigint REFERENCES categories (id) ON UPDATE CASCADE ON DELETE SET NULL,
+  shop_id int NOT NULL,
+  sku text NOT NULL,
+  name text NOT NULL,
+  FOREIGN KEY (shop_id, sku) REFERENCES listings (shop_id, sku) ON DELETE CASCADE);
+CREATE INDEX ON categories (parent_id);
+CREATE INDEX ON items (category_id);
+CREATE INDEX ON items (shop_id, sku);
+INSERT INTO listings SELECT s, 'sku' || k, 1 + k FROM generate_series(1, 20) s, generate_series(1, 50) k;
 INSERT INTO queues VALUES ('q1'), ('q2'), ('q3');
 INSERT INTO jobs (queue, payload) SELECT 'q' || (1 + g % 3), '{}' FROM generate_series(1, 30000) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
@@ -399,6 +415,33 @@ COMMIT;
         ]),
       ],
       sensitive: "Contacts.email",
+    },
+    {
+      // Foreign keys only (no function, no trigger): the modelled estimate must hold too.
+      name: "tree (self-referencing cascade, SET NULL, same-transaction re-checks, composite key)",
+      args: ["-f", "SCRIPT"],
+      script: `\\set s random(1, 20)
+\\set k random(1, 50)
+BEGIN;
+INSERT INTO categories (name) VALUES ('root') RETURNING id AS root \\gset
+INSERT INTO categories (parent_id, name) VALUES (:root, 'leaf') RETURNING id AS leaf \\gset
+INSERT INTO items (category_id, shop_id, sku, name) VALUES (:leaf, :s, 'sku' || :k, 'a'), (:leaf, :s, 'sku' || :k, 'b');
+UPDATE items SET name = upper(name) WHERE category_id = :leaf;
+SELECT i.name, l.price FROM items i JOIN listings l ON l.shop_id = i.shop_id AND l.sku = i.sku WHERE i.category_id = :leaf;
+DELETE FROM categories WHERE id = :root;
+SELECT count(*) FROM items WHERE category_id IS NULL AND shop_id = :s;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "SELECT i.name, l.price",
+      objectConfigs: [
+        objectOn("public.items", "public.categories", role),
+        objectGrants("SELECT (price) on listings, UPDATE on items", role, [
+          { relation: "public.listings", privileges: ["SELECT"], columns: ["price"] },
+          { relation: "public.items", privileges: ["UPDATE"] },
+        ]),
+      ],
+      sensitive: "listings.price",
     },
   ];
 }

@@ -269,3 +269,77 @@ describe("a counted workload through the workload schema (GET /v1/workload, POST
     expect(estimate(again, read).entriesPerSec).toBe(estimate(counted, read).entriesPerSec);
   });
 });
+
+describe("the rows an action reaches fire their own (the tree workload's shapes)", () => {
+  // A self-referencing category tree ON DELETE CASCADE, items ON DELETE SET NULL with a second key.
+  const tree: ForeignKey[] = [
+    {
+      child: "public.cat",
+      parent: "public.cat",
+      columns: ["parent_id"],
+      parentColumns: ["id"],
+      onDelete: "cascade",
+    },
+    {
+      child: "public.item",
+      parent: "public.cat",
+      columns: ["cat_id"],
+      parentColumns: ["id"],
+      onDelete: "set null",
+    },
+    { child: "public.item", parent: "public.listing", columns: ["sku"], parentColumns: ["sku"] },
+  ];
+  const begin = load({ kind: "UTILITY", command: "BEGIN", text: "BEGIN", relations: [], rowsPerCall: 0 });
+  const insertItems = load({
+    kind: "INSERT",
+    rowsPerCall: 2,
+    relations: [{ relation: "public.item", write: "INSERT", writtenColumns: ["cat_id", "sku"] }],
+  });
+  const rename = load({
+    rowsPerCall: 2,
+    relations: [{ relation: "public.item", write: "UPDATE", writtenColumns: ["name"] }],
+  });
+  const deleteRoot = load({ kind: "DELETE", relations: [{ relation: "public.cat", write: "DELETE" }] });
+  // Per transaction: the root and its leaf deleted, both items set NULL by the leaf's action.
+  const workload = (deletes: number, updates: number): Workload => ({
+    transactionsPerSec: 1,
+    statements: [begin, insertItems, rename, deleteRoot],
+    foreignKeys: tree,
+    log: DEFAULT_LOG_CONTEXT,
+    notes: [],
+    tableDeletesPerSec: { "public.cat": deletes },
+    tableUpdatesPerSec: { "public.item": updates },
+  });
+  const total = (actions: ReturnType<typeof fkChecksOf>): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const a of actions) out[`${a.kind} ${a.table}`] = (out[`${a.kind} ${a.table}`] ?? 0) + a.perCall;
+    return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, Number(v.toFixed(3))]));
+  };
+
+  it("a cascade's rows run their children's actions, level by level, as often as the statistics say", () => {
+    const context = fkContext(workload(2, 4));
+    // Two DELETE runs on cat (the root's, the leaf's) reaching one row; two SET NULL runs reaching both items.
+    expect(context.actionRows?.DELETE.get("public.cat")).toBe(0.5);
+    expect(context.actionRows?.UPDATE.get("public.item")).toBe(1);
+    expect(total(fkChecksOf(deleteRoot, tree, context))).toEqual({
+      "DELETE public.cat": 2,
+      "UPDATE public.item": 2,
+      // Rows set NULL that the transaction inserted re-check their other key.
+      "check public.listing": 2,
+    });
+  });
+
+  it("without table statistics, or with no row reached, only the first level", () => {
+    const none = fkContext({ ...workload(1, 2), tableDeletesPerSec: undefined });
+    expect(none.actionRows).toBeUndefined();
+    expect(total(fkChecksOf(deleteRoot, tree, none))).toEqual({
+      "DELETE public.cat": 1,
+      "UPDATE public.item": 1,
+    });
+    // The root alone deleted (no leaf), the rename's rows alone updated: the actions reached nothing.
+    expect(total(fkChecksOf(deleteRoot, tree, fkContext(workload(1, 2))))).toEqual({
+      "DELETE public.cat": 1,
+      "UPDATE public.item": 1,
+    });
+  });
+});
