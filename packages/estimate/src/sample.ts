@@ -89,7 +89,7 @@ export interface WorkloadSample {
 
 /** What a modelled estimate may miss, said wherever it is printed. */
 export const MODELLED_MISSES =
-  "statements inside functions, procedures and triggers; foreign-key checks PostgreSQL skips (an UPDATE that sets a key to its old value or to NULL) or repeats (an UPDATE of a row its own transaction inserted: assumed for a table that a workload of transaction blocks both inserts into and updates); and cascades' row counts";
+  "statements inside functions, procedures and triggers; foreign-key checks PostgreSQL skips (an UPDATE that sets a key to its old value or to NULL) or repeats (an UPDATE of a row its own transaction inserted: assumed for a table that a workload of transaction blocks both inserts into and updates); and which statement's cascade reached how many rows (each table's average is taken)";
 
 export const DEFAULT_INTERVAL_MS = 60_000;
 
