@@ -23,6 +23,8 @@ export interface FkAction {
   table: string;
   columns: string[];
   perCall: number;
+  /** An UPDATE that sets the key NULL (SET NULL), not to a parent's value (CASCADE, SET DEFAULT). */
+  nulls?: boolean;
 }
 
 /** What the whole workload says about the foreign keys, beyond one statement. */
@@ -237,7 +239,7 @@ export function fkChecksOf(
     // A deferred key's NO ACTION checks run at COMMIT, which pgaudit does not log (ForeignKey.deferred).
     const noAction: FkAction[] = fk.deferred ? [] : [check(fk, rows), { kind: "check", ...child }];
     if (action === "cascade") return [{ kind: deleting ? "DELETE" : "UPDATE", ...child }];
-    if (action === "set null") return [{ kind: "UPDATE", ...child }];
+    if (action === "set null") return [{ kind: "UPDATE", ...child, nulls: true }];
     if (action === "set default") return [{ kind: "UPDATE", ...child }, ...noAction];
     if (action === "restrict") return [{ kind: "check", ...child }];
     return noAction;
@@ -276,7 +278,8 @@ export function fkChecksOf(
         out.push(...parentAction(fk, fk.onDelete, true));
   }
   // The rows an action reaches fire their own (FkContext.actionRows): a deleted row its children's
-  // ON DELETE actions; a row set NULL re-checks its other keys where its transaction wrote it.
+  // ON DELETE actions; an updated row checks the key it was given (not a NULL one) and, where its
+  // transaction wrote it, its other keys.
   const reach = (actions: FkAction[], depth: number): FkAction[] =>
     actions.flatMap((a) => {
       const rows = a.kind === "check" ? 0 : a.perCall * (context.actionRows?.[a.kind].get(a.table) ?? 0);
@@ -286,8 +289,11 @@ export function fkChecksOf(
           ? fks.filter((f) => f.parent === a.table).flatMap((fk) => parentAction(fk, fk.onDelete, true, rows))
           : fks
               .filter((f) => f.child === a.table && !f.deferred && !context.nullKeys.has(f))
-              .filter((f) => !f.columns.every((c) => a.columns.includes(c)))
-              .map((f) => check(f, rows * (context.sameTransaction.get(a.table) ?? 0)))
+              .map((f) => {
+                const given = f.columns.every((c) => a.columns.includes(c));
+                if (given) return check(f, a.nulls ? 0 : rows);
+                return check(f, rows * (context.sameTransaction.get(a.table) ?? 0));
+              })
               .filter((c) => c.perCall > 0);
       return [...next, ...reach(next, depth + 1)];
     });

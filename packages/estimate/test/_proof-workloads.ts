@@ -159,6 +159,28 @@ CREATE INDEX ON categories (parent_id);
 CREATE INDEX ON items (category_id);
 CREATE INDEX ON items (shop_id, sku);
 INSERT INTO listings SELECT s, 'sku' || k, 1 + k FROM generate_series(1, 20) s, generate_series(1, 50) k;
+CREATE SEQUENCE region_codes;
+CREATE TABLE regions (code text PRIMARY KEY, name text);
+CREATE TABLE stores (
+  id bigserial PRIMARY KEY,
+  region_code text NOT NULL REFERENCES regions (code) ON UPDATE CASCADE ON DELETE RESTRICT);
+CREATE TABLE staff (
+  id bigserial PRIMARY KEY,
+  store_id bigint NOT NULL REFERENCES stores (id) ON DELETE CASCADE,
+  manager_id bigint REFERENCES staff (id) ON DELETE SET NULL,
+  name text NOT NULL);
+CREATE TABLE shifts (
+  id bigserial PRIMARY KEY,
+  staff_id bigint NOT NULL REFERENCES staff (id) ON DELETE CASCADE,
+  store_id bigint NOT NULL REFERENCES stores (id),
+  day date NOT NULL);
+CREATE TABLE shift_notes (shift_id bigint NOT NULL REFERENCES shifts (id) ON DELETE CASCADE, body text NOT NULL);
+CREATE INDEX ON stores (region_code);
+CREATE INDEX ON staff (store_id);
+CREATE INDEX ON staff (manager_id);
+CREATE INDEX ON shifts (staff_id);
+CREATE INDEX ON shifts (store_id);
+CREATE INDEX ON shift_notes (shift_id);
 INSERT INTO queues VALUES ('q1'), ('q2'), ('q3');
 INSERT INTO jobs (queue, payload) SELECT 'q' || (1 + g % 3), '{}' FROM generate_series(1, 30000) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
@@ -442,6 +464,35 @@ COMMIT;
         ]),
       ],
       sensitive: "listings.price",
+    },
+    {
+      name: "stores (ON UPDATE CASCADE, RESTRICT, a cascade three tables deep, self-reference SET NULL)",
+      args: ["-f", "SCRIPT"],
+      script: `BEGIN;
+SELECT nextval('region_codes') AS rn \\gset
+INSERT INTO regions (code, name) VALUES ('r' || :rn, 'north');
+INSERT INTO stores (region_code) VALUES ('r' || :rn) RETURNING id AS store \\gset
+INSERT INTO staff (store_id, name) VALUES (:store, 'boss') RETURNING id AS boss \\gset
+INSERT INTO staff (store_id, manager_id, name) VALUES (:store, :boss, 'clerk') RETURNING id AS clerk \\gset
+INSERT INTO shifts (staff_id, store_id, day) VALUES (:clerk, :store, date '2026-12-01'), (:clerk, :store, date '2026-12-02');
+INSERT INTO shift_notes (shift_id, body) SELECT id, 'opening' FROM shifts WHERE staff_id = :clerk;
+UPDATE regions SET code = code || 'x' WHERE code = 'r' || :rn;
+SELECT s.id, r.name, count(f.id) FROM stores s JOIN regions r ON r.code = s.region_code LEFT JOIN shifts f ON f.store_id = s.id WHERE s.id = :store GROUP BY s.id, r.name;
+DELETE FROM staff WHERE id = :clerk;
+DELETE FROM stores WHERE id = :store;
+DELETE FROM regions WHERE code = 'r' || :rn || 'x';
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "INSERT INTO stores",
+      objectConfigs: [
+        objectOn("public.staff", "public.shifts", role),
+        objectGrants("SELECT (name) on regions, UPDATE on stores", role, [
+          { relation: "public.regions", privileges: ["SELECT"], columns: ["name"] },
+          { relation: "public.stores", privileges: ["UPDATE"] },
+        ]),
+      ],
+      sensitive: "staff.name",
     },
   ];
 }

@@ -343,3 +343,33 @@ describe("the rows an action reaches fire their own (the tree workload's shapes)
     });
   });
 });
+
+describe("a key given by ON UPDATE CASCADE is checked; one set NULL is not (the stores workload's shapes)", () => {
+  const keys: ForeignKey[] = [
+    {
+      child: "public.store",
+      parent: "public.region",
+      columns: ["code"],
+      parentColumns: ["code"],
+      onUpdate: "cascade",
+    },
+  ];
+  const rekey = load({
+    relations: [{ relation: "public.region", write: "UPDATE", writtenColumns: ["code"] }],
+  });
+  it("each store row the cascade reached checks its new region", () => {
+    const context = fkContext({
+      transactionsPerSec: 1,
+      statements: [rekey],
+      foreignKeys: keys,
+      log: DEFAULT_LOG_CONTEXT,
+      notes: [],
+      tableDeletesPerSec: {},
+      tableUpdatesPerSec: { "public.region": 1, "public.store": 3 },
+    });
+    expect(fkChecksOf(rekey, keys, context).map((a) => `${a.kind} ${a.table} x${a.perCall}`)).toEqual([
+      "UPDATE public.store x1",
+      "check public.region x3",
+    ]);
+  });
+});
