@@ -245,6 +245,11 @@ export interface Interval {
   clientsHidden: boolean;
   /** Whether a session was seen inside a transaction block. */
   transactionBlocksSeen: boolean;
+  /**
+   * How often each (user, application, client host) was seen running a statement, keyed by
+   * `JSON.stringify([user, application, host])`: the names the workload's log lines carry.
+   */
+  activeNames?: Map<string, number>;
   observed: Observed;
 }
 

@@ -395,7 +395,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   try {
     await client.query(tagged("SET application_name = 'auditpipe-estimate'"));
     const setup = await readSetup(client, options);
-    const { useStatements, catalog, log, warnings } = setup;
+    const { useStatements, catalog, warnings } = setup;
     const nested = await nestedTracking(client, {
       statements: useStatements,
       requested: options.trackNested ?? false,
@@ -410,6 +410,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       warnings,
     );
     const notes = [...rates.notes, ...nestedNotes(nested.tracking, rates.statements, catalog)];
+    const log = withActiveNames(setup.log, interval.activeNames, warnings);
     const workload: Workload = {
       transactionsPerSec: rates.transactionsPerSec,
       statements: rates.statements,
@@ -529,7 +530,12 @@ async function watchInterval(
 ): Promise<{ interval: Interval; load: ServerLoad }> {
   const total = options.intervalMs ?? DEFAULT_INTERVAL_MS;
   const columns = { toplevel: nested.toplevelColumn, nested: nested.tracking.mode === "counted" };
-  const seen = { clientCounts: [] as number[], clientsHidden: false, transactionBlocksSeen: false };
+  const seen = {
+    clientCounts: [] as number[],
+    clientsHidden: false,
+    transactionBlocksSeen: false,
+    activeNames: new Map<string, number>(),
+  };
   const observed: Observed = new Map();
   const probe = new ServerLoadProbe(options.load);
   let inTransaction = false;
@@ -575,10 +581,18 @@ async function watchInterval(
   return { interval: { before, after, seconds, ...seen, observed }, load };
 }
 
-/** One poll of pg_stat_activity: active clients, hidden sessions, sessions inside transaction blocks. */
+/**
+ * One poll of pg_stat_activity: active clients, hidden sessions, sessions inside transaction
+ * blocks, and the names (user, application, client host) of the sessions running statements.
+ */
 async function pollActivity(
   client: pg.Client,
-  seen: { clientCounts: number[]; clientsHidden: boolean; transactionBlocksSeen: boolean },
+  seen: {
+    clientCounts: number[];
+    clientsHidden: boolean;
+    transactionBlocksSeen: boolean;
+    activeNames: Map<string, number>;
+  },
 ): Promise<void> {
   await client.query(tagged("SELECT pg_stat_clear_snapshot()"));
   const a = await client.query(
@@ -592,6 +606,35 @@ async function pollActivity(
   seen.clientCounts.push(a.rows[0].n);
   if (a.rows[0].hidden > 0) seen.clientsHidden = true;
   if (a.rows[0].in_block > 0) seen.transactionBlocksSeen = true;
+  if (a.rows[0].n === 0) return;
+  const names = await client.query(
+    tagged(`SELECT usename AS u, application_name AS a, coalesce(host(client_addr), '[local]') AS h, count(*)::int AS n
+              FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()
+               AND backend_type = 'client backend' AND state <> 'idle' AND usename IS NOT NULL
+             GROUP BY 1, 2, 3`),
+  );
+  for (const r of names.rows) {
+    const key = JSON.stringify([r.u, r.a ?? "", r.h]);
+    seen.activeNames.set(key, (seen.activeNames.get(key) ?? 0) + r.n);
+  }
+}
+
+/**
+ * The log context with the names of the sessions seen running statements through the sample
+ * (the most often seen), rather than those connected when it began: idle pool connections, or a
+ * load that starts with the sample, would otherwise name the lines.
+ */
+function withActiveNames(
+  log: LogContext,
+  activeNames: Map<string, number> | undefined,
+  warnings: string[],
+): LogContext {
+  const top = [...(activeNames ?? [])].sort((a, b) => b[1] - a[1])[0];
+  if (!top) return log;
+  const [user, application, host] = JSON.parse(top[0]) as [string, string, string];
+  const alone = warnings.findIndex((w) => w.startsWith("no other client is connected"));
+  if (alone >= 0) warnings.splice(alone, 1);
+  return { ...log, user, application, remoteHost: host, remotePort: host === "[local]" ? null : 54321 };
 }
 
 /**

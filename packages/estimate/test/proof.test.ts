@@ -163,6 +163,8 @@ for (const w of WORKLOADS) {
       expect(sample.statementStats).toBe(true);
       expect(sample.warnings.filter((w) => /evicted/.test(w))).toEqual([]);
       expect(sample.workload.transactionsPerSec).toBeGreaterThan(10);
+      // The lines carry the names of the sessions that ran the load (which began with the sample).
+      expect(sample.workload.log.application).toBe("pgbench");
       // What the sampler saves reads back as a workload file (`estimate --workload`, the API).
       expect(() => parseWorkload(JSON.parse(JSON.stringify(sample.workload)))).not.toThrow();
       // Counted, and the server's setting is back as it was.
