@@ -24,8 +24,35 @@ export interface Projection {
 // Built on first use: the first Intl formatter loads ICU's data (~15-25 ms of CPU), which a
 // sidecar's start-up need not pay for a message only a short burst ever shows.
 let secondsFormat: Intl.NumberFormat | undefined;
-const seconds = (): Intl.NumberFormat =>
-  (secondsFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 }));
+
+/**
+ * `x` as `Intl.NumberFormat("en-US", { maximumFractionDigits: 2 })` writes it, without loading
+ * ICU's data below 1000 (no digit grouping) — the span of every short log, the one place this is
+ * read: an `analyze --json` of such a log paid ~10-16 ms of CPU for the formatter at its end, after
+ * its workers. ICU rounds the shortest decimal that reads back as `x` (String(x): 59.995, not the
+ * double's exact 59.99499…), half away from zero, and drops trailing zeros; so does this.
+ */
+export function formatSeconds(x: number): string {
+  const digits = x >= 0 && x < 1000 && !Object.is(x, -0) ? String(x) : "";
+  const dot = digits.indexOf(".");
+  if (digits === "" || digits.includes("e")) return intlSeconds(x);
+  if (dot < 0) return digits;
+  const frac = digits.slice(dot + 1);
+  const cents =
+    Number(digits.slice(0, dot)) * 100 +
+    Number(frac.slice(0, 2).padEnd(2, "0")) +
+    (frac.length > 2 && frac.charCodeAt(2) >= 53 /* 5 */ ? 1 : 0);
+  if (cents >= 100_000) return intlSeconds(x); // 999.995 and above round to 1,000
+  const whole = Math.floor(cents / 100);
+  const rest = cents % 100;
+  if (rest === 0) return String(whole);
+  return rest % 10 === 0 ? `${whole}.${rest / 10}` : `${whole}.${String(rest).padStart(2, "0")}`;
+}
+
+function intlSeconds(x: number): string {
+  secondsFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+  return secondsFormat.format(x);
+}
 
 /**
  * `bytes` logged over `spanSeconds` of log time (null: the records carry no timestamps),
@@ -44,7 +71,7 @@ export function projectVolume(bytes: number, spanSeconds: number | null, entries
       mbPerHour: null,
       gbPerDay: null,
       reason:
-        `the entries span ${seconds().format(spanSeconds)} s of log time; a projection needs at least ` +
+        `the entries span ${formatSeconds(spanSeconds)} s of log time; a projection needs at least ` +
         `${MIN_PROJECTION_SECONDS} s (a shorter burst says nothing about a day)`,
     };
   }

@@ -24,14 +24,17 @@ import {
   SCAN_INCOMPLETE_QUOTED,
 } from "./_csv-fields.ts";
 import { findTimestampLine, NO_PENDING_LINE } from "./_resync.ts";
+import { AUDIT_PREFIX, AuditPayloadError, parseAuditPayloadAt } from "./audit-payload.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
-import type { LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
+import type { AuditEntry, LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
 
 /** Column counts PostgreSQL writes: ≤12 (23), 13 (24, backend_type), 14–17 (26, leader_pid, query_id). */
 const COLUMNS_PG12 = 23;
 const COLUMNS_PG13 = 24;
 const COLUMNS_PG14 = 26;
+/** The message's column. */
+const MESSAGE = 13;
 
 /** Reads PostgreSQL csvlog (23, 24 or 26 columns) from chunks split anywhere. */
 export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
@@ -41,6 +44,7 @@ export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}
     options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES,
     lean || options.omitUnreadFields === true,
     lean,
+    options.decodeAuditEntries === true,
   );
 }
 
@@ -51,6 +55,8 @@ class CsvlogParser implements LogParser {
   private readonly omit: boolean;
   /** Leave UNTALLIED_FIELDS null too (ParserOptions.omitUntalliedFields). */
   private readonly omitUntallied: boolean;
+  /** Decode pgAudit entries from `chars` (ParserOptions.decodeAuditEntries). */
+  private readonly decode: boolean;
   private readonly carry = new ByteCarry();
   /** Absolute source offset of the first byte of the carry (or of the chunk being parsed). */
   private base = 0;
@@ -73,11 +79,18 @@ class CsvlogParser implements LogParser {
   /** Whether the record being decoded is not UTF-8: its fields are decoded with escapes. */
   private escaped = false;
 
-  constructor(sink: RecordSink, maxRecordBytes: number, omit: boolean, omitUntallied: boolean) {
+  constructor(
+    sink: RecordSink,
+    maxRecordBytes: number,
+    omit: boolean,
+    omitUntallied: boolean,
+    decode: boolean,
+  ) {
     this.sink = sink;
     this.maxRecordBytes = maxRecordBytes;
     this.omit = omit;
     this.omitUntallied = omitUntallied;
+    this.decode = decode;
   }
 
   push(chunk: Uint8Array): void {
@@ -275,8 +288,32 @@ class CsvlogParser implements LogParser {
       queryId: all && n === COLUMNS_PG14 ? this.str(25) : null,
     };
     if (this.escaped) record.invalidUtf8 = true;
-    this.sink.record(record);
+    if (this.decode && this.asciiRecord) this.sink.record(record, this.auditEntry());
+    else this.sink.record(record);
     return true;
+  }
+
+  /**
+   * The pgAudit entry of the ASCII record being decoded, read from `chars` where its message lies
+   * (ParserOptions.decodeAuditEntries); undefined for the sink to decode: no `AUDIT: `, doubled
+   * quotes (the message is unescaped first), or a payload that is not pgAudit's (reported there).
+   */
+  private auditEntry(): AuditEntry | undefined {
+    const f = this.fields;
+    const s = f.starts[MESSAGE]!;
+    const e = f.ends[MESSAGE]!;
+    if (
+      f.kinds[MESSAGE] === FIELD_ESCAPED ||
+      !this.chars.startsWith(AUDIT_PREFIX, s) ||
+      e - s < AUDIT_PREFIX.length
+    )
+      return undefined;
+    try {
+      return parseAuditPayloadAt(this.chars, s, e);
+    } catch (error) {
+      if (error instanceof AuditPayloadError) return undefined;
+      throw error;
+    }
   }
 
   /** Field k as text; null for an empty unquoted field. */

@@ -59,6 +59,23 @@ describe("csvlog on real pgaudit output", () => {
     expect(records.some((r) => r.sessionLine !== null && r.applicationName !== null)).toBe(true);
   });
 
+  it("with decodeAuditEntries, gives the entries parseAuditPayload reads of the messages", () => {
+    const given: { record: LogRecord; entry: AuditEntry | undefined }[] = [];
+    const parser = createCsvlogParser(
+      { record: (record, entry) => given.push({ record, entry }), malformed: () => expect.fail("malformed") },
+      { omitUntalliedFields: true, decodeAuditEntries: true },
+    );
+    parser.push(samples.csv);
+    parser.end();
+    expect(given.map((g) => g.record)).toEqual(records.map(withoutUntallied));
+    for (const { record, entry } of given)
+      if (entry !== undefined) expect(entry).toEqual(parseAuditPayload(record.message));
+    // Not vacuous: most entries are given, and some (escaped statements) are left to decode.
+    const n = given.filter((g) => g.entry !== undefined).length;
+    expect(n).toBeGreaterThan(entries.length / 2);
+    expect(n).toBeLessThan(entries.length);
+  });
+
   const find = (statement: string): AuditEntry[] =>
     entries.filter((e) => e.entry.statement === statement).map((e) => e.entry);
 

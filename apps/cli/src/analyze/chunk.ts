@@ -268,7 +268,7 @@ export async function readChunk(
   const parse = createParser(
     task.format,
     {
-      record(record: LogRecord): void {
+      record(record: LogRecord, decoded?: AuditEntry): void {
         const offset = base + record.offset;
         if (offset >= end) {
           if (next < 0) next = offset;
@@ -276,7 +276,7 @@ export async function readChunk(
         }
         tally.addRecord();
         records++;
-        const entry = decodeAuditEntry(record, badPayload);
+        const entry = decoded ?? decodeAuditEntry(record, badPayload);
         noteSigns(signs, record, entry);
         held.add(record, entry, offset);
         if (entry !== undefined) tally.addEntry(entry, record);
@@ -294,10 +294,11 @@ export async function readChunk(
     },
     // No record leaves this reader but as what the tally, the join and its events read (their
     // places and times): none reads UNREAD_FIELDS or UNTALLIED_FIELDS. The tests check the report
-    // against the serial reader's, which keeps them when a caller takes records.
+    // against the serial reader's, which keeps them when a caller takes records. csvlog decodes
+    // the entries where its text lies (the same entries, read in place).
     task.prefix === undefined
-      ? { omitUntalliedFields: true }
-      : { prefix: task.prefix, omitUntalliedFields: true },
+      ? { omitUntalliedFields: true, decodeAuditEntries: true }
+      : { prefix: task.prefix, omitUntalliedFields: true, decodeAuditEntries: true },
   );
   // A read goes to the parser PARSE_BYTES at a time; the join holds the statement texts of a
   // slice (holdTexts) until it is parsed.

@@ -216,10 +216,10 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
       options.onMalformed?.(file, error);
     };
     const sink: RecordSink = {
-      record(record: LogRecord): void {
+      record(record: LogRecord, decoded?: AuditEntry): void {
         tally.addRecord();
         records++;
-        const entry = decodeAuditEntry(record, badPayload);
+        const entry = decoded ?? decodeAuditEntry(record, badPayload);
         outcomes.record(format, record, entry);
         if (entry === undefined) return;
         tally.addEntry(entry, record);
@@ -243,10 +243,14 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         format = summary.format;
         const prefix = summary.prefix;
         outcomes.file(format, prefix, file);
+        // csvlog decodes the entries where its text lies (the same entries, read in place).
+        const decodeAuditEntries = true;
         parser = createParser(
           format,
           sink,
-          prefix === undefined ? { omitUntalliedFields } : { prefix, omitUntalliedFields },
+          prefix === undefined
+            ? { omitUntalliedFields, decodeAuditEntries }
+            : { prefix, omitUntalliedFields, decodeAuditEntries },
         );
       }
       // PARSE_BYTES at a time; the joins hold the statement texts of a slice (holdTexts) until
