@@ -144,7 +144,8 @@ export interface ProofRow {
   modelledBytes: number;
 }
 
-const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
+// A value that rounds to zero prints 0.0%, never -0.0%.
+const pct = (x: number): string => `${(Math.abs(x) < 0.0005 ? 0 : x * 100).toFixed(1)}%`;
 
 /**
  * With AUDITPIPE_WRITE_PROOF=1, replaces the table between the proof markers of docs/estimator.md;
