@@ -115,7 +115,9 @@ export async function measureBytes(
   cluster: PostgresCluster,
   load: () => Promise<unknown>,
 ): Promise<VolumeReport> {
-  const file = cluster.currentLogfiles().csvlog;
+  const files = cluster.currentLogfiles();
+  const json = !files.csvlog && files.jsonlog;
+  const file = files.csvlog ?? files.jsonlog;
   if (!file) throw new Error("no csvlog file");
   // Between two marker lines: what the load wrote, and nothing of the markers themselves.
   const before = await logMarker(cluster, file);
@@ -128,9 +130,9 @@ export async function measureBytes(
   } finally {
     closeSync(fd);
   }
-  const out = join(mkdtempSync(join(tmpdir(), "auditpipe-slice-")), "slice.csv");
+  const out = join(mkdtempSync(join(tmpdir(), "auditpipe-slice-")), json ? "slice.json" : "slice.csv");
   writeFileSync(out, slice);
-  return analyzeFiles([out], { format: "csvlog" });
+  return analyzeFiles([out], { format: json ? "jsonlog" : "csvlog" });
 }
 
 export interface ProofRow {
