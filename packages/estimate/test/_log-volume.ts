@@ -13,23 +13,30 @@ import {
   parseAuditPayload,
 } from "@auditpipe/parse";
 
-export async function analyzeFiles(files: string[], options: { format: LogFormat }): Promise<VolumeReport> {
+export async function analyzeFiles(
+  files: string[],
+  options: { format: LogFormat; prefix?: string },
+): Promise<VolumeReport> {
   const tally = new VolumeTally();
   for (const file of files) {
-    const parser = createParser(options.format, {
-      record(record) {
-        tally.addRecord();
-        if (!record.message.startsWith(AUDIT_PREFIX)) return;
-        try {
-          const entry = parseAuditPayload(record.message);
-          if (entry) tally.addEntry(entry, record);
-        } catch (error) {
-          if (!(error instanceof AuditPayloadError)) throw error;
-          tally.addMalformed();
-        }
+    const parser = createParser(
+      options.format,
+      {
+        record(record) {
+          tally.addRecord();
+          if (!record.message.startsWith(AUDIT_PREFIX)) return;
+          try {
+            const entry = parseAuditPayload(record.message);
+            if (entry) tally.addEntry(entry, record);
+          } catch (error) {
+            if (!(error instanceof AuditPayloadError)) throw error;
+            tally.addMalformed();
+          }
+        },
+        malformed: () => tally.addMalformed(),
       },
-      malformed: () => tally.addMalformed(),
-    });
+      options.prefix === undefined ? {} : { prefix: options.prefix },
+    );
     parser.push(readFileSync(file));
     parser.end();
   }

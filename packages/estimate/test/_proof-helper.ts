@@ -110,15 +110,19 @@ async function logMarker(cluster: PostgresCluster, file: string): Promise<{ star
   return { start: from + tail.lastIndexOf(0x0a, at) + 1, end: from + tail.indexOf(0x0a, at) + 1 };
 }
 
-/** Runs `load` and analyzes the csvlog bytes written meanwhile (a copy of that slice of the file). */
+/** Runs `load` and analyzes the log bytes written meanwhile (csvlog, jsonlog or stderr: a copy of that slice of the file). */
 export async function measureBytes(
   cluster: PostgresCluster,
   load: () => Promise<unknown>,
 ): Promise<VolumeReport> {
   const files = cluster.currentLogfiles();
-  const json = !files.csvlog && files.jsonlog;
-  const file = files.csvlog ?? files.jsonlog;
-  if (!file) throw new Error("no csvlog file");
+  const format = files.csvlog ? "csvlog" : files.jsonlog ? "jsonlog" : "stderr";
+  const file = files.csvlog ?? files.jsonlog ?? files.stderr;
+  if (!file) throw new Error("no log file");
+  const prefix =
+    format === "stderr"
+      ? (await cluster.query<{ p: string }>("SELECT current_setting('log_line_prefix') AS p")).rows[0]!.p
+      : undefined;
   // Between two marker lines: what the load wrote, and nothing of the markers themselves.
   const before = await logMarker(cluster, file);
   await load();
@@ -130,9 +134,9 @@ export async function measureBytes(
   } finally {
     closeSync(fd);
   }
-  const out = join(mkdtempSync(join(tmpdir(), "auditpipe-slice-")), json ? "slice.json" : "slice.csv");
+  const out = join(mkdtempSync(join(tmpdir(), "auditpipe-slice-")), `slice.${format}`);
   writeFileSync(out, slice);
-  return analyzeFiles([out], { format: json ? "jsonlog" : "csvlog" });
+  return analyzeFiles([out], { format, ...(prefix === undefined ? {} : { prefix }) });
 }
 
 export interface ProofRow {
