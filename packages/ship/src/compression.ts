@@ -28,6 +28,14 @@ const OUTPUT_CHUNK_BYTES = 1 << 20;
  * takes less CPU and compresses as well or better (docs/benchmarks.md, "CPU per entry").
  */
 const ZSTD_LEVEL = 1;
+/**
+ * zstd window: 256 KiB (2^18) instead of level 1's 512 KiB for inputs this large, fixed likewise.
+ * On the sidecar's 20,000-entry batches of real audit NDJSON (~11.5 MB each) it took ~12 % less
+ * CPU and the objects came out no larger (ratio 28.3 against 28.1; docs/benchmarks.md, "CPU per
+ * entry"); 2^17 was faster again but 9 % larger. A smaller window only lowers the memory a reader
+ * needs to decode.
+ */
+const ZSTD_WINDOW_LOG = 18;
 
 const gzipAsync = promisify(gzip);
 const gunzipAsync = promisify(gunzip);
@@ -51,7 +59,10 @@ export async function compress(body: Uint8Array, compression: Compression): Prom
   return zstdAsync(body, {
     chunkSize: OUTPUT_CHUNK_BYTES,
     pledgedSrcSize: body.byteLength,
-    params: { [constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
+    params: {
+      [constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL,
+      [constants.ZSTD_c_windowLog]: ZSTD_WINDOW_LOG,
+    },
   });
 }
 

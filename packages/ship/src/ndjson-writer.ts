@@ -14,7 +14,7 @@
  * The output grows in one buffer per take, sized from the last one: a new large Buffer per flush
  * cost more in page faults than the encoding (~1 ms for 2 MB), copying into a kept one ~0.1 ms.
  */
-import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import { type AuditEntry, detached, type LogRecord } from "@auditpipe/parse";
 import { isoTimestamp } from "./_iso-timestamp.ts";
 import { NDJSON_WASM } from "./_ndjson-wasm.ts";
 import type { ShippedAttempt, ShippedOutcome, ShippedOutcomeLine, ShippedRecord } from "./types.ts";
@@ -137,6 +137,21 @@ function outcomeTextOf(outcome: ShippedOutcome, sqlstate: string | null): Buffer
 }
 /** Per-source literals (`,"source":{"file":"…","offset":`) kept at most; more start the table afresh. */
 const MAX_SOURCE_LITERALS = 64;
+/**
+ * Values of the record fields that repeat from entry to entry (user, database, application name,
+ * remote host, audit type) written as literals (their JSON text, made once) rather than as
+ * strings: no string appended to the pending text, no escaping. At most this many a take.
+ */
+const MAX_VALUE_LITERALS = 64;
+/** Values longer than this are written as strings (a literal is copied into memory at every encode). */
+const MAX_VALUE_LITERAL_UNITS = 64;
+/** The fields whose values become literals, by slot. */
+const V_USER = 0;
+const V_DATABASE = 1;
+const V_APPLICATION_NAME = 2;
+const V_REMOTE_HOST = 3;
+const V_AUDIT_TYPE = 4;
+const VALUE_FIELDS = 5;
 
 /** Encode once this many UTF-16 units are pending, so one encode's memory stays a few MB. */
 const FLUSH_UNITS = 1 << 20;
@@ -250,6 +265,16 @@ export class NdjsonWriter {
   private readonly sourceLiterals = new Map<string, number>();
   private lastSource: string | undefined;
   private lastSourceId = -1;
+  /**
+   * Value literals (see MAX_VALUE_LITERALS) by value, and per field the last value written (its
+   * own copy, compared before anything is hashed: in a log these repeat far more often than not)
+   * and its literal's id. Cleared at every take, with the source literals.
+   */
+  private readonly valueLiterals = new Map<string, { id: number; own: string }>();
+  private readonly lastValues: (string | undefined)[] = new Array<string | undefined>(VALUE_FIELDS).fill(
+    undefined,
+  );
+  private readonly lastValueIds: number[] = new Array<number>(VALUE_FIELDS).fill(-1);
   /** Nums slots of the MARK ops not yet encoded. */
   private markSlots: number[] = [];
   /**
@@ -279,9 +304,9 @@ export class NdjsonWriter {
     this.lit(L_TS);
     this.str(ts);
     this.lit(L_USER);
-    this.str(record.user);
+    this.value(V_USER, record.user);
     this.lit(L_DATABASE);
-    this.str(record.database);
+    this.value(V_DATABASE, record.database);
     this.lit(L_PID);
     this.int(record.pid);
     this.lit(L_SESSION_ID);
@@ -289,10 +314,19 @@ export class NdjsonWriter {
     this.lit(L_SESSION_LINE);
     this.int(record.sessionLine);
     this.lit(L_APPLICATION_NAME);
-    this.str(record.applicationName);
+    this.value(V_APPLICATION_NAME, record.applicationName);
     this.lit(L_REMOTE_HOST);
-    this.str(record.remoteHost);
-    this.audit(entry.auditType, entry.statementId, entry.substatementId, entry.class, entry.command);
+    this.value(V_REMOTE_HOST, record.remoteHost);
+    this.lit(L_AUDIT_TYPE);
+    this.value(V_AUDIT_TYPE, entry.auditType);
+    this.lit(L_STATEMENT_ID);
+    this.int(entry.statementId);
+    this.lit(L_SUBSTATEMENT_ID);
+    this.int(entry.substatementId);
+    this.lit(L_CLASS);
+    this.str(entry.class);
+    this.lit(L_COMMAND);
+    this.str(entry.command);
     this.lit(L_OBJECT_TYPE);
     this.str(entry.objectType);
     this.lit(L_OBJECT_NAME);
@@ -471,11 +505,14 @@ export class NdjsonWriter {
     this.outputLength = 0;
     this.entryCount = 0;
     this.first = null;
-    if (this.sourceLiterals.size > MAX_SOURCE_LITERALS) {
+    if (this.sourceLiterals.size > MAX_SOURCE_LITERALS || this.valueLiterals.size > 0) {
       this.literals.length = FIXED_LITERALS.length;
       this.literalBytes.length = FIXED_LITERALS.length;
       this.sourceLiterals.clear();
       this.lastSource = undefined;
+      this.valueLiterals.clear();
+      this.lastValues.fill(undefined);
+      this.lastValueIds.fill(-1);
     }
     return taken;
   }
@@ -606,6 +643,38 @@ export class NdjsonWriter {
       this.text += s;
       this.strUnits += n;
     }
+  }
+
+  /**
+   * A field's value as str() writes it, as a literal when it is the field's last value or has one
+   * (see valueLiterals); JSON.stringify's text of the value, so the bytes are str()'s.
+   */
+  private value(field: number, s: string | null): void {
+    if (s === null || s.length > MAX_VALUE_LITERAL_UNITS) {
+      this.str(s);
+      return;
+    }
+    if (s === this.lastValues[field]) {
+      this.lit(this.lastValueIds[field]!);
+      return;
+    }
+    let known = this.valueLiterals.get(s);
+    if (known === undefined) {
+      if (this.valueLiterals.size >= MAX_VALUE_LITERALS) {
+        this.str(s);
+        return;
+      }
+      // Its own copy: the value may be a view of the parser's whole chunk.
+      const own = detached(s);
+      const literal = Buffer.from(JSON.stringify(own));
+      known = { id: this.literals.length, own };
+      this.literals.push(literal);
+      this.literalBytes.push(literal.length);
+      this.valueLiterals.set(own, known);
+    }
+    this.lastValues[field] = known.own;
+    this.lastValueIds[field] = known.id;
+    this.lit(known.id);
   }
 
   private int(x: number | null): void {

@@ -106,6 +106,56 @@ describe("NdjsonWriter", () => {
     ]);
   });
 
+  it("writes the fields it keeps as literals (user, database, application, host, audit type) as JSON.stringify would, whatever their values", () => {
+    const ascii = Array.from({ length: 128 }, (_, c) => String.fromCharCode(c)).join("");
+    const values = [
+      "postgres",
+      "",
+      ascii,
+      'quo"te\\',
+      "é\u00ff\u0100\u07ff\u0800\uffff😀",
+      "lone \ud800 and \udfff",
+      "x".repeat(64),
+      "y".repeat(65),
+      ...Array.from({ length: 80 }, (_, i) => `role_${i}`), // more values than the writer keeps as literals
+    ];
+    const base = fixtureAuditEntries()[0]!;
+    const all = Array.from({ length: 600 }, (_, i) => {
+      const pick = (k: number): string => values[(i * k + (i >> 3)) % values.length]!;
+      // Runs of repeats (the usual case) and changes at every entry.
+      const v = (k: number): string => (i % 5 < 3 ? values[(i >> 4) % 8]! : pick(k));
+      return {
+        entry: { ...base.entry, auditType: v(3) },
+        record: {
+          ...base.record,
+          user: i % 97 === 0 ? null : v(1),
+          database: v(2),
+          applicationName: i % 89 === 0 ? null : v(5),
+          remoteHost: v(7),
+        },
+        source: base.source,
+      };
+    });
+    const expected = lines(
+      all.map(({ entry, record, source }, i) => toShippedRecord(entry, record, source, i)),
+    );
+    for (const [flushEvery, takeEvery] of [
+      [1, 1],
+      [3, 40],
+      [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY],
+    ] as const) {
+      const writer = new NdjsonWriter();
+      const taken: Buffer[] = [];
+      for (const [i, { entry, record, source }] of all.entries()) {
+        writer.addEntry(entry, record, source, i);
+        if ((i + 1) % flushEvery === 0) writer.flush();
+        if ((i + 1) % takeEvery === 0) taken.push(Buffer.from(writer.take().ndjson));
+      }
+      taken.push(writer.take().ndjson);
+      expect(Buffer.concat(taken).toString("utf8")).toBe(expected);
+    }
+  });
+
   it("counts entries and keeps the first ts that is not null, per take", () => {
     const writer = new NdjsonWriter();
     expect(writer.take()).toEqual({ ndjson: Buffer.alloc(0), entries: 0, pending: 0, firstTs: null });
