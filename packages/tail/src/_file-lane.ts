@@ -328,6 +328,10 @@ export class FileLane implements Downstream, DeliverySource, OutcomeLane {
   end(now: number): void {
     if (!this.ended) {
       this.ended = true;
+      // A file that ends without a byte read (restarted at its end, the stream rotated past it)
+      // still hands its checkpoint's state on: the next file's lane takes it over from here, and
+      // its finished checkpoint keeps it.
+      this.join ??= this.begin();
       this.parser.end();
       this.encodePending();
       this.closeBehind(now);

@@ -7,8 +7,8 @@
  *
  * What a replay needs: each lane snapshots the join at every batch end, and the checkpoint keeps
  * the snapshot at its acknowledged position (FileCheckpoint.outcome). A restarted lane restores
- * its own; a lane with none takes the join over from the file before it (live, or from that
- * file's finished checkpoint). Decisions are made from the records a batch covers, so a replay
+ * its own (as its file ends, if it read nothing: FileLane.end); a lane with none takes the join
+ * over from the file before it (live, or from that file's finished checkpoint). Decisions are made from the records a batch covers, so a replay
  * writes the same bytes.
  */
 import {
