@@ -58,6 +58,9 @@ export function statementLoads(
   const loads: StatementLoad[] = [];
   let time = 0;
   let calls = 0;
+  /** Top-level calls by role: whose sessions fired the RI statements, counted under the owner. */
+  const callsByRole = new Map<string, number>();
+  const riLoads: StatementLoad[] = [];
   for (const [key, now] of after.statements ?? []) {
     if (now.query.includes(SAMPLER_TAG)) continue;
     const prev = before.statements?.get(key);
@@ -65,9 +68,10 @@ export function statementLoads(
     if (dc <= 0) continue;
     // A nested statement's time is inside the statement that ran it: counted once, at the top.
     if (now.toplevel) time += delta(prev?.time ?? 0, now.time);
+    if (now.toplevel) callsByRole.set(now.userid, (callsByRole.get(now.userid) ?? 0) + dc);
     const ri = now.toplevel ? null : riStatement(now.query);
     if (ri) {
-      loads.push({
+      const load: StatementLoad = {
         text: ri.text,
         callsPerSec: dc / seconds,
         kind: ri.kind,
@@ -75,16 +79,16 @@ export function statementLoads(
         rowsPerCall: delta(prev?.rows ?? 0, now.rows) / dc,
         params: ri.params,
         nested: true,
-      });
+      };
+      loads.push(load);
+      riLoads.push(load);
       continue;
     }
     const shape = analyzeStatement(now.query, lookup);
     const seen = now.toplevel ? observed.get(now.queryid) : undefined;
-    const inserted = shape.relations
-      .filter((r) => r.write === "INSERT" || r.write === "DELETE")
-      .map((r) => r.relation);
-    const fkParents = catalog.foreignKeys.filter(
-      (f) => inserted.includes(f.child) || inserted.includes(f.parent),
+    const written = shape.relations.filter((r) => r.write).map((r) => r.relation);
+    const related = catalog.foreignKeys.filter(
+      (f) => written.includes(f.child) || written.includes(f.parent),
     );
     if (now.toplevel) calls += dc;
     const rowsPerCall = delta(prev?.rows ?? 0, now.rows) / dc;
@@ -105,12 +109,22 @@ export function statementLoads(
         ? { observed: { bytes: seen.bytes / seen.n, quotes: seen.quotes / seen.n } }
         : {}),
       ...(now.toplevel ? {} : { nested: true }),
-      ...(fkParents.length > 0 && !fkParents.every((f) => visible(now.userid, f.parent))
+      ...(related.length > 0 &&
+      !related.every((f) => visible(now.userid, f.parent) && visible(now.userid, f.child))
         ? { fkChecksVisible: false }
         : {}),
     });
   }
-  dropInvisibleChecks(loads, catalog);
+  // An RI statement runs as the owner of the table it reads or writes, and pgaudit logs it only
+  // for a session whose role is a member of that owner: counted under the owner, it is kept for
+  // the share of the top-level calls made by such roles.
+  const allCalls = [...callsByRole.values()].reduce((a, b) => a + b, 0);
+  for (const ri of riLoads) {
+    const table = ri.relations[0]!.relation;
+    const member = [...callsByRole].reduce((sum, [role, n]) => sum + (visible(role, table) ? n : 0), 0);
+    if (allCalls > 0) ri.callsPerSec *= member / allCalls;
+  }
+  for (let i = loads.length - 1; i >= 0; i--) if (loads[i]!.callsPerSec <= 0) loads.splice(i, 1);
   let hiddenCalls = 0;
   let hiddenRoles = 0;
   for (const [userid, now] of after.hiddenCalls) {
@@ -155,29 +169,6 @@ function preparedTransactionControl(
     fixed.push(command);
   }
   return fixed;
-}
-
-/**
- * Counted RI checks run as the table's owner, so pg_stat_statements cannot say whose statement
- * fired them; pgaudit logs them only for a session user who is a member of the parent's owner.
- * A check of a parent whose every top-level inserter is not such a member is dropped, as the
- * model would not have fired it.
- */
-function dropInvisibleChecks(loads: StatementLoad[], catalog: Catalog): void {
-  for (let i = loads.length - 1; i >= 0; i--) {
-    const l = loads[i]!;
-    const checked = l.relations[0];
-    if (!l.nested || l.kind !== "SELECT" || !checked?.locked) continue;
-    const children = new Set(
-      catalog.foreignKeys.filter((f) => f.parent === checked.relation).map((f) => f.child),
-    );
-    const firing = loads.filter(
-      (s) =>
-        !s.nested &&
-        s.relations.some((r) => (r.write === "INSERT" || r.write === "UPDATE") && children.has(r.relation)),
-    );
-    if (firing.length > 0 && firing.every((s) => s.fkChecksVisible === false)) loads.splice(i, 1);
-  }
 }
 
 /** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */

@@ -22,7 +22,13 @@ import {
 import { type PostgresCluster, startPostgres } from "@auditpipe/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyConfig, measureBytes, type ProofRow, writeProofTable } from "./_proof-helper.ts";
-import { APP_SCHEMA, appWorkloads, objectGrants, type ProofWorkload } from "./_proof-workloads.ts";
+import {
+  APP_ROLE_GRANTS,
+  APP_SCHEMA,
+  appWorkloads,
+  objectGrants,
+  type ProofWorkload,
+} from "./_proof-workloads.ts";
 
 const CLIENTS = 4;
 const DESTINATION =
@@ -56,10 +62,11 @@ beforeAll(async () => {
     // AUDITPIPE_PROOF_DESTINATION=jsonlog or stderr runs the same proof there (2026-12-07: see docs/estimator.md).
     logDestination: [DESTINATION],
     pgaudit: { log: "none" },
-    // Before PostgreSQL 16 every CALL's text is its own row: room for a sample's worth of them.
+    // Before PostgreSQL 16 every CALL's text is its own row: room for a sample's worth of them
+    // (a quiet 2-core machine runs events' ~3,500 a second: 20,000 rows were evicted once).
     settings: {
       "pg_stat_statements.track_utility": true,
-      "pg_stat_statements.max": 20000,
+      "pg_stat_statements.max": 100000,
       autovacuum: false,
     },
   });
@@ -67,6 +74,7 @@ beforeAll(async () => {
   await pg.query(`CREATE ROLE ${AUDITOR} NOLOGIN`);
   await pg.pgbench(["-i", "-s", "1", "-q", "--foreign-keys"]);
   await pg.query(APP_SCHEMA);
+  await pg.query(APP_ROLE_GRANTS);
   await pg.query("VACUUM ANALYZE");
   const version = (await pg.query<{ v: string }>("SELECT version() AS v")).rows[0]!.v.split(" on ")[0];
   run = `${new Date().toISOString().slice(0, 10)}: ${version}, pgaudit 1.7, ${cpus().length} cores, load average ${load()} (1 / 5 / 15 min) at the start`;
@@ -137,7 +145,7 @@ const WORKLOADS: ProofWorkload[] = [
   ...appWorkloads(AUDITOR),
 ];
 
-async function sampleWhileLoading(args: string[]): Promise<WorkloadSample> {
+async function sampleWhileLoading(args: string[], user?: string): Promise<WorkloadSample> {
   await pg.query("SELECT pg_stat_statements_reset()");
   let load: Promise<unknown> | undefined;
   const sample = await sampleWorkload({
@@ -147,7 +155,17 @@ async function sampleWhileLoading(args: string[]): Promise<WorkloadSample> {
     onProgress: (elapsed) => {
       // The load runs inside the sampling window, so every counter sees all of it.
       if (elapsed === 0)
-        load = pg.pgbench(["-n", "-c", String(CLIENTS), "-j", "2", "-T", String(LOAD_SECONDS), ...args]);
+        load = pg.pgbench([
+          ...(user ? ["-U", user] : []),
+          "-n",
+          "-c",
+          String(CLIENTS),
+          "-j",
+          "2",
+          "-T",
+          String(LOAD_SECONDS),
+          ...args,
+        ]);
     },
   });
   await load;
@@ -163,12 +181,13 @@ for (const w of WORKLOADS) {
         writeFileSync(file, w.script ?? "");
         return file;
       });
-      const sample = await sampleWhileLoading(argv);
+      const sample = await sampleWhileLoading(argv, w.user);
       expect(sample.statementStats).toBe(true);
       expect(sample.warnings.filter((w) => /evicted/.test(w))).toEqual([]);
       expect(sample.workload.transactionsPerSec).toBeGreaterThan(10);
       // The lines carry the names of the sessions that ran the load (which began with the sample).
       expect(sample.workload.log.application).toBe("pgbench");
+      expect(sample.workload.log.user).toBe(w.user ?? "postgres");
       // What the sampler saves reads back as a workload file (`estimate --workload`, the API).
       expect(() => parseWorkload(JSON.parse(JSON.stringify(sample.workload)))).not.toThrow();
       // Counted, and the server's setting is back as it was.
@@ -222,7 +241,17 @@ for (const w of WORKLOADS) {
         const predicted = estimate(sample.workload, config);
         await applyConfig(pg, config, AUDITOR);
         const measured = await measureBytes(pg, () =>
-          pg.pgbench(["-n", "-c", String(CLIENTS), "-j", "2", "-t", String(w.txnsPerClient), ...argv]),
+          pg.pgbench([
+            ...(w.user ? ["-U", w.user] : []),
+            "-n",
+            "-c",
+            String(CLIENTS),
+            "-j",
+            "2",
+            "-t",
+            String(w.txnsPerClient),
+            ...argv,
+          ]),
         );
         const txns = CLIENTS * w.txnsPerClient;
         const row: ProofRow = {
