@@ -217,7 +217,15 @@ export interface StatementShape {
   implicitFunctions?: ImplicitFunction[];
 }
 
+/** Schemas whose relations are PostgreSQL's own, never in the catalog the sampler reads. */
 const CATALOG_SCHEMAS = new Set(["pg_catalog", "information_schema"]);
+
+/**
+ * Whether a relation pgaudit names is in the system schema, whose entries pgaudit.log_catalog =
+ * off leaves out (IsSystemNamespace: pg_catalog only; information_schema's views are logged,
+ * measured on a real server).
+ */
+export const isSystemRelation = (qualified: string): boolean => qualified.startsWith("pg_catalog.");
 
 /** What a statement is and which relations it touches, resolved against the catalog. */
 export function analyzeStatement(sql: string, lookup: RelationLookup): StatementShape {
@@ -375,7 +383,13 @@ function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved 
   const named = { bare: name, ...aliasAt(tokens, next) };
   if (!rel) {
     if (schema !== null && CATALOG_SCHEMAS.has(schema))
-      return { name: qualifiedName(schema, name), ...named, columns: [], catalog: true, next };
+      return {
+        name: qualifiedName(schema, name),
+        ...named,
+        columns: [],
+        catalog: schema === "pg_catalog",
+        next,
+      };
     if (schema === null && name.startsWith("pg_"))
       return { name: qualifiedName("pg_catalog", name), ...named, columns: [], catalog: true, next };
     return undefined;
@@ -384,7 +398,7 @@ function resolve(tokens: Token[], at: number, lookup: RelationLookup): Resolved 
     name: qualifiedName(rel.schema, rel.name),
     ...named,
     columns: rel.columns,
-    catalog: CATALOG_SCHEMAS.has(rel.schema),
+    catalog: rel.schema === "pg_catalog",
     next,
     ...(rel.viewOf ? { viewOf: rel.viewOf } : {}),
     ...(rel.partitions ? { partitions: rel.partitions } : {}),
@@ -860,8 +874,8 @@ const ANY_RELATION: RelationLookup = {
 };
 
 /**
- * Whether a statement reads system catalogs only (`pg_catalog.*`, `information_schema.*`, an
- * unqualified `pg_*`): pgaudit.log_catalog = off stops its entries. Cheap for the rest: only a
+ * Whether a statement reads system catalogs only (`pg_catalog.*`, an unqualified `pg_*`; not
+ * `information_schema.*`, whose views pgaudit logs): pgaudit.log_catalog = off stops its entries. Cheap for the rest: only a
  * text naming such a relation is read.
  */
 export function readsOnlyCatalog(sql: string): boolean {

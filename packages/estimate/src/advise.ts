@@ -16,7 +16,7 @@ import { projectVolume } from "@auditpipe/meter/projection";
 import type { AuditEntry, LogRecord } from "@auditpipe/parse";
 import { detached, parseLogTimestamp } from "@auditpipe/parse";
 import { fingerprint } from "./_fingerprint.ts";
-import { quoteIdent, quoteLiteral, readsOnlyCatalog } from "./_sql.ts";
+import { isSystemRelation, quoteIdent, quoteLiteral, readsOnlyCatalog } from "./_sql.ts";
 import { AUDIT_CLASSES, logClassOf, pgauditLogValue, sessionClasses } from "./configs.ts";
 import { auditCsv } from "./model.ts";
 
@@ -123,7 +123,6 @@ const isForeignKeyCheck = (text: string): boolean =>
   text.startsWith("SELECT 1 FROM ONLY ") && text.includes(" FOR KEY SHARE OF ");
 /** Distinct roles, objects and fingerprints kept; the rest are counted without their key. */
 const MAX_KEYS = 1000;
-const CATALOG_SCHEMAS = /^(pg_catalog|information_schema)\./;
 /** `<previously logged>`: what log_statement_once prints instead of a repeated statement. */
 const PREVIOUSLY_LOGGED = "<previously logged>";
 /** What pgaudit prints instead of a statement: no text to fingerprint or repeat. */
@@ -264,7 +263,7 @@ export class AdviceTally {
       add(slot(this.miscCommands, command, tally, OTHER), size, w);
     }
     if (
-      CATALOG_SCHEMAS.test(entry.objectName) ||
+      isSystemRelation(entry.objectName) ||
       (session && entry.objectName === "" && cls === "READ" && text !== "" && readsOnlyCatalog(text))
     )
       add(this.catalog, size, w);

@@ -7,10 +7,9 @@
  * Pure: entries in, counts out.
  */
 import type { AuditEntry } from "@auditpipe/parse";
+import { isSystemRelation } from "./_sql.ts";
 import { logClassOf, sessionClasses } from "./configs.ts";
 import type { AuditConfig } from "./types.ts";
-
-const CATALOG_SCHEMAS = /^(pg_catalog|information_schema)\./;
 
 /** The class an entry belongs to in pgaudit.log terms (MISC_SET is printed as MISC). */
 const classOf = (e: AuditEntry): string => logClassOf(e.class, e.command);
@@ -85,7 +84,7 @@ export class ConfigsFromLog {
     this.observe(e);
     for (const { config, classes, t } of this.tallies) {
       if (e.auditType !== "SESSION" || !classes.has(cls)) continue;
-      if (config.logCatalog === false && CATALOG_SCHEMAS.test(e.objectName)) continue;
+      if (config.logCatalog === false && isSystemRelation(e.objectName)) continue;
       t.entries++;
       t.bytes += bytes;
       const c = t.byClass[e.class] ?? { entries: 0, bytes: 0 };

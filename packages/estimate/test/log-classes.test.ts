@@ -356,3 +356,31 @@ describe("a view over a view, and a materialized view", () => {
     }
   });
 });
+
+describe("pgaudit.log_catalog = off", () => {
+  it("leaves out pg_catalog's relations only: a read of information_schema is logged", async () => {
+    const c = await pg.connect();
+    const logged = auditNotices(c, "AUDIT: ");
+    try {
+      const lookup = catalogLookup(await readCatalog(c));
+      await c.query(
+        "SET pgaudit.log = 'read'; SET pgaudit.log_relation = off; SET pgaudit.log_catalog = off",
+      );
+      const config = { log: ["read"], logCatalog: false };
+      const counts: number[] = [];
+      for (const sql of [
+        "SELECT relname FROM pg_class WHERE relname = 't'",
+        "SELECT count(*) FROM pg_stat_activity",
+        "SELECT t.id FROM t JOIN pg_class c ON c.relname = 't'",
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'",
+      ]) {
+        const [got, want] = await loggedAndPredicted(c, logged, lookup, config, sql);
+        expect([sql, got]).toEqual([sql, want]);
+        counts.push(got.length);
+      }
+      expect(counts).toEqual([0, 0, 1, 1]);
+    } finally {
+      await c.end();
+    }
+  });
+});
