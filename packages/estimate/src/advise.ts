@@ -432,7 +432,7 @@ export class AdviceTally {
   private catalogItem(): Candidate {
     return {
       kind: "catalog-read",
-      subject: "reads of pg_catalog and information_schema",
+      subject: "reads of pg_catalog",
       entries: this.catalog.entries,
       bytes: this.catalog.bytes,
       change: "turn pgaudit.log_catalog off",

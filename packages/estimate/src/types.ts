@@ -34,7 +34,7 @@ export interface RelationUse {
    * RETURNING needs SELECT too; an UPDATE that reads no column of its target does not.
    */
   privileges?: Privilege[];
-  /** A pg_catalog / information_schema relation (filtered out unless log_catalog is on). */
+  /** A pg_catalog relation (filtered out unless log_catalog is on; information_schema's views are not). */
   catalog?: boolean;
   /**
    * pgaudit's object type when not TABLE (a view prints VIEW, ON CONFLICT's EXCLUDED COMPOSITE
