@@ -46,14 +46,38 @@ export function delta(a: number, b: number): number {
   return Math.max(0, b - a);
 }
 
+/**
+ * Which roles' statements pgaudit logs for which sessions (sample.ts reads them): a statement
+ * that reads or writes a table is logged only for a session user who is a member of the role it
+ * runs as — a foreign-key check's is its table's owner, a SECURITY DEFINER function's statements'
+ * the function's owner. pg_stat_statements counts each under the role it ran as.
+ */
+export interface SessionRoles {
+  /** Whether sessions of `userid` are members of the owner of `table`. */
+  ofOwner(userid: string, table: string): boolean;
+  /** Whether sessions of `session` are members of `role` (both pg_stat_statements user ids). */
+  member(session: string, role: string): boolean;
+  /** Whether `userid` owns a SECURITY DEFINER function (its statements may run in others' sessions). */
+  definer(userid: string): boolean;
+}
+
+/** Every session is a member of every role: nothing is left out (no pg_stat_statements to tell). */
+export const EVERY_SESSION: SessionRoles = { ofOwner: () => true, member: () => true, definer: () => false };
+
 export function statementLoads(
   before: Snapshot,
   after: Snapshot,
   seconds: number,
   catalog: Catalog,
-  visible: (userid: string, parent: string) => boolean,
+  roles: SessionRoles,
   observed: Observed,
-): { loads: StatementLoad[]; time: number; calls: number; visibility: StatementVisibility } {
+): {
+  loads: StatementLoad[];
+  time: number;
+  calls: number;
+  visibility: StatementVisibility;
+  fkCheckShares: Record<string, number>;
+} {
   const lookup = catalogLookup(catalog);
   const loads: StatementLoad[] = [];
   let time = 0;
@@ -61,6 +85,8 @@ export function statementLoads(
   /** Top-level calls by role: whose sessions fired the RI statements, counted under the owner. */
   const callsByRole = new Map<string, number>();
   const riLoads: StatementLoad[] = [];
+  /** Nested statements that ran as a SECURITY DEFINER function's owner, by that role. */
+  const definerLoads: Array<[StatementLoad, string]> = [];
   for (const [key, now] of after.statements ?? []) {
     if (now.query.includes(SAMPLER_TAG)) continue;
     const prev = before.statements?.get(key);
@@ -97,7 +123,7 @@ export function statementLoads(
       ...shape.functions,
       ...(shape.implicitFunctions ?? []).filter((f) => !f.needsRows || rowsPerCall >= 0.5).map((f) => f.name),
     ];
-    loads.push({
+    const load: StatementLoad = {
       text: now.query,
       callsPerSec: dc / seconds,
       kind: shape.kind,
@@ -110,19 +136,37 @@ export function statementLoads(
         : {}),
       ...(now.toplevel ? {} : { nested: true }),
       ...(related.length > 0 &&
-      !related.every((f) => visible(now.userid, f.parent) && visible(now.userid, f.child))
+      !related.every((f) => roles.ofOwner(now.userid, f.parent) && roles.ofOwner(now.userid, f.child))
         ? { fkChecksVisible: false }
         : {}),
-    });
+    };
+    loads.push(load);
+    // One that reads no table is logged whoever runs it (pgaudit checks the role per table).
+    if (!now.toplevel && shape.relations.length > 0 && roles.definer(now.userid))
+      definerLoads.push([load, now.userid]);
   }
   // An RI statement runs as the owner of the table it reads or writes, and pgaudit logs it only
   // for a session whose role is a member of that owner: counted under the owner, it is kept for
   // the share of the top-level calls made by such roles.
   const allCalls = [...callsByRole.values()].reduce((a, b) => a + b, 0);
+  const share = (isMember: (session: string) => boolean): number =>
+    allCalls > 0
+      ? [...callsByRole].reduce((sum, [role, n]) => sum + (isMember(role) ? n : 0), 0) / allCalls
+      : 1;
   for (const ri of riLoads) {
     const table = ri.relations[0]!.relation;
-    const member = [...callsByRole].reduce((sum, [role, n]) => sum + (visible(role, table) ? n : 0), 0);
-    if (allCalls > 0) ri.callsPerSec *= member / allCalls;
+    ri.callsPerSec *= share((session) => roles.ofOwner(session, table));
+  }
+  // The same for a statement counted under a role that owns SECURITY DEFINER functions: run by
+  // one of them (or by that role's own sessions: an invoker's), kept for the share of top-level
+  // calls whose role is a member of it.
+  for (const [load, role] of definerLoads)
+    load.callsPerSec *= share((session) => roles.member(session, role));
+  // The same share for the checks of rows no statement in the sample explains (modelled).
+  const fkCheckShares: Record<string, number> = {};
+  for (const parent of new Set(catalog.foreignKeys.map((f) => f.parent))) {
+    const x = share((session) => roles.ofOwner(session, parent));
+    if (x < 1) fkCheckShares[parent] = x;
   }
   for (let i = loads.length - 1; i >= 0; i--) if (loads[i]!.callsPerSec <= 0) loads.splice(i, 1);
   let hiddenCalls = 0;
@@ -132,7 +176,7 @@ export function statementLoads(
     hiddenCalls += d;
     if (d > 0) hiddenRoles++;
   }
-  return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles } };
+  return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles }, fkCheckShares };
 }
 
 const TRANSACTION_CONTROL: Record<string, RegExp> = {
@@ -251,6 +295,8 @@ export interface Rates {
   tableInsertsPerSec: Record<string, number>;
   tableUpdatesPerSec: Record<string, number>;
   tableDeletesPerSec: Record<string, number>;
+  /** Per referenced table, the share of its foreign-key checks pgaudit logs, where below 1. */
+  fkCheckShares: Record<string, number>;
   transactionsPerSec: number;
   sessionsPerSec: number;
   /** The most client backends seen active at once; 0 when unknown. */
@@ -321,8 +367,8 @@ export function workloadRates(
   catalog: Catalog,
   sampled: {
     useStatements: boolean;
-    /** Whether a role's statements may see the parent table of a foreign key (pgaudit logs its checks then). */
-    visible: (userid: string, parent: string) => boolean;
+    /** Which roles' statements pgaudit logs for which sessions. */
+    roles: SessionRoles;
     privileges: Privileges;
     unreadable: string[];
   },
@@ -332,13 +378,15 @@ export function workloadRates(
   const notes: string[] = [];
   let statements: StatementLoad[];
   let meanStatementMs: number | undefined;
+  let fkCheckShares: Record<string, number> = {};
   if (sampled.useStatements) {
-    const s = statementLoads(before, after, seconds, catalog, sampled.visible, interval.observed);
+    const s = statementLoads(before, after, seconds, catalog, sampled.roles, interval.observed);
     if (s.visibility.hiddenCalls > 0 && s.visibility.visibleCalls === 0)
       throw blindSampleError(s.visibility, sampled.privileges, sampled.unreadable);
     const hidden = hiddenStatementsWarning(s.visibility, sampled.privileges);
     if (hidden) warnings.push(hidden);
     statements = s.loads;
+    fkCheckShares = s.fkCheckShares;
     if (before.evictions !== null && after.evictions !== null && after.evictions > before.evictions)
       warnings.push(
         `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
@@ -379,6 +427,7 @@ export function workloadRates(
     tableInsertsPerSec,
     tableUpdatesPerSec,
     tableDeletesPerSec,
+    fkCheckShares,
     transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
     sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
     // Hidden sessions' state is unknown, so the count of active clients is too.

@@ -88,7 +88,7 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
     for (const fk of workload.foreignKeys.filter((f) => f.child === table))
       out.push({
         entries: fkCheckEntries(r, fk.parent, fk.parentColumns, 2),
-        perSec: extra,
+        perSec: extra * (workload.fkCheckShares?.[fk.parent] ?? 1),
         commandTag: "COPY",
         xid: true,
       });

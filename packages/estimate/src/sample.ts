@@ -20,8 +20,10 @@ import {
 import { type LoadProbeOptions, ServerLoadProbe } from "./_server-load.ts";
 import {
   delta,
+  EVERY_SESSION,
   type Interval,
   type Observed,
+  type SessionRoles,
   type Snapshot,
   type StatRow,
   workloadRates,
@@ -402,11 +404,11 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       tag: tagged,
     });
     const { interval, load } = await watchInterval(client, options, useStatements, nested);
-    const visible = useStatements ? await foreignKeyVisibility(client, catalog) : () => true;
+    const roles = useStatements ? await sessionRoles(client, catalog) : EVERY_SESSION;
     const rates = workloadRates(
       interval,
       catalog,
-      { useStatements, visible, privileges: setup.privileges, unreadable: setup.unreadable },
+      { useStatements, roles, privileges: setup.privileges, unreadable: setup.unreadable },
       warnings,
     );
     const notes = [...rates.notes, ...nestedNotes(nested.tracking, rates.statements, catalog)];
@@ -419,6 +421,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       tableInsertsPerSec: rates.tableInsertsPerSec,
       tableUpdatesPerSec: rates.tableUpdatesPerSec,
       tableDeletesPerSec: rates.tableDeletesPerSec,
+      ...(Object.keys(rates.fkCheckShares).length > 0 ? { fkCheckShares: rates.fkCheckShares } : {}),
       sessionsPerSec: rates.sessionsPerSec,
       ...(rates.clients > 0 ? { clients: rates.clients } : {}),
       ...(rates.meanStatementMs === undefined ? {} : { meanStatementMs: rates.meanStatementMs }),
@@ -638,22 +641,38 @@ function withActiveNames(
 }
 
 /**
- * Whether the role that ran a statement is a member of a table's owner: pgaudit logs the
- * foreign-key checks on a parent table only for such sessions (unknown pairs count as visible).
+ * Which roles' statements pgaudit logs for which sessions: it logs a statement that reads or
+ * writes a table only for a session user who is a member of the role the statement runs as. A
+ * foreign-key check runs as the owner of its table; a SECURITY DEFINER function's statements as
+ * the function's owner. Unknown pairs count as members.
  */
-async function foreignKeyVisibility(
-  client: pg.Client,
-  catalog: Catalog,
-): Promise<(userid: string, parent: string) => boolean> {
+async function sessionRoles(client: pg.Client, catalog: Catalog): Promise<SessionRoles> {
   const owners = new Map(catalog.tables.map((t) => [t.qualified, t.owner]));
   const members = new Map<string, boolean>();
-  const pairs = await client.query(
-    tagged(`SELECT u.userid::text AS userid, o.owner, pg_has_role(u.userid, o.owner, 'MEMBER') AS m
-              FROM (SELECT DISTINCT userid FROM pg_stat_statements) u, unnest($1::text[]) o(owner)`),
+  const names = new Map<string, string>();
+  const pairs = await client.query<{ userid: string; role: string; name: string; m: boolean }>(
+    tagged(`SELECT u.userid::text AS userid, r.oid::text AS role, r.rolname AS name, pg_has_role(u.userid, r.oid, 'MEMBER') AS m
+              FROM (SELECT DISTINCT userid FROM pg_stat_statements) u, pg_roles r
+             WHERE r.rolname = ANY($1) OR r.oid IN (SELECT userid FROM pg_stat_statements)`),
     [[...new Set(owners.values())]],
   );
-  for (const r of pairs.rows) members.set(`${r.userid}|${r.owner}`, r.m);
-  return (userid, parent) => members.get(`${userid}|${owners.get(parent)}`) ?? true;
+  for (const r of pairs.rows) {
+    members.set(`${r.userid}|${r.role}`, r.m);
+    names.set(r.name, r.role);
+  }
+  const definers = await client.query<{ role: string }>(
+    tagged("SELECT DISTINCT proowner::text AS role FROM pg_proc WHERE prosecdef"),
+  );
+  const definer = new Set(definers.rows.map((r) => r.role));
+  const member = (session: string, role: string): boolean => members.get(`${session}|${role}`) ?? true;
+  return {
+    ofOwner: (userid, table) => {
+      const owner = names.get(owners.get(table) ?? "");
+      return owner === undefined || member(userid, owner);
+    },
+    member,
+    definer: (userid) => definer.has(userid),
+  };
 }
 
 /** The notes that say how statements run inside others were counted, or what modelling them misses. */

@@ -167,6 +167,12 @@ export interface Workload {
    */
   tableUpdatesPerSec?: Record<string, number>;
   tableDeletesPerSec?: Record<string, number>;
+  /**
+   * Per referenced table, the share of its foreign-key checks pgaudit logs, where below 1: the
+   * share of top-level calls whose role is a member of the table's owner (the check runs as the
+   * owner). For the checks of rows no statement explains; absent: all.
+   */
+  fkCheckShares?: Record<string, number>;
   /** Sessions opened per second (pg_stat_database.sessions); 0 for a pool of long-lived connections. */
   sessionsPerSec?: number;
   /** Concurrent active clients (for the overhead model). */

@@ -163,6 +163,12 @@ export const workloadSchema: z.ZodType<Workload, unknown> = z.object({
   tableInsertsPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
   tableUpdatesPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
   tableDeletesPerSec: z.record(z.string(), z.number().nonnegative()).optional(),
+  fkCheckShares: z
+    .record(z.string(), z.number().min(0).max(1))
+    .optional()
+    .describe(
+      "Per referenced table, the share of its foreign-key checks pgaudit logs, where below 1: the share of top-level calls whose role is a member of the table's owner. Used for the checks of rows no statement explains (inserted by functions, triggers, COPY); absent: all.",
+    ),
   sessionsPerSec: z.number().nonnegative().optional(),
   clients: z.number().int().nonnegative().optional(),
   meanStatementMs: z.number().nonnegative().optional(),

@@ -182,6 +182,36 @@ CREATE INDEX ON shifts (staff_id);
 CREATE INDEX ON shifts (store_id);
 CREATE INDEX ON shift_notes (shift_id);
 INSERT INTO queues VALUES ('q1'), ('q2'), ('q3');
+CREATE SCHEMA vault;
+CREATE TABLE vault.accounts (id int PRIMARY KEY, holder text NOT NULL, balance numeric(14,2) NOT NULL DEFAULT 0);
+CREATE TABLE vault.transfers (
+  id bigserial PRIMARY KEY,
+  src int NOT NULL REFERENCES vault.accounts (id),
+  dst int NOT NULL REFERENCES vault.accounts (id),
+  amount numeric(14,2) NOT NULL,
+  at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX ON vault.transfers (src);
+CREATE INDEX ON vault.transfers (dst);
+CREATE TABLE vault.history (account_id int NOT NULL, old_balance numeric(14,2), new_balance numeric(14,2), by_user text NOT NULL DEFAULT session_user);
+CREATE FUNCTION vault.keep_history() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $f$
+BEGIN
+  INSERT INTO vault.history (account_id, old_balance, new_balance) VALUES (NEW.id, OLD.balance, NEW.balance);
+  RETURN NEW;
+END $f$;
+CREATE TRIGGER balance_history AFTER UPDATE OF balance ON vault.accounts FOR EACH ROW EXECUTE FUNCTION vault.keep_history();
+CREATE FUNCTION vault.transfer(a int, b int, amt numeric) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
+  SET search_path = vault, pg_temp AS $f$
+DECLARE
+  t bigint;
+BEGIN
+  UPDATE accounts SET balance = balance - amt WHERE id = a;
+  UPDATE accounts SET balance = balance + amt WHERE id = b;
+  INSERT INTO transfers (src, dst, amount) VALUES (a, b, amt) RETURNING id INTO t;
+  PERFORM pg_notify('transfers', t::text);
+  RETURN t;
+END $f$;
+CREATE FUNCTION vault.balance_of(a int) RETURNS numeric LANGUAGE sql STABLE AS $f$ SELECT balance FROM vault.accounts WHERE id = a $f$;
+INSERT INTO vault.accounts SELECT g, 'holder ' || g, 1000 FROM generate_series(1, 1000) g;
 INSERT INTO jobs (queue, payload) SELECT 'q' || (1 + g % 3), '{}' FROM generate_series(1, 30000) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
   FROM generate_series(1, 1000) g;
@@ -226,10 +256,12 @@ export interface ProofWorkload {
 /** An application role that owns no table (granted what the workloads need: APP_ROLE_GRANTS). */
 export const APP_ROLE = "app";
 export const APP_ROLE_GRANTS = `CREATE ROLE ${APP_ROLE} LOGIN;
-GRANT USAGE ON SCHEMA crm TO ${APP_ROLE};
+GRANT USAGE ON SCHEMA crm, vault TO ${APP_ROLE};
 GRANT ALL ON ALL TABLES IN SCHEMA public, crm TO ${APP_ROLE};
+GRANT SELECT, UPDATE ON vault.accounts TO ${APP_ROLE};
+GRANT SELECT ON vault.transfers TO ${APP_ROLE};
 GRANT ALL ON ALL SEQUENCES IN SCHEMA public, crm TO ${APP_ROLE};
-GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public, crm TO ${APP_ROLE};
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public, crm, vault TO ${APP_ROLE};
 GRANT EXECUTE ON ALL PROCEDURES IN SCHEMA public, crm TO ${APP_ROLE};`;
 
 /** Object auditing through `role` with the given grants (column-level where columns are named). */
@@ -511,6 +543,34 @@ COMMIT;
         ]),
       ],
       sensitive: "staff.name",
+    },
+    {
+      // SECURITY DEFINER: a function and a trigger that run as the tables' owner, called by a role
+      // that is not a member of it: pgaudit logs no statement of theirs that reads a table.
+      name: "vault (SECURITY DEFINER function and trigger, SQL function, NOTIFY), as a role that owns nothing",
+      user: APP_ROLE,
+      args: ["-f", "SCRIPT"],
+      script: `\\set a random(1, 500)
+\\set b random(501, 1000)
+BEGIN;
+SELECT vault.transfer(:a, :b, 5);
+SELECT vault.balance_of(:a);
+UPDATE vault.accounts SET holder = holder WHERE id = :b;
+UPDATE vault.accounts SET balance = balance + 1 WHERE id = :a;
+SELECT t.amount, a.holder FROM vault.transfers t JOIN vault.accounts a ON a.id = t.dst WHERE t.src = :a ORDER BY t.id DESC LIMIT 3;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "SELECT vault.balance_of",
+      objectConfigs: [
+        objectOn("vault.accounts", "vault.transfers", role),
+        objectGrants("SELECT (holder) on accounts, INSERT on history", role, [
+          { relation: "vault.accounts", privileges: ["SELECT"], columns: ["holder"] },
+          { relation: "vault.history", privileges: ["INSERT"] },
+        ]),
+      ],
+      unseen: ["vault.transfer", "vault.balance_of", "vault.keep_history"],
+      sensitive: "accounts.holder",
     },
   ];
 }
