@@ -4,7 +4,7 @@
  * "Entries").
  */
 import { isMiscSetCommand, printedClass, sessionClasses } from "./configs.ts";
-import type { AuditConfig, Grant, Privilege, RelationUse, StatementLoad } from "./types.ts";
+import type { AuditConfig, Grant, ParamValue, Privilege, RelationUse, StatementLoad } from "./types.ts";
 
 /** One audit entry of a statement call, before its record is rendered. */
 export interface EntryTemplate {
@@ -15,7 +15,7 @@ export interface EntryTemplate {
   objectType: string;
   objectName: string;
   /** Statement text logged, or a marker when it is not. */
-  statement: { text: string; params: number } | "<previously logged>" | "<not logged>";
+  statement: { text: string; params: number; values?: ParamValue[] } | "<previously logged>" | "<not logged>";
   rows: number;
   /** Substatement id (FK checks are substatements of the statement that fired them). */
   substatement: number;
@@ -105,12 +105,21 @@ class StackItem {
   private readonly config: AuditConfig;
   private readonly text: string;
   private readonly params: number;
+  private readonly values: ParamValue[] | undefined;
   private readonly rows: number;
   private readonly substatement: number;
-  constructor(config: AuditConfig, text: string, params: number, rows: number, substatement: number) {
+  constructor(
+    config: AuditConfig,
+    text: string,
+    params: number,
+    rows: number,
+    substatement: number,
+    values?: ParamValue[],
+  ) {
     this.config = config;
     this.text = text;
     this.params = params;
+    this.values = values;
     this.rows = rows;
     this.substatement = substatement;
   }
@@ -125,7 +134,8 @@ class StackItem {
     let statement: EntryTemplate["statement"];
     if (c.logStatement === false) statement = "<not logged>";
     else if (this.logged && c.logStatementOnce) statement = "<previously logged>";
-    else statement = { text: this.text, params: this.params };
+    else
+      statement = { text: this.text, params: this.params, ...(this.values ? { values: this.values } : {}) };
     this.logged = true;
     this.entries.push({
       auditType,
@@ -181,7 +191,14 @@ function dmlEntries(
 function functionEntries(r: Resolved, s: StatementLoad, text: string, substatement: number): EntryTemplate[] {
   if (!r.on.has("FUNCTION")) return [];
   return (s.functions ?? []).flatMap((f) => {
-    const item = new StackItem(r.config, text, s.params ?? 0, Math.round(s.rowsPerCall), substatement);
+    const item = new StackItem(
+      r.config,
+      text,
+      s.params ?? 0,
+      Math.round(s.rowsPerCall),
+      substatement,
+      s.paramValues,
+    );
     item.add("SESSION", "FUNCTION", "EXECUTE", f, "FUNCTION");
     return item.entries;
   });
@@ -192,7 +209,7 @@ export function statementEntries(r: Resolved, s: StatementLoad, text: string): E
   const rows = Math.round(s.rowsPerCall);
   // A statement run inside another is a substatement of it (its id is at least 2).
   const sub = s.nested ? 2 : 1;
-  const item = new StackItem(r.config, text, s.params ?? 0, rows, sub);
+  const item = new StackItem(r.config, text, s.params ?? 0, rows, sub, s.paramValues);
   if (s.kind === "UTILITY") {
     const cls = utilityClass(s.command ?? "", text);
     // CALL: the procedure's FUNCTION entry comes first, then CALL's own (MISC) entry.

@@ -40,7 +40,24 @@ export interface Snapshot {
 }
 
 /** Per query id: sums of the running texts' bytes and double quotes, and how many were seen. */
-export type Observed = Map<string, { bytes: number; quotes: number; n: number }> & { unavailable?: boolean };
+/**
+ * Per query id, what pg_stat_activity showed of its running texts: sums of the whole texts'
+ * bytes, double quotes and highest `$n` (bind parameters: the extended protocol shows them, not
+ * their values) over `n` sightings, and how many sightings were cut at
+ * track_activity_query_size (their size unknown).
+ */
+export type Observed = Map<
+  string,
+  { bytes: number; quotes: number; params?: number; n: number; truncated?: number }
+> & {
+  unavailable?: boolean;
+};
+
+/** A statement whose values' sizes pg_stat_activity could not show: bind parameters, or texts cut short. */
+export interface UnsizedValues {
+  load: StatementLoad;
+  values: "parameters" | "literals";
+}
 
 export function delta(a: number, b: number): number {
   return Math.max(0, b - a);
@@ -77,6 +94,7 @@ export function statementLoads(
   calls: number;
   visibility: StatementVisibility;
   fkCheckShares: Record<string, number>;
+  unsized: UnsizedValues[];
 } {
   const lookup = catalogLookup(catalog);
   const loads: StatementLoad[] = [];
@@ -87,6 +105,7 @@ export function statementLoads(
   const riLoads: StatementLoad[] = [];
   /** Nested statements that ran as a SECURITY DEFINER function's owner, by that role. */
   const definerLoads: Array<[StatementLoad, string]> = [];
+  const unsized: UnsizedValues[] = [];
   for (const [key, now] of after.statements ?? []) {
     if (now.query.includes(SAMPLER_TAG)) continue;
     const prev = before.statements?.get(key);
@@ -111,7 +130,8 @@ export function statementLoads(
       continue;
     }
     const shape = analyzeStatement(now.query, lookup);
-    const seen = now.toplevel ? observed.get(now.queryid) : undefined;
+    const sighted = now.toplevel ? observed.get(now.queryid) : undefined;
+    const seen = sighted && sighted.n > 0 ? sighted : undefined;
     const written = shape.relations.filter((r) => r.write).map((r) => r.relation);
     const related = catalog.foreignKeys.filter(
       (f) => written.includes(f.child) || written.includes(f.parent),
@@ -141,6 +161,14 @@ export function statementLoads(
         : {}),
     };
     loads.push(load);
+    // Bind parameters (the running text shows `$1`…`$k`; pg_stat_statements numbers the
+    // constants it replaces after them): their values are logged with log_parameter.
+    const bound = seen ? Math.round((seen.params ?? 0) / seen.n) : 0;
+    if (bound > 0) {
+      load.params = bound;
+      unsized.push({ load, values: "parameters" });
+    } else if (shape.placeholders > 0 && !seen && (sighted?.truncated ?? 0) > 0)
+      unsized.push({ load, values: "literals" });
     // One that reads no table is logged whoever runs it (pgaudit checks the role per table).
     if (!now.toplevel && shape.relations.length > 0 && roles.definer(now.userid))
       definerLoads.push([load, now.userid]);
@@ -176,7 +204,14 @@ export function statementLoads(
     hiddenCalls += d;
     if (d > 0) hiddenRoles++;
   }
-  return { loads, time, calls, visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles }, fkCheckShares };
+  return {
+    loads,
+    time,
+    calls,
+    visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles },
+    fkCheckShares,
+    unsized,
+  };
 }
 
 const TRANSACTION_CONTROL: Record<string, RegExp> = {
@@ -297,6 +332,8 @@ export interface Rates {
   tableDeletesPerSec: Record<string, number>;
   /** Per referenced table, the share of its foreign-key checks pgaudit logs, where below 1. */
   fkCheckShares: Record<string, number>;
+  /** Statements whose values' sizes are still to be measured (sample.ts). */
+  unsized: UnsizedValues[];
   transactionsPerSec: number;
   sessionsPerSec: number;
   /** The most client backends seen active at once; 0 when unknown. */
@@ -379,6 +416,7 @@ export function workloadRates(
   let statements: StatementLoad[];
   let meanStatementMs: number | undefined;
   let fkCheckShares: Record<string, number> = {};
+  let unsized: UnsizedValues[] = [];
   if (sampled.useStatements) {
     const s = statementLoads(before, after, seconds, catalog, sampled.roles, interval.observed);
     if (s.visibility.hiddenCalls > 0 && s.visibility.visibleCalls === 0)
@@ -387,6 +425,7 @@ export function workloadRates(
     if (hidden) warnings.push(hidden);
     statements = s.loads;
     fkCheckShares = s.fkCheckShares;
+    unsized = s.unsized;
     if (before.evictions !== null && after.evictions !== null && after.evictions > before.evictions)
       warnings.push(
         `pg_stat_statements evicted rows ${after.evictions - before.evictions} times during the sample (pg_stat_statements.max is full): statements run rarely or with text it does not normalize (CALL and other utility statements before PostgreSQL 16) lost their calls, so the estimate is low; raise pg_stat_statements.max`,
@@ -428,6 +467,7 @@ export function workloadRates(
     tableUpdatesPerSec,
     tableDeletesPerSec,
     fkCheckShares,
+    unsized,
     transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
     sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
     // Hidden sessions' state is unknown, so the count of active clients is too.

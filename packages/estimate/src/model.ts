@@ -16,7 +16,15 @@ import { type CostOptions, costOf } from "./cost.ts";
 import type { OverheadCalibration } from "./overhead.ts";
 import { overheadRange } from "./overhead-range.ts";
 import { recordBytes, TYPICAL_QUERY_ID } from "./render.ts";
-import type { AuditConfig, Estimate, LogContext, Rate, StatementLoad, Workload } from "./types.ts";
+import type {
+  AuditConfig,
+  Estimate,
+  LogContext,
+  ParamValue,
+  Rate,
+  StatementLoad,
+  Workload,
+} from "./types.ts";
 
 export interface EstimateOptions extends CostOptions {
   /** Whether the log directory shares a disk with the data directory (overhead model); default true. */
@@ -101,12 +109,25 @@ const tagOf = (s: StatementLoad): string =>
 
 /** The text pgaudit logs: constants where pg_stat_statements shows `$n`, unless they are real parameters. */
 function loggedText(s: StatementLoad, log: LogContext): string {
-  if ((s.params ?? 0) > 0) return s.text;
+  // The text as it ran (bind parameters' `$n` included), where it was seen.
   if (s.observed) return withConstantBytes(s.text, s.observed.bytes, s.observed.quotes - quotesIn(s.text));
+  if ((s.params ?? 0) > 0) return s.text;
   return withConstants(s.text, log.constantLength);
 }
 
 const quotesIn = (text: string): number => text.split('"').length - 1;
+
+/**
+ * A value of that size as pgaudit prints one parameter: CSV-quoted when it holds `,` `"` CR or
+ * LF (the whole list is quoted again after).
+ */
+function paramText(v: ParamValue): string {
+  const quotes = Math.round(v.quotes);
+  const special = v.quoted >= 0.5 && quotes === 0 ? "," : "";
+  const value =
+    '"'.repeat(quotes) + special + "9".repeat(Math.max(0, Math.round(v.bytes) - quotes - special.length));
+  return v.quoted >= 0.5 ? auditCsv(value) : value;
+}
 
 /** pgaudit's append_valid_csv: quoted (quotes doubled) when the value holds `,` `"` CR or LF. */
 export function auditCsv(value: string): string {
@@ -118,7 +139,9 @@ function message(e: EntryTemplate, config: AuditConfig, log: LogContext, stateme
   if (typeof e.statement === "string") tail = `${e.statement},${e.statement}`;
   else {
     const n = e.statement.params;
-    const values = Array.from({ length: n }, () => "9".repeat(log.constantLength)).join(",");
+    const values = (e.statement.values ?? Array.from({ length: n }, () => undefined))
+      .map((v) => (v ? paramText(v) : "9".repeat(log.constantLength)))
+      .join(",");
     const param = !config.logParameter ? "<not logged>" : n === 0 ? "<none>" : auditCsv(values);
     tail = `${auditCsv(e.statement.text)},${param}`;
   }

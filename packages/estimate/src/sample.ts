@@ -5,7 +5,7 @@
  * Works without pg_stat_statements (coarser, and says so) and names missing privileges.
  */
 import type pg from "pg";
-import { type Catalog, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
+import { type Catalog, catalogLookup, readCatalog, SAMPLER_TAG } from "./_catalog.ts";
 import { newPgClient } from "./_pg.ts";
 import {
   grantSql,
@@ -26,10 +26,12 @@ import {
   type SessionRoles,
   type Snapshot,
   type StatRow,
+  type UnsizedValues,
   workloadRates,
 } from "./_snapshot-rates.ts";
-import { qualifiedName } from "./_sql.ts";
+import { qualifiedName, quoteIdent } from "./_sql.ts";
 import { nestedTracking } from "./_track-nested.ts";
+import { applyValueSizes, columnKey, columnsToSize, type ValueSize } from "./_value-sizes.ts";
 import { pgauditLogs } from "./configs.ts";
 import { sampleError } from "./errors.ts";
 import { modelledMisses } from "./modelled-misses.ts";
@@ -337,17 +339,23 @@ async function observeTexts(client: pg.Client, observed: Observed): Promise<void
   try {
     const r = await client.query(
       tagged(`SELECT query_id::text AS q, octet_length(query)::float8 AS b,
-                     (octet_length(query) - octet_length(replace(query, '"', '')))::float8 AS d
+                     (octet_length(query) - octet_length(replace(query, '"', '')))::float8 AS d,
+                     coalesce((SELECT max(m[1]::int) FROM regexp_matches(query, '[$]([0-9]+)', 'g') m), 0)::float8 AS p,
+                     octet_length(query) >= (SELECT setting::int - 4 FROM pg_settings WHERE name = 'track_activity_query_size') AS t
                 FROM pg_stat_activity
                WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'
-                 AND query_id IS NOT NULL AND query_id <> 0
-                 AND octet_length(query) < (SELECT setting::int - 1 FROM pg_settings WHERE name = 'track_activity_query_size')`),
+                 AND query_id IS NOT NULL AND query_id <> 0`),
     );
     for (const row of r.rows) {
-      const o = observed.get(row.q) ?? { bytes: 0, quotes: 0, n: 0 };
-      o.bytes += row.b;
-      o.quotes += row.d;
-      o.n += 1;
+      const o = observed.get(row.q) ?? { bytes: 0, quotes: 0, params: 0, n: 0, truncated: 0 };
+      // A text cut at track_activity_query_size tells only that its values are long.
+      if (row.t) o.truncated = (o.truncated ?? 0) + 1;
+      else {
+        o.bytes += row.b;
+        o.quotes += row.d;
+        o.params = (o.params ?? 0) + row.p;
+        o.n += 1;
+      }
       observed.set(row.q, o);
     }
   } catch {
@@ -412,6 +420,8 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       warnings,
     );
     const notes = [...rates.notes, ...nestedNotes(nested.tracking, rates.statements, catalog)];
+    if (rates.unsized.length > 0)
+      await sizeValues(client, rates.unsized, catalog, setup.log.constantLength, notes, warnings);
     const log = withActiveNames(setup.log, interval.activeNames, warnings);
     const workload: Workload = {
       transactionsPerSec: rates.transactionsPerSec,
@@ -673,6 +683,74 @@ async function sessionRoles(client: pg.Client, catalog: Catalog): Promise<Sessio
     member,
     definer: (userid) => definer.has(userid),
   };
+}
+
+/** Rows read per column to size its values; a sample of the table's pages, not the table. */
+const SIZE_ROWS = 500;
+
+/**
+ * Sizes the values pg_stat_activity could not show (bind parameters, texts cut at
+ * track_activity_query_size) from the columns their statements tie them to: the mean length of
+ * a few hundred of each column's values as text, computed on the server (no value leaves it).
+ */
+async function sizeValues(
+  client: pg.Client,
+  unsized: UnsizedValues[],
+  catalog: Catalog,
+  constantLength: number,
+  notes: string[],
+  warnings: string[],
+): Promise<void> {
+  const lookup = catalogLookup(catalog);
+  const tables = new Map(catalog.tables.map((t) => [t.qualified, t]));
+  const sizes = new Map<string, ValueSize>();
+  for (const { relation, column } of columnsToSize(unsized, lookup)) {
+    const table = tables.get(relation);
+    if (!table || !["r", "p", "m"].includes(table.kind)) continue;
+    // About 20 pages' worth of rows for each row wanted, of the table's pages at random.
+    const percent = Math.min(100, Math.max(0.01, (100 * 20 * SIZE_ROWS) / Math.max(1, table.rowEstimate)));
+    const v = `${quoteIdent(column)}::text`;
+    try {
+      await client.query(tagged("BEGIN"));
+      await client.query(tagged("SET LOCAL statement_timeout = '2s'"));
+      const r = await client.query<{ n: number; b: number; q: number; s: number; c: number }>(
+        tagged(`SELECT count(*)::float8 AS n, avg(octet_length(v))::float8 AS b,
+                       avg(octet_length(v) - octet_length(replace(v, '"', '')))::float8 AS q,
+                       avg(octet_length(v) - octet_length(replace(v, '''', '')))::float8 AS s,
+                       avg((v ~ '[,"\\r\\n]')::int)::float8 AS c
+                  FROM (SELECT ${v} AS v FROM ${relation} TABLESAMPLE SYSTEM (${percent})
+                         WHERE ${quoteIdent(column)} IS NOT NULL LIMIT ${SIZE_ROWS}) x`),
+      );
+      await client.query(tagged("COMMIT"));
+      const row = r.rows[0];
+      if (row && row.n > 0)
+        sizes.set(columnKey(relation, column), {
+          bytes: row.b,
+          quotes: row.q,
+          singleQuotes: row.s,
+          quoted: row.c,
+        });
+    } catch {
+      // No SELECT on it, or too slow: its values keep the constant length.
+      await client.query(tagged("ROLLBACK")).catch(() => undefined);
+    }
+  }
+  const { unsized: blind } = applyValueSizes(unsized, sizes, catalog, lookup, constantLength);
+  const params = unsized.filter((u) => u.values === "parameters").length;
+  const literals = unsized.length - params;
+  if (sizes.size > 0)
+    notes.push(
+      `values sized from ${sizes.size} column(s) they are written to or compared with (a sample of each column's rows, sizes only): ${[
+        params > 0 ? `bind parameters of ${params} statement(s), logged with log_parameter` : "",
+        literals > 0 ? `constants of ${literals} statement(s) longer than track_activity_query_size` : "",
+      ]
+        .filter(Boolean)
+        .join("; ")}`,
+    );
+  if (blind > 0)
+    warnings.push(
+      `the values of ${blind} statement(s) could not be sized (bind parameters, or texts longer than track_activity_query_size, tied to no column this role may read): each is taken as ${constantLength} bytes, so a configuration that logs them (log_parameter, or any for long constants) may be estimated low`,
+    );
 }
 
 /** The notes that say how statements run inside others were counted, or what modelling them misses. */

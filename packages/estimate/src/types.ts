@@ -67,6 +67,11 @@ export interface StatementLoad {
   rowsPerCall: number;
   /** Bind parameters per call sent through the extended protocol (logged with log_parameter); default 0. */
   params?: number;
+  /**
+   * Their values as pgaudit prints them with log_parameter, in `$n` order, sized from the
+   * columns the text ties them to (sample.ts); absent: the log context's constant length each.
+   */
+  paramValues?: ParamValue[];
   /** Whether the session user may see foreign-key checks this statement fires (member of the parent's owner); default true. */
   fkChecksVisible?: boolean;
   /**
@@ -151,6 +156,13 @@ export interface NestedTracking {
   reason: string;
   /** Whether the sampler changed pg_stat_statements.track for the sample (and put it back). */
   changed: boolean;
+}
+
+/** A bind parameter's value as text: mean bytes, double quotes, and the share that pgaudit's CSV quotes (`,` `"` CR LF). */
+export interface ParamValue {
+  bytes: number;
+  quotes: number;
+  quoted: number;
 }
 
 /** The workload the estimate runs on. */

@@ -33,6 +33,18 @@ const statement = z.object({
   params: z.number().int().nonnegative().optional(),
   fkChecksVisible: z.boolean().optional(),
   observed: z.object({ bytes: z.number().nonnegative(), quotes: z.number().nonnegative() }).optional(),
+  paramValues: z
+    .array(
+      z.object({
+        bytes: z.number().nonnegative(),
+        quotes: z.number().nonnegative(),
+        quoted: z.number().min(0).max(1),
+      }),
+    )
+    .optional()
+    .describe(
+      "Bind parameters' values as pgaudit prints them with log_parameter, in $n order: mean bytes, double quotes, and the share CSV-quoted; sized from the columns the statement ties them to.",
+    ),
   functions: z.array(z.string()).optional(),
   nested: z
     .boolean()

@@ -212,6 +212,8 @@ BEGIN
 END $f$;
 CREATE FUNCTION vault.balance_of(a int) RETURNS numeric LANGUAGE sql STABLE AS $f$ SELECT balance FROM vault.accounts WHERE id = a $f$;
 INSERT INTO vault.accounts SELECT g, 'holder ' || g, 1000 FROM generate_series(1, 1000) g;
+CREATE TABLE docs (id bigserial PRIMARY KEY, owner int NOT NULL, body jsonb NOT NULL, note text);
+CREATE INDEX ON docs (owner);
 INSERT INTO jobs (queue, payload) SELECT 'q' || (1 + g % 3), '{}' FROM generate_series(1, 30000) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
   FROM generate_series(1, 1000) g;
@@ -571,6 +573,38 @@ COMMIT;
       ],
       unseen: ["vault.transfer", "vault.balance_of", "vault.keep_history"],
       sensitive: "accounts.holder",
+    },
+    {
+      name: "docs-simple (large JSON literals)",
+      args: ["-f", "SCRIPT"],
+      script: `\\set o random(1, 200)
+SELECT '{"k": "' || repeat(md5(:o::text), 40) || '", "n": ' || :o || '}' AS body \\gset
+BEGIN;
+INSERT INTO docs (owner, body) VALUES (:o, ':body') RETURNING id AS d \\gset
+UPDATE docs SET body = ':body', note = 'seen' WHERE id = :d;
+SELECT id, body->>'n' FROM docs WHERE owner = :o ORDER BY id DESC LIMIT 2;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "INSERT INTO docs",
+      objectConfigs: [objectOn("public.docs", "public.customers", role)],
+      sensitive: "docs.body",
+    },
+    {
+      name: "docs-extended (large JSON parameters)",
+      args: ["-M", "extended", "-f", "SCRIPT"],
+      script: `\\set o random(1, 200)
+SELECT '{"k": "' || repeat(md5(:o::text), 40) || '", "n": ' || :o || '}' AS body \\gset
+BEGIN;
+INSERT INTO docs (owner, body) VALUES (:o, :body) RETURNING id AS d \\gset
+UPDATE docs SET body = :body, note = 'seen' WHERE id = :d;
+SELECT id, body->>'n' FROM docs WHERE owner = :o ORDER BY id DESC LIMIT 2;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "INSERT INTO docs",
+      objectConfigs: [objectOn("public.docs", "public.customers", role)],
+      sensitive: "docs.body",
     },
   ];
 }
