@@ -18,12 +18,13 @@ export function processIO(): CommandIO {
  */
 export async function runWithExitStatus(
   name: string,
-  load: () => Promise<Command>,
+  /** The command's module, loaded (it may start work that the arguments call for: analyze's workers). */
+  load: (argv: string[]) => Promise<Command>,
   argv: string[],
   io: CommandIO,
 ): Promise<number> {
   try {
-    const run = await load();
+    const run = await load(argv);
     return await run(argv, io);
   } catch (error) {
     if (error instanceof UsageError) {

@@ -25,8 +25,12 @@ Run 'auditpipe <command> --help' for a command's flags; 'auditpipe --version' fo
  * Each command's module is imported when that command runs, never at start-up: `analyze` must not
  * pay for the AWS SDK, Fastify, prom-client or node-postgres that `run` and `estimate` load.
  */
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  analyze: async () => (await import("./commands/analyze.ts")).analyzeCommand,
+const COMMANDS: Record<string, (argv: string[]) => Promise<Command>> = {
+  analyze: async (argv) => {
+    // Its worker threads start before its modules load (analyze/prestart.ts).
+    (await import("./analyze/prestart.ts")).prestartWorkers(argv);
+    return (await import("./commands/analyze.ts")).analyzeCommand;
+  },
   run: async () => (await import("./commands/run.ts")).runCommand,
   demo: async () => {
     const { demoCommand } = await import("./commands/demo.ts");

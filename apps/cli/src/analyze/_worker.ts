@@ -1,13 +1,17 @@
-/** A worker thread of parallel `analyze` (parallel.ts): a range reader (range-reader.ts) on its port. */
-import { parentPort, workerData } from "node:worker_threads";
-import type { ToWorker, WorkerSetup } from "./parallel.ts";
+/**
+ * A worker thread of parallel `analyze` (parallel.ts): a range reader (range-reader.ts) on its
+ * port, set up by the first message (it may be started before its setup is known: prestart.ts).
+ */
+import { parentPort } from "node:worker_threads";
+import type { FromWorker, ToWorker } from "./parallel.ts";
 import { rangeReader } from "./range-reader.ts";
 
-const setup = workerData as WorkerSetup;
 const port = parentPort!;
-const handle = rangeReader(setup.miscLogged, (message) => port.postMessage(message));
+let handle: ((message: ToWorker) => void) | undefined;
 
 port.on("message", (message: ToWorker) => {
   if (message.type === "end") port.close();
-  else handle(message);
+  else if (message.type === "setup")
+    handle = rangeReader(message.setup.miscLogged, (out: FromWorker) => port.postMessage(out));
+  else handle!(message);
 });

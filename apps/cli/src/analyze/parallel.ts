@@ -27,7 +27,7 @@
  */
 import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import type { LogFormat } from "@auditpipe/parse";
 import {
@@ -43,8 +43,12 @@ import {
   readChunk,
 } from "./chunk.ts";
 import { type LoggingSigns, mergeSigns, noSigns, outcomeHints } from "./outcomes.ts";
+import { PARALLEL_MIN_BYTES, startWorker, takeWorkers } from "./prestart.ts";
 import { rangeReader } from "./range-reader.ts";
 import { type AnalyzeOptions, type FileSummary, fileStart } from "./read-logs.ts";
+
+/** Inputs smaller than this are read in this thread (a worker's start-up costs more than it saves). */
+export { PARALLEL_MIN_BYTES };
 
 /**
  * A range's size at most. A range read ahead of the join holds its edge until merged, and in a log
@@ -54,8 +58,6 @@ import { type AnalyzeOptions, type FileSummary, fileStart } from "./read-logs.ts
 export const MAX_RANGE_BYTES: number = 64 << 20;
 /** A range's size at least, where a file is cut in more than one (smaller ones share little work). */
 export const MIN_RANGE_BYTES: number = 8 << 20;
-/** Inputs smaller than this are read in this thread (a worker's start-up costs more than it saves). */
-export const PARALLEL_MIN_BYTES: number = 24 << 20;
 /**
  * Ranges a reader holds read and not yet merged, and their bytes at most: it reads no further
  * range until one is merged (it may always hold one). A held range is its join's state and its
@@ -112,7 +114,9 @@ export type ToWorker =
   | { type: "read"; task: ChunkTask; join?: JoinFrom }
   | { type: "join"; index: number; state: JoinState | undefined }
   | { type: "drop"; index: number }
-  | { type: "end" };
+  | { type: "end" }
+  /** First, to every worker: what it reads with (a worker may be started before it is known: prestart.ts). */
+  | { type: "setup"; setup: WorkerSetup };
 export type FromWorker =
   | { type: "read"; read: ChunkRead }
   | { type: "joined"; joined: ChunkJoined }
@@ -494,12 +498,6 @@ class InlineRunner implements Runner {
 }
 
 /** The worker entry: the source next to this file, or the bundle's `analyze-worker.js` next to main.js. */
-function workerUrl(): { url: URL; execArgv?: string[] } {
-  const here = import.meta.url;
-  if (here.endsWith(".ts"))
-    return { url: new URL("./_worker.ts", here), execArgv: ["--conditions=@auditpipe/source"] };
-  return { url: new URL(here.includes("/chunks/") ? "../analyze-worker.js" : "./analyze-worker.js", here) };
-}
 
 /**
  * Ranges read and joined by `jobs` threads: this one and jobs - 1 workers. This thread's own work
@@ -525,9 +523,11 @@ class ThreadRunner implements Runner {
   private closing = false;
 
   constructor(jobs: number, setup: WorkerSetup) {
-    const { url, execArgv } = workerUrl();
+    // Those started as the command was dispatched (prestart.ts), then any more.
+    const started = takeWorkers(jobs - 1);
     for (let i = 0; i < jobs - 1; i++) {
-      const worker = new Worker(url, { workerData: setup, ...(execArgv ? { execArgv } : {}) });
+      const worker = started[i] ?? startWorker();
+      worker.postMessage({ type: "setup", setup } satisfies ToWorker);
       const receive = this.receiver(i);
       worker.on("message", receive);
       worker.on("error", (error) => this.push({ type: "error", message: error.message }));

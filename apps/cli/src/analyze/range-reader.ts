@@ -65,6 +65,7 @@ export function rangeReader(
           held.delete(message.index);
           return;
         case "end":
+        case "setup": // a worker's, handled by _worker.ts
           return;
       }
     } catch (error) {

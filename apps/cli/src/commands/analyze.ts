@@ -6,6 +6,7 @@ import { LogCoverage } from "../analyze/coverage.ts";
 import type { OutcomeHint } from "../analyze/outcomes.ts";
 import { analyzeFilesParallel, PARALLEL_MIN_BYTES } from "../analyze/parallel.ts";
 import { describeAmbiguity, unreadableHint } from "../analyze/prefix-messages.ts";
+import { takeWorkers } from "../analyze/prestart.ts";
 import {
   type AnalyzeOptions,
   analyzeFiles,
@@ -152,6 +153,14 @@ interface Heard {
 }
 
 export async function analyzeCommand(argv: string[], io: CommandIO): Promise<number> {
+  try {
+    return await analyze(argv, io);
+  } finally {
+    takeWorkers(0); // any started as the command was dispatched (prestart.ts) and not read with
+  }
+}
+
+async function analyze(argv: string[], io: CommandIO): Promise<number> {
   const { values, positionals } = parseCommand(ANALYZE, argv);
   if (values.help) {
     io.stdout(helpText(ANALYZE));
@@ -169,6 +178,7 @@ export async function analyzeCommand(argv: string[], io: CommandIO): Promise<num
   // analyzeFiles reports one that ends early or is damaged and goes on (onInputError).
   const { files, jobs, total } = plan;
   const parallel = jobs > 1 && total >= PARALLEL_MIN_BYTES && !files.some((f) => isStdin(f) || isGzipFile(f));
+  if (!parallel) takeWorkers(0);
   const report = parallel
     ? await analyzeFilesParallel(files, {
         ...options,
