@@ -204,6 +204,22 @@ function functionEntries(r: Resolved, s: StatementLoad, text: string, substateme
   });
 }
 
+/**
+ * The table a CREATE TABLE (AS) makes, as pgaudit's DDL entry names it (the event trigger's
+ * object identity: `pg_temp.t` for a temporary one, unqualified taken as public).
+ */
+function createdTable(command: string | undefined, text: string): string | undefined {
+  if (command !== "CREATE TABLE" && command !== "CREATE TABLE AS") return undefined;
+  const m =
+    /^\s*create\s+(?:(?:global|local)\s+)?(temp|temporary|unlogged)?\s*table\s+(?:if\s+not\s+exists\s+)?("[^"]+"|[^\s(]+)/i.exec(
+      text,
+    );
+  if (!m) return undefined;
+  const name = m[2]!;
+  if (/^temp/i.test(m[1] ?? "")) return `pg_temp.${name.split(".").pop()}`;
+  return name.includes(".") ? name : `public.${name}`;
+}
+
 /** The entries one call of `s` writes (without the FK checks it fires). */
 export function statementEntries(r: Resolved, s: StatementLoad, text: string): EntryTemplate[] {
   const rows = Math.round(s.rowsPerCall);
@@ -214,10 +230,17 @@ export function statementEntries(r: Resolved, s: StatementLoad, text: string): E
     const cls = utilityClass(s.command ?? "", text);
     // CALL: the procedure's FUNCTION entry comes first, then CALL's own (MISC) entry.
     const functions = functionEntries(r, s, text, sub);
+    // The query it runs: the executor's READ entries first, with the utility's text.
+    const query: EntryTemplate[] = [];
+    if (s.queryRelations) {
+      const run = new StackItem(r.config, text, s.params ?? 0, rows, sub + 1, s.paramValues);
+      dmlEntries(r, run, "READ", "SELECT", s.queryRelations);
+      query.push(...run.entries);
+    }
     // COPY of a table: logged as the DML on it (log_relation, object auditing), COPY without.
     if (s.command === "COPY" && s.relations.length > 0) dmlEntries(r, item, cls, "COPY", s.relations);
-    else if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", "");
-    return [...functions, ...item.entries];
+    else if (r.on.has(cls)) item.add("SESSION", cls, s.command ?? "???", createdTable(s.command, text) ?? "");
+    return [...functions, ...query, ...item.entries];
   }
   // MERGE: pgaudit's ExecutorStart classes only SELECT, INSERT, UPDATE and DELETE; the rest is MISC `???`.
   if (s.command === "MERGE") dmlEntries(r, item, "MISC", "???", s.relations);

@@ -64,6 +64,15 @@ export function delta(a: number, b: number): number {
 }
 
 /**
+ * Transactions the clients ran between two snapshots: pg_stat_database's commits and rollbacks
+ * less one per session opened, whose start-up commits a transaction of its own (measured: pgbench
+ * `-C`, a connection per transaction, shows two per transaction).
+ */
+export function applicationTransactions(before: Snapshot, after: Snapshot): number {
+  return Math.max(0, delta(before.xacts, after.xacts) - delta(before.sessions, after.sessions));
+}
+
+/**
  * Which roles' statements pgaudit logs for which sessions (sample.ts reads them): a statement
  * that reads or writes a table is logged only for a session user who is a member of the role it
  * runs as — a foreign-key check's is its table's owner, a SECURITY DEFINER function's statements'
@@ -148,6 +157,7 @@ export function statementLoads(
       callsPerSec: dc / seconds,
       kind: shape.kind,
       ...(shape.kind === "UTILITY" || shape.command === "MERGE" ? { command: shape.command } : {}),
+      ...(shape.queryRelations ? { queryRelations: shape.queryRelations } : {}),
       relations: shape.relations,
       rowsPerCall,
       ...(functions.length > 0 ? { functions } : {}),
@@ -196,6 +206,12 @@ export function statementLoads(
     const x = share((session) => roles.ofOwner(session, parent));
     if (x < 1) fkCheckShares[parent] = x;
   }
+  // A utility's query that pg_stat_statements counted as a nested statement of its own (COPY's,
+  // with track = all) is that statement's entry, not the utility's too.
+  const nestedTexts = loads.filter((l) => l.nested).map((l) => withoutNumbers(l.text));
+  for (const l of loads)
+    if (l.queryRelations && nestedTexts.some((t) => t.length > 0 && withoutNumbers(l.text).includes(t)))
+      delete l.queryRelations;
   for (let i = loads.length - 1; i >= 0; i--) if (loads[i]!.callsPerSec <= 0) loads.splice(i, 1);
   let hiddenCalls = 0;
   let hiddenRoles = 0;
@@ -213,6 +229,9 @@ export function statementLoads(
     unsized,
   };
 }
+
+/** A normalized text without its placeholders' numbers (each text numbers them from its own start). */
+const withoutNumbers = (text: string): string => text.replace(/\$\d+/g, "$").replace(/\s+/g, " ").trim();
 
 const TRANSACTION_CONTROL: Record<string, RegExp> = {
   BEGIN: /^\s*(BEGIN|START\s+TRANSACTION)\s*;?\s*$/i,
@@ -366,7 +385,7 @@ export function failedTransactionsWarning(
     .filter((s) => !s.nested && s.kind === "UTILITY" && ROLLBACK_TEXT.test(s.text))
     .reduce((sum, s) => sum + s.callsPerSec, 0);
   const failed = rolledBack - explicit;
-  const all = delta(before.xacts, after.xacts) / seconds;
+  const all = applicationTransactions(before, after) / seconds;
   // Noise: the sampler's own, a client's stray error.
   if (failed < 0.5 || failed < 0.01 * all) return null;
   return `${failed.toFixed(1)} transactions/s (${((failed / Math.max(all, failed)) * 100).toFixed(0)} %) were rolled back without a ROLLBACK this sample counted: they ended in an error. pgaudit logs a statement before it runs, so each failed one is in the log, but pg_stat_statements counts only statements that complete: the estimate is low by the failed statements' entries (the server's log shows them: ERROR and STATEMENT lines)`;
@@ -438,7 +457,7 @@ export function workloadRates(
         before,
         after,
         statements,
-        delta(before.xacts, after.xacts) / seconds,
+        applicationTransactions(before, after) / seconds,
         seconds,
         bound,
       );
@@ -468,7 +487,7 @@ export function workloadRates(
     tableDeletesPerSec,
     fkCheckShares,
     unsized,
-    transactionsPerSec: delta(before.xacts, after.xacts) / seconds,
+    transactionsPerSec: applicationTransactions(before, after) / seconds,
     sessionsPerSec: delta(before.sessions, after.sessions) / seconds,
     // Hidden sessions' state is unknown, so the count of active clients is too.
     clients: clientCounts.length > 0 && !interval.clientsHidden ? Math.max(...clientCounts) : 0,

@@ -215,6 +215,11 @@ export interface StatementShape {
   functions: string[];
   /** Functions its writes call without naming them (ImplicitCall): one entry each per call. */
   implicitFunctions?: ImplicitFunction[];
+  /**
+   * A utility statement's query (CREATE TABLE AS, CREATE MATERIALIZED VIEW, DECLARE CURSOR,
+   * COPY (query) TO): the relations it reads, logged as its READ entry before the utility's own.
+   */
+  queryRelations?: RelationUse[];
 }
 
 /** Schemas whose relations are PostgreSQL's own, never in the catalog the sampler reads. */
@@ -344,7 +349,40 @@ function utilityShape(
         ...(rel.catalog ? { catalog: true } : {}),
       });
   }
-  return { kind: "UTILITY", command, utilityClass, relations, placeholders };
+  // A query's READ entry is logged whether or not its relations are known (a temporary table).
+  const query = utilityQuery(text, command);
+  return {
+    kind: "UTILITY",
+    command,
+    utilityClass,
+    relations,
+    placeholders,
+    ...(query ? { queryRelations: analyzeStatement(query, lookup).relations } : {}),
+  };
+}
+
+/**
+ * The query a utility statement runs through the executor (pgaudit logs it as a READ, with the
+ * utility's text): CREATE TABLE/MATERIALIZED VIEW … AS, DECLARE … FOR, COPY (…) TO.
+ */
+export function utilityQuery(text: string, command: string): string | undefined {
+  const starts = "(select|with|values|table)\\b";
+  const after = (pattern: RegExp): string | undefined => {
+    const m = pattern.exec(text);
+    return m ? text.slice(m.index + m[0].length - m[1]!.length) : undefined;
+  };
+  if (command === "CREATE TABLE AS" || command === "CREATE MATERIALIZED VIEW")
+    return after(new RegExp(`\\bas\\s+\\(?\\s*${starts}`, "i"))?.replace(
+      /\s+with\s+(no\s+)?data\s*;?\s*$/i,
+      "",
+    );
+  if (command === "DECLARE CURSOR") return after(new RegExp(`\\bfor\\s+${starts}`, "i"));
+  if (command === "COPY" && /^\s*copy\s*\(/i.test(text)) {
+    const open = text.indexOf("(");
+    const close = text.lastIndexOf(")");
+    return close > open ? text.slice(open + 1, close) : undefined;
+  }
+  return undefined;
 }
 
 interface Resolved {
@@ -678,6 +716,79 @@ function mergeTarget(tokens: Token[], rel: Resolved): RelationUse {
   };
 }
 
+/** The names a WITH list defines (`WITH a AS (…), b (x) AS (…)`), anywhere in the statement. */
+function cteNames(tokens: Token[]): Set<string> {
+  const out = new Set<string>();
+  tokens.forEach((t, i) => {
+    if (
+      !isName(t) ||
+      (tokens[i - 1]?.value !== "with" &&
+        tokens[i - 1]?.value !== "," &&
+        tokens[i - 1]?.value !== "recursive")
+    )
+      return;
+    let j = i + 1;
+    // A column list: `b (x, y) AS (…)`.
+    if (tokens[j]?.value === "(") {
+      while (j < tokens.length && tokens[j]!.value !== ")") j++;
+      j++;
+    }
+    if (tokens[j]?.value === "as") out.add(t.value);
+  });
+  return out;
+}
+
+/**
+ * An unqualified name in a FROM list that is no catalog relation, no WITH query and no function:
+ * a temporary table (the sampler's catalog holds none of another session's), which pgaudit names
+ * in the session's own pg_temp_N schema.
+ */
+function temporaryTable(tokens: Token[], at: number, ctes: Set<string>): Resolved | undefined {
+  const t = tokens[at];
+  if (
+    !isName(t) ||
+    t.type !== "ident" ||
+    ctes.has(t.value) ||
+    NOT_ALIAS.has(t.value) ||
+    CLAUSE_END.has(t.value)
+  )
+    return undefined;
+  const next = tokens[at + 1]?.value;
+  if (next === "(" || next === "." || t.value.startsWith("pg_") || t.value === "lateral") return undefined;
+  return {
+    name: qualifiedName("pg_temp_9", t.value),
+    bare: t.value,
+    ...aliasAt(tokens, at + 1),
+    columns: [],
+    catalog: false,
+    next: at + 1,
+  };
+}
+
+/** Whether a `*` selects every column (not `count(*)`). */
+const hasStar = (tokens: Token[]): boolean =>
+  tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
+
+/** The tokens of the parenthesised SELECT that token `at` is in, innermost; undefined at the top level. */
+function subqueryScope(tokens: Token[], at: number): Token[] | undefined {
+  let depth = 0;
+  for (let open = at; open >= 0; open--) {
+    const v = tokens[open]!.value;
+    if (v === ")") depth++;
+    else if (v === "(" && depth-- === 0) {
+      if (tokens[open + 1]?.value !== "select") return undefined;
+      let close = open + 1;
+      for (let d = 0; close < tokens.length; close++) {
+        const w = tokens[close]!.value;
+        if (w === "(") d++;
+        else if (w === ")" && d-- === 0) break;
+      }
+      return tokens.slice(open + 1, close);
+    }
+  }
+  return undefined;
+}
+
 function dmlRelations(
   tokens: Token[],
   kind: StatementKind,
@@ -685,9 +796,8 @@ function dmlRelations(
   implicit: ImplicitFunction[] = [],
 ): RelationUse[] {
   const identifiers = new Set(tokens.filter(isName).map((t) => t.value));
-  const star =
-    tokens[0]?.value === "table" ||
-    tokens.some((t, i) => t.value === "*" && (i === 0 || tokens[i - 1]?.value !== "("));
+  const star = tokens[0]?.value === "table" || hasStar(tokens);
+  const ctes = cteNames(tokens);
   const lock = lockingClause(tokens);
   // One entry per range-table entry: a table named twice (an UPDATE's target read again in a
   // subquery, a self-join) is two, and pgaudit logs each.
@@ -700,7 +810,12 @@ function dmlRelations(
       found.push(target, ...plannerRelations(rel, write, target));
       return;
     }
-    const read = star ? undefined : rel.columns.filter((c) => identifiers.has(c));
+    // A table read in a subquery is read for the columns the subquery names (they are visible
+    // nowhere else); elsewhere for every column of it the statement names.
+    const scope = subqueryScope(tokens, rel.next - 1);
+    const names = scope ? new Set(scope.filter(isName).map((t) => t.value)) : identifiers;
+    const all = scope ? hasStar(scope) : star;
+    const read = all ? undefined : rel.columns.filter((c) => names.has(c));
     const locked =
       lock !== null &&
       (lock.length === 0 || lock.includes(rel.bare) || (rel.alias !== undefined && lock.includes(rel.alias)));
@@ -792,7 +907,7 @@ function dmlRelations(
       // FROM a, b c, schema.d AS e
       let at = tokens[i + 1]?.value === "only" ? i + 2 : i + 1;
       for (;;) {
-        const rel = resolve(tokens, at, lookup);
+        const rel = resolve(tokens, at, lookup) ?? temporaryTable(tokens, at, ctes);
         if (!rel) break;
         add(rel);
         let j = rel.next;

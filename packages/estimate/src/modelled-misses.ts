@@ -1,7 +1,7 @@
 /**
  * What a modelled estimate (nested statements not counted) cannot see, named for this workload:
- * the bodies of the user functions and procedures its statements call, and of the triggers its
- * writes fire. Their statements are PL/pgSQL run conditionally, so only the server can count
+ * the bodies of the user functions and procedures its statements call, of its DO blocks, and
+ * of the triggers its writes fire. Their statements are PL/pgSQL run conditionally, so only the server can count
  * them (`--track-nested`); the model names them instead of guessing.
  */
 import type { Catalog, CatalogTrigger } from "./_catalog.ts";
@@ -26,8 +26,10 @@ export function modelledMisses(
   const free = new Set(catalog.statementFree ?? []);
   const calls = new Map<string, number>();
   const fired = new Map<string, number>();
+  let blocks = 0;
   for (const s of workload.statements) {
     if (s.nested) continue;
+    if (s.kind === "UTILITY" && s.command === "DO") blocks += s.callsPerSec;
     for (const f of s.functions ?? []) if (!free.has(f)) calls.set(f, (calls.get(f) ?? 0) + s.callsPerSec);
     for (const use of s.relations) {
       if (!use.write) continue;
@@ -44,6 +46,7 @@ export function modelledMisses(
     }
   }
   return [
+    ...(blocks > 0 ? [`the statements inside DO blocks (run ${rate(blocks)})`] : []),
     ...[...calls].map(([f, perSec]) => `the statements inside ${f}() (called ${rate(perSec)})`),
     ...[...fired].map(([t, perSec]) => `the statements of ${t}, up to ${rate(perSec)} rows`),
   ];

@@ -19,7 +19,7 @@ import {
 } from "./_privileges.ts";
 import { type LoadProbeOptions, ServerLoadProbe } from "./_server-load.ts";
 import {
-  delta,
+  applicationTransactions,
   EVERY_SESSION,
   type Interval,
   type Observed,
@@ -584,7 +584,7 @@ async function watchInterval(
     await client.query(tagged("COMMIT"));
     inTransaction = false;
     after = await snapshot(client, useStatements, columns);
-    load = await probe.finish(client, delta(before.xacts, after.xacts));
+    load = await probe.finish(client, applicationTransactions(before, after));
   } finally {
     if (inTransaction) await client.query("ROLLBACK").catch(() => {});
     // Put back before anything else can fail; on error or abort too.

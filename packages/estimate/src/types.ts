@@ -63,6 +63,12 @@ export interface StatementLoad {
   /** Command tag pgAudit prints for a UTILITY statement (BEGIN, COMMIT, SET, CREATE TABLE, ...). */
   command?: string;
   relations: RelationUse[];
+  /**
+   * A utility statement's query (CREATE TABLE AS, CREATE MATERIALIZED VIEW, DECLARE CURSOR,
+   * COPY (query) TO) and the relations it reads: pgaudit logs it as a READ, with the utility's
+   * text, before the utility's own entry. Absent when pg_stat_statements counted the query.
+   */
+  queryRelations?: RelationUse[];
   /** Rows processed per call (pg_stat_statements `rows / calls`). */
   rowsPerCall: number;
   /** Bind parameters per call sent through the extended protocol (logged with log_parameter); default 0. */

@@ -29,6 +29,12 @@ const statement = z.object({
     .optional()
     .describe("Command tag of a UTILITY statement: BEGIN, COMMIT, SET, CREATE TABLE"),
   relations: z.array(relationUse).default([]),
+  queryRelations: z
+    .array(relationUse)
+    .optional()
+    .describe(
+      "A utility statement's query (CREATE TABLE AS, CREATE MATERIALIZED VIEW, DECLARE CURSOR, COPY (query) TO) and the relations it reads: logged as a READ before the utility's own entry.",
+    ),
   rowsPerCall: z.number().nonnegative().default(1),
   params: z.number().int().nonnegative().optional(),
   fkChecksVisible: z.boolean().optional(),

@@ -606,5 +606,25 @@ COMMIT;
       objectConfigs: [objectOn("public.docs", "public.customers", role)],
       sensitive: "docs.body",
     },
+    {
+      name: "etl (temp table ON COMMIT DROP, CREATE TEMP TABLE AS, DO block, LOCK TABLE, TRUNCATE of a temp table)",
+      args: ["-f", "SCRIPT"],
+      script: `\\set o random(1, 200)
+BEGIN;
+LOCK TABLE docs IN SHARE ROW EXCLUSIVE MODE;
+CREATE TEMP TABLE batch (owner int, n int) ON COMMIT DROP;
+INSERT INTO batch SELECT :o, g FROM generate_series(1, 5) g;
+CREATE TEMP TABLE picked ON COMMIT DROP AS SELECT owner, count(*) AS n FROM batch GROUP BY owner;
+UPDATE docs SET note = 'batch ' || p.n FROM picked p WHERE docs.owner = p.owner AND docs.id IN (SELECT id FROM docs WHERE owner = :o LIMIT 2);
+DO $$ BEGIN PERFORM count(*) FROM batch; END $$;
+TRUNCATE batch;
+COMMIT;
+`,
+      txnsPerClient: 100,
+      runStatement: "LOCK TABLE docs",
+      objectConfigs: [objectOn("public.docs", "public.customers", role)],
+      unseen: ["DO blocks"],
+      sensitive: "docs.note",
+    },
   ];
 }

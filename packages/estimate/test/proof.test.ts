@@ -134,6 +134,14 @@ const WORKLOADS: ProofWorkload[] = [
     sensitive: "pgbench_accounts.abalance",
   },
   {
+    name: "TPC-B-like, a connection per transaction (-C)",
+    args: ["-C", "-b", "tpcb-like"],
+    txnsPerClient: TXNS_PER_CLIENT,
+    runStatement: "UPDATE pgbench_accounts",
+    objectConfigs: [OBJECT_TWO_TABLES],
+    sensitive: "pgbench_accounts.abalance",
+  },
+  {
     name: "read-heavy (Gold Lapel)",
     args: ["-f", "SCRIPT"],
     script: READ_HEAVY,
