@@ -15,8 +15,8 @@ import { type Compression, compress, NdjsonWriter } from "@auditpipe/ship";
 /** As the sidecar feeds them: 64 KiB parses (TrackedFile's PARSE_BYTES), 10,000-entry batches. */
 const SLICE_BYTES = 64 << 10;
 const BATCH_ENTRIES = 10_000;
-/** The sidecar's advisor sees one statement in 32 (apps/cli/src/run/sidecar.ts). */
-const ADVICE_SAMPLE_EVERY = 32;
+/** The sidecar's advisor sees one statement in 128 (apps/cli/src/run/pipeline-tap.ts). */
+const ADVICE_SAMPLE_EVERY = 128;
 
 const STAGES = ["records", "payload", "meter", "advisor", "encode", "outcome"] as const;
 type Stage = (typeof STAGES)[number];
@@ -119,7 +119,7 @@ export async function cpuStages(file: string, rounds: number): Promise<CpuStage[
     { name: "parse: csvlog records, the fields the sidecar reads", upTo: "records" },
     { name: "decode: the pgAudit payload", upTo: "payload" },
     { name: "meter: LiveMeter.entry", upTo: "meter" },
-    { name: "advisor: one statement in 32", upTo: "advisor" },
+    { name: "advisor: one statement in 128", upTo: "advisor" },
     { name: "encode: NDJSON, every shipped field", upTo: "encode" },
     { name: "outcome: the join, each entry's outcome filled in", upTo: "outcome" },
     { name: "compress: zstd level 1 (the default)", upTo: "outcome", compression: "zstd" },

@@ -375,14 +375,15 @@ describe("GET /v1/advice from the running sidecar", () => {
       if (first.status === 404)
         expect(JSON.stringify(await first.json())).toContain("AUDITPIPE_ERR_NO_ADVICE");
       await pg.pgbench(["-i", "-s", "1", "-q"]);
-      await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "100"]);
+      // 5,600 statements: one in 128 picks ~44, ~12 of them BEGIN or END.
+      await pg.pgbench(["-n", "-c", "2", "-j", "2", "-t", "400"]);
       let advice: AdviceJson & { sampled: boolean } = { items: [] } as never;
       await waitUntil(
         async () => {
           const response = await fetch(`${url}/v1/advice`);
           if (response.status !== 200) return false;
           advice = (await response.json()) as typeof advice;
-          // The sidecar samples one statement in 32: MISC (2 of TPC-B's 7 statements) shows up soon.
+          // The sidecar samples one statement in 128: MISC (2 of TPC-B's 7 statements) shows up soon.
           return advice.items.some((i) => i.kind === "transaction-control");
         },
         30_000,

@@ -64,7 +64,9 @@ export function fingerprint(sql: string): string {
       i === 0 || part === "," || part === ")" || part === "." || prev === "(" || prev === "." ? "" : " ";
     out += glue + part;
   }
-  // `IN (?, ?, ?)` and `VALUES (?, ?), (?, ?)` fold to one shape whatever the count.
-  out = out.replace(/\(\?(?:, \?)+\)/g, "(?, …)").replace(/(\(\?, …\))(?:, \(\?, …\))+/g, "$1");
+  // `IN (?, ?, ?)` and `VALUES (?, ?), (?, ?)` fold to one shape whatever the count. Both patterns
+  // hold `(?, `: a text without it (most statements) skips the two regular expressions.
+  if (out.includes("(?, "))
+    out = out.replace(/\(\?(?:, \?)+\)/g, "(?, …)").replace(/(\(\?, …\))(?:, \(\?, …\))+/g, "$1");
   return out.length > MAX_FINGERPRINT_CHARS ? `${out.slice(0, MAX_FINGERPRINT_CHARS - 1)}…` : out;
 }

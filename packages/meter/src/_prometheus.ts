@@ -6,8 +6,9 @@
  * No label takes unbounded values: class and audit type are capped (see _pairs.ts), sink names and
  * error codes through LabelCap, files to the MAX_FILE_SERIES largest. Users and objects are not labels.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { LabelCap, OVERFLOW_LABEL } from "./_capped.ts";
+import { collectProcessMetrics } from "./_default-metrics.ts";
 import type { PairTally } from "./_pairs.ts";
 import { WINDOWS, type WindowName, type WindowStats } from "./_windows.ts";
 import type { Tally } from "./volume.ts";
@@ -236,7 +237,7 @@ export class PrometheusMetrics {
       buckets: ACK_LATENCY_BUCKETS,
       registers,
     });
-    collectDefaultMetrics({ register: this.registry, prefix: "auditpipe_" });
+    collectProcessMetrics(this.registry, "auditpipe_");
   }
 
   sinkAck(sink: string, entries: number, bytes: number, latencyMs: number): void {

@@ -1,5 +1,6 @@
 import { LiveMeter } from "@auditpipe/meter";
 import { auditEntry, logRecord } from "@auditpipe/testkit";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "./_helper.ts";
 
@@ -75,6 +76,15 @@ describe("Prometheus registry", () => {
     expect(text).toContain("# TYPE auditpipe_audit_entries_total counter");
     expect(text).toContain("# TYPE auditpipe_sink_ack_latency_seconds histogram");
     expect(text).toMatch(/^auditpipe_process_resident_memory_bytes \d+/m);
+  });
+
+  it("has prom-client's default metrics but the per-GC histogram (docs/api.md)", async () => {
+    const defaults = new Registry();
+    collectDefaultMetrics({ register: defaults, prefix: "auditpipe_" });
+    const names = (r: Registry) => r.getMetricsAsArray().map((m) => m.name);
+    const ours = new Set(names(new LiveMeter().registry));
+    const left = names(defaults).filter((n) => !ours.has(n));
+    expect(left).toEqual(["auditpipe_nodejs_gc_duration_seconds"]);
   });
 
   it("never puts a user, database, object or statement into a label", async () => {

@@ -29,9 +29,11 @@ function lockParams(o: ResolvedS3SinkOptions, now: Date): Partial<PutObjectComma
 export const KEY_EXISTS = "exists";
 
 /**
- * Uploads one body. Up to the multipart threshold: one PutObject with Content-MD5 and
- * x-amz-checksum-sha256 (precomputed, so the SDK computes nothing and the store verifies both),
- * and with `ifAbsent` only if the key holds nothing yet (`If-None-Match: *`, honoured by S3 and
+ * Uploads one body. Up to the multipart threshold: one PutObject with x-amz-checksum-sha256 and
+ * the signed payload's SHA-256 (precomputed, so the SDK computes nothing and the store verifies
+ * it), Content-MD5 too with an Object Lock retention (the header stores have long required for
+ * one; S3 takes x-amz-sdk-checksum-algorithm instead, which every PUT sends), and with `ifAbsent`
+ * only if the key holds nothing yet (`If-None-Match: *`, honoured by S3 and
  * MinIO): then KEY_EXISTS when it does. Above the threshold: lib-storage's multipart Upload, each
  * part with a SHA-256 checksum the SDK computes, never conditional (the caller looks first).
  * Resolves to the version the store gave the object (versioned buckets), else undefined.
@@ -58,7 +60,8 @@ export async function putObject(
       ...common,
       Body: body,
       ContentLength: body.length,
-      ContentMD5: createHash("md5").update(body).digest("base64"),
+      // MD5 of every body was ~0.5 ms of the main thread a 20,000-entry batch.
+      ...(o.objectLock ? { ContentMD5: createHash("md5").update(body).digest("base64") } : {}),
       ChecksumAlgorithm: "SHA256",
       ChecksumSHA256: Buffer.from(meta.sha256, "hex").toString("base64"),
       ...(ifAbsent ? { IfNoneMatch: "*" } : {}),

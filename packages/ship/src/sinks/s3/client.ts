@@ -50,7 +50,7 @@ export function resolveS3Region(
  * An S3 client: credentials from the SDK's default chain (no option takes a secret), timeouts on
  * connect and socket inactivity so a hung store fails an attempt, and checksums only where we set
  * them: the SDK's default CRC32 "flexible checksums" (WHEN_SUPPORTED) send headers that several
- * S3-compatible stores reject, and we send our own SHA-256 (and MD5) on every PUT anyway.
+ * S3-compatible stores reject, and we send our own SHA-256 on every PUT anyway (and MD5 with Object Lock).
  */
 export async function createS3Client(o: S3ClientOptions): Promise<S3Client> {
   const { S3Client } = await s3Sdk();
