@@ -48,7 +48,16 @@ export interface Snapshot {
  */
 export type Observed = Map<
   string,
-  { bytes: number; quotes: number; params?: number; n: number; truncated?: number }
+  {
+    bytes: number;
+    quotes: number;
+    params?: number;
+    n: number;
+    truncated?: number;
+    /** Sightings of the statement with parallel workers of its own, and those workers. */
+    parallel?: number;
+    workers?: number;
+  }
 > & {
   unavailable?: boolean;
 };
@@ -115,6 +124,10 @@ export function statementLoads(
   /** Nested statements that ran as a SECURITY DEFINER function's owner, by that role. */
   const definerLoads: Array<[StatementLoad, string]> = [];
   const unsized: UnsizedValues[] = [];
+  /** Top-level statements with `$n` the polls never caught running (a fast one among slow ones). */
+  const unseen: StatementLoad[] = [];
+  /** Of the statements with `$n` the polls caught, how many were sent with bind parameters. */
+  const sent = { bound: 0, inline: 0 };
   for (const [key, now] of after.statements ?? []) {
     if (now.query.includes(SAMPLER_TAG)) continue;
     const prev = before.statements?.get(key);
@@ -170,18 +183,31 @@ export function statementLoads(
         ? { fkChecksVisible: false }
         : {}),
     };
+    // Parallel workers run the plan again, and pgaudit logs its entries in each (measured): as
+    // many a call as were seen beside it while it had any (they live only through its Gather).
+    const workers = sighted?.parallel ? (sighted.workers ?? 0) / sighted.parallel : 0;
+    if (workers >= 0.05) load.parallelWorkers = Math.round(workers * 100) / 100;
     loads.push(load);
     // Bind parameters (the running text shows `$1`…`$k`; pg_stat_statements numbers the
     // constants it replaces after them): their values are logged with log_parameter.
     const bound = seen ? Math.round((seen.params ?? 0) / seen.n) : 0;
+    if (seen && shape.placeholders > 0) sent[bound > 0 ? "bound" : "inline"]++;
     if (bound > 0) {
       load.params = bound;
       unsized.push({ load, values: "parameters" });
     } else if (shape.placeholders > 0 && !seen && (sighted?.truncated ?? 0) > 0)
       unsized.push({ load, values: "literals" });
+    else if (shape.placeholders > 0 && now.toplevel && !sighted) unseen.push(load);
     // One that reads no table is logged whoever runs it (pgaudit checks the role per table).
     if (!now.toplevel && shape.relations.length > 0 && roles.definer(now.userid))
       definerLoads.push([load, now.userid]);
+  }
+  // Sized as the statements the polls did catch were sent: bind parameters where most of them
+  // were, else constants in the text (an application's driver sends all one way).
+  const parameters = sent.bound > sent.inline;
+  for (const load of unseen) {
+    if (parameters) load.params = new Set(load.text.match(/\$\d+/g) ?? []).size;
+    unsized.push({ load, values: parameters ? "parameters" : "literals" });
   }
   // An RI statement runs as the owner of the table it reads or writes, and pgaudit logs it only
   // for a session whose role is a member of that owner: counted under the owner, it is kept for
@@ -228,6 +254,15 @@ export function statementLoads(
     fkCheckShares,
     unsized,
   };
+}
+
+/** The parallel workers a plan launches a call: every Gather's and Gather Merge's planned workers. */
+export function plannedWorkers(plan: unknown): number {
+  if (plan === null || typeof plan !== "object") return 0;
+  if (Array.isArray(plan)) return plan.reduce((n: number, p) => n + plannedWorkers(p), 0);
+  const node = plan as Record<string, unknown>;
+  const own = typeof node["Workers Planned"] === "number" ? (node["Workers Planned"] as number) : 0;
+  return own + plannedWorkers(node.Plan) + plannedWorkers(node.Plans);
 }
 
 /** A normalized text without its placeholders' numbers (each text numbers them from its own start). */

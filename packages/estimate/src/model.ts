@@ -50,6 +50,8 @@ interface Stream {
   commandTag: string;
   /** Whether entries print a transaction id (writes and what they fire). */
   xid: boolean;
+  /** Written by a parallel worker: no client address, a leader pid, its own line numbers. */
+  worker?: boolean;
 }
 
 function streams(workload: Workload, config: AuditConfig): Stream[] {
@@ -63,12 +65,18 @@ function streams(workload: Workload, config: AuditConfig): Stream[] {
   for (const s of workload.statements) {
     const text = loggedText(s, workload.log);
     const write = s.kind === "INSERT" || s.kind === "UPDATE" || s.kind === "DELETE";
-    out.push({
-      entries: statementEntries(r, s, text),
-      perSec: s.callsPerSec,
-      commandTag: tagOf(s),
-      xid: write || s.nested === true,
-    });
+    const entries = statementEntries(r, s, text);
+    const xid = write || s.nested === true;
+    out.push({ entries, perSec: s.callsPerSec, commandTag: tagOf(s), xid });
+    // Each parallel worker runs the plan and logs its entries again.
+    if (s.parallelWorkers)
+      out.push({
+        entries,
+        perSec: s.callsPerSec * s.parallelWorkers,
+        commandTag: tagOf(s),
+        xid,
+        worker: true,
+      });
     if (counted) continue;
     let sub = 2;
     for (const action of fkChecksOf(s, workload.foreignKeys, fk)) {
@@ -205,6 +213,20 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
   const entriesPerSec = all.reduce((sum, s) => sum + s.perSec * s.entries.length, 0);
   const ctx = sessionContext(workload.log, workload, entriesPerSec);
   const queryId = ctx.queryIds ? TYPICAL_QUERY_ID : "0";
+  // A parallel worker is a process of its own, started for the one statement, with no client
+  // connection: no user, database, application or client address (measured on PostgreSQL 15).
+  const worker: LogContext = {
+    ...ctx,
+    user: "",
+    database: "",
+    application: "",
+    remoteHost: "",
+    remotePort: null,
+    backendType: "parallel worker",
+    leaderPid: ctx.pid,
+    sessionLine: 1,
+    statementId: 1,
+  };
   const byClass: Record<string, Rate> = {};
   const byAuditType: Record<string, Rate> = {};
   const byObject: Record<string, Rate> = {};
@@ -213,12 +235,13 @@ export function estimate(workload: Workload, config: AuditConfig, options: Estim
   let nestedPerSec = 0;
   let miscPerSec = 0;
   for (const s of all) {
+    const c = s.worker ? worker : ctx;
     for (const e of s.entries) {
       if (e.substatement > 1) nestedPerSec += s.perSec;
       else if (e.class === "MISC") miscPerSec += s.perSec;
       const bytes =
         s.perSec *
-        recordBytes(ctx.destination, ctx, message(e, config, ctx, ctx.statementId), {
+        recordBytes(c.destination, c, message(e, config, c, c.statementId), {
           commandTag: s.commandTag,
           xid: s.xid ? workload.log.xid : 0,
           queryId,

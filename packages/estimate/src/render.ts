@@ -61,7 +61,7 @@ function csvRecord(ctx: LogContext, message: string, f: RecordFields): string {
     "", // location (log_error_verbosity = verbose only)
     csvQuote(ctx.application),
     csvQuote(ctx.backendType),
-    "", // leader pid
+    ctx.leaderPid === undefined ? "" : String(ctx.leaderPid),
     f.queryId,
   ].join(",");
 }
@@ -74,7 +74,8 @@ function jsonRecord(ctx: LogContext, message: string, f: RecordFields): string {
     `"user":${q(ctx.user)}`,
     `"dbname":${q(ctx.database)}`,
     `"pid":${ctx.pid}`,
-    `"remote_host":${q(ctx.remoteHost)}`,
+    // No client connection (a parallel worker): no remote_host.
+    ...(ctx.remoteHost === "" ? [] : [`"remote_host":${q(ctx.remoteHost)}`]),
     ...(ctx.remotePort === null ? [] : [`"remote_port":${ctx.remotePort}`]),
     `"session_id":${q(sessionId(ctx.pid))}`,
     `"line_num":${ctx.sessionLine}`,
@@ -86,6 +87,7 @@ function jsonRecord(ctx: LogContext, message: string, f: RecordFields): string {
     `"message":${q(message)}`,
     ...(ctx.application === "" ? [] : [`"application_name":${q(ctx.application)}`]),
     `"backend_type":${q(ctx.backendType)}`,
+    ...(ctx.leaderPid === undefined ? [] : [`"leader_pid":${ctx.leaderPid}`]),
     `"query_id":${f.queryId}`,
   ];
   return `{${parts.join(",")}}`;

@@ -23,6 +23,7 @@ import {
   EVERY_SESSION,
   type Interval,
   type Observed,
+  plannedWorkers,
   type SessionRoles,
   type Snapshot,
   type StatRow,
@@ -341,13 +342,19 @@ async function observeTexts(client: pg.Client, observed: Observed): Promise<void
       tagged(`SELECT query_id::text AS q, octet_length(query)::float8 AS b,
                      (octet_length(query) - octet_length(replace(query, '"', '')))::float8 AS d,
                      coalesce((SELECT max(m[1]::int) FROM regexp_matches(query, '[$]([0-9]+)', 'g') m), 0)::float8 AS p,
-                     octet_length(query) >= (SELECT setting::int - 4 FROM pg_settings WHERE name = 'track_activity_query_size') AS t
-                FROM pg_stat_activity
+                     octet_length(query) >= (SELECT setting::int - 4 FROM pg_settings WHERE name = 'track_activity_query_size') AS t,
+                     (SELECT count(*) FROM pg_stat_activity w WHERE w.leader_pid = a.pid AND w.pid <> a.pid)::float8 AS w
+                FROM pg_stat_activity a
                WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'
                  AND query_id IS NOT NULL AND query_id <> 0`),
     );
     for (const row of r.rows) {
       const o = observed.get(row.q) ?? { bytes: 0, quotes: 0, params: 0, n: 0, truncated: 0 };
+      // Its parallel workers at that moment (a plan runs its Gather for part of the statement only).
+      if (row.w > 0) {
+        o.parallel = (o.parallel ?? 0) + 1;
+        o.workers = (o.workers ?? 0) + row.w;
+      }
       // A text cut at track_activity_query_size tells only that its values are long.
       if (row.t) o.truncated = (o.truncated ?? 0) + 1;
       else {
@@ -420,6 +427,7 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
       warnings,
     );
     const notes = [...rates.notes, ...nestedNotes(nested.tracking, rates.statements, catalog)];
+    if (useStatements) await parallelPlans(client, rates.statements, notes);
     if (rates.unsized.length > 0)
       await sizeValues(client, rates.unsized, catalog, setup.log.constantLength, notes, warnings);
     const log = withActiveNames(setup.log, interval.activeNames, warnings);
@@ -683,6 +691,46 @@ async function sessionRoles(client: pg.Client, catalog: Catalog): Promise<Sessio
     member,
     definer: (userid) => definer.has(userid),
   };
+}
+
+/** At most this many statements' plans are read for parallel workers, the most called first. */
+const PLANS_READ = 50;
+
+/**
+ * Parallel workers of the SELECTs: a worker runs the plan again and pgaudit logs its entries once
+ * more (measured: the worker's line has no user, database or client). Too short-lived for the
+ * polls to catch reliably, they are read from the plan of each SELECT without `$n` (EXPLAIN
+ * without ANALYZE: nothing runs). The others, and one that does not plan here, keep what the
+ * polls saw.
+ */
+async function parallelPlans(client: pg.Client, statements: StatementLoad[], notes: string[]): Promise<void> {
+  const selects = statements
+    // Only a text without `$n` plans as it runs: one with constants or parameters gets a custom
+    // plan for its values (a generic plan of `owner = $1` may be parallel where none runs).
+    .filter((s) => !s.nested && s.kind === "SELECT" && s.relations.length > 0 && !/\$\d/.test(s.text))
+    .sort((a, b) => b.callsPerSec - a.callsPerSec)
+    .slice(0, PLANS_READ);
+  let parallel = 0;
+  for (const s of selects) {
+    try {
+      await client.query(tagged("BEGIN"));
+      await client.query(tagged("SET LOCAL statement_timeout = '2s'"));
+      const r = await client.query<{ "QUERY PLAN": unknown }>(tagged(`EXPLAIN (FORMAT JSON) ${s.text}`));
+      const workers = plannedWorkers(r.rows[0]?.["QUERY PLAN"]);
+      if (workers > 0) {
+        s.parallelWorkers = workers;
+        parallel++;
+      } else delete s.parallelWorkers;
+    } catch {
+      // Not plannable here (a temporary table of another session): what the polls saw stands.
+    } finally {
+      await client.query(tagged("ROLLBACK")).catch(() => undefined);
+    }
+  }
+  if (parallel > 0)
+    notes.push(
+      `${parallel} statement(s) run parallel plans (their plans' Gather nodes): each worker logs the statement's entries once more, counted`,
+    );
 }
 
 /** Rows read per column to size its values; a sample of the table's pages, not the table. */

@@ -69,6 +69,11 @@ export interface StatementLoad {
    * text, before the utility's own entry. Absent when pg_stat_statements counted the query.
    */
   queryRelations?: RelationUse[];
+  /**
+   * Parallel workers per call (pg_stat_activity's workers of a backend running it, while it had
+   * any): each logs the statement's entries again. Absent: none.
+   */
+  parallelWorkers?: number;
   /** Rows processed per call (pg_stat_statements `rows / calls`). */
   rowsPerCall: number;
   /** Bind parameters per call sent through the extended protocol (logged with log_parameter); default 0. */
@@ -140,6 +145,8 @@ export interface LogContext {
   remotePort: number | null;
   backendType: string;
   pid: number;
+  /** A parallel worker's leader (csvlog's leader_pid, jsonlog's `leader_pid`); absent for a client backend. */
+  leaderPid?: number;
   /** A typical session_line_num / `%l`. */
   sessionLine: number;
   /** A typical pgAudit statement id (statements audited so far in the session). */

@@ -29,6 +29,13 @@ const statement = z.object({
     .optional()
     .describe("Command tag of a UTILITY statement: BEGIN, COMMIT, SET, CREATE TABLE"),
   relations: z.array(relationUse).default([]),
+  parallelWorkers: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe(
+      "Parallel workers per call, seen on pg_stat_activity: pgaudit logs the statement's entries once more in each.",
+    ),
   queryRelations: z
     .array(relationUse)
     .optional()

@@ -213,6 +213,10 @@ END $f$;
 CREATE FUNCTION vault.balance_of(a int) RETURNS numeric LANGUAGE sql STABLE AS $f$ SELECT balance FROM vault.accounts WHERE id = a $f$;
 INSERT INTO vault.accounts SELECT g, 'holder ' || g, 1000 FROM generate_series(1, 1000) g;
 CREATE TABLE docs (id bigserial PRIMARY KEY, owner int NOT NULL, body jsonb NOT NULL, note text);
+CREATE TABLE batch_lines (batch int NOT NULL, label text NOT NULL, qty int NOT NULL, price numeric(10,2));
+INSERT INTO batch_lines SELECT 10000 + g / 60, 'label ' || 1 + g % 60 || ' of ' || 10000 + g / 60, 1 + g % 60, 1.5 + g % 60 FROM generate_series(1, 300000) g;
+-- One parallel worker for every scan however the table grows (the size threshold is skipped).
+ALTER TABLE batch_lines SET (parallel_workers = 1);
 CREATE INDEX ON docs (owner);
 INSERT INTO jobs (queue, payload) SELECT 'q' || (1 + g % 3), '{}' FROM generate_series(1, 30000) g;
 INSERT INTO ledger_accounts SELECT g, 'owner' || g || '@example.org', 'DE' || lpad(g::text, 20, '0'), 1000
@@ -625,6 +629,20 @@ COMMIT;
       objectConfigs: [objectOn("public.docs", "public.customers", role)],
       unseen: ["DO blocks"],
       sensitive: "docs.note",
+    },
+    {
+      name: "lines (60-row VALUES longer than track_activity_query_size, a parallel aggregate)",
+      args: ["-f", "SCRIPT"],
+      script: `\\set b random(10000, 99999)
+BEGIN;
+INSERT INTO batch_lines (batch, label, qty, price) VALUES (:b, 'label 1 of :b', 1, 1.50), (:b, 'label 2 of :b', 2, 2.50), (:b, 'label 3 of :b', 3, 3.50), (:b, 'label 4 of :b', 4, 4.50), (:b, 'label 5 of :b', 5, 5.50), (:b, 'label 6 of :b', 6, 6.50), (:b, 'label 7 of :b', 7, 7.50), (:b, 'label 8 of :b', 8, 8.50), (:b, 'label 9 of :b', 9, 9.50), (:b, 'label 10 of :b', 10, 10.50), (:b, 'label 11 of :b', 11, 11.50), (:b, 'label 12 of :b', 12, 12.50), (:b, 'label 13 of :b', 13, 13.50), (:b, 'label 14 of :b', 14, 14.50), (:b, 'label 15 of :b', 15, 15.50), (:b, 'label 16 of :b', 16, 16.50), (:b, 'label 17 of :b', 17, 17.50), (:b, 'label 18 of :b', 18, 18.50), (:b, 'label 19 of :b', 19, 19.50), (:b, 'label 20 of :b', 20, 20.50), (:b, 'label 21 of :b', 21, 21.50), (:b, 'label 22 of :b', 22, 22.50), (:b, 'label 23 of :b', 23, 23.50), (:b, 'label 24 of :b', 24, 24.50), (:b, 'label 25 of :b', 25, 25.50), (:b, 'label 26 of :b', 26, 26.50), (:b, 'label 27 of :b', 27, 27.50), (:b, 'label 28 of :b', 28, 28.50), (:b, 'label 29 of :b', 29, 29.50), (:b, 'label 30 of :b', 30, 30.50), (:b, 'label 31 of :b', 31, 31.50), (:b, 'label 32 of :b', 32, 32.50), (:b, 'label 33 of :b', 33, 33.50), (:b, 'label 34 of :b', 34, 34.50), (:b, 'label 35 of :b', 35, 35.50), (:b, 'label 36 of :b', 36, 36.50), (:b, 'label 37 of :b', 37, 37.50), (:b, 'label 38 of :b', 38, 38.50), (:b, 'label 39 of :b', 39, 39.50), (:b, 'label 40 of :b', 40, 40.50), (:b, 'label 41 of :b', 41, 41.50), (:b, 'label 42 of :b', 42, 42.50), (:b, 'label 43 of :b', 43, 43.50), (:b, 'label 44 of :b', 44, 44.50), (:b, 'label 45 of :b', 45, 45.50), (:b, 'label 46 of :b', 46, 46.50), (:b, 'label 47 of :b', 47, 47.50), (:b, 'label 48 of :b', 48, 48.50), (:b, 'label 49 of :b', 49, 49.50), (:b, 'label 50 of :b', 50, 50.50), (:b, 'label 51 of :b', 51, 51.50), (:b, 'label 52 of :b', 52, 52.50), (:b, 'label 53 of :b', 53, 53.50), (:b, 'label 54 of :b', 54, 54.50), (:b, 'label 55 of :b', 55, 55.50), (:b, 'label 56 of :b', 56, 56.50), (:b, 'label 57 of :b', 57, 57.50), (:b, 'label 58 of :b', 58, 58.50), (:b, 'label 59 of :b', 59, 59.50), (:b, 'label 60 of :b', 60, 60.50);
+SELECT count(*), sum(qty) FROM batch_lines;
+COMMIT;
+`,
+      txnsPerClient: 50,
+      runStatement: "SELECT count(*), sum(qty) FROM batch_lines",
+      objectConfigs: [objectOn("public.batch_lines", "public.docs", role)],
+      sensitive: "batch_lines.label",
     },
   ];
 }

@@ -38,7 +38,9 @@ afterAll(async () => {
 
 /** A sample of 3 s while pgbench runs 2 clients. */
 async function sampleUnderLoad(load: LoadProbeOptions | undefined) {
-  const bench = pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "6"]);
+  // pgbench runs until the sample is over, however long a busy machine makes its start: its
+  // sessions are ended then (a fixed -T ended it mid-sample once, and its CPU was not seen).
+  const bench = pg.pgbench(["-n", "-c", "2", "-j", "2", "-T", "600"]);
   await waitUntil(
     async () =>
       (
@@ -56,7 +58,11 @@ async function sampleUnderLoad(load: LoadProbeOptions | undefined) {
       load,
     });
   } finally {
-    await bench;
+    await pg.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pgbench'",
+    );
+    // pgbench exits non-zero when its sessions are ended: that it ended is all that is waited for.
+    await Promise.allSettled([bench]);
   }
 }
 

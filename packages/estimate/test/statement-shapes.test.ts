@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { plannedWorkers } from "../src/_snapshot-rates.ts";
 import { analyzeStatement, type RelationLookup, utilityQuery } from "../src/_sql.ts";
 
 const TABLES: Record<string, string[]> = { docs: ["id", "owner", "body", "note"] };
@@ -55,5 +56,23 @@ describe("statement shapes a probe of an ETL workload found (PostgreSQL 15 + pga
       lookup,
     );
     expect(shape.relations[1]).toMatchObject({ relation: "public.docs", columns: ["id", "owner"] });
+  });
+});
+
+describe("parallel workers a plan launches (EXPLAIN (FORMAT JSON) of a generic plan)", () => {
+  it("adds every Gather's and Gather Merge's planned workers, nested ones too", () => {
+    const plan = [
+      {
+        Plan: {
+          "Node Type": "Aggregate",
+          Plans: [
+            { "Node Type": "Gather", "Workers Planned": 2, Plans: [{ "Node Type": "Seq Scan" }] },
+            { "Node Type": "Gather Merge", "Workers Planned": 1, Plans: [] },
+          ],
+        },
+      },
+    ];
+    expect(plannedWorkers(plan)).toBe(3);
+    expect(plannedWorkers([{ Plan: { "Node Type": "Index Scan" } }])).toBe(0);
   });
 });

@@ -76,7 +76,9 @@ describe("FileSource on a 1 GB log file", () => {
         end = stop;
       }
       expect(end).toBe(copies * unit.length);
-      expect((peak - earlyPeak) / 1e6).toBeLessThan(64); // the last three quarters add little
+      // The last three quarters add little: a leak of the file's records would add hundreds of
+      // MB; a CI machine kept busy by other tests delays the collector by tens (85 MB seen once).
+      expect((peak - earlyPeak) / 1e6).toBeLessThan(128);
       expect((peak - baseline) / 1e6).toBeLessThan(200); // and the whole stays bounded
     } finally {
       rmSync(work, { recursive: true, force: true });
