@@ -1,6 +1,6 @@
 /**
  * Which column each `$n` of a statement stands for, where the SQL says so plainly: an INSERT's
- * VALUES item, `column = $n` (SET or a comparison), `$n = column`. A value's size then comes
+ * VALUES item, `column = $n` (SET or a comparison), `$n = column`, `column IN ($n, …)`. A value's size then comes
  * from that column's values (sample.ts measures them): what a bind parameter or a constant too
  * long for pg_stat_activity holds is seen nowhere else before pgaudit is on.
  */
@@ -130,6 +130,20 @@ function insertValues(
   return out;
 }
 
+/** The `(` of the list whose item token `at` is, when the tokens before it back to `(` are items at one depth. */
+function listOpen(tokens: Token[], at: number): number | undefined {
+  let depth = 0;
+  for (let j = at - 1; j >= 0; j--) {
+    const v = tokens[j]!.value;
+    if (v === ")") depth++;
+    else if (v === "(") {
+      if (depth === 0) return j;
+      depth--;
+    }
+  }
+  return undefined;
+}
+
 /** Per `$n`, the column its value goes into or is compared with, where the text says so. */
 export function placeholderColumns(sql: string, lookup: RelationLookup): Map<string, PlaceholderColumn> {
   const tokens = tokenize(sql);
@@ -148,8 +162,19 @@ export function placeholderColumns(sql: string, lookup: RelationLookup): Map<str
         return;
       }
     }
-    // `$n = column`
+    // `column IN ($n, $m, …)`: each item that is a `$n` alone.
     const after = afterCasts(tokens, i);
+    const open = listOpen(tokens, i);
+    const alone =
+      ["(", ","].includes(tokens[i - 1]?.value ?? "") && [",", ")"].includes(tokens[after]?.value ?? "");
+    if (alone && open !== undefined && tokens[open - 1]?.value === "in") {
+      const column = columnAt(tokens, open - 2, relations);
+      if (column) {
+        out.set(t.value, column);
+        return;
+      }
+    }
+    // `$n = column`
     if (tokens[after]?.value === "=") {
       const end = isName(tokens[after + 1]) && tokens[after + 2]?.value === "." ? after + 3 : after + 1;
       const column = columnAt(tokens, end, relations);

@@ -46,6 +46,16 @@ describe("placeholderColumns", () => {
     });
   });
 
+  it("maps each $n of an IN list to its column, but not an expression in one", () => {
+    expect(
+      columns("SELECT body FROM docs d WHERE d.id IN ($1, $2::bigint, $3 + $4) AND owner IN ($5)"),
+    ).toEqual({
+      $1: "public.docs.id",
+      $2: "public.docs.id",
+      $5: "public.docs.owner",
+    });
+  });
+
   it("maps nothing it cannot tell: an unknown column, a LIMIT, a function's argument", () => {
     expect(columns("SELECT id FROM docs WHERE nope = $1 AND body @> $2 ORDER BY id LIMIT $3")).toEqual({});
   });
