@@ -204,8 +204,9 @@ export function statementLoads(
   }
   // Sized as the statements the polls did catch were sent: bind parameters where most of them
   // were, else constants in the text (an application's driver sends all one way).
+  // (No statement caught at all — no query ids, texts hidden —: no evidence, constants stay 4 characters.)
   const parameters = sent.bound > sent.inline;
-  for (const load of unseen) {
+  for (const load of sent.bound + sent.inline > 0 ? unseen : []) {
     if (parameters) load.params = new Set(load.text.match(/\$\d+/g) ?? []).size;
     unsized.push({ load, values: parameters ? "parameters" : "literals" });
   }
