@@ -4,11 +4,22 @@ import { join } from "node:path";
 import { writtenKeys } from "@auditpipe/fixtures/oracle";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
-import { duplicates, type PostgresCluster, shippedKeys, startPostgres, waitUntil } from "@auditpipe/testkit";
+import {
+  duplicates,
+  logSettled,
+  type PostgresCluster,
+  shippedKeys,
+  startPostgres,
+  waitUntil,
+} from "@auditpipe/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
-/** Waits until the sink holds as many entries as PostgreSQL wrote (then the test compares them). */
+/**
+ * Waits until the collector has written all it will and the sink holds as many entries as the
+ * files (then the test compares them: a line still on its way would land after the count).
+ */
 async function caughtUp(source: FileSource, pg: PostgresCluster, sinkDir: string): Promise<void> {
+  await logSettled(pg.logDir);
   await waitUntil(
     () => shippedKeys(sinkDir).length >= writtenKeys(pg.logDir).length,
     60_000,
