@@ -4,6 +4,7 @@
  * foreign-key checks no session of the workload would be audited for), and the warnings and
  * notes that say how they were counted. sample.ts does the reading.
  */
+import { createHash } from "node:crypto";
 import { type Catalog, catalogLookup, SAMPLER_TAG } from "./_catalog.ts";
 import {
   blindSampleError,
@@ -37,6 +38,8 @@ export interface Snapshot {
   /** pg_stat_statements_info.dealloc (14+): how often it evicted rows to make room; null when unknown. */
   evictions: number | null;
   sessions: number;
+  /** Transactions (commits and rollbacks) of the server's other databases, by name; absent in older snapshots. */
+  otherDatabases?: Map<string, number>;
 }
 
 /** Per query id: sums of the running texts' bytes and double quotes, and how many were seen. */
@@ -54,13 +57,48 @@ export type Observed = Map<
     params?: number;
     n: number;
     truncated?: number;
+    /** The highest `$n` the texts cut short showed: bind parameters (0 or absent: none showed). */
+    truncatedParams?: number;
     /** Sightings of the statement with parallel workers of its own, and those workers. */
     parallel?: number;
     workers?: number;
   }
 > & {
   unavailable?: boolean;
+  /**
+   * Statements seen inside query strings that carried others (`BEGIN; UPDATE …; COMMIT`), by
+   * pieceKey: the strings' sizes, and the statements (query ids) caught running them.
+   */
+  compounds?: Map<string, { bytes: number; quotes: number; n: number; hosts: Set<string> }>;
 };
+
+/** The Observed's compound pieces, made on first use. */
+export function compounds(observed: Observed): NonNullable<Observed["compounds"]> {
+  observed.compounds ??= new Map();
+  return observed.compounds;
+}
+
+/**
+ * A statement's key among a query string's pieces: its text lower-cased, its constants (`$n` in
+ * pg_stat_statements' text, literals in the string) made `?`, whitespace folded, hashed. The
+ * poll computes the same on the server (`PIECE_KEY_SQL`), so no value leaves it.
+ */
+export const pieceKey = (text: string): string =>
+  createHash("md5")
+    .update(
+      text
+        .toLowerCase()
+        .replace(/\$\d+/g, "?")
+        .replace(/'(?:[^']|'')*'|(?<![\w$])\d+(?:\.\d+)?(?![\w$])|\b(?:true|false)\b/g, "?")
+        .replace(/-\s*\?/g, "?")
+        .replace(/\s+/g, " ")
+        .trim(),
+    )
+    .digest("hex");
+/** pieceKey's text in SQL, of a piece `p`: its literals replaced as pg_stat_statements does. */
+export const PIECE_KEY_SQL: string = String.raw`btrim(regexp_replace(regexp_replace(regexp_replace(lower(p),
+  '''(?:[^'']|'''')*''|(?<![[:alnum:]_$])[0-9]+(?:\.[0-9]+)?(?![[:alnum:]_$])|\m(?:true|false)\M', '?', 'g'),
+  '-\s*\?', '?', 'g'), '\s+', ' ', 'g'))`;
 
 /** A statement whose values' sizes pg_stat_activity could not show: bind parameters, or texts cut short. */
 export interface UnsizedValues {
@@ -124,6 +162,14 @@ export function statementLoads(
   /** Nested statements that ran as a SECURITY DEFINER function's owner, by that role. */
   const definerLoads: Array<[StatementLoad, string]> = [];
   const unsized: UnsizedValues[] = [];
+  /** Top-level calls by query id: how often a query string ran that a poll caught one of them in. */
+  const callsById = new Map<string, number>();
+  for (const [key, now] of after.statements ?? [])
+    if (now.toplevel)
+      callsById.set(
+        now.queryid,
+        (callsById.get(now.queryid) ?? 0) + delta(before.statements?.get(key)?.calls ?? 0, now.calls),
+      );
   /** Top-level statements with `$n` the polls never caught running (a fast one among slow ones). */
   const unseen: StatementLoad[] = [];
   /** Of the statements with `$n` the polls caught, how many were sent with bind parameters. */
@@ -174,7 +220,8 @@ export function statementLoads(
       relations: shape.relations,
       rowsPerCall,
       ...(functions.length > 0 ? { functions } : {}),
-      ...(seen && shape.placeholders > 0
+      // Seen with its constants, or inside a longer string that carried others with it.
+      ...(seen && (shape.placeholders > 0 || seen.bytes / seen.n > Buffer.byteLength(now.query) + 2)
         ? { observed: { bytes: seen.bytes / seen.n, quotes: seen.quotes / seen.n } }
         : {}),
       ...(now.toplevel ? {} : { nested: true }),
@@ -188,6 +235,21 @@ export function statementLoads(
     const workers = sighted?.parallel ? (sighted.workers ?? 0) / sighted.parallel : 0;
     if (workers >= 0.05) load.parallelWorkers = Math.round(workers * 100) / 100;
     loads.push(load);
+    // Sent inside query strings that carried others (`BEGIN; UPDATE …; COMMIT`), one a poll
+    // seldom catches running itself: pgaudit logs it with the whole string, for as many of its
+    // calls as those strings ran (each runs its statements once: its busiest statement caught).
+    const compound =
+      now.toplevel && !load.observed ? observed.compounds?.get(pieceKey(now.query)) : undefined;
+    if (compound) {
+      const runs = Math.max(...[...compound.hosts].map((id) => callsById.get(id) ?? 0));
+      const share = Math.min(1, runs / dc);
+      const own = Buffer.byteLength(now.query);
+      load.observed = {
+        bytes: share * (compound.bytes / compound.n) + (1 - share) * own,
+        quotes: share * (compound.quotes / compound.n) + (1 - share) * (now.query.split('"').length - 1),
+      };
+      continue;
+    }
     // Bind parameters (the running text shows `$1`…`$k`; pg_stat_statements numbers the
     // constants it replaces after them): their values are logged with log_parameter.
     const bound = seen ? Math.round((seen.params ?? 0) / seen.n) : 0;
@@ -195,6 +257,12 @@ export function statementLoads(
     if (bound > 0) {
       load.params = bound;
       unsized.push({ load, values: "parameters" });
+    } else if (shape.placeholders > 0 && !seen && (sighted?.truncatedParams ?? 0) > 0) {
+      // Cut short, but showing `$n` before the cut: a long statement of bind parameters (an
+      // ORM's multi-row INSERT), each `$n` of pg_stat_statements' text one of them.
+      load.params = bindParameterCount(now.query);
+      unsized.push({ load, values: "parameters" });
+      sent.bound++;
     } else if (shape.placeholders > 0 && !seen && (sighted?.truncated ?? 0) > 0)
       unsized.push({ load, values: "literals" });
     else if (shape.placeholders > 0 && now.toplevel && !sighted) unseen.push(load);
@@ -423,8 +491,51 @@ export function failedTransactionsWarning(
   const failed = rolledBack - explicit;
   const all = applicationTransactions(before, after) / seconds;
   // Noise: the sampler's own, a client's stray error.
-  if (failed < 0.5 || failed < 0.01 * all) return null;
+  if (failed < 0.5 || failed < 0.01 * all) {
+    // An application that retries (a serialization failure, a deadlock) or catches an expected
+    // error rolls back with a ROLLBACK of its own: counted, but the statement that failed is not.
+    if (explicit < 0.5 || explicit < 0.01 * all) return null;
+    return `${explicit.toFixed(1)} ROLLBACKs/s (${((explicit / Math.max(all, explicit)) * 100).toFixed(0)} % of transactions) were counted: where an application rolls back after a statement failed (a retried serialization failure or deadlock, an expected unique violation), pgaudit logged that statement before it ran but pg_stat_statements counts only statements that complete, so the estimate is low by up to one of its entries per ROLLBACK (the server's log shows them: ERROR and STATEMENT lines)`;
+  }
   return `${failed.toFixed(1)} transactions/s (${((failed / Math.max(all, failed)) * 100).toFixed(0)} %) were rolled back without a ROLLBACK this sample counted: they ended in an error. pgaudit logs a statement before it runs, so each failed one is in the log, but pg_stat_statements counts only statements that complete: the estimate is low by the failed statements' entries (the server's log shows them: ERROR and STATEMENT lines)`;
+}
+
+/**
+ * pgaudit logs every database of the server; the sample reads one. Where the others ran
+ * transactions in the meantime (1 a second, or 5 % of the server's, or more), it says which
+ * and how many, so a server's total is not read as this database's.
+ */
+export function otherDatabasesWarning(before: Snapshot, after: Snapshot, seconds: number): string | null {
+  if (!before.otherDatabases || !after.otherDatabases || seconds <= 0) return null;
+  const busy: Array<[string, number]> = [];
+  for (const [name, n] of after.otherDatabases) {
+    const rate = delta(before.otherDatabases.get(name) ?? n, n) / seconds;
+    if (rate > 0) busy.push([name, rate]);
+  }
+  const others = busy.reduce((sum, [, r]) => sum + r, 0);
+  const own = delta(before.xacts, after.xacts) / seconds;
+  if (others < 1 && others < 0.05 * (own + others)) return null;
+  busy.sort((a, b) => b[1] - a[1]);
+  const named = busy
+    .slice(0, 3)
+    .map(([name, r]) => `${JSON.stringify(name)} ${r.toFixed(1)}/s`)
+    .join(", ");
+  return `other databases on this server ran ${others.toFixed(1)} transactions/s (${((others / Math.max(own + others, others)) * 100).toFixed(0)} % of the server's) during the sample: ${named}${busy.length > 3 ? `, and ${busy.length - 3} more` : ""}. pgaudit logs every database, and this estimate covers only the one sampled: sample each of the others too (--db with its name) and add them up`;
+}
+
+/**
+ * How many of the `$n` in pg_stat_statements' text of a statement sent with bind parameters are
+ * those: it keeps their `$1`…`$k` and numbers the constants it replaces from k + 1, each in the
+ * order of the text. So the first `$n` out of the parameters' sequence is constant k + 1.
+ */
+export function bindParameterCount(text: string): number {
+  let next = 1;
+  for (const m of text.matchAll(/\$(\d+)/g)) {
+    const n = Number(m[1]);
+    if (n === next) next++;
+    else if (n > next) return n - 1;
+  }
+  return next - 1;
 }
 
 /**
@@ -468,6 +579,8 @@ export function workloadRates(
 ): Rates {
   const { before, after, seconds, clientCounts } = interval;
   const notes: string[] = [];
+  const elsewhere = otherDatabasesWarning(before, after, seconds);
+  if (elsewhere) warnings.push(elsewhere);
   let statements: StatementLoad[];
   let meanStatementMs: number | undefined;
   let fkCheckShares: Record<string, number> = {};

@@ -1020,7 +1020,13 @@ export function withConstants(sql: string, length: number): string {
  */
 export function withConstantBytes(sql: string, bytes: number, quotes: number): string {
   const params = lexSql(sql).filter((t) => t.kind === "parameter");
-  if (params.length === 0) return sql;
+  if (params.length === 0) {
+    // No constant to hold the difference: the rest of a longer string it was sent in.
+    const extra = Math.round(bytes) - Buffer.byteLength(sql);
+    if (extra <= 0) return sql;
+    const q = Math.min(Math.max(0, Math.round(quotes)), extra);
+    return sql + '"'.repeat(q) + "9".repeat(extra - q);
+  }
   const fixed = Buffer.byteLength(sql) - params.reduce((n, t) => n + (t.end - t.start), 0);
   const per = Math.max(1, (bytes - fixed) / params.length);
   let out = "";

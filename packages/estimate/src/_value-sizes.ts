@@ -69,6 +69,8 @@ export function applyValueSizes(
       return { size: sizes.get(key), bare: BARE.test(types.get(key) ?? "") };
     });
     if (sized.every((s) => !s.size)) blind++;
+    const literal = ({ size, bare }: (typeof sized)[number]): number =>
+      !size ? constantLength : bare ? size.bytes : size.bytes + 2 + size.singleQuotes;
     if (values === "parameters") {
       // pgaudit prints them in $n order.
       load.paramValues = sized.map(
@@ -77,19 +79,35 @@ export function applyValueSizes(
             ? { bytes: round(size.bytes), quotes: round(size.quotes), quoted: round(size.quoted) }
             : { bytes: constantLength, quotes: 0, quoted: 0 },
       );
+      // The constants pg_stat_statements numbered after them are in the text as written.
+      const constants = all.filter((p) => number(p) > (load.params ?? 0));
+      if (constants.length > 0) {
+        const sizedConstants = constants.map((p) => {
+          const c = columns.get(p.value);
+          const key = c ? columnKey(c.relation, c.column) : "";
+          return { size: sizes.get(key), bare: BARE.test(types.get(key) ?? "") };
+        });
+        load.observed = textWith(load.text, constants, sizedConstants.map(literal), sizedConstants);
+      }
       continue;
     }
-    const placeholderBytes = params.reduce((n, p) => n + p.value.length, 0);
-    const literal = ({ size, bare }: (typeof sized)[number]): number =>
-      !size ? constantLength : bare ? size.bytes : size.bytes + 2 + size.singleQuotes;
-    load.observed = {
-      bytes: round(
-        Buffer.byteLength(load.text) - placeholderBytes + sized.reduce((n, s) => n + literal(s), 0),
-      ),
-      quotes: round(sized.reduce((n, s) => n + (s.size?.quotes ?? 0), 0)),
-    };
+    load.observed = textWith(load.text, params, sized.map(literal), sized);
   }
   return { unsized: blind };
 }
 
 const round = (x: number): number => Math.round(x * 100) / 100;
+
+/** The size of `text` with each placeholder of `params` written as a literal of those bytes. */
+function textWith(
+  text: string,
+  params: ReadonlyArray<{ value: string }>,
+  bytes: number[],
+  sized: ReadonlyArray<{ size?: ValueSize }>,
+): { bytes: number; quotes: number } {
+  const placeholderBytes = params.reduce((n, p) => n + p.value.length, 0);
+  return {
+    bytes: round(Buffer.byteLength(text) - placeholderBytes + bytes.reduce((a, b) => a + b, 0)),
+    quotes: round(sized.reduce((n, s) => n + (s.size?.quotes ?? 0), 0)),
+  };
+}

@@ -20,9 +20,11 @@ import {
 import { type LoadProbeOptions, ServerLoadProbe } from "./_server-load.ts";
 import {
   applicationTransactions,
+  compounds,
   EVERY_SESSION,
   type Interval,
   type Observed,
+  PIECE_KEY_SQL,
   plannedWorkers,
   type SessionRoles,
   type Snapshot,
@@ -176,7 +178,9 @@ async function readSnapshot(
   for (const r of t.rows)
     tables.set(`${r.s}\u0000${r.r}`, { ins: r.ins, upd: r.upd, del: r.del, scans: r.scans });
   const d = await client.query(
-    tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, xact_rollback::float8 AS r, coalesce(sessions, 0)::float8 AS s
+    tagged(`SELECT (xact_commit + xact_rollback)::float8 AS x, xact_rollback::float8 AS r, coalesce(sessions, 0)::float8 AS s,
+                   (SELECT json_object_agg(o.datname, o.xact_commit + o.xact_rollback) FROM pg_stat_database o
+                     WHERE o.datname IS NOT NULL AND o.datname <> current_database() AND o.datname NOT LIKE 'template_') AS o
               FROM pg_stat_database WHERE datname = current_database()`),
   );
   let evictions: number | null = null;
@@ -198,6 +202,7 @@ async function readSnapshot(
     xacts: d.rows[0]?.x ?? 0,
     rollbacks: d.rows[0]?.r ?? 0,
     sessions: d.rows[0]?.s ?? 0,
+    otherDatabases: new Map(Object.entries((d.rows[0]?.o ?? {}) as Record<string, number>)),
     evictions,
   };
 }
@@ -326,7 +331,7 @@ async function logContext(
 }
 
 /** How often the sampler looks at pg_stat_activity (running statements' sizes, active clients). */
-const ACTIVITY_POLL_MS = 250;
+const ACTIVITY_POLL_MS = 100;
 /** How long one polling transaction lasts before the sampler commits and begins another. */
 const POLL_TRANSACTION_MS = 5_000;
 
@@ -343,7 +348,10 @@ async function observeTexts(client: pg.Client, observed: Observed): Promise<void
                      (octet_length(query) - octet_length(replace(query, '"', '')))::float8 AS d,
                      coalesce((SELECT max(m[1]::int) FROM regexp_matches(query, '[$]([0-9]+)', 'g') m), 0)::float8 AS p,
                      octet_length(query) >= (SELECT setting::int - 4 FROM pg_settings WHERE name = 'track_activity_query_size') AS t,
-                     (SELECT count(*) FROM pg_stat_activity w WHERE w.leader_pid = a.pid AND w.pid <> a.pid)::float8 AS w
+                     (SELECT count(*) FROM pg_stat_activity w WHERE w.leader_pid = a.pid AND w.pid <> a.pid)::float8 AS w,
+                     CASE WHEN query ~ ';\\s*\\S' THEN ARRAY(
+                       SELECT DISTINCT md5(${PIECE_KEY_SQL}) FROM regexp_split_to_table(query, ';') p
+                        WHERE p ~ '\\S') END AS c
                 FROM pg_stat_activity a
                WHERE pid <> pg_backend_pid() AND datname = current_database() AND backend_type = 'client backend'
                  AND query_id IS NOT NULL AND query_id <> 0`),
@@ -356,14 +364,28 @@ async function observeTexts(client: pg.Client, observed: Observed): Promise<void
         o.workers = (o.workers ?? 0) + row.w;
       }
       // A text cut at track_activity_query_size tells only that its values are long.
-      if (row.t) o.truncated = (o.truncated ?? 0) + 1;
-      else {
+      if (row.t) {
+        o.truncated = (o.truncated ?? 0) + 1;
+        // What shows of it before the cut: `$n` there are bind parameters (a literal would show).
+        if (row.p > 0) o.truncatedParams = Math.max(o.truncatedParams ?? 0, row.p);
+      } else {
         o.bytes += row.b;
         o.quotes += row.d;
         o.params = (o.params ?? 0) + row.p;
         o.n += 1;
       }
       observed.set(row.q, o);
+      // Sent in one query string with others: pgaudit logs the whole string for each of them,
+      // the fast ones too (BEGIN, COMMIT) that a poll seldom catches running.
+      if (!row.t)
+        for (const piece of (row.c as string[] | null) ?? []) {
+          const c = compounds(observed).get(piece) ?? { bytes: 0, quotes: 0, n: 0, hosts: new Set<string>() };
+          c.bytes += row.b;
+          c.quotes += row.d;
+          c.n += 1;
+          c.hosts.add(row.q);
+          compounds(observed).set(piece, c);
+        }
     }
   } catch {
     observed.unavailable = true;
@@ -568,7 +590,7 @@ async function watchInterval(
     await probe.start(client);
     before = await snapshot(client, useStatements, columns);
     started = Date.now();
-    // The polls run in a transaction so the sampler adds one every few seconds, not four a
+    // The polls run in a transaction so the sampler adds one every few seconds, not ten a
     // second, to the transactions it counts (renewed so no transaction_timeout ends it); each
     // poll clears the statistics snapshot the transaction caches.
     await client.query(tagged("BEGIN"));

@@ -644,5 +644,32 @@ COMMIT;
       objectConfigs: [objectOn("public.batch_lines", "public.docs", role)],
       sensitive: "batch_lines.label",
     },
+    {
+      name: "compound (statements sent together in one query string)",
+      args: ["-f", "SCRIPT"],
+      script: `\\set o random(1, 200)
+BEGIN \\; UPDATE customers SET profile = profile || '{"seen": true}' WHERE id = :o \\; SELECT email, profile FROM customers WHERE id = :o \\; INSERT INTO order_events (order_id, status) SELECT id, 'viewed' FROM orders WHERE customer_id = :o LIMIT 1 \\; COMMIT;
+SELECT count(*) FROM docs WHERE owner = :o;
+`,
+      txnsPerClient: 100,
+      runStatement: "SELECT count(*) FROM docs WHERE owner",
+      objectConfigs: [objectOn("public.customers", "public.order_events", role)],
+      sensitive: "customers.email",
+    },
+    {
+      name: "bulk (an ORM-style 50-row INSERT of bind parameters, longer than track_activity_query_size)",
+      args: ["-M", "extended", "-f", "SCRIPT"],
+      script: `\\set a random(1, 100000)
+\\set t random(1, 10)
+\\set d random(-5000, 5000)
+BEGIN;
+INSERT INTO pgbench_history (tid, bid, aid, delta) VALUES (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d), (:t, 1, :a, :d);
+COMMIT;
+`,
+      txnsPerClient: 50,
+      runStatement: "INSERT INTO pgbench_history (tid, bid, aid, delta) VALUES",
+      objectConfigs: [objectOn("public.pgbench_history", "public.pgbench_accounts", role)],
+      sensitive: "pgbench_history.delta",
+    },
   ];
 }

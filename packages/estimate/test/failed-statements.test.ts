@@ -35,8 +35,14 @@ describe("failed transactions", () => {
     expect(warning).toMatch(/the estimate is low/);
   });
 
-  it("says nothing when the rollbacks are the application's own ROLLBACKs, a stray error, or unknown", () => {
-    expect(failedTransactionsWarning(snap(0, 0), snap(1000, 40), 10, [rollback(4)])).toBeNull();
+  it("ROLLBACKs of the application's own may follow failed statements (retries): said, with their rate", () => {
+    const warning = failedTransactionsWarning(snap(0, 0), snap(1000, 40), 10, [rollback(4)]);
+    expect(warning).toMatch(/^4\.0 ROLLBACKs\/s \(4 % of transactions\) were counted/);
+    expect(warning).toMatch(/low by up to one of its entries per ROLLBACK/);
+  });
+
+  it("says nothing for a stray error or ROLLBACK, or where rollbacks are unknown", () => {
+    expect(failedTransactionsWarning(snap(0, 0), snap(1000, 3), 10, [rollback(0.3)])).toBeNull();
     expect(failedTransactionsWarning(snap(0, 0), snap(1000, 3), 10, [])).toBeNull();
     const older = { ...snap(0, 0), rollbacks: undefined };
     expect(failedTransactionsWarning(older, snap(1000, 100), 10, [])).toBeNull();

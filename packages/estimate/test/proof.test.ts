@@ -36,11 +36,12 @@ const DESTINATION =
 const TXNS_PER_CLIENT = 200;
 const TOLERANCE = 0.05;
 // Long enough that the sampler's polls of pg_stat_activity catch every statement's real text
-// (its literals' sizes) on a busy machine too: with 3 s of load in 5 s, a CI run at load ~20 once
-// polled too few times to see the events workload's INSERT, and predicted it at `$n`-sized
-// literals (−7 %).
-const SAMPLE_MS = 8000;
-const LOAD_SECONDS = 6;
+// (its literals' sizes) on a busy machine too: with 3 s of load in 5 s and a poll every 250 ms,
+// a CI run at load ~20 once polled too few times to see the events workload's INSERT, and
+// predicted it at `$n`-sized literals (−7 %); 8 s then, and since the polls came every 100 ms
+// (about 50 in 5 s where there were 32 in 8), 5 s again.
+const SAMPLE_MS = 5000;
+const LOAD_SECONDS = 4;
 const AUDITOR = "auditor";
 
 // Gold Lapel's read-heavy script (nine SELECTs and one UPDATE), scaled to pgbench scale 1.
@@ -283,6 +284,12 @@ for (const w of WORKLOADS) {
           misses.push(`${config.name} (modelled): ${JSON.stringify(row)}`);
       }
       // Every configuration is measured before judging, so a failure shows all of them.
+      // With what the sample said, so a miss in CI tells why.
+      if (misses.length > 0)
+        misses.push(
+          `warnings: ${sample.warnings.join(" | ")}`,
+          `notes: ${(sample.workload.notes ?? []).join(" | ")}`,
+        );
       expect(misses, `${w.name}: off by more than ±5%`).toEqual([]);
     });
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Catalog } from "../src/_catalog.ts";
 import { catalogLookup } from "../src/_catalog.ts";
-import type { UnsizedValues } from "../src/_snapshot-rates.ts";
+import { bindParameterCount, type UnsizedValues } from "../src/_snapshot-rates.ts";
 import { applyValueSizes, columnKey, columnsToSize } from "../src/_value-sizes.ts";
 import type { StatementLoad } from "../src/types.ts";
 
@@ -70,6 +70,24 @@ describe("values pg_stat_activity cannot show, sized from their columns", () => 
       { bytes: 4, quotes: 0, quoted: 0 }, // id: no size measured, the constant length
       { bytes: 1300, quotes: 8, quoted: 1 },
     ]);
+  });
+
+  it("sizes the constants after the bind parameters as the text has them written", () => {
+    // An ORM's multi-row INSERT: owner bound, the constant body written in the text ($2 to pg_stat_statements).
+    const s = load("INSERT INTO docs (owner, body) VALUES ($1, $2)", 1);
+    applyValueSizes([{ load: s, values: "parameters" }], sizes, catalog, lookup, 4);
+    expect(s.paramValues).toEqual([{ bytes: 3, quotes: 0, quoted: 0 }]);
+    const text = Buffer.byteLength("INSERT INTO docs (owner, body) VALUES ($1, )");
+    expect(s.observed).toEqual({ bytes: text + 1300 + 2 + 1, quotes: 8 });
+  });
+
+  it("pg_stat_statements' bind parameters are $1…$k in the text's order, its constants k + 1 on", () => {
+    expect(bindParameterCount("INSERT INTO h (tid, bid, aid) VALUES ($1, $151, $2), ($3, $152, $4)")).toBe(
+      150,
+    );
+    expect(bindParameterCount("SELECT $1, $2, $1 FROM t WHERE a = $3")).toBe(3);
+    expect(bindParameterCount("SELECT $2 FROM t WHERE a = $1")).toBe(1);
+    expect(bindParameterCount("SELECT 1")).toBe(0);
   });
 
   it("counts a statement none of whose values it could size", () => {
