@@ -49,7 +49,13 @@ export function utilityClass(command: string, text = ""): string {
   const c = command.toUpperCase();
   if (isMiscSetCommand(c)) return "MISC_SET";
   if (c === "DO") return "FUNCTION";
-  if (c === "GRANT" || c === "REVOKE" || /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(c)) return "ROLE";
+  if (
+    c === "GRANT" ||
+    c === "REVOKE" ||
+    c === "ALTER DEFAULT PRIVILEGES" ||
+    /^(CREATE|ALTER|DROP) (ROLE|USER|GROUP)$/.test(c)
+  )
+    return "ROLE";
   if (c === "TRUNCATE TABLE" || c === "TRUNCATE") return "WRITE";
   if (c === "COPY") return /^\s*copy\s+[^(\s]/i.test(text) && /\bfrom\b/i.test(text) ? "WRITE" : "READ";
   if (c === "DECLARE CURSOR") return "READ";

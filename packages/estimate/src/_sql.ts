@@ -175,6 +175,14 @@ function utilityTag(words: string[]): string {
   if (a === "abort") return "ROLLBACK";
   if (a === "start") return "START TRANSACTION";
   if (a === "rollback" && b === "to") return "ROLLBACK";
+  if (a === "prepare" && b === "transaction") return "PREPARE TRANSACTION";
+  if ((a === "commit" || a === "rollback") && b === "prepared") return `${a.toUpperCase()} PREPARED`;
+  if (a === "import") return "IMPORT FOREIGN SCHEMA";
+  if (a === "security") return "SECURITY LABEL";
+  if (a === "comment") return "COMMENT";
+  if (a === "alter" && b === "default") return "ALTER DEFAULT PRIVILEGES";
+  if ((a === "create" || a === "alter" || a === "drop") && b === "user" && c === "mapping")
+    return `${a.toUpperCase()} USER MAPPING`;
   if (a === "create" || a === "alter" || a === "drop") {
     const skip = new Set(["or", "replace", "unique", "temporary", "temp", "unlogged", "global", "local"]);
     const rest = words.slice(1).filter((w) => !skip.has(w));
@@ -239,7 +247,12 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
   const words = tokens.filter((t) => t.type === "ident").map((t) => t.value);
   // A leading WITH: the statement kind is the top-level DML after the CTEs (their own DML, a
   // data-modifying CTE's, is inside parentheses).
-  let first = tokens[0]?.type === "ident" ? tokens[0].value : "";
+  // A query in parentheses (`(SELECT …) UNION (SELECT …)`, as ORMs write set operations) is a SELECT.
+  let lead = 0;
+  while (tokens[lead]?.value === "(") lead++;
+  let first = tokens[lead]?.type === "ident" ? tokens[lead]!.value : "";
+  if (lead > 0 && first !== "select" && first !== "values" && first !== "table" && first !== "with")
+    first = "";
   if (first === "with") first = topLevelVerb(tokens);
   if (first === "values" || first === "table") first = "select";
   const dml: Record<string, StatementKind> = {

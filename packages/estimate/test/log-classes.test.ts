@@ -137,7 +137,13 @@ describe("utility statements: the tag and class pgaudit prints", () => {
     { sql: "DEALLOCATE ALL" },
     { sql: "DECLARE c CURSOR FOR SELECT * FROM t", inner: "READ,SELECT" },
     { sql: "FETCH 1 FROM c" },
+    { sql: "MOVE NEXT IN c" },
     { sql: "CLOSE ALL" },
+    { sql: "SAVEPOINT s" },
+    { sql: "ROLLBACK TO SAVEPOINT s" },
+    { sql: "RELEASE SAVEPOINT s" },
+    { sql: "COMMENT ON TABLE t IS 'audited'" },
+    { sql: "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO someone" },
     { sql: "CREATE TEMP TABLE tt AS SELECT * FROM t", inner: "READ,SELECT" },
     { sql: "EXPLAIN ANALYZE UPDATE t SET id = id", inner: "WRITE,UPDATE" },
     { sql: "EXPLAIN SELECT * FROM t", inner: "READ,SELECT" },
@@ -303,6 +309,15 @@ describe("COPY of a table and TABLE", () => {
         ]) {
           const [got, want] = await loggedAndPredicted(c, logged, lookup, config, sql);
           expect(want.length).toBe(1);
+          expect([settings, sql, got]).toEqual([settings, sql, want]);
+        }
+        // As ORMs write them: a set operation of queries in parentheses, a leading comment.
+        for (const sql of [
+          "(SELECT id FROM ct WHERE id = 1) UNION ALL (SELECT v FROM ct)",
+          "/* controller='ct',traceparent='00-4bf9' */ SELECT id FROM ct WHERE id = 1",
+        ]) {
+          const [got, want] = await loggedAndPredicted(c, logged, lookup, config, sql);
+          expect(want.length).toBeGreaterThan(0);
           expect([settings, sql, got]).toEqual([settings, sql, want]);
         }
       }

@@ -42,6 +42,20 @@ describe("statement shapes a probe of an ETL workload found (PostgreSQL 15 + pga
     expect(shape.queryRelations?.map((r) => r.relation)).toEqual(["public.docs", "pg_temp_9.batch"]);
   });
 
+  it("takes a query in parentheses for a SELECT (an ORM's set operation), leading comments too", () => {
+    const union = analyzeStatement(
+      "((SELECT id FROM docs WHERE owner = $1) UNION (SELECT id FROM docs)) LIMIT $2",
+      lookup,
+    );
+    expect([union.kind, union.command]).toEqual(["SELECT", "SELECT"]);
+    expect(union.relations.map((r) => r.relation)).toEqual(["public.docs", "public.docs"]);
+    const commented = analyzeStatement(
+      "/* controller='docs',traceparent='00-4bf9' */ UPDATE docs SET note = $1",
+      lookup,
+    );
+    expect(commented.kind).toBe("UPDATE");
+  });
+
   it("takes a FROM name the catalog lacks for a temporary table, but not a WITH query or a function", () => {
     const shape = analyzeStatement(
       "WITH w AS (SELECT 1 AS owner) SELECT * FROM docs, picked p, w, generate_series(1, 3) g WHERE p.owner = w.owner",
