@@ -917,9 +917,11 @@ function dmlRelations(
       const rel = resolve(tokens, at, lookup);
       if (rel) add(rel, "DELETE");
     } else if (v === "from" || v === "join" || (v === "using" && kind === "DELETE")) {
-      // FROM a, b c, schema.d AS e
+      // FROM a, b c, schema.d AS e; a join in parentheses, `FROM (a JOIN b ON …) JOIN c`, names
+      // its first table after them (the others follow a JOIN).
       let at = tokens[i + 1]?.value === "only" ? i + 2 : i + 1;
       for (;;) {
+        at = pastJoinParentheses(tokens, at);
         const rel = resolve(tokens, at, lookup) ?? temporaryTable(tokens, at, ctes);
         if (!rel) break;
         add(rel);
@@ -935,6 +937,16 @@ function dmlRelations(
   }
   found.push(...minMaxCopies(tokens, lookup));
   return found;
+}
+
+/** Past the `(` that open a parenthesised join at `at` (not a subquery's: a query starts after those). */
+function pastJoinParentheses(tokens: Token[], at: number): number {
+  let k = at;
+  while (tokens[k]?.value === "(") k++;
+  const next = tokens[k];
+  return k > at && next?.type === "ident" && !QUERY_STARTS.has(next.value) && next.value !== "lateral"
+    ? k
+    : at;
 }
 
 /**

@@ -315,6 +315,7 @@ describe("COPY of a table and TABLE", () => {
         for (const sql of [
           "(SELECT id FROM ct WHERE id = 1) UNION ALL (SELECT v FROM ct)",
           "/* controller='ct',traceparent='00-4bf9' */ SELECT id FROM ct WHERE id = 1",
+          "SELECT a.id FROM (ct a JOIN ct b ON b.id = a.id) LEFT JOIN ct c ON c.id = a.v",
         ]) {
           const [got, want] = await loggedAndPredicted(c, logged, lookup, config, sql);
           expect(want.length).toBeGreaterThan(0);

@@ -49,6 +49,11 @@ describe("statement shapes a probe of an ETL workload found (PostgreSQL 15 + pga
     );
     expect([union.kind, union.command]).toEqual(["SELECT", "SELECT"]);
     expect(union.relations.map((r) => r.relation)).toEqual(["public.docs", "public.docs"]);
+    const joined = analyzeStatement(
+      "SELECT d.id FROM (docs d JOIN docs e ON e.owner = d.id) JOIN docs f ON f.id = e.id",
+      lookup,
+    );
+    expect(joined.relations.map((r) => r.relation)).toEqual(["public.docs", "public.docs", "public.docs"]);
     const commented = analyzeStatement(
       "/* controller='docs',traceparent='00-4bf9' */ UPDATE docs SET note = $1",
       lookup,
