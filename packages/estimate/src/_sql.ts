@@ -529,29 +529,7 @@ function targetUse(tokens: Token[], rel: Resolved, write: NonNullable<RelationUs
   const returning = tokens.findIndex((t) => t.type === "ident" && t.value === "returning");
   const returnsAll = returning >= 0 && tokens.slice(returning + 1).some((t) => t.value === "*");
   // Positions that name a column to be set (`SET a = …, b = …`): written, not read.
-  const setTargets = new Set<number>();
-  if (write === "UPDATE") {
-    const set = tokens.findIndex((t) => t.type === "ident" && t.value === "set");
-    let depth = 0;
-    for (let i = set + 1; set >= 0 && i < tokens.length; i++) {
-      const v = tokens[i]!.value;
-      if (v === "(") depth++;
-      else if (v === ")") depth--;
-      else if (
-        depth === 0 &&
-        tokens[i]!.type === "ident" &&
-        (v === "where" || v === "from" || v === "returning")
-      )
-        break;
-      if (
-        depth === 0 &&
-        isName(tokens[i]) &&
-        tokens[i + 1]?.value === "=" &&
-        /^(set|,)$/.test(tokens[i - 1]!.value)
-      )
-        setTargets.add(i);
-    }
-  }
+  const setTargets = write === "UPDATE" ? setTargetPositions(tokens) : new Set<number>();
   const from = write === "INSERT" ? (returning >= 0 ? returning + 1 : tokens.length) : 0;
   const mentioned = new Set(
     tokens.filter((t, i) => i >= from && isName(t) && !setTargets.has(i)).map((t) => t.value),
@@ -986,14 +964,46 @@ function valuesRows(tokens: Token[], from: number): number {
 }
 
 function setColumns(tokens: Token[], columns: string[]): string[] {
-  const start = tokens.findIndex((t) => t.value === "set");
-  if (start < 0) return [];
-  const out: string[] = [];
-  for (let i = start + 1; i < tokens.length && tokens[i]!.value !== "where"; i++) {
-    const t = tokens[i]!;
-    if (isName(t) && tokens[i + 1]?.value === "=" && columns.includes(t.value)) out.push(t.value);
+  return [...setTargetPositions(tokens)].map((i) => tokens[i]!.value).filter((c) => columns.includes(c));
+}
+
+/**
+ * Positions of the columns the first SET list names to be set, written and not read: `SET a = …,
+ * b = …` and the multi-column `SET (a, b) = (…)` (up to its WHERE, FROM or RETURNING).
+ */
+function setTargetPositions(tokens: Token[]): Set<number> {
+  const targets = new Set<number>();
+  const set = tokens.findIndex((t) => t.type === "ident" && t.value === "set");
+  let depth = 0;
+  for (let i = set + 1; set >= 0 && i < tokens.length; i++) {
+    const v = tokens[i]!.value;
+    const opensList = v === "(" && depth === 0 && /^(set|,)$/.test(tokens[i - 1]!.value);
+    if (opensList) {
+      // `(a, b) =`: every name up to the matching `)`.
+      const close = tokens.findIndex((t, j) => j > i && t.value === ")");
+      if (close > i && tokens[close + 1]?.value === "=") {
+        for (let j = i + 1; j < close; j++) if (isName(tokens[j])) targets.add(j);
+        i = close;
+        continue;
+      }
+    }
+    if (v === "(") depth++;
+    else if (v === ")") depth--;
+    else if (
+      depth === 0 &&
+      tokens[i]!.type === "ident" &&
+      (v === "where" || v === "from" || v === "returning")
+    )
+      break;
+    if (
+      depth === 0 &&
+      isName(tokens[i]) &&
+      tokens[i + 1]?.value === "=" &&
+      /^(set|,)$/.test(tokens[i - 1]!.value)
+    )
+      targets.add(i);
   }
-  return out;
+  return targets;
 }
 
 function columnList(tokens: Token[], open: number, columns: string[]): string[] {

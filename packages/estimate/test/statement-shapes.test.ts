@@ -54,6 +54,11 @@ describe("statement shapes a probe of an ETL workload found (PostgreSQL 15 + pga
       lookup,
     );
     expect(joined.relations.map((r) => r.relation)).toEqual(["public.docs", "public.docs", "public.docs"]);
+    const [multi] = analyzeStatement(
+      "UPDATE docs SET (note, body) = ($1, $2) WHERE id = $3",
+      lookup,
+    ).relations;
+    expect([multi?.columns, multi?.writtenColumns]).toEqual([["id"], ["note", "body"]]);
     const commented = analyzeStatement(
       "/* controller='docs',traceparent='00-4bf9' */ UPDATE docs SET note = $1",
       lookup,
