@@ -57,6 +57,8 @@ export type Observed = Map<
     params?: number;
     n: number;
     truncated?: number;
+    /** Sightings (cut short or not) inside a transaction block: begun before the statement. */
+    inBlock?: number;
     /** The highest `$n` the texts cut short showed: bind parameters (0 or absent: none showed). */
     truncatedParams?: number;
     /** Sightings of the statement with parallel workers of its own, and those workers. */
@@ -151,8 +153,18 @@ export function statementLoads(
   visibility: StatementVisibility;
   fkCheckShares: Record<string, number>;
   unsized: UnsizedValues[];
+  /** Top-level statements a second run outside transaction blocks, by the polls' sightings. */
+  autocommitPerSec: number;
 } {
   const lookup = catalogLookup(catalog);
+  // Of all sightings, the share inside a transaction block: for statements never caught.
+  let sightings = 0;
+  let inBlocks = 0;
+  for (const o of observed.values()) {
+    sightings += o.n + (o.truncated ?? 0);
+    inBlocks += o.inBlock ?? 0;
+  }
+  let autocommitPerSec = 0;
   const loads: StatementLoad[] = [];
   let time = 0;
   let calls = 0;
@@ -199,6 +211,12 @@ export function statementLoads(
     }
     const shape = analyzeStatement(now.query, lookup);
     const sighted = now.toplevel ? observed.get(now.queryid) : undefined;
+    if (now.toplevel && shape.kind !== "UTILITY") {
+      const seenTimes = sighted ? sighted.n + (sighted.truncated ?? 0) : 0;
+      const blockShare =
+        seenTimes > 0 ? (sighted?.inBlock ?? 0) / seenTimes : sightings > 0 ? inBlocks / sightings : 1;
+      autocommitPerSec += (dc / seconds) * (1 - blockShare);
+    }
     const seen = sighted && sighted.n > 0 ? sighted : undefined;
     const written = shape.relations.filter((r) => r.write).map((r) => r.relation);
     const related = catalog.foreignKeys.filter(
@@ -322,6 +340,7 @@ export function statementLoads(
     visibility: { hiddenCalls, visibleCalls: calls, hiddenRoles },
     fkCheckShares,
     unsized,
+    autocommitPerSec,
   };
 }
 
@@ -371,6 +390,30 @@ function preparedTransactionControl(
     fixed.push(command);
   }
   return fixed;
+}
+
+/**
+ * With pg_stat_statements.track_utility off, BEGIN and COMMIT are nowhere in the statistics: the
+ * transactions the application ran beyond its statements run outside a block (autocommit) were
+ * blocks, each a BEGIN and a COMMIT. Adds them to `loads`; returns the blocks a second.
+ */
+export function untrackedTransactionBlocks(
+  loads: StatementLoad[],
+  xactsPerSec: number,
+  autocommitPerSec: number,
+): number {
+  const blocks = Math.max(0, xactsPerSec - autocommitPerSec);
+  if (blocks <= 0) return 0;
+  for (const command of ["BEGIN", "COMMIT"])
+    loads.push({
+      text: command,
+      callsPerSec: blocks,
+      kind: "UTILITY",
+      command,
+      relations: [],
+      rowsPerCall: 0,
+    });
+  return blocks;
 }
 
 /** Without pg_stat_statements: one synthetic statement per table and operation, from table statistics. */
@@ -574,6 +617,8 @@ export function workloadRates(
     roles: SessionRoles;
     privileges: Privileges;
     unreadable: string[];
+    /** pg_stat_statements.track_utility: off, it counts no BEGIN, COMMIT, SET or DDL. */
+    trackUtility?: boolean;
   },
   warnings: string[],
 ): Rates {
@@ -600,6 +645,16 @@ export function workloadRates(
       );
     const failed = failedTransactionsWarning(before, after, seconds, statements);
     if (failed) warnings.push(failed);
+    if (sampled.trackUtility === false) {
+      const blocks = untrackedTransactionBlocks(
+        statements,
+        applicationTransactions(before, after) / seconds,
+        s.autocommitPerSec,
+      );
+      warnings.push(
+        `pg_stat_statements.track_utility is off: it counted no utility statement. BEGIN and COMMIT were taken as ${blocks.toFixed(1)} transaction blocks a second (the transactions beyond the statements the polls saw run outside one); SET, SAVEPOINT, DDL and other utility statements are not in this estimate (turn track_utility on for the sample to see them)`,
+      );
+    }
     if (interval.transactionBlocksSeen) {
       const bound = Math.max(1, ...clientCounts) + delta(before.sessions, after.sessions) + 1;
       const fixed = preparedTransactionControl(

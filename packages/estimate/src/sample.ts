@@ -349,6 +349,7 @@ async function observeTexts(client: pg.Client, observed: Observed): Promise<void
                      coalesce((SELECT max(m[1]::int) FROM regexp_matches(query, '[$]([0-9]+)', 'g') m), 0)::float8 AS p,
                      octet_length(query) >= (SELECT setting::int - 4 FROM pg_settings WHERE name = 'track_activity_query_size') AS t,
                      (SELECT count(*) FROM pg_stat_activity w WHERE w.leader_pid = a.pid AND w.pid <> a.pid)::float8 AS w,
+                     (xact_start IS NOT NULL AND xact_start <> query_start) AS x,
                      CASE WHEN query ~ ';\\s*\\S' THEN ARRAY(
                        SELECT DISTINCT md5(${PIECE_KEY_SQL}) FROM regexp_split_to_table(query, ';') p
                         WHERE p ~ '\\S') END AS c
@@ -358,6 +359,8 @@ async function observeTexts(client: pg.Client, observed: Observed): Promise<void
     );
     for (const row of r.rows) {
       const o = observed.get(row.q) ?? { bytes: 0, quotes: 0, params: 0, n: 0, truncated: 0 };
+      // Inside a transaction block (begun before the statement): BEGIN and COMMIT around it.
+      if (row.x) o.inBlock = (o.inBlock ?? 0) + 1;
       // Its parallel workers at that moment (a plan runs its Gather for part of the statement only).
       if (row.w > 0) {
         o.parallel = (o.parallel ?? 0) + 1;
@@ -445,7 +448,13 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
     const rates = workloadRates(
       interval,
       catalog,
-      { useStatements, roles, privileges: setup.privileges, unreadable: setup.unreadable },
+      {
+        useStatements,
+        roles,
+        privileges: setup.privileges,
+        unreadable: setup.unreadable,
+        trackUtility: setup.trackUtility,
+      },
       warnings,
     );
     const notes = [...rates.notes, ...nestedNotes(nested.tracking, rates.statements, catalog)];
@@ -529,6 +538,8 @@ interface Setup {
   /** The settings this role cannot read. */
   unreadable: string[];
   useStatements: boolean;
+  /** pg_stat_statements.track_utility (true without pg_stat_statements). */
+  trackUtility: boolean;
   catalog: Catalog;
   log: LogContext;
   config: AuditConfig;
@@ -557,7 +568,15 @@ async function readSetup(client: pg.Client, options: SampleOptions): Promise<Set
     warnings,
   );
   const config = await currentConfig(client, settings);
-  return { privileges, settings, unreadable, useStatements, catalog, log, config, warnings };
+  // Off, pg_stat_statements counts no utility statement: no BEGIN, COMMIT, SET or DDL.
+  const trackUtility =
+    !useStatements ||
+    (
+      await client.query<{ v: string | null }>(
+        tagged("SELECT current_setting('pg_stat_statements.track_utility', true) AS v"),
+      )
+    ).rows[0]?.v !== "off";
+  return { privileges, settings, unreadable, useStatements, trackUtility, catalog, log, config, warnings };
 }
 
 /**
