@@ -437,12 +437,19 @@ export async function sampleWorkload(options: SampleOptions = {}): Promise<Workl
   try {
     await client.query(tagged("SET application_name = 'auditpipe-estimate'"));
     const setup = await readSetup(client, options);
-    const { useStatements, catalog, warnings } = setup;
+    const { catalog, warnings } = setup;
     const nested = await nestedTracking(client, {
-      statements: useStatements,
+      statements: setup.useStatements,
       requested: options.trackNested ?? false,
       tag: tagged,
     });
+    // track = 'none' counts nothing (unless the sample switched it to 'all' just now).
+    const useStatements =
+      setup.useStatements && (setup.track !== "none" || nested.tracking.mode === "counted");
+    if (setup.useStatements && !useStatements)
+      warnings.push(
+        "pg_stat_statements.track is 'none': it counts no statement, so rates come from table statistics (coarse); set it to 'top' for the sample, or sample with --track-nested as a superuser",
+      );
     const { interval, load } = await watchInterval(client, options, useStatements, nested);
     const roles = useStatements ? await sessionRoles(client, catalog) : EVERY_SESSION;
     const rates = workloadRates(
@@ -540,6 +547,8 @@ interface Setup {
   useStatements: boolean;
   /** pg_stat_statements.track_utility (true without pg_stat_statements). */
   trackUtility: boolean;
+  /** pg_stat_statements.track as the sample began ('top' without pg_stat_statements). */
+  track: string;
   catalog: Catalog;
   log: LogContext;
   config: AuditConfig;
@@ -568,15 +577,29 @@ async function readSetup(client: pg.Client, options: SampleOptions): Promise<Set
     warnings,
   );
   const config = await currentConfig(client, settings);
-  // Off, pg_stat_statements counts no utility statement: no BEGIN, COMMIT, SET or DDL.
-  const trackUtility =
-    !useStatements ||
-    (
-      await client.query<{ v: string | null }>(
-        tagged("SELECT current_setting('pg_stat_statements.track_utility', true) AS v"),
-      )
-    ).rows[0]?.v !== "off";
-  return { privileges, settings, unreadable, useStatements, trackUtility, catalog, log, config, warnings };
+  // track = 'none' counts nothing; track_utility off, no BEGIN, COMMIT, SET or DDL.
+  const tracking = useStatements
+    ? (
+        await client.query<{ t: string | null; u: string | null }>(
+          tagged(`SELECT current_setting('pg_stat_statements.track', true) AS t,
+                         current_setting('pg_stat_statements.track_utility', true) AS u`),
+        )
+      ).rows[0]
+    : undefined;
+  const trackUtility = tracking?.u !== "off";
+  const track = tracking?.t ?? "top";
+  return {
+    privileges,
+    settings,
+    unreadable,
+    useStatements,
+    track,
+    trackUtility,
+    catalog,
+    log,
+    config,
+    warnings,
+  };
 }
 
 /**

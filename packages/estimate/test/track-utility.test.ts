@@ -64,3 +64,36 @@ describe("track_utility off, on a real server", () => {
     }
   });
 });
+
+describe("track = 'none', on a real server", () => {
+  it("counts nothing there: the sample says so and reads table statistics instead", async () => {
+    const pg = await startPostgres({
+      preloadLibraries: ["pg_stat_statements"],
+      pgaudit: { log: "none" },
+      settings: { "pg_stat_statements.track": "none" },
+    });
+    try {
+      await pg.query("CREATE EXTENSION pg_stat_statements");
+      await pg.pgbench(["-i", "-s", "1", "-q"]);
+      let load: Promise<unknown> | undefined;
+      const sample = await sampleWorkload({
+        connection: { host: pg.socketDir, port: pg.port, user: "postgres", database: "postgres" },
+        intervalMs: 3_000,
+        onProgress: (elapsed) => {
+          if (elapsed === 0) load = pg.pgbench(["-n", "-c", "2", "-T", "3", "-b", "simple-update"]);
+        },
+      });
+      await load;
+      expect(sample.statementStats).toBe(false);
+      expect(sample.warnings.some((w) => w.startsWith("pg_stat_statements.track is 'none'"))).toBe(true);
+      // The accounts' updates, from pg_stat_user_tables.
+      expect(
+        sample.workload.statements.some(
+          (s) => s.kind === "UPDATE" && s.relations[0]?.relation === "public.pgbench_accounts",
+        ),
+      ).toBe(true);
+    } finally {
+      await pg.stop();
+    }
+  });
+});
