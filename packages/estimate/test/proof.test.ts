@@ -62,6 +62,7 @@ beforeAll(async () => {
     preloadLibraries: ["pg_stat_statements"],
     // AUDITPIPE_PROOF_DESTINATION=jsonlog or stderr runs the same proof there (2026-12-07: see docs/estimator.md).
     logDestination: [DESTINATION],
+    ...(process.env.AUDITPIPE_PROOF_PREFIX ? { logLinePrefix: process.env.AUDITPIPE_PROOF_PREFIX } : {}),
     pgaudit: { log: "none" },
     // Before PostgreSQL 16 every CALL's text is its own row: room for a sample's worth of them
     // (a quiet 2-core machine runs events' ~3,500 a second: 20,000 rows were evicted once).
