@@ -545,7 +545,7 @@ export function failedTransactionsWarning(
 
 /**
  * pgaudit logs every database of the server; the sample reads one. Where the others ran
- * transactions in the meantime (1 a second, or 5 % of the server's, or more), it says which
+ * transactions in the meantime (1 a second and 5 % of the server's, or more), it says which
  * and how many, so a server's total is not read as this database's.
  */
 export function otherDatabasesWarning(before: Snapshot, after: Snapshot, seconds: number): string | null {
@@ -557,7 +557,7 @@ export function otherDatabasesWarning(before: Snapshot, after: Snapshot, seconds
   }
   const others = busy.reduce((sum, [, r]) => sum + r, 0);
   const own = delta(before.xacts, after.xacts) / seconds;
-  if (others < 1 && others < 0.05 * (own + others)) return null;
+  if (others < 1 || others < 0.05 * (own + others)) return null;
   busy.sort((a, b) => b[1] - a[1]);
   const named = busy
     .slice(0, 3)

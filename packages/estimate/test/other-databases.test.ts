@@ -28,6 +28,8 @@ describe("other databases", () => {
   it("says nothing when the others are idle or nearly so, or unknown", () => {
     expect(otherDatabasesWarning(snap(0, { shop: 7 }), snap(1000, { shop: 7 }), 10)).toBeNull();
     expect(otherDatabasesWarning(snap(0, { shop: 0 }), snap(1000, { shop: 5 }), 10)).toBeNull();
+    // A monitoring agent's few a second beside a busy database.
+    expect(otherDatabasesWarning(snap(0, { postgres: 0 }), snap(1000, { postgres: 30 }), 10)).toBeNull();
     expect(otherDatabasesWarning(snap(0), snap(1000, { shop: 500 }), 10)).toBeNull();
     // A database created during the sample counts from its first reading, not from zero.
     expect(otherDatabasesWarning(snap(0, {}), snap(1000, { fresh: 500 }), 10)).toBeNull();
