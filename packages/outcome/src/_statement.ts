@@ -61,7 +61,7 @@ function words(text: string, max: number): string[] {
  * ROLLBACK and ROLLBACK TO SAVEPOINT, COMMIT for COMMIT and END; the text tells them apart (when
  * it is logged).
  */
-export function controlOf(entry: AuditEntry): ControlInfo {
+export function controlOf(entry: Pick<AuditEntry, "class" | "command" | "statement">): ControlInfo {
   if (entry.class !== "MISC") return NONE;
   switch (entry.command) {
     case "BEGIN":

@@ -135,6 +135,50 @@ export interface ParserOptions {
    * the sink to decode. Other formats ignore it; the sidecar does not ask for it.
    */
   decodeAuditEntries?: boolean;
+  /**
+   * csvlog: an ordinary pgAudit entry (see AuditView) is offered to this sink first, as numbers
+   * and pooled strings, without a LogRecord or an AuditEntry being made; what the sink declines
+   * (it returns false) is built and given to `record` as without it. `analyze` only: a reader that
+   * keeps or ships records, or checkpoints the join's keys (the sidecar), does not set it.
+   */
+  auditView?: AuditViewSink;
+}
+
+/**
+ * An ASCII csvlog LOG record whose message is a pgAudit entry read without doubt: no doubled
+ * quotes in the record's fields the view names, the payload's leading fields unquoted, the
+ * statement unquoted or quoted without doubled quotes, PARAMETER one of pgAudit's markers and no
+ * ROWS field, a process id and a session id. Every string is the one decodeAuditEntry and the
+ * record would hold (the same text), taken from a small per-parser table by a hash of its bytes, so
+ * equal values are mostly the same string object (bounded: a slot is overwritten on a collision).
+ * One object, overwritten for each entry: read it during the call only.
+ */
+export interface AuditView {
+  /** As LogRecord's. */
+  offset: number;
+  size: number;
+  pid: number;
+  timestamp: string | null;
+  user: string | null;
+  database: string | null;
+  sessionId: string;
+  virtualTransactionId: string | null;
+  /** As AuditEntry's. */
+  auditType: string;
+  statementId: number;
+  substatementId: number;
+  class: string;
+  command: string;
+  objectType: string;
+  objectName: string;
+  /** A view of the parser's text (as AuditEntry.statement), not pooled. */
+  statement: string;
+  parameter: AuditMarker;
+}
+
+export interface AuditViewSink {
+  /** True when the sink took the entry; false to have the record and entry made and given to `record`. */
+  entry(view: AuditView): boolean;
 }
 
 /**

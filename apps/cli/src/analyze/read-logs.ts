@@ -4,6 +4,8 @@ import { createGunzip } from "node:zlib";
 import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import {
   type AuditEntry,
+  type AuditView,
+  type AuditViewSink,
   createParser,
   decodeAuditEntry,
   guessPrefixes,
@@ -231,6 +233,20 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         options.onMalformed?.(file, error);
       },
     };
+    // An ordinary csvlog entry is read as an AuditView (no record or entry made: the join and the
+    // tally read the view) unless a caller takes entries.
+    const auditView: AuditViewSink | undefined =
+      options.onEntry !== undefined
+        ? undefined
+        : {
+            entry(view: AuditView): boolean {
+              if (!outcomes.entry(format, view)) return false;
+              tally.addRecord();
+              records++;
+              tally.addEntry(view, view);
+              return true;
+            },
+          };
     // Records handed to no caller (only the tally, the join and its events, which read their
     // places and times) need none of UNREAD_FIELDS, nor of UNTALLIED_FIELDS.
     const omitUntalliedFields =
@@ -249,8 +265,8 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
           format,
           sink,
           prefix === undefined
-            ? { omitUntalliedFields, decodeAuditEntries }
-            : { prefix, omitUntalliedFields, decodeAuditEntries },
+            ? { omitUntalliedFields, decodeAuditEntries, auditView }
+            : { prefix, omitUntalliedFields, decodeAuditEntries, auditView },
         );
       }
       // PARSE_BYTES at a time; the joins hold the statement texts of a slice (holdTexts) until
