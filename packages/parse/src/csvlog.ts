@@ -388,8 +388,10 @@ class CsvlogParser implements LogParser {
     const starts = f.starts;
     const ends = f.ends;
     const buf = this.buf;
+    // A message with doubled quotes (csvlog's escape) is read where its only quotes are those of
+    // a quoted statement without quotes: each leading field then holds no quote at all.
+    const escaped = kinds[MESSAGE] === FIELD_ESCAPED;
     if (
-      kinds[MESSAGE] === FIELD_ESCAPED ||
       kinds[TIMESTAMP] === FIELD_ESCAPED ||
       kinds[USER] === FIELD_ESCAPED ||
       kinds[DATABASE] === FIELD_ESCAPED ||
@@ -408,7 +410,7 @@ class CsvlogParser implements LogParser {
     // The payload: the leading fields unquoted, each ended by a comma.
     let p = ms + AUDIT_BYTES.length;
     const typeAt = p;
-    p = fieldEnd(buf, p, limit);
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
     if (p < 0) return false;
     const typeEnd = p++;
     const statementId = counterAt(buf, p, limit);
@@ -419,26 +421,34 @@ class CsvlogParser implements LogParser {
     if (substatementId < 0) return false;
     while (buf[p] !== COMMA) p++;
     const classAt = ++p;
-    p = fieldEnd(buf, p, limit);
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
     if (p < 0) return false;
     const classEnd = p;
     const commandAt = ++p;
-    p = fieldEnd(buf, p, limit);
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
     if (p < 0) return false;
     const commandEnd = p;
     const objectTypeAt = ++p;
-    p = fieldEnd(buf, p, limit);
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
     if (p < 0) return false;
     const objectTypeEnd = p;
     const objectNameAt = ++p;
-    p = fieldEnd(buf, p, limit);
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
     if (p < 0) return false;
     const objectNameEnd = p++;
     // The statement: unquoted, or quoted without doubled quotes; a comma after it.
     const chars = this.chars;
     let statementAt = p;
     let statementEnd: number;
-    if (p < limit && buf[p] === QUOTE) {
+    if (escaped) {
+      // `""text"",`: the statement quoted, its text without quotes.
+      if (p + 1 >= limit || buf[p] !== QUOTE || buf[p + 1] !== QUOTE) return false;
+      const q = chars.indexOf('"', p + 2);
+      if (q < 0 || q + 2 >= limit || buf[q + 1] !== QUOTE || buf[q + 2] !== COMMA) return false;
+      statementAt = p + 2;
+      statementEnd = q;
+      p = q + 3;
+    } else if (p < limit && buf[p] === QUOTE) {
       const q = chars.indexOf('"', p + 1);
       if (q < 0 || q + 1 >= limit || buf[q + 1] !== COMMA) return false;
       statementAt = p + 1;
@@ -516,6 +526,16 @@ class CsvlogParser implements LogParser {
 function fieldEnd(buf: SliceBuffer, p: number, limit: number): number {
   if (p < limit && buf[p] === QUOTE) return -1;
   for (let i = p; i < limit; i++) if (buf[i] === COMMA) return i;
+  return -1;
+}
+
+/** fieldEnd of a field that must hold no quote at all (an escaped message's). */
+function plainFieldEnd(buf: SliceBuffer, p: number, limit: number): number {
+  for (let i = p; i < limit; i++) {
+    const c = buf[i];
+    if (c === COMMA) return i;
+    if (c === QUOTE) return -1;
+  }
   return -1;
 }
 

@@ -145,12 +145,14 @@ export interface ParserOptions {
 }
 
 /**
- * An ASCII csvlog LOG record whose message is a pgAudit entry read without doubt: no doubled
- * quotes in the record's fields the view names, the payload's leading fields unquoted, the
- * statement unquoted or quoted without doubled quotes, PARAMETER one of pgAudit's markers and no
- * ROWS field, a process id and a session id. Every string is the one decodeAuditEntry and the
- * record would hold (the same text), taken from a small per-parser table by a hash of its bytes, so
- * equal values are mostly the same string object (bounded: a slot is overwritten on a collision).
+ * An ASCII csvlog record whose message is a pgAudit entry read without doubt: no doubled quotes
+ * in the timestamp, user, database, session id or vxid; the payload's leading fields unquoted; the
+ * statement unquoted, or quoted with no quote in its text (in a message with doubled quotes, the
+ * statement's are its only ones); PARAMETER one of pgAudit's markers and no ROWS field; a process
+ * id and a session id. Each value is the one the record and decodeAuditEntry would hold (the same
+ * text); the columns of few values (user, database, audit type, class, command, object type and
+ * name) are pooled strings, so an equal value is mostly the same string object (BytePool: the
+ * last few strings of each column, compared with the bytes).
  * One object, overwritten for each entry: read it during the call only.
  */
 export interface AuditView {

@@ -73,8 +73,34 @@ const LINES: Line[] = [
   },
   {
     message: 'AUDIT: SESSION,13,1,READ,SELECT,,,"select 1, 2",<not logged>',
+    viewed: true,
+    why: "doubled quotes: the statement's, without quotes in it",
+  },
+  {
+    message: 'AUDIT: SESSION,13,2,READ,SELECT,,,"select "" 1, 2",<not logged>',
     viewed: false,
-    why: "doubled quotes",
+    why: "a quote inside",
+  },
+  {
+    message: 'AUDIT: SESSION,13,3,READ,SELECT,,,"select 1, 2""",<not logged>',
+    viewed: false,
+    why: "a quote at the end",
+  },
+  {
+    message: 'AUDIT: SESSION,13,4,READ,SELECT,,,"select 1, 2","<none>"',
+    viewed: false,
+    why: "quoted marker",
+  },
+  {
+    message: 'AUDIT: SESSION,13,5,READ,SELECT,x"y,,"select 1, 2",<none>',
+    viewed: false,
+    why: "a quote in a field",
+  },
+  { message: 'AUDIT: SESSION,13,6,READ,SELECT,,,"select 1, 2",<none>,4', viewed: false, why: "ROWS" },
+  {
+    message: 'AUDIT: SESSION,13,7,READ,SELECT,,,select 1 "x",<none>',
+    viewed: false,
+    why: "unquoted, with quotes",
   },
   { message: "AUDIT: SESSION,14,1,READ,SELECT,,,select 'é',<not logged>", viewed: false, why: "non-ASCII" },
   {
@@ -247,6 +273,9 @@ describe("csvlog auditView", () => {
       fc.oneof(
         word,
         word.map((w) => `"${w}"`),
+        word.map((w) => `"${w}, ""${w}"`),
+        word.map((w) => `"${w},${w}"`),
+        word.map((w) => `${w}"`),
       ),
       fc.constantFrom("<not logged>", "<none>", "<previously logged>", "", "a", "<none>,3", "<none>,"),
     );
