@@ -380,7 +380,8 @@ class CsvlogParser implements LogParser {
   /**
    * Fills `view` from the ASCII record being decoded when it is an entry AuditView describes,
    * read from the bytes; false (nothing to offer) otherwise. Declines rather than decides: every
-   * record it declines is built and decoded as before, so a payload is refused only there.
+   * record it declines is built and decoded as before, so a payload is refused only there. Not
+   * split: one pass over the payload in the decoder's order, its spans locals until all is known.
    */
   private readView(start: number, end: number): boolean {
     const f = this.fields;

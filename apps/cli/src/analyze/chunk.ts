@@ -256,6 +256,8 @@ export interface ChunkJoined {
 /**
  * Reads a range (see the module comment). `progress` gets on-disk bytes as they are read;
  * `pause` is awaited between reads (a worker lets the messages that came in meanwhile run).
+ * Not split: its sinks (records, views, malformed stretches) share the counts and the range's
+ * end they update, which would otherwise cross calls as one more object.
  */
 export async function readChunk(
   task: ChunkTask,

@@ -189,7 +189,8 @@ export async function fileStart(
 /**
  * Reads log files in the order given (the files of one log stream), decodes every pgAudit entry
  * and tallies the volume. A file's format is sniffed from its first bytes unless given; .gz
- * input is read through gunzip, recognised by its magic number rather than its name.
+ * input is read through gunzip, recognised by its magic number rather than its name. Not split:
+ * a file's sinks (records, views, malformed stretches) and its stream's end share its counts.
  */
 export async function analyzeFiles(files: string[], options: AnalyzeOptions): Promise<VolumeReport> {
   const tally = new VolumeTally();
