@@ -299,10 +299,7 @@ export class OutcomeJoin<H> {
         this.options.decided(handle as H, "unknown", null, UnknownReason.NO_SESSION);
         return;
       }
-      const s = this.session(key, record);
-      const setting = this.options.event ? settingOf(entry) : undefined;
-      if (setting) this.options.event!({ kind: "setting-changed", ...setting, record });
-      this.onEntry(s, record, entry, handle as H);
+      this.onEntry(this.session(key, record), record, entry, handle as H);
       return;
     }
     switch (record.severity) {
@@ -349,10 +346,12 @@ export class OutcomeJoin<H> {
 
   // ---- entries ---------------------------------------------------------------------------
 
-  /** (A setting's event is record()'s, before it.) */
   private onEntry(s: Session<H>, record: EntryRecord, entry: EntryFields, handle: H): void {
     s.entries++;
     if (entry.class === "MISC" && !s.misc) this.learnMisc(s);
+    // (A view is never a setting here while events are on: entry() gives it back.)
+    const setting = this.options.event ? settingOf(entry) : undefined;
+    if (setting) this.options.event!({ kind: "setting-changed", ...setting, record: record as LogRecord });
     if (this.pending >= this.maxPending) {
       this.counts.capped++;
       this.options.decided(handle, "unknown", null, UnknownReason.CAP);
