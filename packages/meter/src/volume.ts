@@ -176,7 +176,10 @@ export class VolumeTally {
   }
 
   /** An audit entry and the record that carried it (whose size is the entry's bytes). */
-  addEntry(entry: AuditEntry, record: LogRecord): void {
+  addEntry(
+    entry: Pick<AuditEntry, "class" | "command" | "auditType" | "objectName">,
+    record: Pick<LogRecord, "size" | "user" | "database" | "timestamp">,
+  ): void {
     const bytes = record.size;
     this.entries += 1;
     this.bytes += bytes;

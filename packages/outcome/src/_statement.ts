@@ -61,7 +61,7 @@ function words(text: string, max: number): string[] {
  * ROLLBACK and ROLLBACK TO SAVEPOINT, COMMIT for COMMIT and END; the text tells them apart (when
  * it is logged).
  */
-export function controlOf(entry: AuditEntry): ControlInfo {
+export function controlOf(entry: Pick<AuditEntry, "class" | "command" | "statement">): ControlInfo {
   if (entry.class !== "MISC") return NONE;
   switch (entry.command) {
     case "BEGIN":
@@ -191,7 +191,7 @@ function commandOf(via: SettingStatement["via"]): string {
  * pgaudit logs each statement of a multi-statement query with the whole query's text: the first
  * statement in it that sets a pgaudit.* setting with the entry's command is the one.
  */
-export function settingOf(entry: AuditEntry): SettingStatement | undefined {
+export function settingOf(entry: Pick<AuditEntry, "command" | "statement">): SettingStatement | undefined {
   if (!isSettingCommand(entry.command)) return undefined;
   const text = statementText(entry.statement);
   if (text === null || !/pgaudit\./i.test(text)) return undefined;

@@ -9,13 +9,14 @@
  * How each decision is made, and where the log cannot tell: docs/architecture.md ("Outcomes").
  * Pure: no I/O, no clock.
  */
-import { type AuditEntry, detached, type LogRecord } from "@auditpipe/parse";
+import { type AuditEntry, type AuditView, detached, type LogRecord } from "@auditpipe/parse";
 import { crashedPid, MessageKind, messageKind, parameterChange } from "./_messages.ts";
 import {
   Control,
   type ControlInfo,
   controlOf,
   isInternalQuery,
+  isSettingCommand,
   settingOf,
   statementText,
   textKey,
@@ -201,7 +202,12 @@ function keyOf<H>(st: Stmt<H>): number | null {
 /** The savepoints of a transaction that set none: one shared empty list, replaced on the first. */
 const NO_SAVEPOINTS: { name: string | null; seq: number }[] = [];
 
-function vxidOf(record: LogRecord): string | null {
+/** What the join reads of an entry's record: a LogRecord, or an AuditView. */
+type EntryRecord = Pick<LogRecord, "pid" | "user" | "database" | "virtualTransactionId">;
+/** What the join reads of an entry: an AuditEntry, or an AuditView. */
+type EntryFields = Pick<AuditEntry, "statementId" | "class" | "command" | "statement">;
+
+function vxidOf(record: Pick<LogRecord, "virtualTransactionId">): string | null {
   const v = record.virtualTransactionId;
   return v === null || v === "" ? null : v;
 }
@@ -316,6 +322,17 @@ export class OutcomeJoin<H> {
   }
 
   /**
+   * An entry read as an AuditView (ParserOptions.auditView), joined as record(record, entry,
+   * handle) joins the record and entry it stands for; false, having done nothing, for an entry
+   * that may make an event (a setting command, when `event` is set: the event carries a record).
+   */
+  entry(view: AuditView, handle: H): boolean {
+    if (this.options.event !== undefined && isSettingCommand(view.command)) return false;
+    this.onEntry(this.session(view.sessionId, view), view, view, handle);
+    return true;
+  }
+
+  /**
    * The stream ends here (analyze read its last file): whatever is undecided is `unknown`
    * (log-ended, or two-phase for prepared transactions never finished).
    */
@@ -329,11 +346,12 @@ export class OutcomeJoin<H> {
 
   // ---- entries ---------------------------------------------------------------------------
 
-  private onEntry(s: Session<H>, record: LogRecord, entry: AuditEntry, handle: H): void {
+  private onEntry(s: Session<H>, record: EntryRecord, entry: EntryFields, handle: H): void {
     s.entries++;
     if (entry.class === "MISC" && !s.misc) this.learnMisc(s);
+    // (A view is never a setting here while events are on: entry() gives it back.)
     const setting = this.options.event ? settingOf(entry) : undefined;
-    if (setting) this.options.event!({ kind: "setting-changed", ...setting, record });
+    if (setting) this.options.event!({ kind: "setting-changed", ...setting, record: record as LogRecord });
     if (this.pending >= this.maxPending) {
       this.counts.capped++;
       this.options.decided(handle, "unknown", null, UnknownReason.CAP);
@@ -865,7 +883,7 @@ export class OutcomeJoin<H> {
     for (const a of s.awaiting.splice(0)) this.decide(a.handle, a.outcome, null, null);
   }
 
-  private session(key: string | number, record: LogRecord): Session<H> {
+  private session(key: string | number, record: EntryRecord): Session<H> {
     const pid = record.pid;
     const slot = pid === null ? -1 : pid & (PID_SLOTS - 1);
     if (slot >= 0) {

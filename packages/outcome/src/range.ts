@@ -18,7 +18,7 @@
  * jsonlog, `%v`). Without them only a BEGIN starts a session's part of the range's join: the
  * records of a session that only runs single statements are all edge. Pure: no I/O.
  */
-import type { AuditEntry, LogRecord } from "@auditpipe/parse";
+import type { AuditEntry, AuditView, LogRecord } from "@auditpipe/parse";
 import { detached } from "@auditpipe/parse";
 import { MessageKind, messageKind } from "./_messages.ts";
 import { Control, controlOf } from "./_statement.ts";
@@ -111,6 +111,17 @@ export class RangeJoin<H> {
     }
     this.n++;
     return route;
+  }
+
+  /**
+   * An entry read as an AuditView (OutcomeJoin.entry): joined here when its session is this
+   * range's (Route.JOIN, as record() would route it); false, having done nothing, otherwise (the
+   * caller gives the record and entry to record()).
+   */
+  entry(view: AuditView, handle: H): boolean {
+    if (!this.isOwned(view.sessionId, view.pid) || !this.join.entry(view, handle)) return false;
+    this.n++;
+    return true;
   }
 
   private route(key: string | number | null, record: LogRecord, entry: AuditEntry | undefined): Route {

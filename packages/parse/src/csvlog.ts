@@ -5,6 +5,8 @@
  * fields of an ASCII record are substrings of it; a record with non-ASCII bytes decodes its fields
  * from the bytes as UTF-8, and one with bytes that are not UTF-8 escapes them (decodeEscaped).
  */
+
+import { BytePool } from "./_byte-pool.ts";
 import {
   asBuffer,
   ByteCarry,
@@ -27,7 +29,16 @@ import { findTimestampLine, NO_PENDING_LINE } from "./_resync.ts";
 import { AUDIT_PREFIX, AuditPayloadError, parseAuditPayloadAt } from "./audit-payload.ts";
 import { ParseErrorCode } from "./errors.ts";
 import { DEFAULT_MAX_RECORD_BYTES } from "./limits.ts";
-import type { AuditEntry, LogParser, LogRecord, ParserOptions, RecordSink } from "./types.ts";
+import type {
+  AuditEntry,
+  AuditMarker,
+  AuditView,
+  AuditViewSink,
+  LogParser,
+  LogRecord,
+  ParserOptions,
+  RecordSink,
+} from "./types.ts";
 
 /** Column counts PostgreSQL writes: ≤12 (23), 13 (24, backend_type), 14–17 (26, leader_pid, query_id). */
 const COLUMNS_PG12 = 23;
@@ -35,6 +46,24 @@ const COLUMNS_PG13 = 24;
 const COLUMNS_PG14 = 26;
 /** The message's column. */
 const MESSAGE = 13;
+/** Columns an AuditView reads. */
+const TIMESTAMP = 0;
+const USER = 1;
+const DATABASE = 2;
+const PID = 3;
+const SESSION_ID = 5;
+const VXID = 9;
+const COMMA = 44;
+/** The view's uses of its BytePool: the columns of few values (user and database as 1 and 2). */
+const USE_AUDIT_TYPE = 3;
+const USE_CLASS = 4;
+const USE_COMMAND = 5;
+const USE_OBJECT_TYPE = 6;
+const USE_OBJECT_NAME = 7;
+const USES = 8;
+/** `AUDIT: ` as bytes. */
+const AUDIT_BYTES = [...AUDIT_PREFIX].map((c) => c.charCodeAt(0));
+const MARKERS: readonly AuditMarker[] = ["<not logged>", "<none>", "<previously logged>"];
 
 /** Reads PostgreSQL csvlog (23, 24 or 26 columns) from chunks split anywhere. */
 export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}): LogParser {
@@ -45,6 +74,7 @@ export function createCsvlogParser(sink: RecordSink, options: ParserOptions = {}
     lean || options.omitUnreadFields === true,
     lean,
     options.decodeAuditEntries === true,
+    options.auditView,
   );
 }
 
@@ -78,6 +108,28 @@ class CsvlogParser implements LogParser {
   private asciiRecord = false;
   /** Whether the record being decoded is not UTF-8: its fields are decoded with escapes. */
   private escaped = false;
+  /** ParserOptions.auditView, the view it is given, and the tables its strings come from. */
+  private readonly viewSink: AuditViewSink | undefined;
+  private readonly view: AuditView = {
+    offset: 0,
+    size: 0,
+    pid: 0,
+    timestamp: null,
+    user: null,
+    database: null,
+    sessionId: "",
+    virtualTransactionId: null,
+    auditType: "",
+    statementId: 0,
+    substatementId: 0,
+    class: "",
+    command: "",
+    objectType: "",
+    objectName: "",
+    statement: "",
+    parameter: "<none>",
+  };
+  private readonly pool = new BytePool(USES);
 
   constructor(
     sink: RecordSink,
@@ -85,12 +137,14 @@ class CsvlogParser implements LogParser {
     omit: boolean,
     omitUntallied: boolean,
     decode: boolean,
+    viewSink: AuditViewSink | undefined,
   ) {
     this.sink = sink;
     this.maxRecordBytes = maxRecordBytes;
     this.omit = omit;
     this.omitUntallied = omitUntallied;
     this.decode = decode;
+    this.viewSink = viewSink;
   }
 
   push(chunk: Uint8Array): void {
@@ -254,6 +308,13 @@ class CsvlogParser implements LogParser {
       this.asciiRecord = false;
       this.escaped = true;
     }
+    if (
+      this.viewSink !== undefined &&
+      this.asciiRecord &&
+      this.readView(start, end) &&
+      this.viewSink.entry(this.view)
+    )
+      return true;
     // One object shape either way; the fields of UNREAD_FIELDS (UNTALLIED_FIELDS) stay null when omitted.
     const all = !this.omit;
     const tallied = !this.omitUntallied;
@@ -316,6 +377,129 @@ class CsvlogParser implements LogParser {
     }
   }
 
+  /**
+   * Fills `view` from the ASCII record being decoded when it is an entry AuditView describes,
+   * read from the bytes; false (nothing to offer) otherwise. Declines rather than decides: every
+   * record it declines is built and decoded as before, so a payload is refused only there. Not
+   * split: one pass over the payload in the decoder's order, its spans locals until all is known.
+   */
+  private readView(start: number, end: number): boolean {
+    const f = this.fields;
+    const kinds = f.kinds;
+    const starts = f.starts;
+    const ends = f.ends;
+    const buf = this.buf;
+    // A message with doubled quotes (csvlog's escape) is read where its only quotes are those of
+    // a quoted statement without quotes: each leading field then holds no quote at all.
+    const escaped = kinds[MESSAGE] === FIELD_ESCAPED;
+    if (
+      kinds[TIMESTAMP] === FIELD_ESCAPED ||
+      kinds[USER] === FIELD_ESCAPED ||
+      kinds[DATABASE] === FIELD_ESCAPED ||
+      kinds[SESSION_ID] === FIELD_ESCAPED ||
+      kinds[VXID] === FIELD_ESCAPED
+    )
+      return false;
+    const ms = starts[MESSAGE]!;
+    const limit = ends[MESSAGE]!;
+    if (limit - ms < AUDIT_BYTES.length) return false;
+    for (let i = 0; i < AUDIT_BYTES.length; i++) if (buf[ms + i] !== AUDIT_BYTES[i]) return false;
+    const pid = this.int(PID);
+    const ss = starts[SESSION_ID]!;
+    const se = ends[SESSION_ID]!;
+    if (pid === null || ss === se) return false;
+    // The payload: the leading fields unquoted, each ended by a comma.
+    let p = ms + AUDIT_BYTES.length;
+    const typeAt = p;
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
+    if (p < 0) return false;
+    const typeEnd = p++;
+    const statementId = counterAt(buf, p, limit);
+    if (statementId < 0) return false;
+    while (buf[p] !== COMMA) p++;
+    p++;
+    const substatementId = counterAt(buf, p, limit);
+    if (substatementId < 0) return false;
+    while (buf[p] !== COMMA) p++;
+    const classAt = ++p;
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
+    if (p < 0) return false;
+    const classEnd = p;
+    const commandAt = ++p;
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
+    if (p < 0) return false;
+    const commandEnd = p;
+    const objectTypeAt = ++p;
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
+    if (p < 0) return false;
+    const objectTypeEnd = p;
+    const objectNameAt = ++p;
+    p = escaped ? plainFieldEnd(buf, p, limit) : fieldEnd(buf, p, limit);
+    if (p < 0) return false;
+    const objectNameEnd = p++;
+    // The statement: unquoted, or quoted without doubled quotes; a comma after it.
+    const chars = this.chars;
+    let statementAt = p;
+    let statementEnd: number;
+    if (escaped) {
+      // `""text"",`: the statement quoted, its text without quotes.
+      if (p + 1 >= limit || buf[p] !== QUOTE || buf[p + 1] !== QUOTE) return false;
+      const q = chars.indexOf('"', p + 2);
+      if (q < 0 || q + 2 >= limit || buf[q + 1] !== QUOTE || buf[q + 2] !== COMMA) return false;
+      statementAt = p + 2;
+      statementEnd = q;
+      p = q + 3;
+    } else if (p < limit && buf[p] === QUOTE) {
+      const q = chars.indexOf('"', p + 1);
+      if (q < 0 || q + 1 >= limit || buf[q + 1] !== COMMA) return false;
+      statementAt = p + 1;
+      statementEnd = q;
+      p = q + 2;
+    } else {
+      const c = chars.indexOf(",", p);
+      if (c < 0 || c >= limit) return false;
+      statementEnd = c;
+      p = c + 1;
+    }
+    // PARAMETER, a marker, last (no ROWS).
+    const parameter = markerAt(buf, p, limit);
+    if (parameter === undefined) return false;
+    const v = this.view;
+    v.offset = this.base + start;
+    v.size = end - start;
+    v.pid = pid;
+    const ts = starts[TIMESTAMP]!;
+    const te = ends[TIMESTAMP]!;
+    v.timestamp = te === ts && kinds[TIMESTAMP] === FIELD_UNQUOTED ? null : chars.slice(ts, te);
+    v.user = this.name(USER);
+    v.database = this.name(DATABASE);
+    v.sessionId = chars.slice(ss, se);
+    const vs = starts[VXID]!;
+    const ve = ends[VXID]!;
+    v.virtualTransactionId = ve === vs && kinds[VXID] === FIELD_UNQUOTED ? null : chars.slice(vs, ve);
+    v.auditType = this.pool.of(USE_AUDIT_TYPE, buf, typeAt, typeEnd);
+    v.statementId = statementId;
+    v.substatementId = substatementId;
+    v.class = this.pool.of(USE_CLASS, buf, classAt, classEnd);
+    v.command = this.pool.of(USE_COMMAND, buf, commandAt, commandEnd);
+    v.objectType =
+      objectTypeEnd === objectTypeAt ? "" : this.pool.of(USE_OBJECT_TYPE, buf, objectTypeAt, objectTypeEnd);
+    v.objectName =
+      objectNameEnd === objectNameAt ? "" : this.pool.of(USE_OBJECT_NAME, buf, objectNameAt, objectNameEnd);
+    v.statement = chars.slice(statementAt, statementEnd);
+    v.parameter = parameter;
+    return true;
+  }
+
+  /** Field k (user, database) from the names' table; null for an empty unquoted field. */
+  private name(k: number): string | null {
+    const f = this.fields;
+    const s = f.starts[k]!;
+    const e = f.ends[k]!;
+    if (s === e) return f.kinds[k] === FIELD_UNQUOTED ? null : "";
+    return this.pool.of(k, this.buf, s, e);
+  }
+
   /** Field k as text; null for an empty unquoted field. */
   private str(k: number): string | null {
     const f = this.fields;
@@ -334,4 +518,46 @@ class CsvlogParser implements LogParser {
   private int(k: number): number | null {
     return parseIntBytes(this.buf, this.fields.starts[k]!, this.fields.ends[k]!);
   }
+}
+
+/**
+ * Where the unquoted payload field at `p` ends (its comma), or -1: it is quoted (readField would
+ * unquote it) or the payload ends first (too few fields: the decoder refuses it).
+ */
+function fieldEnd(buf: SliceBuffer, p: number, limit: number): number {
+  if (p < limit && buf[p] === QUOTE) return -1;
+  for (let i = p; i < limit; i++) if (buf[i] === COMMA) return i;
+  return -1;
+}
+
+/** fieldEnd of a field that must hold no quote at all (an escaped message's). */
+function plainFieldEnd(buf: SliceBuffer, p: number, limit: number): number {
+  for (let i = p; i < limit; i++) {
+    const c = buf[i];
+    if (c === COMMA) return i;
+    if (c === QUOTE) return -1;
+  }
+  return -1;
+}
+
+/** The counter of 1-15 digits at `p` ended by a comma (the decoder's fast path), or -1. */
+function counterAt(buf: SliceBuffer, p: number, limit: number): number {
+  let n = 0;
+  let k = p;
+  for (; k < limit; k++) {
+    const d = buf[k]! - 48;
+    if (d < 0 || d > 9) break;
+    n = n * 10 + d;
+  }
+  const digits = k - p;
+  return digits === 0 || digits > 15 || k >= limit || buf[k] !== COMMA ? -1 : n;
+}
+
+/** The marker that is the whole of `[p, limit)`, or undefined. */
+function markerAt(buf: SliceBuffer, p: number, limit: number): AuditMarker | undefined {
+  const n = limit - p;
+  const m = n === 6 ? MARKERS[1]! : n === 12 ? MARKERS[0]! : n === 19 ? MARKERS[2]! : undefined;
+  if (m === undefined) return undefined;
+  for (let i = 0; i < n; i++) if (m.charCodeAt(i) !== buf[p + i]) return undefined;
+  return m;
 }

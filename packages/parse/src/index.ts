@@ -43,6 +43,8 @@ export { parseLogTimestamp, sameStampSecond } from "./timestamp.ts";
 export type {
   AuditEntry,
   AuditMarker,
+  AuditView,
+  AuditViewSink,
   LogFormat,
   LogParser,
   LogRecord,

@@ -135,6 +135,52 @@ export interface ParserOptions {
    * the sink to decode. Other formats ignore it; the sidecar does not ask for it.
    */
   decodeAuditEntries?: boolean;
+  /**
+   * csvlog: an ordinary pgAudit entry (see AuditView) is offered to this sink first, as numbers
+   * and pooled strings, without a LogRecord or an AuditEntry being made; what the sink declines
+   * (it returns false) is built and given to `record` as without it. `analyze` only: a reader that
+   * keeps or ships records, or checkpoints the join's keys (the sidecar), does not set it.
+   */
+  auditView?: AuditViewSink;
+}
+
+/**
+ * An ASCII csvlog record whose message is a pgAudit entry read without doubt: no doubled quotes
+ * in the timestamp, user, database, session id or vxid; the payload's leading fields unquoted; the
+ * statement unquoted, or quoted with no quote in its text (in a message with doubled quotes, the
+ * statement's are its only ones); PARAMETER one of pgAudit's markers and no ROWS field; a process
+ * id and a session id. Each value is the one the record and decodeAuditEntry would hold (the same
+ * text); the columns of few values (user, database, audit type, class, command, object type and
+ * name) are pooled strings, so an equal value is mostly the same string object (BytePool: the
+ * last few strings of each column, compared with the bytes).
+ * One object, overwritten for each entry: read it during the call only.
+ */
+export interface AuditView {
+  /** As LogRecord's. */
+  offset: number;
+  size: number;
+  pid: number;
+  timestamp: string | null;
+  user: string | null;
+  database: string | null;
+  sessionId: string;
+  virtualTransactionId: string | null;
+  /** As AuditEntry's. */
+  auditType: string;
+  statementId: number;
+  substatementId: number;
+  class: string;
+  command: string;
+  objectType: string;
+  objectName: string;
+  /** A view of the parser's text (as AuditEntry.statement), not pooled. */
+  statement: string;
+  parameter: AuditMarker;
+}
+
+export interface AuditViewSink {
+  /** True when the sink took the entry; false to have the record and entry made and given to `record`. */
+  entry(view: AuditView): boolean;
 }
 
 /**

@@ -33,6 +33,7 @@ import {
 } from "@auditpipe/outcome";
 import {
   type AuditEntry,
+  type AuditView,
   blankRecord,
   createParser,
   decodeAuditEntry,
@@ -163,6 +164,18 @@ export class RangeRecords {
   }
 
   /**
+   * An entry read as an AuditView (the parser's auditView), where add() would join it at once:
+   * false, having done nothing, where it would not (the edge, or an entry that may make an event):
+   * the caller then gives the record and entry to add().
+   */
+  entry(view: AuditView, offset: number): boolean {
+    const range = this.range;
+    if (range === undefined) return this.join.entry(view, offset);
+    this.join.at = offset;
+    return range.entry(view, [view.command, view.user, view.size]);
+  }
+
+  /**
    * The parser's text read so far is let go: the join hashes the open statements' texts it held
    * (OutcomeJoinOptions.holdTexts). Called after each slice the parser was given.
    */
@@ -218,6 +231,11 @@ class Joiner {
     else this.join.record(record, entry, [entry.command, record.user, record.size]);
   }
 
+  entry(view: AuditView, offset: number): boolean {
+    this.at = offset;
+    return this.join.entry(view, [view.command, view.user, view.size]);
+  }
+
   result(index: number): ChunkJoined {
     return { index, state: this.join.snapshot(identity), tally: this.tally.state(), events: this.events };
   }
@@ -238,6 +256,8 @@ export interface ChunkJoined {
 /**
  * Reads a range (see the module comment). `progress` gets on-disk bytes as they are read;
  * `pause` is awaited between reads (a worker lets the messages that came in meanwhile run).
+ * Not split: its sinks (records, views, malformed stretches) share the counts and the range's
+ * end they update, which would otherwise cross calls as one more object.
  */
 export async function readChunk(
   task: ChunkTask,
@@ -264,6 +284,22 @@ export async function readChunk(
   const badPayload = (error: MalformedRecord): void => {
     tally.addMalformed();
     report({ ...error, offset: base + error.offset });
+  };
+  // An ordinary csvlog entry is read as an AuditView: no record or entry made (what the join and
+  // the tally read of it is the view's); the rest as records.
+  const auditView = {
+    entry(view: AuditView): boolean {
+      const offset = base + view.offset;
+      if (offset >= end) {
+        if (next < 0) next = offset;
+        return true;
+      }
+      if (!held.entry(view, offset)) return false;
+      tally.addRecord();
+      records++;
+      tally.addEntry(view, view);
+      return true;
+    },
   };
   const parse = createParser(
     task.format,
@@ -297,8 +333,8 @@ export async function readChunk(
     // against the serial reader's, which keeps them when a caller takes records. csvlog decodes
     // the entries where its text lies (the same entries, read in place).
     task.prefix === undefined
-      ? { omitUntalliedFields: true, decodeAuditEntries: true }
-      : { prefix: task.prefix, omitUntalliedFields: true, decodeAuditEntries: true },
+      ? { omitUntalliedFields: true, decodeAuditEntries: true, auditView }
+      : { prefix: task.prefix, omitUntalliedFields: true, decodeAuditEntries: true, auditView },
   );
   // A read goes to the parser PARSE_BYTES at a time; the join holds the statement texts of a
   // slice (holdTexts) until it is parsed.

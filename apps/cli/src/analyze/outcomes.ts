@@ -6,11 +6,16 @@
  */
 import type { VolumeTally } from "@auditpipe/meter/volume";
 import { type Outcome, OutcomeJoin, type StreamEvent, UnknownReason } from "@auditpipe/outcome";
-import type { AuditEntry, LogFormat, LogRecord } from "@auditpipe/parse";
+import type { AuditEntry, AuditView, LogFormat, LogRecord } from "@auditpipe/parse";
 
 interface Pending {
-  entry: AuditEntry;
-  record: LogRecord;
+  /** What the tally reads of a decided entry. */
+  command: string;
+  user: string | null;
+  size: number;
+  /** The entry and its record (null for one read as an AuditView: only without onOutcome). */
+  entry: AuditEntry | null;
+  record: LogRecord | null;
 }
 
 export interface OutcomeReadingOptions {
@@ -91,8 +96,36 @@ export class OutcomeReading {
       this.joins.set(format, join);
     }
     noteSigns(this.signs, record, entry);
-    if (entry !== undefined) join.record(record, entry, { entry, record });
+    if (entry !== undefined)
+      join.record(record, entry, {
+        command: entry.command,
+        user: record.user,
+        size: record.size,
+        entry,
+        record,
+      });
     else join.record(record);
+  }
+
+  /**
+   * An entry read as an AuditView (read-logs.ts): joined as record() joins its record and entry;
+   * false, having done nothing, when it cannot be (the caller gives them to record()): an option
+   * hands every outcome its entry and record, or the entry may make an event.
+   */
+  entry(format: LogFormat, view: AuditView): boolean {
+    if (this.options.onOutcome !== undefined) return false;
+    let join = this.joins.get(format);
+    if (join === undefined) {
+      join = this.newJoin();
+      this.joins.set(format, join);
+    }
+    return join.entry(view, {
+      command: view.command,
+      user: view.user,
+      size: view.size,
+      entry: null,
+      record: null,
+    });
   }
 
   /**
@@ -114,8 +147,8 @@ export class OutcomeReading {
       // A statement's text is hashed only where the join compares it (releaseTexts after each chunk).
       holdTexts: true,
       decided: (h, outcome, sqlstate, reason) => {
-        this.tally.addOutcome(h.entry, h.record, outcome, sqlstate, reason);
-        this.options.onOutcome?.(h.entry, h.record, outcome, sqlstate);
+        this.tally.addOutcomeOf(h.command, h.user, h.size, outcome, sqlstate, reason);
+        this.options.onOutcome?.(h.entry!, h.record!, outcome, sqlstate);
       },
       attempt: (record) => {
         this.tally.addAttempt(record);

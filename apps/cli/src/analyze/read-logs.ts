@@ -4,6 +4,8 @@ import { createGunzip } from "node:zlib";
 import { type VolumeReport, VolumeTally } from "@auditpipe/meter/volume";
 import {
   type AuditEntry,
+  type AuditView,
+  type AuditViewSink,
   createParser,
   decodeAuditEntry,
   guessPrefixes,
@@ -187,7 +189,8 @@ export async function fileStart(
 /**
  * Reads log files in the order given (the files of one log stream), decodes every pgAudit entry
  * and tallies the volume. A file's format is sniffed from its first bytes unless given; .gz
- * input is read through gunzip, recognised by its magic number rather than its name.
+ * input is read through gunzip, recognised by its magic number rather than its name. Not split:
+ * a file's sinks (records, views, malformed stretches) and its stream's end share its counts.
  */
 export async function analyzeFiles(files: string[], options: AnalyzeOptions): Promise<VolumeReport> {
   const tally = new VolumeTally();
@@ -231,6 +234,20 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
         options.onMalformed?.(file, error);
       },
     };
+    // An ordinary csvlog entry is read as an AuditView (no record or entry made: the join and the
+    // tally read the view) unless a caller takes entries.
+    const auditView: AuditViewSink | undefined =
+      options.onEntry !== undefined
+        ? undefined
+        : {
+            entry(view: AuditView): boolean {
+              if (!outcomes.entry(format, view)) return false;
+              tally.addRecord();
+              records++;
+              tally.addEntry(view, view);
+              return true;
+            },
+          };
     // Records handed to no caller (only the tally, the join and its events, which read their
     // places and times) need none of UNREAD_FIELDS, nor of UNTALLIED_FIELDS.
     const omitUntalliedFields =
@@ -249,8 +266,8 @@ export async function analyzeFiles(files: string[], options: AnalyzeOptions): Pr
           format,
           sink,
           prefix === undefined
-            ? { omitUntalliedFields, decodeAuditEntries }
-            : { prefix, omitUntalliedFields, decodeAuditEntries },
+            ? { omitUntalliedFields, decodeAuditEntries, auditView }
+            : { prefix, omitUntalliedFields, decodeAuditEntries, auditView },
         );
       }
       // PARSE_BYTES at a time; the joins hold the statement texts of a slice (holdTexts) until
