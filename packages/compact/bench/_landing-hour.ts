@@ -5,7 +5,7 @@
  * LocalDirSink) in the given codec. Built once into `.bench-data/landing-<codec>/` and reused
  * (temporary name first, so an interrupted build is not mistaken for a cache).
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LocalDirSink } from "@auditpipe/ship";
 import { FileSource } from "@auditpipe/tail";
@@ -15,7 +15,7 @@ import { referenceData } from "../../parse/bench/_reference-data.ts";
 /** The archive directory of the shipped host-hour, building it first when missing. */
 export async function landingHour(compression: "gzip" | "zstd"): Promise<string> {
   const archive = join(repoRoot(), ".bench-data", `landing-${compression}`);
-  if (existsSync(archive)) return archive;
+  if (existsSync(archive)) return closedDay(archive);
   const { csvlog } = await referenceData();
   const work = `${archive}.tmp`;
   rmSync(work, { recursive: true, force: true });
@@ -39,5 +39,18 @@ export async function landingHour(compression: "gzip" | "zstd"): Promise<string>
   await source.stop();
   renameSync(join(work, "archive"), archive);
   rmSync(work, { recursive: true, force: true });
+  return closedDay(archive);
+}
+
+/**
+ * The partition moved to a day long past: the reference log's hour is the hour it was written in,
+ * and `compact` leaves an hour alone until 10 minutes after it ends (a bench run in the hour the
+ * reference log was made compacted nothing). The objects hold no date of their partition.
+ */
+function closedDay(archive: string): string {
+  const past = "dt=2000-01-01";
+  for (const day of readdirSync(archive))
+    if (day.startsWith("dt=") && day !== past && !existsSync(join(archive, past)))
+      renameSync(join(archive, day), join(archive, past));
   return archive;
 }
