@@ -269,6 +269,18 @@ export function analyzeStatement(sql: string, lookup: RelationLookup): Statement
     const kind = relations.find((r) => r.write)?.write ?? "UPDATE";
     return { kind, command: "MERGE", relations, placeholders, functions };
   }
+  // SELECT … INTO new_table: CREATE TABLE AS by another name (pgaudit: its query's READ, then
+  // DDL `SELECT INTO`). A PL/pgSQL `SELECT … INTO var` reaches the server without its INTO.
+  if (first === "select" && lead === 0 && topLevelInto(tokens))
+    return {
+      kind: "UTILITY",
+      command: "SELECT INTO",
+      utilityClass: "DDL",
+      relations: [],
+      placeholders,
+      queryRelations: dmlRelations(tokens, "SELECT", lookup),
+      functions,
+    };
   const kind = dml[first];
   // Of utility statements only CALL executes what it names (DDL that mentions a function does not).
   if (kind === undefined)
@@ -915,6 +927,17 @@ function dmlRelations(
   }
   found.push(...minMaxCopies(tokens, lookup));
   return found;
+}
+
+/** Whether a SELECT has an INTO outside parentheses: SELECT … INTO new_table. */
+function topLevelInto(tokens: Token[]): boolean {
+  let depth = 0;
+  for (const t of tokens) {
+    if (t.value === "(") depth++;
+    else if (t.value === ")") depth--;
+    else if (depth === 0 && t.type === "ident" && t.value === "into") return true;
+  }
+  return false;
 }
 
 /** Past the `(` that open a parenthesised join at `at` (not a subquery's: a query starts after those). */

@@ -145,6 +145,9 @@ describe("utility statements: the tag and class pgaudit prints", () => {
     { sql: "COMMENT ON TABLE t IS 'audited'" },
     { sql: "ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO someone" },
     { sql: "CREATE TEMP TABLE tt AS SELECT * FROM t", inner: "READ,SELECT" },
+    { sql: "SELECT id INTO TEMP tt2 FROM t", inner: "READ,SELECT" },
+    { sql: "VALUES (1), (2)" },
+    { sql: "(SELECT id FROM t) UNION (SELECT id FROM t)" },
     { sql: "EXPLAIN ANALYZE UPDATE t SET id = id", inner: "WRITE,UPDATE" },
     { sql: "EXPLAIN SELECT * FROM t", inner: "READ,SELECT" },
   ];
