@@ -62,7 +62,8 @@ export function utilityClass(command: string, text = ""): string {
   if (c === "PREPARE") return WRITES.has(innerVerb(text)) ? "WRITE" : "READ";
   if (c === "EXPLAIN")
     return /^\s*explain\b[^;]*?\banaly[sz]e\b/i.test(text) && WRITES.has(innerVerb(text)) ? "WRITE" : "MISC";
-  if (/^(CREATE|ALTER|DROP|COMMENT|SECURITY LABEL|IMPORT|REFRESH|REASSIGN|SELECT INTO)/.test(c)) return "DDL";
+  if (/^(CREATE|ALTER|DROP|COMMENT|SECURITY LABEL|IMPORT|REFRESH|REASSIGN|SELECT INTO|CLUSTER)/.test(c))
+    return "DDL";
   return "MISC";
 }
 

@@ -126,6 +126,15 @@ describe("pgaudit.log, token by token", () => {
 describe("utility statements: the tag and class pgaudit prints", () => {
   const CASES: Array<{ sql: string; inner?: string }> = [
     { sql: "LOCK TABLE t IN SHARE MODE" },
+    { sql: "ANALYZE t" },
+    { sql: "LISTEN audit_channel" },
+    { sql: "NOTIFY audit_channel, 'x'" },
+    { sql: "UNLISTEN *" },
+    { sql: "CHECKPOINT" },
+    { sql: "DISCARD TEMP" },
+    { sql: "CREATE INDEX t_id ON t (id)" },
+    { sql: "CLUSTER t USING t_id" },
+    { sql: "REINDEX INDEX t_id" },
     { sql: "SET CONSTRAINTS ALL DEFERRED" },
     { sql: "DISCARD PLANS" },
     { sql: "TRUNCATE t" },
