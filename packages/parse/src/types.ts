@@ -155,7 +155,11 @@ export interface ParserOptions {
  * last few strings of each column, compared with the bytes).
  * One object, overwritten for each entry: read it during the call only.
  */
-export interface AuditView {
+export interface AuditView
+  extends Pick<
+    AuditEntry,
+    "auditType" | "statementId" | "substatementId" | "class" | "command" | "objectType" | "objectName"
+  > {
   /** As LogRecord's. */
   offset: number;
   size: number;
@@ -165,14 +169,6 @@ export interface AuditView {
   database: string | null;
   sessionId: string;
   virtualTransactionId: string | null;
-  /** As AuditEntry's. */
-  auditType: string;
-  statementId: number;
-  substatementId: number;
-  class: string;
-  command: string;
-  objectType: string;
-  objectName: string;
   /** A view of the parser's text (as AuditEntry.statement), not pooled. */
   statement: string;
   parameter: AuditMarker;
